@@ -1,0 +1,38 @@
+package dev.coop;
+
+import java.time.Duration;
+import javax.sql.DataSource;
+
+/** The entry point: an engine that runs sagas, and a client that launches and inspects. */
+public final class Coop {
+    /** The schema Coop's tables live in unless configured otherwise. */
+    public static final String DEFAULT_SCHEMA = "coop";
+    /** Steps an engine executes at once, each holding one connection. */
+    public static final int DEFAULT_WORKERS = 8;
+    /** How often an engine looks for work it was not notified of. */
+    public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+    /** How long closing an engine waits for steps in flight. */
+    public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+    /** The largest payload accepted, in bytes of JSON. */
+    public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+
+    private Coop() {
+    }
+
+    /** Configures an engine on {@code dataSource}; register sagas, then {@code start()}. */
+    public static CoopEngine.Builder engine(DataSource dataSource) {
+        return new CoopEngine.Builder(dataSource);
+    }
+
+    /** A client with every default (schema {@value #DEFAULT_SCHEMA}, migrations applied). */
+    public static CoopClient client(DataSource dataSource) {
+        return CoopClient.builder(dataSource).build();
+    }
+
+    static int checkPayloadLimit(int bytes) {
+        if (bytes < 2 || bytes > 64 * 1024 * 1024) {
+            throw new CoopValidationException("maxPayloadBytes must be between 2 and 64 MiB, was " + bytes);
+        }
+        return bytes;
+    }
+}

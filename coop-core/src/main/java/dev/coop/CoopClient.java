@@ -1,0 +1,222 @@
+package dev.coop;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.coop.internal.Completions;
+import dev.coop.internal.Emission;
+import dev.coop.internal.Json;
+import dev.coop.internal.Migrations;
+import dev.coop.internal.SchemaName;
+import dev.coop.internal.Store;
+import dev.coop.internal.Topology;
+import dev.coop.internal.Uuids;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+
+/**
+ * Launches messages and inspects what became of them. Talks only to the database: it works without an engine in
+ * this JVM ({@link Coop#client(DataSource)}), and every engine has one ({@link CoopEngine#client()}). Thread-safe.
+ */
+public final class CoopClient {
+    private static final long MAX_CHECK_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    private final DataSource dataSource;
+    private final Store store;
+    private final Topology topology;
+    private final Json json;
+    private final Completions completions;
+    private final Consumer<String> localWake;
+
+    CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
+            Consumer<String> localWake) {
+        this.dataSource = dataSource;
+        this.store = new Store(schema);
+        this.topology = new Topology(schema);
+        this.json = json;
+        this.completions = completions;
+        this.localWake = localWake;
+    }
+
+    /** Starts configuring a client; {@link Coop#client(DataSource)} is the short form with every default. */
+    public static Builder builder(DataSource dataSource) {
+        return new Builder(dataSource);
+    }
+
+    /**
+     * Launches a message on the global scope in its own transaction: every saga registered for the topic runs
+     * it, as the root of a new hierarchy.
+     */
+    public <P> MessageId launch(Topic<P> topic, P payload) {
+        Emission emission = emission(topic, payload);
+        Map<String, Integer> created;
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                created = emit(c, emission);
+                c.commit();
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
+                    + e.getMessage(), e);
+        }
+        created.keySet().forEach(localWake);
+        return new MessageId(emission.messageId());
+    }
+
+    /**
+     * Launches a message on the global scope inside the caller's transaction (the outbox pattern): it exists, and
+     * runs, only if the caller commits.
+     */
+    public <P> MessageId launch(Connection connection, Topic<P> topic, P payload) {
+        Objects.requireNonNull(connection, "connection");
+        Emission emission = emission(topic, payload);
+        try {
+            emit(connection, emission);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
+                    + e.getMessage(), e);
+        }
+        return new MessageId(emission.messageId());
+    }
+
+    private <P> Emission emission(Topic<P> topic, P payload) {
+        Objects.requireNonNull(topic, "topic");
+        return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload));
+    }
+
+    private Map<String, Integer> emit(Connection c, Emission emission) throws SQLException {
+        return store.emit(c, null, null, null, null, null, null, List.of(emission));
+    }
+
+    /**
+     * Waits until every run of the message, and so everything those runs caused, finished.
+     *
+     * @throws CoopTimeoutException when that takes longer than {@code timeout}
+     * @throws CoopValidationException when no such message exists
+     */
+    public Outcome awaitCompletion(MessageId message, Duration timeout) {
+        Objects.requireNonNull(message, "message");
+        long deadline = System.nanoTime() + Objects.requireNonNull(timeout, "timeout").toNanos();
+        long pause = TimeUnit.MILLISECONDS.toNanos(1);
+        try (Completions.Waiter waiter = completions.watch(message.value())) {
+            while (true) {
+                long seen = waiter.version();
+                List<RunStatus> statuses = statuses(message);
+                if (statuses.stream().allMatch(RunStatus::isFinished)) {
+                    return Outcome.of(statuses);
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    long running = statuses.stream().filter(s -> !s.isFinished()).count();
+                    throw new CoopTimeoutException(
+                            "Message " + message + " did not finish within " + timeout + ": "
+                                    + running + " of its " + statuses.size() + " runs are still running");
+                }
+                waiter.await(seen, Math.min(pause, left));
+                pause = Math.min(pause * 2, MAX_CHECK_PAUSE_NANOS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CoopException("Interrupted while waiting for message " + message, e);
+        }
+    }
+
+    /** The status of every run of the message (one per saga that handles it). */
+    public List<RunStatus> statuses(MessageId message) {
+        try (Connection c = dataSource.getConnection()) {
+            List<RunStatus> statuses = store.runStatuses(c, message);
+            if (statuses.isEmpty() && !store.messageExists(c, message)) {
+                throw new CoopValidationException("No message " + message + " in schema '"
+                        + store.schema().value() + "'");
+            }
+            return statuses;
+        } catch (SQLException e) {
+            throw new CoopStoreException(
+                    "Could not read the runs of message " + message + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The event log of the hierarchy below a message, in the order it was written. */
+    public List<Event> events(MessageId message) {
+        try (Connection c = dataSource.getConnection()) {
+            return store.events(c, message);
+        } catch (SQLException e) {
+            throw new CoopStoreException(
+                    "Could not read the events of message " + message + ": " + e.getMessage(),
+                    e);
+        }
+    }
+
+    /**
+     * Removes a saga from the topology registry: messages launched from now on no longer wait for it. Runs already
+     * created for it still run when an engine that has the saga is up.
+     *
+     * @return false when no saga of that name was registered
+     */
+    public boolean retireSaga(String saga) {
+        try (Connection c = dataSource.getConnection()) {
+            return topology.retire(c, saga);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not retire saga '" + saga + "': " + e.getMessage(), e);
+        }
+    }
+
+    /** Settings of a client; each is validated as it is set. */
+    public static final class Builder {
+        private final DataSource dataSource;
+        private String schema = Coop.DEFAULT_SCHEMA;
+        private ObjectMapper objectMapper;
+        private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
+        private boolean migrate = true;
+
+        private Builder(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        }
+
+        /** The PostgreSQL schema of Coop's tables (default {@value Coop#DEFAULT_SCHEMA}). */
+        public Builder schema(String schema) {
+            this.schema = new SchemaName(schema).value();
+            return this;
+        }
+
+        /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
+        public Builder objectMapper(ObjectMapper objectMapper) {
+            this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+            return this;
+        }
+
+        /** The largest payload accepted, in bytes of JSON (default 1 MiB). */
+        public Builder maxPayloadBytes(int bytes) {
+            this.maxPayloadBytes = Coop.checkPayloadLimit(bytes);
+            return this;
+        }
+
+        /** Whether to apply schema migrations when built (default true). */
+        public Builder migrate(boolean migrate) {
+            this.migrate = migrate;
+            return this;
+        }
+
+        public CoopClient build() {
+            SchemaName name = new SchemaName(schema);
+            if (migrate) {
+                Migrations.apply(dataSource, name);
+            }
+            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
+            return new CoopClient(dataSource, name, json, new Completions(), saga -> {
+            });
+        }
+    }
+}

@@ -1,0 +1,196 @@
+package dev.coop;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.coop.internal.EngineRuntime;
+import dev.coop.internal.Json;
+import dev.coop.internal.Migrations;
+import dev.coop.internal.SchemaName;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+
+/**
+ * Runs sagas: claims runnable runs from PostgreSQL and executes their steps, each in its own transaction. Any number
+ * of engines may share one database; a step commits at most once. Build one with {@link Coop#engine(DataSource)};
+ * close it to stop.
+ */
+public final class CoopEngine implements AutoCloseable {
+    private final String id;
+    private final EngineRuntime runtime;
+    private final CoopClient client;
+    private final Duration shutdownTimeout;
+    private boolean closed;
+
+    private CoopEngine(String id, EngineRuntime runtime, CoopClient client, Duration shutdownTimeout) {
+        this.id = id;
+        this.runtime = runtime;
+        this.client = client;
+        this.shutdownTimeout = shutdownTimeout;
+    }
+
+    /** This engine instance's id, as written in the event log's {@code engine} column. */
+    public String id() {
+        return id;
+    }
+
+    /** A client on the same database and schema, woken directly by this engine's progress. */
+    public CoopClient client() {
+        return client;
+    }
+
+    /** Stops claiming, waits for steps in flight (up to the shutdown timeout), and releases its threads. */
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            runtime.stop(shutdownTimeout);
+        }
+    }
+
+    /** Settings of an engine. Each is validated as it is set; nothing can change after {@link #start()}. */
+    public static final class Builder {
+        private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+
+        private final DataSource dataSource;
+        private final Map<String, Saga<?>> sagas = new LinkedHashMap<>();
+        private String name = "coop";
+        private String schema = Coop.DEFAULT_SCHEMA;
+        private int workers = Coop.DEFAULT_WORKERS;
+        private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
+        private boolean notifications = true;
+        private boolean migrate = true;
+        private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
+        private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
+        private ObjectMapper objectMapper;
+
+        Builder(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        }
+
+        /** Adds sagas this engine runs. Saga names are unique. */
+        public Builder register(Saga<?>... sagas) {
+            for (Saga<?> saga : sagas) {
+                Objects.requireNonNull(saga, "saga");
+                if (this.sagas.putIfAbsent(saga.name(), saga) != null) {
+                    throw new CoopValidationException("Two sagas are named '" + saga.name()
+                            + "'; saga names must be unique");
+                }
+            }
+            return this;
+        }
+
+        /** A readable name for this engine (default "coop"); its id is the name plus a random suffix. */
+        public Builder name(String name) {
+            if (name == null || !NAME.matcher(name).matches()) {
+                throw new CoopValidationException("Invalid engine name '" + name
+                        + "': use 1 to 63 letters, digits, '.', '_' or '-'");
+            }
+            this.name = name;
+            return this;
+        }
+
+        /** The PostgreSQL schema of Coop's tables (default {@value Coop#DEFAULT_SCHEMA}). */
+        public Builder schema(String schema) {
+            this.schema = new SchemaName(schema).value();
+            return this;
+        }
+
+        /** How many steps this engine executes at once, each on its own connection (default 8). */
+        public Builder workers(int workers) {
+            if (workers < 1 || workers > 1024) {
+                throw new CoopValidationException("workers must be between 1 and 1024, was " + workers);
+            }
+            this.workers = workers;
+            return this;
+        }
+
+        /**
+         * How often an engine looks for work it was not told about (default 1 s). With notifications off, this is
+         * the pickup latency.
+         */
+        public Builder pollInterval(Duration interval) {
+            if (interval == null || interval.compareTo(Duration.ofMillis(10)) < 0
+                    || interval.compareTo(Duration.ofHours(1)) > 0) {
+                throw new CoopValidationException(
+                        "pollInterval must be between 10 ms and 1 hour, was " + interval);
+            }
+            this.pollInterval = interval;
+            return this;
+        }
+
+        /**
+         * Whether to LISTEN for wake-ups on a dedicated connection (default true). Turn off behind PgBouncer in
+         * transaction pooling mode; the engine then relies on polling alone.
+         */
+        public Builder notifications(boolean enabled) {
+            this.notifications = enabled;
+            return this;
+        }
+
+        /** Whether to apply schema migrations at start (default true). Off for teams that run them themselves. */
+        public Builder migrate(boolean migrate) {
+            this.migrate = migrate;
+            return this;
+        }
+
+        /** How long {@link CoopEngine#close()} waits for steps in flight (default 30 s). */
+        public Builder shutdownTimeout(Duration timeout) {
+            if (timeout == null || timeout.isNegative()) {
+                throw new CoopValidationException("shutdownTimeout must be zero or positive, was " + timeout);
+            }
+            this.shutdownTimeout = timeout;
+            return this;
+        }
+
+        /** The largest payload accepted, in bytes of JSON (default 1 MiB). */
+        public Builder maxPayloadBytes(int bytes) {
+            this.maxPayloadBytes = Coop.checkPayloadLimit(bytes);
+            return this;
+        }
+
+        /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
+        public Builder objectMapper(ObjectMapper objectMapper) {
+            this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+            return this;
+        }
+
+        /** Migrates (unless turned off), registers the sagas, and starts the threads. */
+        public CoopEngine start() {
+            if (sagas.isEmpty()) {
+                throw new CoopValidationException(
+                        "An engine needs at least one saga; to only launch and inspect,"
+                                + " use Coop.client(dataSource)");
+            }
+            checkPoolSize();
+            SchemaName schemaName = new SchemaName(schema);
+            if (migrate) {
+                Migrations.apply(dataSource, schemaName);
+            }
+            String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
+            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
+            EngineRuntime runtime = new EngineRuntime(
+                    new EngineRuntime.Config(id, name, dataSource, schemaName, json,
+                            Map.copyOf(sagas), workers, pollInterval, notifications));
+            runtime.start();
+            CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
+                    runtime::wake);
+            return new CoopEngine(id, runtime, client, shutdownTimeout);
+        }
+
+        private void checkPoolSize() {
+            int needed = workers + (notifications ? 1 : 0) + 1;
+            if (dataSource instanceof HikariDataSource hikari && hikari.getMaximumPoolSize() < needed) {
+                throw new CoopValidationException("Connection pool '" + hikari.getPoolName() + "' allows "
+                        + hikari.getMaximumPoolSize() + " connections; this engine needs at least " + needed
+                        + " ("
+                        + workers + " workers" + (notifications ? " + 1 listener" : "")
+                        + " + 1 for clients). Raise maximumPoolSize or lower workers");
+            }
+        }
+    }
+}

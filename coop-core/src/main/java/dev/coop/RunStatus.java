@@ -1,0 +1,19 @@
+package dev.coop;
+
+/** Where a run stands, as kept in the run table. */
+public enum RunStatus {
+    /** Ready for its next step (or its first), possibly not before a due time. */
+    RUNNABLE,
+    /** Waiting for the runs of the messages its latest step emitted. */
+    WAITING,
+    /** Finished: every step and every child committed. */
+    COMMITTED,
+    /** Finished: it rolled back. */
+    ROLLED_BACK,
+    /** Finished: its rollback failed. */
+    ROLLBACK_FAILED;
+
+    public boolean isFinished() {
+        return this != RUNNABLE && this != WAITING;
+    }
+}

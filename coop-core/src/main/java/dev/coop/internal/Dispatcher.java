@@ -1,0 +1,196 @@
+package dev.coop.internal;
+
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Hands work to an engine's workers without scanning anything: it keeps the set of sagas that may have due runs
+ * (marked by notifications, local commits and probes) and the time of the next probe. Idle workers wait here,
+ * holding no connection.
+ */
+final class Dispatcher {
+    /** What a worker should do next: claim a run of {@code saga}, or probe the database when saga is null. */
+    record Task(String saga, long epoch) {
+        boolean isProbe() {
+            return saga == null;
+        }
+    }
+
+    private static final Task PROBE = new Task(null, 0);
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final Map<String, Long> epochs = new HashMap<>();
+    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    private final long pollNanos;
+    private long nextProbe;
+    private boolean probing;
+    private boolean stopped;
+
+    Dispatcher(List<String> sagas, long pollNanos) {
+        sagas.forEach(s -> epochs.put(s, 0L));
+        this.pollNanos = pollNanos;
+        this.nextProbe = System.nanoTime(); // probe at once: there may be work from before this engine started
+    }
+
+    /** Blocks until there is something to do; null once stopped. */
+    Task next() throws InterruptedException {
+        lock.lock();
+        try {
+            while (!stopped) {
+                if (!ready.isEmpty()) {
+                    String saga = ready.removeFirst();
+                    ready.addLast(saga); // round robin between sagas
+                    return new Task(saga, epochs.get(saga));
+                }
+                long now = System.nanoTime();
+                if (!probing && now - nextProbe >= 0) {
+                    probing = true;
+                    return PROBE;
+                }
+                changed.awaitNanos(probing ? pollNanos : nextProbe - now);
+            }
+            return null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A run of {@code saga} may be due: a notification, or a commit in this engine, said so. */
+    void wake(String saga) {
+        lock.lock();
+        try {
+            if (markReady(saga)) {
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Probe soon, e.g. after notifications may have been missed. */
+    void probeNow() {
+        lock.lock();
+        try {
+            nextProbe = System.nanoTime();
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Something of {@code saga} is due in {@code millis}: make sure a probe happens by then. */
+    void dueIn(long millis) {
+        lock.lock();
+        try {
+            long at = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, millis));
+            if (at - nextProbe < 0) {
+                nextProbe = at;
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A claim for the task's saga succeeded: there may be more, so let another idle worker try too. */
+    void found(Task task) {
+        lock.lock();
+        try {
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A claim for the task's saga found nothing; forget the saga unless it was woken again meanwhile. */
+    void empty(Task task) {
+        lock.lock();
+        try {
+            if (epochs.get(task.saga()) == task.epoch()) {
+                ready.remove(task.saga());
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Records a probe: sagas due now become ready; the next probe is at the earliest future due time. */
+    void probed(Map<String, Long> dueMillis) {
+        lock.lock();
+        try {
+            probing = false;
+            long now = System.nanoTime();
+            long next = now + pollNanos;
+            for (Map.Entry<String, Long> e : dueMillis.entrySet()) {
+                if (e.getValue() <= 0) {
+                    markReady(e.getKey());
+                } else {
+                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(e.getValue()));
+                }
+            }
+            nextProbe = next;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A probe failed: try again after {@code delayNanos}. */
+    void probeFailed(long delayNanos) {
+        lock.lock();
+        try {
+            probing = false;
+            nextProbe = System.nanoTime() + delayNanos;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits up to {@code nanos} or until stopped; for backing off after failures. */
+    void pause(long nanos) throws InterruptedException {
+        lock.lock();
+        try {
+            long left = nanos;
+            while (!stopped && left > 0) {
+                left = changed.awaitNanos(left);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    boolean stopped() {
+        lock.lock();
+        try {
+            return stopped;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void stop() {
+        lock.lock();
+        try {
+            stopped = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean markReady(String saga) {
+        Long epoch = epochs.get(saga);
+        if (epoch == null) {
+            return false; // not one of this engine's sagas
+        }
+        epochs.put(saga, epoch + 1);
+        ready.add(saga);
+        return true;
+    }
+}

@@ -1,0 +1,140 @@
+package dev.coop.internal;
+
+import dev.coop.Saga;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The threads of a started engine: workers, the notification listener, and their shared dispatcher. */
+public final class EngineRuntime {
+    private static final Logger log = LoggerFactory.getLogger(EngineRuntime.class);
+
+    private final EngineContext context;
+    private final Topology topology;
+    private final List<Thread> workers = new ArrayList<>();
+    private Thread listenerThread;
+
+    /** Everything an engine needs to run; validated by the public builder. */
+    public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
+            Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications) {
+    }
+
+    private final Config config;
+
+    public EngineRuntime(Config config) {
+        this.config = config;
+        Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
+                config.pollInterval().toNanos());
+        this.context = new EngineContext(config.engineId(), config.dataSource(), new Store(config.schema()),
+                config.json(), config.sagas(), dispatcher, new Completions());
+        this.topology = new Topology(config.schema());
+    }
+
+    /** Registers the sagas in the topology, then starts the listener and the workers. */
+    public void start() {
+        try (Connection c = config.dataSource().getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                Map<String, String> sagaTopics = new java.util.TreeMap<>();
+                config.sagas().forEach((name, saga) -> sagaTopics.put(name, saga.topic().name()));
+                topology.register(c, config.engineId(), sagaTopics);
+                topology.engineStarted(c, config.engineId(), config.name(), host(),
+                        List.copyOf(sagaTopics.keySet()));
+                c.commit();
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            throw new dev.coop.CoopStoreException(
+                    "Engine " + config.engineId() + " could not register its sagas: "
+                            + e.getMessage(),
+                    e);
+        }
+        if (config.notifications()) {
+            listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
+                    config.engineId()), "listener");
+        }
+        for (int i = 0; i < config.workers(); i++) {
+            workers.add(thread(new Worker(context), "worker-" + i));
+        }
+        log.info("Engine {} started: {} workers, sagas {}, notifications {}, poll every {} ms",
+                config.engineId(),
+                config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
+                config.pollInterval().toMillis());
+    }
+
+    private Thread thread(Runnable body, String role) {
+        Thread t = Thread.ofPlatform().daemon(true).name("coop-" + config.engineId() + "-" + role)
+                .unstarted(body);
+        t.start();
+        return t;
+    }
+
+    /** Wakes this engine's workers for a saga (ignored when the engine does not run it). */
+    public void wake(String saga) {
+        context.dispatcher().wake(saga);
+    }
+
+    public Completions completions() {
+        return context.completions();
+    }
+
+    /**
+     * Stops claiming, lets steps in flight finish within {@code timeout}, then interrupts what is left (its
+     * transaction rolls back; another engine redoes the step).
+     */
+    public void stop(Duration timeout) {
+        context.dispatcher().stop();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Thread worker : workers) {
+            join(worker, deadline);
+        }
+        for (Thread worker : workers) {
+            if (worker.isAlive()) {
+                log.warn("Engine {}: {} did not finish its step within {}; interrupting it",
+                        config.engineId(),
+                        worker.getName(), timeout);
+                worker.interrupt();
+            }
+        }
+        if (listenerThread != null) {
+            join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+        }
+        try (Connection c = config.dataSource().getConnection()) {
+            topology.engineStopped(c, config.engineId());
+        } catch (SQLException | RuntimeException e) {
+            log.debug("Engine {} could not record its stop: {}", config.engineId(), e.toString());
+        }
+        log.info("Engine {} stopped", config.engineId());
+    }
+
+    private static void join(Thread t, long deadline) {
+        try {
+            long left = deadline - System.nanoTime();
+            if (left > 0) {
+                t.join(Duration.ofNanos(left));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static String host() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
+    }
+}

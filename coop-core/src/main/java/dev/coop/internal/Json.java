@@ -1,0 +1,74 @@
+package dev.coop.internal;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
+import dev.coop.CoopValidationException;
+import dev.coop.Topic;
+import java.nio.charset.StandardCharsets;
+
+/** Payload serialization with Jackson, with a size limit checked before anything is written. */
+public final class Json {
+    private final ObjectMapper mapper;
+    private final int maxPayloadBytes;
+
+    public Json(ObjectMapper mapper, int maxPayloadBytes) {
+        this.mapper = mapper;
+        this.maxPayloadBytes = maxPayloadBytes;
+    }
+
+    /** Coop's default mapper: java.time support, ISO dates, unknown properties ignored (payloads evolve). */
+    public static ObjectMapper defaultMapper() {
+        return JsonMapper.builder()
+                .addModule(new JavaTimeModule())
+                .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
+                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+                .build();
+    }
+
+    public ObjectMapper mapper() {
+        return mapper;
+    }
+
+    /** Serializes a payload for {@code topic}, refusing nulls, unserializable values and oversized payloads. */
+    public String writePayload(Topic<?> topic, Object payload) {
+        if (payload == null) {
+            throw new CoopValidationException(
+                    "Payload for topic '" + topic.name() + "' is null; send an empty object instead");
+        }
+        String json;
+        try {
+            json = mapper.writeValueAsString(payload);
+        } catch (JsonProcessingException e) {
+            throw new CoopValidationException(
+                    "Payload of type " + payload.getClass().getName() + " for topic '"
+                            + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(),
+                    e);
+        }
+        if (json.length() > maxPayloadBytes / 4) { // cheap pre-check: a UTF-8 char takes at most 4 bytes
+            int bytes = json.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > maxPayloadBytes) {
+                throw new CoopValidationException("Payload for topic '" + topic.name() + "' is " + bytes
+                        + " bytes of JSON, over the limit of " + maxPayloadBytes
+                        + " bytes (setting maxPayloadBytes)");
+            }
+        }
+        return json;
+    }
+
+    /** Reads a stored payload as {@code type}. */
+    public <P> P readPayload(String json, Class<P> type) throws JsonProcessingException {
+        return mapper.readValue(json, type);
+    }
+
+    public String write(Object value) {
+        try {
+            return mapper.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("Cannot serialize " + value.getClass().getName(), e);
+        }
+    }
+}

@@ -1,0 +1,87 @@
+package dev.coop.internal;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Holds one dedicated connection that LISTENs on the schema's channel and wakes the dispatcher for each saga
+ * named in a notification. Reconnects with backoff after losing its connection, then asks for a probe because
+ * notifications may have been missed meanwhile.
+ */
+final class Listener implements Runnable {
+    private static final Logger log = LoggerFactory.getLogger(Listener.class);
+    private static final int WAIT_MILLIS = 250;
+
+    private final DataSource dataSource;
+    private final SchemaName schema;
+    private final Dispatcher dispatcher;
+    private final String engineId;
+    private volatile Connection connection;
+
+    Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId) {
+        this.dataSource = dataSource;
+        this.schema = schema;
+        this.dispatcher = dispatcher;
+        this.engineId = engineId;
+    }
+
+    @Override
+    public void run() {
+        long backoff = 50;
+        while (!dispatcher.stopped()) {
+            try (Connection c = dataSource.getConnection()) {
+                connection = c;
+                c.setAutoCommit(true);
+                try (Statement st = c.createStatement()) {
+                    st.execute("LISTEN " + schema.channel());
+                }
+                dispatcher.probeNow(); // anything that happened while we were not listening
+                backoff = 50;
+                PGConnection pg = c.unwrap(PGConnection.class);
+                while (!dispatcher.stopped()) {
+                    PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
+                    if (notifications != null) {
+                        for (PGNotification n : notifications) {
+                            dispatcher.wake(n.getParameter());
+                        }
+                    }
+                }
+            } catch (SQLException | RuntimeException e) {
+                if (dispatcher.stopped()) {
+                    return;
+                }
+                log.warn(
+                        "Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
+                        engineId, e.getMessage(), backoff);
+                try {
+                    dispatcher.pause(TimeUnit.MILLISECONDS.toNanos(backoff));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+                backoff = Math.min(backoff * 2, 5_000);
+            } finally {
+                connection = null;
+            }
+        }
+    }
+
+    /** Unblocks the listener at shutdown. */
+    void close() {
+        Connection c = connection;
+        if (c != null) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // closing at shutdown: nothing to do
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+package dev.coop.internal;
+
+/** The SQL of the engine's hot path. {@code {schema}} is replaced by the validated schema name. */
+final class Sql {
+    private Sql() {
+    }
+
+    /**
+     * Claim: lock one runnable run (skipping rows other engines hold) and write its SEEN if this is its first step.
+     * The lock is held by the step's transaction until it commits; a crashed engine's lock dies with its
+     * connection. {@code %s} is the selection (by saga and due time, or by run id).
+     */
+    static final String CLAIM = """
+            WITH claimed AS (
+              SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.step_index, r.steps_done,
+                     r.started_at IS NOT NULL AS started, r.failed_children, r.retries
+                FROM {schema}.run r
+               WHERE %s
+               LIMIT 1
+               FOR UPDATE SKIP LOCKED
+            ), seen AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
+              SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
+            )
+            SELECT c.*, m.topic, m.payload::text AS payload
+              FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
+            """;
+
+    /**
+     * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now.
+     * Runs in a scope get the emitting run as parent; the parent waits for them.
+     */
+    static final String EMIT = """
+            WITH input AS (
+              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.n
+                FROM unnest(?::uuid[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, topic, payload, n)
+            ), msg AS (
+              INSERT INTO {schema}.message (id, topic, payload)
+              SELECT id, topic, payload FROM input ORDER BY n
+            ), emitted AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage)
+              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]) FROM input ORDER BY n
+            ), runs AS (
+              INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status)
+              SELECT x.id, x.message_id, x.saga, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid, ?::int,
+                     'RUNNABLE'
+                FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga
+                        FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
+                       ORDER BY input.n, reg.saga) x
+              RETURNING saga
+            )
+            SELECT saga, count(*)::int FROM runs GROUP BY saga
+            """;
+
+    /**
+     * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
+     * parent becomes runnable when its last child finishes (the step barrier as a counter).
+     */
+    static final String ADVANCE = """
+            WITH events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb
+                FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, n)
+               ORDER BY e.n
+            ), advanced AS (
+              UPDATE {schema}.run
+                 SET status = ?, step_index = ?, steps_done = ?, pending_children = ?, failed_children = 0,
+                     runnable_at = clock_timestamp(), started_at = coalesce(started_at, clock_timestamp()),
+                     finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0
+               WHERE id = ?
+            )
+            UPDATE {schema}.run p
+               SET pending_children = p.pending_children - 1,
+                   failed_children = p.failed_children + ?,
+                   status = CASE WHEN p.pending_children = 1 THEN 'RUNNABLE' ELSE p.status END,
+                   runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END
+             WHERE p.id = ?::uuid AND p.status = 'WAITING'
+            RETURNING p.saga, p.status
+            """;
+
+    static final String POSTPONE = """
+            UPDATE {schema}.run
+               SET runnable_at = clock_timestamp() + ? * interval '1 millisecond', retries = retries + 1
+             WHERE id = ? AND status = 'RUNNABLE'
+            """;
+
+    static final String CHILD_FAILURES = """
+            SELECT coalesce(failure, '{}'::jsonb)::text
+              FROM {schema}.run
+             WHERE parent_id = ? AND parent_seq = ? AND status <> 'COMMITTED'
+             ORDER BY created_at
+            """;
+
+    /** Probe: per saga, milliseconds until its earliest runnable run is due; one index probe per saga. */
+    static final String PROBE = """
+            SELECT s.saga, floor(extract(epoch FROM (d.due - clock_timestamp())) * 1000)::bigint
+              FROM unnest(?::text[]) AS s(saga)
+              CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
+                                   WHERE r.saga = s.saga AND r.status = 'RUNNABLE') d
+             WHERE d.due IS NOT NULL
+            """;
+
+    static final String RUN_STATUSES = "SELECT status FROM {schema}.run WHERE message_id = ?";
+
+    /** The log of a message's hierarchy: its EMITTED, then everything its runs and their descendants wrote. */
+    static final String EVENTS = """
+            WITH target AS (
+              SELECT lineage FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
+            )
+            SELECT ev.id, ev.message_id, ev.type, ev.saga, ev.engine, ev.step, ev.lineage, ev.created_at,
+                   ev.exception::text AS exception, ev.context::text AS context
+              FROM {schema}.event ev, target t
+             WHERE ev.lineage[1] = t.lineage[1]
+               AND (ev.lineage[1] = ?::uuid
+                    OR (ev.message_id = ?::uuid AND ev.type = 'EMITTED')
+                    OR EXISTS (SELECT 1 FROM {schema}.run r
+                                WHERE r.message_id = ?::uuid AND ev.lineage[1:cardinality(r.lineage)] = r.lineage))
+             ORDER BY ev.id
+            """;
+}

@@ -1,0 +1,289 @@
+package dev.coop.internal;
+
+import dev.coop.Event;
+import dev.coop.EventType;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+import dev.coop.RunStatus;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * Every statement Coop runs against its tables, one method per statement. All values are bind parameters; the
+ * only text spliced in is the validated schema name.
+ */
+public final class Store {
+    private final SchemaName schema;
+    private final String claimSql;
+    private final String reclaimSql;
+    private final String reclaimUnchangedSql;
+    private final String emitSql;
+    private final String advanceSql;
+    private final String postponeSql;
+    private final String childFailuresSql;
+    private final String probeSql;
+    private final String runStatusesSql;
+    private final String eventsSql;
+
+    public Store(SchemaName schema) {
+        this.schema = schema;
+        this.claimSql = schema.sql(Sql.CLAIM
+                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"
+                        + " ORDER BY r.runnable_at"));
+        this.reclaimSql = schema.sql(Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE'"));
+        this.reclaimUnchangedSql = schema.sql(
+                Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.steps_done = ?"));
+        this.emitSql = schema.sql(Sql.EMIT);
+        this.advanceSql = schema.sql(Sql.ADVANCE);
+        this.postponeSql = schema.sql(Sql.POSTPONE);
+        this.childFailuresSql = schema.sql(Sql.CHILD_FAILURES);
+        this.probeSql = schema.sql(Sql.PROBE);
+        this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
+        this.eventsSql = schema.sql(Sql.EVENTS);
+    }
+
+    public SchemaName schema() {
+        return schema;
+    }
+
+    /** Locks the runnable run of {@code saga} that is due first, writing its SEEN if it had not started. */
+    public ClaimedRun claim(Connection c, String saga, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
+            ps.setString(1, saga);
+            ps.setString(2, engine);
+            return readClaim(ps);
+        }
+    }
+
+    /** Locks one specific run again if it is still runnable (immediate continuation). */
+    public ClaimedRun reclaim(Connection c, UUID runId, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(reclaimSql)) {
+            ps.setObject(1, runId);
+            ps.setString(2, engine);
+            return readClaim(ps);
+        }
+    }
+
+    /** Locks a run again after its failed step was rolled back, unless another engine moved it on meanwhile. */
+    public ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(reclaimUnchangedSql)) {
+            ps.setObject(1, run.id());
+            ps.setInt(2, run.stepsDone());
+            ps.setString(3, engine);
+            return readClaim(ps);
+        }
+    }
+
+    private static ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            if (!rs.next()) {
+                return null;
+            }
+            return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
+                    rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
+                    rs.getObject("parent_id", UUID.class), rs.getInt("step_index"), rs.getInt("steps_done"),
+                    rs.getBoolean("started"), rs.getInt("failed_children"), rs.getInt("retries"),
+                    rs.getString("topic"), rs.getString("payload"));
+        }
+    }
+
+    /**
+     * Writes messages, their EMITTED events and one run per saga registered for each topic.
+     *
+     * @param scope the emitting run's lineage, or null for messages on the global scope
+     * @return the sagas that got new runs, with how many each; runs in {@code scope} are the parent's children
+     */
+    public Map<String, Integer> emit(Connection c, UUID[] scope, UUID parentId, Integer parentSeq,
+            String saga,
+            String engine, String step, List<Emission> emissions) throws SQLException {
+        int n = emissions.size();
+        UUID[] ids = new UUID[n];
+        String[] topics = new String[n];
+        String[] payloads = new String[n];
+        for (int i = 0; i < n; i++) {
+            Emission e = emissions.get(i);
+            ids[i] = e.messageId();
+            topics[i] = e.topic();
+            payloads[i] = e.payload();
+        }
+        try (PreparedStatement ps = c.prepareStatement(emitSql)) {
+            Array scopeArray = scope == null ? null : c.createArrayOf("uuid", scope);
+            ps.setArray(1, c.createArrayOf("uuid", ids));
+            ps.setArray(2, c.createArrayOf("text", topics));
+            ps.setArray(3, c.createArrayOf("text", payloads));
+            ps.setString(4, saga);
+            ps.setString(5, engine);
+            ps.setString(6, step);
+            setArrayOrNull(ps, 7, scopeArray);
+            setArrayOrNull(ps, 8, scopeArray);
+            ps.setObject(9, parentId, Types.OTHER);
+            if (parentSeq == null) {
+                ps.setNull(10, Types.INTEGER);
+            } else {
+                ps.setInt(10, parentSeq);
+            }
+            Map<String, Integer> created = new HashMap<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    created.put(rs.getString(1), rs.getInt(2));
+                }
+            }
+            return created;
+        }
+    }
+
+    private static void setArrayOrNull(PreparedStatement ps, int index, Array array) throws SQLException {
+        if (array == null) {
+            ps.setNull(index, Types.ARRAY);
+        } else {
+            ps.setArray(index, array);
+        }
+    }
+
+    /**
+     * Appends the run's events, moves the run to its new state, and when the run finished, counts it off at its
+     * parent (waking the parent when it was the last child).
+     *
+     * @return the parent's saga when this made the parent runnable, otherwise null
+     */
+    public String advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
+            throws SQLException {
+        String[] types = new String[entries.size()];
+        String[] steps = new String[entries.size()];
+        String[] exceptions = new String[entries.size()];
+        for (int i = 0; i < entries.size(); i++) {
+            types[i] = entries.get(i).type().name();
+            steps[i] = entries.get(i).step();
+            exceptions[i] = entries.get(i).exception();
+        }
+        boolean finished = next.status().isFinished();
+        try (PreparedStatement ps = c.prepareStatement(advanceSql)) {
+            int i = 0;
+            ps.setObject(++i, run.messageId());
+            ps.setString(++i, run.saga());
+            ps.setString(++i, engine);
+            ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
+            ps.setArray(++i, c.createArrayOf("text", types));
+            ps.setArray(++i, c.createArrayOf("text", steps));
+            ps.setArray(++i, c.createArrayOf("text", exceptions));
+            ps.setString(++i, next.status().name());
+            ps.setInt(++i, next.stepIndex());
+            ps.setInt(++i, next.stepsDone());
+            ps.setInt(++i, next.pendingChildren());
+            ps.setBoolean(++i, finished);
+            ps.setString(++i, next.failure());
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, next.status() == RunStatus.COMMITTED ? 0 : 1);
+            ps.setObject(++i, finished ? run.parentId() : null, Types.OTHER);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && RunStatus.RUNNABLE.name().equals(rs.getString(2))
+                        ? rs.getString(1)
+                        : null;
+            }
+        }
+    }
+
+    /** The state a run moves to at the end of a transaction. */
+    public record Advance(RunStatus status, int stepIndex, int stepsDone, int pendingChildren,
+            String failure) {
+    }
+
+    /** Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry). */
+    public void postpone(Connection c, UUID runId, long delayMillis) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
+            ps.setLong(1, delayMillis);
+            ps.setObject(2, runId);
+            ps.executeUpdate();
+        }
+    }
+
+    /** The failures of the children that the run's step number {@code seq} caused and that did not commit. */
+    public List<String> childFailures(Connection c, UUID runId, int seq) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(childFailuresSql)) {
+            ps.setObject(1, runId);
+            ps.setInt(2, seq);
+            List<String> failures = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    failures.add(rs.getString(1));
+                }
+            }
+            return failures;
+        }
+    }
+
+    /**
+     * For each saga, how many milliseconds until its earliest runnable run is due (zero or less: due now); sagas
+     * without runnable runs are absent. One index probe per saga.
+     */
+    public Map<String, Long> probe(Connection c, List<String> sagas) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(probeSql)) {
+            ps.setArray(1, c.createArrayOf("text", sagas.toArray()));
+            Map<String, Long> due = new HashMap<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    due.put(rs.getString(1), rs.getLong(2));
+                }
+            }
+            return due;
+        }
+    }
+
+    public boolean messageExists(Connection c, MessageId message) throws SQLException {
+        try (PreparedStatement ps = c
+                .prepareStatement(schema.sql("SELECT 1 FROM {schema}.message WHERE id = ?"))) {
+            ps.setObject(1, message.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    /** The status of every run of a message. */
+    public List<RunStatus> runStatuses(Connection c, MessageId message) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(runStatusesSql)) {
+            ps.setObject(1, message.value());
+            List<RunStatus> statuses = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    statuses.add(RunStatus.valueOf(rs.getString(1)));
+                }
+            }
+            return statuses;
+        }
+    }
+
+    /** The events of the hierarchy a message belongs to, from its EMITTED on, in the order they were written. */
+    public List<Event> events(Connection c, MessageId message) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(eventsSql)) {
+            for (int i = 1; i <= 4; i++) {
+                ps.setObject(i, message.value());
+            }
+            List<Event> events = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    events.add(new Event(rs.getLong("id"),
+                            new MessageId(rs.getObject("message_id", UUID.class)),
+                            EventType.valueOf(rs.getString("type")), rs.getString("saga"),
+                            rs.getString("engine"),
+                            rs.getString("step"),
+                            new Lineage(Arrays.asList((UUID[]) rs.getArray("lineage").getArray())),
+                            rs.getObject("created_at", OffsetDateTime.class), rs.getString("exception"),
+                            rs.getString("context")));
+                }
+            }
+            return events;
+        }
+    }
+}

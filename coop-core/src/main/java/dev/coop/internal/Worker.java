@@ -1,0 +1,123 @@
+package dev.coop.internal;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One engine thread: takes a task from the dispatcher, claims a run and executes steps, continuing a run at once
+ * on the same connection when its step emitted nothing. Holds a connection only while it works.
+ */
+final class Worker implements Runnable {
+    private static final Logger log = LoggerFactory.getLogger(Worker.class);
+    /** How many steps of one run a worker executes in a row before giving other runs a turn. */
+    private static final int MAX_CONTINUATIONS = 64;
+
+    private final EngineContext engine;
+    private final StepExecutor executor;
+    private int consecutiveFailures;
+
+    Worker(EngineContext engine) {
+        this.engine = engine;
+        this.executor = new StepExecutor(engine);
+    }
+
+    @Override
+    public void run() {
+        Dispatcher dispatcher = engine.dispatcher();
+        try {
+            Dispatcher.Task task;
+            while ((task = dispatcher.next()) != null) {
+                try {
+                    if (task.isProbe()) {
+                        probe();
+                    } else {
+                        work(task);
+                    }
+                    consecutiveFailures = 0;
+                } catch (SQLException | RuntimeException e) {
+                    if (task.isProbe()) {
+                        dispatcher.probeFailed(backoffNanos());
+                    }
+                    backOff(e);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void probe() throws SQLException {
+        Map<String, Long> due;
+        try (Connection c = engine.dataSource().getConnection()) {
+            due = engine.store().probe(c, engine.sagas().keySet().stream().toList());
+        }
+        engine.dispatcher().probed(due);
+    }
+
+    private void work(Dispatcher.Task task) throws SQLException {
+        try (Connection c = engine.dataSource().getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                ClaimedRun run = engine.store().claim(c, task.saga(), engine.engineId());
+                if (run == null) {
+                    c.commit();
+                    engine.dispatcher().empty(task);
+                    return;
+                }
+                engine.dispatcher().found(task);
+                for (int steps = 1; run != null; steps++) {
+                    boolean continueNow = executor.execute(c, run);
+                    UUID id = run.id();
+                    String saga = run.saga();
+                    run = null;
+                    if (continueNow && steps < MAX_CONTINUATIONS && !engine.dispatcher().stopped()) {
+                        run = engine.store().reclaim(c, id, engine.engineId());
+                        if (run == null) {
+                            c.commit();
+                        }
+                    } else if (continueNow) {
+                        engine.dispatcher().wake(saga); // still runnable: back to the queue, fairly
+                    }
+                }
+            } catch (SQLException | RuntimeException e) {
+                rollbackQuietly(c);
+                throw e;
+            } finally {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    private void backOff(Exception e) {
+        consecutiveFailures++;
+        long nanos = backoffNanos();
+        log.warn("Engine {} could not reach its tables ({}); retrying in {} ms", engine.engineId(),
+                e.toString(),
+                TimeUnit.NANOSECONDS.toMillis(nanos));
+        try {
+            engine.dispatcher().pause(nanos);
+        } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private long backoffNanos() {
+        long millis = Math.min(5_000, 50L << Math.min(consecutiveFailures, 7));
+        return TimeUnit.MILLISECONDS
+                .toNanos(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
+    }
+
+    static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // the connection is likely gone; the transaction dies with it
+        }
+    }
+}

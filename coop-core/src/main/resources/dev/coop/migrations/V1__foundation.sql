@@ -1,0 +1,106 @@
+-- Coop schema, version 1: the append-only log (message, event), the hot run table, the topology.
+-- {schema} is replaced by the configured, validated schema name.
+
+-- UUID version 7: 48 bits of Unix milliseconds, then random bits (index-friendly, time-ordered).
+CREATE FUNCTION {schema}.uuid_v7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+  SELECT encode(
+    set_bit(set_bit(
+      overlay(uuid_send(gen_random_uuid())
+              PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+              FROM 1 FOR 6),
+      52, 1), 53, 1), 'hex')::uuid
+$$;
+
+-- Every message ever launched. Append-only.
+CREATE TABLE {schema}.message (
+  id         uuid        PRIMARY KEY,
+  topic      text        NOT NULL,
+  payload    jsonb       NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- The event log: the protocol and the audit trail. Append-only; read for inspection, never for claiming.
+CREATE TABLE {schema}.event (
+  id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  message_id uuid        NOT NULL REFERENCES {schema}.message (id),
+  type       text        NOT NULL CHECK (type IN ('EMITTED', 'SEEN', 'SUSPENDED', 'COMMITTED', 'ROLLING_BACK',
+                                                  'ROLLBACK_EMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED',
+                                                  'CANCELLATION_REQUESTED')),
+  saga       text,
+  engine     text,
+  step       text,
+  lineage    uuid[]      NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  exception  jsonb,
+  context    jsonb
+);
+CREATE INDEX event_message ON {schema}.event (message_id);
+CREATE INDEX event_root ON {schema}.event ((lineage[1]));
+
+-- Which saga handles which topic: the registry that tells an emitting step whom to wait for.
+CREATE TABLE {schema}.saga_registration (
+  saga          text        PRIMARY KEY,
+  topic         text        NOT NULL,
+  registered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  last_engine   text        NOT NULL,
+  last_seen_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX saga_registration_topic ON {schema}.saga_registration (topic);
+
+-- Engines that ever started on this schema (for operators; nothing depends on liveness here).
+CREATE TABLE {schema}.engine (
+  id         text        PRIMARY KEY,
+  name       text        NOT NULL,
+  host       text        NOT NULL,
+  sagas      text[]      NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  stopped_at timestamptz
+);
+
+-- One row per run (one saga handling one message): the hot state that makes claiming an index lookup.
+-- Created in the emitting transaction, one per saga registered for the topic at that moment.
+CREATE TABLE {schema}.run (
+  id               uuid        PRIMARY KEY,
+  message_id       uuid        NOT NULL REFERENCES {schema}.message (id),
+  saga             text        NOT NULL,
+  lineage          uuid[]      NOT NULL,
+  parent_id        uuid,
+  parent_seq       int,
+  status           text        NOT NULL CHECK (status IN ('RUNNABLE', 'WAITING', 'COMMITTED', 'ROLLED_BACK',
+                                                         'ROLLBACK_FAILED')),
+  step_index       int         NOT NULL DEFAULT 0,
+  steps_done       int         NOT NULL DEFAULT 0,
+  pending_children int         NOT NULL DEFAULT 0,
+  failed_children  int         NOT NULL DEFAULT 0,
+  runnable_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+  retries          int         NOT NULL DEFAULT 0,
+  context          jsonb,
+  failure          jsonb,
+  created_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+  started_at       timestamptz,
+  finished_at      timestamptz
+) WITH (fillfactor = 80);
+-- Claiming: the runnable runs of one saga, oldest due first. Finished runs leave this index.
+CREATE INDEX run_runnable ON {schema}.run (saga, runnable_at) WHERE status = 'RUNNABLE';
+CREATE INDEX run_message ON {schema}.run (message_id);
+CREATE INDEX run_parent ON {schema}.run (parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX run_active_root ON {schema}.run ((lineage[1])) WHERE status IN ('RUNNABLE', 'WAITING');
+
+-- Wake-ups: a run that becomes runnable notifies channel coop_<schema> with its saga name as payload.
+CREATE FUNCTION {schema}.notify_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA, s.saga)
+     FROM (SELECT DISTINCT saga FROM new_runs WHERE status = 'RUNNABLE') s;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER run_created_notify AFTER INSERT ON {schema}.run
+  REFERENCING NEW TABLE AS new_runs FOR EACH STATEMENT EXECUTE FUNCTION {schema}.notify_new_runs();
+
+CREATE FUNCTION {schema}.notify_woken_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA, NEW.saga);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER run_woken_notify AFTER UPDATE OF status ON {schema}.run
+  FOR EACH ROW WHEN (NEW.status = 'RUNNABLE' AND OLD.status <> 'RUNNABLE')
+  EXECUTE FUNCTION {schema}.notify_woken_run();
