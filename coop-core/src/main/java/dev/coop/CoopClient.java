@@ -68,8 +68,8 @@ public final class CoopClient {
                 c.setAutoCommit(autoCommit);
             }
         } catch (SQLException e) {
-            throw new CoopStoreException(
-                    "Could not launch a message on topic '" + topic.name() + "': " + e.getMessage(), e);
+            throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
+                    + e.getMessage(), e);
         }
         created.keySet().forEach(localWake);
         return new MessageId(emission.messageId());
@@ -85,8 +85,8 @@ public final class CoopClient {
         try {
             emit(connection, emission);
         } catch (SQLException e) {
-            throw new CoopStoreException(
-                    "Could not launch a message on topic '" + topic.name() + "': " + e.getMessage(), e);
+            throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
+                    + e.getMessage(), e);
         }
         return new MessageId(emission.messageId());
     }
@@ -120,8 +120,9 @@ public final class CoopClient {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     long running = statuses.stream().filter(s -> !s.isFinished()).count();
-                    throw new CoopTimeoutException("Message " + message + " did not finish within " + timeout + ": "
-                            + running + " of its " + statuses.size() + " runs are still running");
+                    throw new CoopTimeoutException(
+                            "Message " + message + " did not finish within " + timeout + ": "
+                                    + running + " of its " + statuses.size() + " runs are still running");
                 }
                 waiter.await(seen, Math.min(pause, left));
                 pause = Math.min(pause * 2, MAX_CHECK_PAUSE_NANOS);
@@ -137,12 +138,13 @@ public final class CoopClient {
         try (Connection c = dataSource.getConnection()) {
             List<RunStatus> statuses = store.runStatuses(c, message);
             if (statuses.isEmpty() && !store.messageExists(c, message)) {
-                throw new CoopValidationException(
-                        "No message " + message + " in schema '" + store.schema().value() + "'");
+                throw new CoopValidationException("No message " + message + " in schema '"
+                        + store.schema().value() + "'");
             }
             return statuses;
         } catch (SQLException e) {
-            throw new CoopStoreException("Could not read the runs of message " + message + ": " + e.getMessage(), e);
+            throw new CoopStoreException(
+                    "Could not read the runs of message " + message + ": " + e.getMessage(), e);
         }
     }
 
@@ -151,7 +153,9 @@ public final class CoopClient {
         try (Connection c = dataSource.getConnection()) {
             return store.events(c, message);
         } catch (SQLException e) {
-            throw new CoopStoreException("Could not read the events of message " + message + ": " + e.getMessage(), e);
+            throw new CoopStoreException(
+                    "Could not read the events of message " + message + ": " + e.getMessage(),
+                    e);
         }
     }
 

@@ -77,8 +77,8 @@ public final class CoopEngine implements AutoCloseable {
             for (Saga<?> saga : sagas) {
                 Objects.requireNonNull(saga, "saga");
                 if (this.sagas.putIfAbsent(saga.name(), saga) != null) {
-                    throw new CoopValidationException(
-                            "Two sagas are named '" + saga.name() + "'; saga names must be unique");
+                    throw new CoopValidationException("Two sagas are named '" + saga.name()
+                            + "'; saga names must be unique");
                 }
             }
             return this;
@@ -87,8 +87,8 @@ public final class CoopEngine implements AutoCloseable {
         /** A readable name for this engine (default "coop"); its id is the name plus a random suffix. */
         public Builder name(String name) {
             if (name == null || !NAME.matcher(name).matches()) {
-                throw new CoopValidationException(
-                        "Invalid engine name '" + name + "': use 1 to 63 letters, digits, '.', '_' or '-'");
+                throw new CoopValidationException("Invalid engine name '" + name
+                        + "': use 1 to 63 letters, digits, '.', '_' or '-'");
             }
             this.name = name;
             return this;
@@ -116,7 +116,8 @@ public final class CoopEngine implements AutoCloseable {
         public Builder pollInterval(Duration interval) {
             if (interval == null || interval.compareTo(Duration.ofMillis(10)) < 0
                     || interval.compareTo(Duration.ofHours(1)) > 0) {
-                throw new CoopValidationException("pollInterval must be between 10 ms and 1 hour, was " + interval);
+                throw new CoopValidationException(
+                        "pollInterval must be between 10 ms and 1 hour, was " + interval);
             }
             this.pollInterval = interval;
             return this;
@@ -161,8 +162,9 @@ public final class CoopEngine implements AutoCloseable {
         /** Migrates (unless turned off), registers the sagas, and starts the threads. */
         public CoopEngine start() {
             if (sagas.isEmpty()) {
-                throw new CoopValidationException("An engine needs at least one saga; to only launch and inspect,"
-                        + " use Coop.client(dataSource)");
+                throw new CoopValidationException(
+                        "An engine needs at least one saga; to only launch and inspect,"
+                                + " use Coop.client(dataSource)");
             }
             checkPoolSize();
             SchemaName schemaName = new SchemaName(schema);
@@ -171,10 +173,12 @@ public final class CoopEngine implements AutoCloseable {
             }
             String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
-            EngineRuntime runtime = new EngineRuntime(new EngineRuntime.Config(id, name, dataSource, schemaName, json,
-                    Map.copyOf(sagas), workers, pollInterval, notifications));
+            EngineRuntime runtime = new EngineRuntime(
+                    new EngineRuntime.Config(id, name, dataSource, schemaName, json,
+                            Map.copyOf(sagas), workers, pollInterval, notifications));
             runtime.start();
-            CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(), runtime::wake);
+            CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
+                    runtime::wake);
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 
@@ -182,7 +186,8 @@ public final class CoopEngine implements AutoCloseable {
             int needed = workers + (notifications ? 1 : 0) + 1;
             if (dataSource instanceof HikariDataSource hikari && hikari.getMaximumPoolSize() < needed) {
                 throw new CoopValidationException("Connection pool '" + hikari.getPoolName() + "' allows "
-                        + hikari.getMaximumPoolSize() + " connections; this engine needs at least " + needed + " ("
+                        + hikari.getMaximumPoolSize() + " connections; this engine needs at least " + needed
+                        + " ("
                         + workers + " workers" + (notifications ? " + 1 listener" : "")
                         + " + 1 for clients). Raise maximumPoolSize or lower workers");
             }

@@ -11,6 +11,15 @@ import java.time.OffsetDateTime;
  * @param exception the failure as JSON (see docs/protocol.md), or null
  * @param context the cooperation context as JSON, or null when empty
  */
-public record Event(long id, MessageId messageId, EventType type, String saga, String engine, String step,
-        Lineage lineage, OffsetDateTime createdAt, String exception, String context) {
+public record Event(
+        long id,
+        MessageId messageId,
+        EventType type,
+        String saga,
+        String engine,
+        String step,
+        Lineage lineage,
+        OffsetDateTime createdAt,
+        String exception,
+        String context) {
 }

@@ -78,7 +78,8 @@ public final class Saga<P> {
                         + "': use 1 to " + MAX_STEP_NAME + " printable characters");
             }
             if (!stepNames.add(stepName)) {
-                throw new CoopValidationException("Saga '" + name + "' already has a step named '" + stepName + "'");
+                throw new CoopValidationException(
+                        "Saga '" + name + "' already has a step named '" + stepName + "'");
             }
             steps.add(new Step<>(stepName, body));
             return this;
@@ -86,7 +87,8 @@ public final class Saga<P> {
 
         public Saga<P> build() {
             if (steps.isEmpty()) {
-                throw new CoopValidationException("Saga '" + name + "' has no steps; add at least one with step()");
+                throw new CoopValidationException(
+                        "Saga '" + name + "' has no steps; add at least one with step()");
             }
             return new Saga<>(topic, name, steps);
         }

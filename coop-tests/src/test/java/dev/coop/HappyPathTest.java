@@ -21,20 +21,32 @@ class HappyPathTest {
     void one_level_hierarchy_reads_like_the_seed_table(DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("one-level-root", Empty.class);
         Topic<Empty> childTopic = Topic.of("one-level-child", Empty.class);
-        Saga<Empty> root = Saga.on(rootTopic, "root-handler").step("0", step -> step.launch(childTopic, new Empty()))
+        Saga<Empty> root = Saga.on(rootTopic, "root-handler")
+                .step("0", step -> step.launch(childTopic, new Empty()))
                 .step("1", step -> {
-                }).build();
-        Saga<Empty> child = Saga.on(childTopic, "child-handler").step("0", step -> {
-        }).step("1", step -> {
-        }).build();
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "child-handler")
+                .step("0", step -> {
+                })
+                .step("1", step -> {
+                })
+                .build();
         try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
             MessageId id = engine.client().launch(rootTopic, new Empty());
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
             List<Event> events = engine.client().events(id);
-            assertThat(EventLog.rows(events)).containsExactly("EMITTED - -", "SEEN root-handler -",
-                    "EMITTED root-handler 0", "SUSPENDED root-handler 0", "SEEN child-handler -",
-                    "SUSPENDED child-handler 0", "SUSPENDED child-handler 1", "COMMITTED child-handler 1",
-                    "SUSPENDED root-handler 1", "COMMITTED root-handler 1");
+            assertThat(EventLog.rows(events)).containsExactly(
+                    "EMITTED - -",
+                    "SEEN root-handler -",
+                    "EMITTED root-handler 0",
+                    "SUSPENDED root-handler 0",
+                    "SEEN child-handler -",
+                    "SUSPENDED child-handler 0",
+                    "SUSPENDED child-handler 1",
+                    "COMMITTED child-handler 1",
+                    "SUSPENDED root-handler 1",
+                    "COMMITTED root-handler 1");
             Lineage rootLineage = events.get(1).lineage();
             assertThat(events.get(0).lineage().ids()).containsExactly(id.value());
             assertThat(rootLineage.depth()).isEqualTo(2);

@@ -10,6 +10,17 @@ import java.util.UUID;
  * @param stepsDone how many steps this run executed so far (the sequence number of the next one)
  * @param started whether the run's SEEN was written before this claim
  */
-public record ClaimedRun(UUID id, String saga, UUID messageId, UUID[] lineage, UUID parentId, int stepIndex,
-        int stepsDone, boolean started, int failedChildren, int retries, String topic, String payload) {
+public record ClaimedRun(
+        UUID id,
+        String saga,
+        UUID messageId,
+        UUID[] lineage,
+        UUID parentId,
+        int stepIndex,
+        int stepsDone,
+        boolean started,
+        int failedChildren,
+        int retries,
+        String topic,
+        String payload) {
 }

@@ -30,7 +30,8 @@ public final class EngineRuntime {
 
     public EngineRuntime(Config config) {
         this.config = config;
-        Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()), config.pollInterval().toNanos());
+        Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
+                config.pollInterval().toNanos());
         this.context = new EngineContext(config.engineId(), config.dataSource(), new Store(config.schema()),
                 config.json(), config.sagas(), dispatcher, new Completions());
         this.topology = new Topology(config.schema());
@@ -45,7 +46,8 @@ public final class EngineRuntime {
                 Map<String, String> sagaTopics = new java.util.TreeMap<>();
                 config.sagas().forEach((name, saga) -> sagaTopics.put(name, saga.topic().name()));
                 topology.register(c, config.engineId(), sagaTopics);
-                topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(sagaTopics.keySet()));
+                topology.engineStarted(c, config.engineId(), config.name(), host(),
+                        List.copyOf(sagaTopics.keySet()));
                 c.commit();
             } catch (SQLException | RuntimeException e) {
                 c.rollback();
@@ -55,23 +57,26 @@ public final class EngineRuntime {
             }
         } catch (SQLException e) {
             throw new dev.coop.CoopStoreException(
-                    "Engine " + config.engineId() + " could not register its sagas: " + e.getMessage(), e);
+                    "Engine " + config.engineId() + " could not register its sagas: "
+                            + e.getMessage(),
+                    e);
         }
         if (config.notifications()) {
-            listenerThread = thread(
-                    new Listener(config.dataSource(), config.schema(), context.dispatcher(), config.engineId()),
-                    "listener");
+            listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
+                    config.engineId()), "listener");
         }
         for (int i = 0; i < config.workers(); i++) {
             workers.add(thread(new Worker(context), "worker-" + i));
         }
-        log.info("Engine {} started: {} workers, sagas {}, notifications {}, poll every {} ms", config.engineId(),
+        log.info("Engine {} started: {} workers, sagas {}, notifications {}, poll every {} ms",
+                config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
                 config.pollInterval().toMillis());
     }
 
     private Thread thread(Runnable body, String role) {
-        Thread t = Thread.ofPlatform().daemon(true).name("coop-" + config.engineId() + "-" + role).unstarted(body);
+        Thread t = Thread.ofPlatform().daemon(true).name("coop-" + config.engineId() + "-" + role)
+                .unstarted(body);
         t.start();
         return t;
     }
@@ -97,7 +102,8 @@ public final class EngineRuntime {
         }
         for (Thread worker : workers) {
             if (worker.isAlive()) {
-                log.warn("Engine {}: {} did not finish its step within {}; interrupting it", config.engineId(),
+                log.warn("Engine {}: {} did not finish its step within {}; interrupting it",
+                        config.engineId(),
                         worker.getName(), timeout);
                 worker.interrupt();
             }

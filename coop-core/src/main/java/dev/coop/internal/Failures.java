@@ -17,8 +17,8 @@ public final class Failures {
      */
     public static boolean isInfrastructure(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-            if (c instanceof OutOfMemoryError || c instanceof CoopStoreException || c instanceof SQLRecoverableException
-                    || c instanceof SQLTransientException) {
+            if (c instanceof OutOfMemoryError || c instanceof CoopStoreException
+                    || c instanceof SQLRecoverableException || c instanceof SQLTransientException) {
                 return true;
             }
             if (c instanceof SQLException sql && isInfrastructureState(sql.getSQLState())) {

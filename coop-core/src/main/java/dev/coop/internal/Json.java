@@ -22,9 +22,11 @@ public final class Json {
 
     /** Coop's default mapper: java.time support, ISO dates, unknown properties ignored (payloads evolve). */
     public static ObjectMapper defaultMapper() {
-        return JsonMapper.builder().addModule(new JavaTimeModule())
+        return JsonMapper.builder()
+                .addModule(new JavaTimeModule())
                 .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
+                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+                .build();
     }
 
     public ObjectMapper mapper() {
@@ -41,14 +43,17 @@ public final class Json {
         try {
             json = mapper.writeValueAsString(payload);
         } catch (JsonProcessingException e) {
-            throw new CoopValidationException("Payload of type " + payload.getClass().getName() + " for topic '"
-                    + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(), e);
+            throw new CoopValidationException(
+                    "Payload of type " + payload.getClass().getName() + " for topic '"
+                            + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(),
+                    e);
         }
         if (json.length() > maxPayloadBytes / 4) { // cheap pre-check: a UTF-8 char takes at most 4 bytes
             int bytes = json.getBytes(StandardCharsets.UTF_8).length;
             if (bytes > maxPayloadBytes) {
                 throw new CoopValidationException("Payload for topic '" + topic.name() + "' is " + bytes
-                        + " bytes of JSON, over the limit of " + maxPayloadBytes + " bytes (setting maxPayloadBytes)");
+                        + " bytes of JSON, over the limit of " + maxPayloadBytes
+                        + " bytes (setting maxPayloadBytes)");
             }
         }
         return json;

@@ -57,7 +57,8 @@ final class Listener implements Runnable {
                 if (dispatcher.stopped()) {
                     return;
                 }
-                log.warn("Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
+                log.warn(
+                        "Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
                         engineId, e.getMessage(), backoff);
                 try {
                     dispatcher.pause(TimeUnit.MILLISECONDS.toNanos(backoff));

@@ -43,7 +43,8 @@ public final class Migrations {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new CoopStoreException("Could not migrate schema '" + schema.value() + "': " + e.getMessage(), e);
+            throw new CoopStoreException(
+                    "Could not migrate schema '" + schema.value() + "': " + e.getMessage(), e);
         }
     }
 
@@ -53,7 +54,8 @@ public final class Migrations {
                 .append(schema.sql(VERSION_TABLE)).append(";\n");
         for (int i = 0; i < VERSIONS.size(); i++) {
             sql.append("\n-- ").append(VERSIONS.get(i)).append('\n').append(schema.sql(read(VERSIONS.get(i))))
-                    .append("\nINSERT INTO ").append(schema.value()).append(".schema_version (version, name) VALUES (")
+                    .append("\nINSERT INTO ").append(schema.value())
+                    .append(".schema_version (version, name) VALUES (")
                     .append(i + 1).append(", '").append(VERSIONS.get(i)).append("');\n");
         }
         return sql.toString();
@@ -61,7 +63,8 @@ public final class Migrations {
 
     /** The schema's current version, 0 when it has no Coop tables. */
     public static int currentVersion(Connection c, SchemaName schema) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT to_regclass(?) IS NOT NULL")) {
             ps.setString(1, schema.value() + ".schema_version");
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -71,8 +74,8 @@ public final class Migrations {
             }
         }
         try (Statement st = c.createStatement();
-                ResultSet rs = st
-                        .executeQuery(schema.sql("SELECT coalesce(max(version), 0) FROM {schema}.schema_version"))) {
+                ResultSet rs = st.executeQuery(
+                        schema.sql("SELECT coalesce(max(version), 0) FROM {schema}.schema_version"))) {
             rs.next();
             return rs.getInt(1);
         }

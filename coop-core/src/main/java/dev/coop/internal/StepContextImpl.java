@@ -21,7 +21,8 @@ final class StepContextImpl<P> implements StepContext<P> {
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
 
-    StepContextImpl(ClaimedRun run, String step, P payload, String engineId, Connection connection, Json json) {
+    StepContextImpl(ClaimedRun run, String step, P payload, String engineId, Connection connection,
+            Json json) {
         this.run = run;
         this.step = step;
         this.payload = payload;

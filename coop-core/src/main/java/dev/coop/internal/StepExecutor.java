@@ -49,8 +49,10 @@ final class StepExecutor {
             payload = engine.json().readPayload(run.payload(), saga.topic().payloadType());
         } catch (Exception e) {
             CoopValidationException unreadable = new CoopValidationException(
-                    "Payload of message " + run.messageId() + " on topic '" + run.topic() + "' cannot be read as "
-                            + saga.topic().payloadType().getName() + ": " + e.getMessage(),
+                    "Payload of message " + run.messageId()
+                            + " on topic '" + run.topic() + "' cannot be read as "
+                            + saga.topic().payloadType().getName() + ": "
+                            + e.getMessage(),
                     e);
             fail(c, run, step.name(), FailureJson.of(unreadable, source(run)));
             return false;
@@ -72,25 +74,29 @@ final class StepExecutor {
         return commitStep(c, run, saga, step.name(), context);
     }
 
-    private boolean commitStep(Connection c, ClaimedRun run, Saga<?> saga, String step, StepContextImpl<?> context)
+    private boolean commitStep(Connection c, ClaimedRun run, Saga<?> saga, String step,
+            StepContextImpl<?> context)
             throws SQLException {
         try {
             List<String> woken = new ArrayList<>();
             int children = 0;
             if (!context.scoped.isEmpty()) {
-                Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), run.stepsDone(),
+                Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(),
+                        run.stepsDone(),
                         saga.name(), engine.engineId(), step, context.scoped);
                 children = created.values().stream().mapToInt(Integer::intValue).sum();
                 woken.addAll(created.keySet());
             }
             if (!context.global.isEmpty()) {
-                woken.addAll(engine.store()
-                        .emit(c, null, null, null, saga.name(), engine.engineId(), step, context.global).keySet());
+                woken.addAll(engine.store().emit(c, null, null, null, saga.name(), engine.engineId(), step,
+                        context.global).keySet());
             }
             boolean last = run.stepIndex() + 1 == saga.steps().size();
             List<LogEntry> entries = new ArrayList<>(2);
             entries.add(LogEntry.of(EventType.SUSPENDED, step));
-            RunStatus status = children > 0 ? RunStatus.WAITING : last ? RunStatus.COMMITTED : RunStatus.RUNNABLE;
+            RunStatus status = children > 0
+                    ? RunStatus.WAITING
+                    : last ? RunStatus.COMMITTED : RunStatus.RUNNABLE;
             if (status == RunStatus.COMMITTED) {
                 entries.add(LogEntry.of(EventType.COMMITTED, step));
             }
@@ -123,8 +129,8 @@ final class StepExecutor {
         int seq = run.stepsDone() - 1;
         String step = saga.steps().get(run.stepIndex() - 1).name();
         List<String> childFailures = engine.store().childFailures(c, run.id(), seq);
-        ObjectNode failure = FailureJson.of("dev.coop.ChildRolledBackException",
-                childFailures.size() + " child run(s) of step '" + step + "' did not commit", source(run));
+        ObjectNode failure = FailureJson.of("dev.coop.ChildRolledBackException", childFailures.size()
+                + " child run(s) of step '" + step + "' did not commit", source(run));
         for (String child : childFailures) {
             try {
                 failure.withArray("causes").add(engine.json().mapper().readTree(child));
@@ -138,7 +144,8 @@ final class StepExecutor {
     /** The step (or writing its result) threw: its transaction is rolled back, then the failure is recorded. */
     private void stepThrew(Connection c, ClaimedRun run, String step, Throwable thrown) throws SQLException {
         Worker.rollbackQuietly(c);
-        boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
+        boolean interruptedByShutdown = thrown instanceof InterruptedException
+                && engine.dispatcher().stopped();
         if (Failures.isInfrastructure(thrown) || interruptedByShutdown) {
             retryLater(c, run, step, thrown);
             return;
@@ -155,7 +162,8 @@ final class StepExecutor {
     private void fail(Connection c, ClaimedRun run, String step, ObjectNode failure) throws SQLException {
         String json = engine.json().write(failure);
         String parentSaga = engine.store().advance(c, run, engine.engineId(),
-                List.of(new LogEntry(EventType.ROLLING_BACK, step, json), LogEntry.of(EventType.ROLLED_BACK, step)),
+                List.of(new LogEntry(EventType.ROLLING_BACK, step, json),
+                        LogEntry.of(EventType.ROLLED_BACK, step)),
                 new Store.Advance(RunStatus.ROLLED_BACK, run.stepIndex(), run.stepsDone(), 0, json));
         c.commit();
         finished(run, parentSaga);
@@ -165,7 +173,8 @@ final class StepExecutor {
     private void retryLater(Connection c, ClaimedRun run, String step, Throwable cause) throws SQLException {
         long ceiling = Math.min(MAX_RETRY_DELAY_MILLIS, 100L << Math.min(run.retries(), 10));
         long delay = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
-        log.warn("Step '{}' of run {} (saga {}) hit a database problem ({}); retrying in {} ms", step, run.id(),
+        log.warn("Step '{}' of run {} (saga {}) hit a database problem ({}); retrying in {} ms", step,
+                run.id(),
                 run.saga(), cause.toString(), delay);
         if (cause instanceof InterruptedException) {
             Thread.currentThread().interrupt();

@@ -38,12 +38,12 @@ public final class Store {
 
     public Store(SchemaName schema) {
         this.schema = schema;
-        this.claimSql = schema
-                .sql(Sql.CLAIM.formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"
+        this.claimSql = schema.sql(Sql.CLAIM
+                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"
                         + " ORDER BY r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE'"));
-        this.reclaimUnchangedSql = schema
-                .sql(Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.steps_done = ?"));
+        this.reclaimUnchangedSql = schema.sql(
+                Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.steps_done = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.postponeSql = schema.sql(Sql.POSTPONE);
@@ -93,8 +93,8 @@ public final class Store {
             return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                     rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                     rs.getObject("parent_id", UUID.class), rs.getInt("step_index"), rs.getInt("steps_done"),
-                    rs.getBoolean("started"), rs.getInt("failed_children"), rs.getInt("retries"), rs.getString("topic"),
-                    rs.getString("payload"));
+                    rs.getBoolean("started"), rs.getInt("failed_children"), rs.getInt("retries"),
+                    rs.getString("topic"), rs.getString("payload"));
         }
     }
 
@@ -104,7 +104,8 @@ public final class Store {
      * @param scope the emitting run's lineage, or null for messages on the global scope
      * @return the sagas that got new runs, with how many each; runs in {@code scope} are the parent's children
      */
-    public Map<String, Integer> emit(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
+    public Map<String, Integer> emit(Connection c, UUID[] scope, UUID parentId, Integer parentSeq,
+            String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
         int n = emissions.size();
         UUID[] ids = new UUID[n];
@@ -186,13 +187,16 @@ public final class Store {
             ps.setInt(++i, next.status() == RunStatus.COMMITTED ? 0 : 1);
             ps.setObject(++i, finished ? run.parentId() : null, Types.OTHER);
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && RunStatus.RUNNABLE.name().equals(rs.getString(2)) ? rs.getString(1) : null;
+                return rs.next() && RunStatus.RUNNABLE.name().equals(rs.getString(2))
+                        ? rs.getString(1)
+                        : null;
             }
         }
     }
 
     /** The state a run moves to at the end of a transaction. */
-    public record Advance(RunStatus status, int stepIndex, int stepsDone, int pendingChildren, String failure) {
+    public record Advance(RunStatus status, int stepIndex, int stepsDone, int pendingChildren,
+            String failure) {
     }
 
     /** Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry). */
@@ -237,7 +241,8 @@ public final class Store {
     }
 
     public boolean messageExists(Connection c, MessageId message) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("SELECT 1 FROM {schema}.message WHERE id = ?"))) {
+        try (PreparedStatement ps = c
+                .prepareStatement(schema.sql("SELECT 1 FROM {schema}.message WHERE id = ?"))) {
             ps.setObject(1, message.value());
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next();
@@ -268,8 +273,10 @@ public final class Store {
             List<Event> events = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    events.add(new Event(rs.getLong("id"), new MessageId(rs.getObject("message_id", UUID.class)),
-                            EventType.valueOf(rs.getString("type")), rs.getString("saga"), rs.getString("engine"),
+                    events.add(new Event(rs.getLong("id"),
+                            new MessageId(rs.getObject("message_id", UUID.class)),
+                            EventType.valueOf(rs.getString("type")), rs.getString("saga"),
+                            rs.getString("engine"),
                             rs.getString("step"),
                             new Lineage(Arrays.asList((UUID[]) rs.getArray("lineage").getArray())),
                             rs.getObject("created_at", OffsetDateTime.class), rs.getString("exception"),

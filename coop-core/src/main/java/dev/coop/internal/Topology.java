@@ -24,12 +24,13 @@ public final class Topology {
      * topic is refused: retire it first.
      */
     public void register(Connection c, String engine, Map<String, String> sagaTopics) throws SQLException {
-        String upsert = schema.sql("""
-                INSERT INTO {schema}.saga_registration (saga, topic, last_engine) VALUES (?, ?, ?)
-                ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
-                 WHERE saga_registration.topic = EXCLUDED.topic
-                RETURNING topic
-                """);
+        String upsert = schema
+                .sql("""
+                        INSERT INTO {schema}.saga_registration (saga, topic, last_engine) VALUES (?, ?, ?)
+                        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
+                         WHERE saga_registration.topic = EXCLUDED.topic
+                        RETURNING topic
+                        """);
         for (Map.Entry<String, String> e : sagaTopics.entrySet()) {
             try (PreparedStatement ps = c.prepareStatement(upsert)) {
                 ps.setString(1, e.getKey());
@@ -37,10 +38,12 @@ public final class Topology {
                 ps.setString(3, engine);
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next()) {
-                        throw new CoopValidationException(
-                                "Saga '" + e.getKey() + "' is registered for topic '" + topicOf(c, e.getKey())
-                                        + "' in schema '" + schema.value() + "', not for topic '" + e.getValue()
-                                        + "'; retire it first (CoopClient.retireSaga) or choose another saga name");
+                        throw new CoopValidationException("Saga '" + e.getKey()
+                                + "' is registered for topic '"
+                                + topicOf(c, e.getKey()) + "' in schema '" + schema.value()
+                                + "', not for topic '"
+                                + e.getValue()
+                                + "'; retire it first (CoopClient.retireSaga) or choose another saga name");
                     }
                 }
             }
@@ -48,8 +51,8 @@ public final class Topology {
     }
 
     private String topicOf(Connection c, String saga) throws SQLException {
-        try (PreparedStatement ps = c
-                .prepareStatement(schema.sql("SELECT topic FROM {schema}.saga_registration WHERE saga = ?"))) {
+        try (PreparedStatement ps = c.prepareStatement(
+                schema.sql("SELECT topic FROM {schema}.saga_registration WHERE saga = ?"))) {
             ps.setString(1, saga);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : "?";
@@ -59,8 +62,8 @@ public final class Topology {
 
     /** Removes a saga from the registry: messages emitted from now on no longer wait for it. */
     public boolean retire(Connection c, String saga) throws SQLException {
-        try (PreparedStatement ps = c
-                .prepareStatement(schema.sql("DELETE FROM {schema}.saga_registration WHERE saga = ?"))) {
+        try (PreparedStatement ps = c.prepareStatement(
+                schema.sql("DELETE FROM {schema}.saga_registration WHERE saga = ?"))) {
             ps.setString(1, saga);
             return ps.executeUpdate() > 0;
         }

@@ -97,7 +97,8 @@ final class Worker implements Runnable {
     private void backOff(Exception e) {
         consecutiveFailures++;
         long nanos = backoffNanos();
-        log.warn("Engine {} could not reach its tables ({}); retrying in {} ms", engine.engineId(), e.toString(),
+        log.warn("Engine {} could not reach its tables ({}); retrying in {} ms", engine.engineId(),
+                e.toString(),
                 TimeUnit.NANOSECONDS.toMillis(nanos));
         try {
             engine.dispatcher().pause(nanos);
@@ -108,7 +109,8 @@ final class Worker implements Runnable {
 
     private long backoffNanos() {
         long millis = Math.min(5_000, 50L << Math.min(consecutiveFailures, 7));
-        return TimeUnit.MILLISECONDS.toNanos(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
+        return TimeUnit.MILLISECONDS
+                .toNanos(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
     }
 
     static void rollbackQuietly(Connection c) {

@@ -66,7 +66,8 @@ public final class Await {
             }
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
-                throw new AssertionError("Timed out after " + format(timeout) + " waiting for " + description);
+                throw new AssertionError(
+                        "Timed out after " + format(timeout) + " waiting for " + description);
             }
             if (Thread.currentThread().isInterrupted()) {
                 throw new AssertionError("Interrupted while waiting for " + description);
@@ -97,6 +98,7 @@ public final class Await {
             return millis / 1_000 + "s";
         }
         return Duration.ofMillis(millis).toSeconds() + "."
-                + String.format(Locale.ROOT, "%03d", millis % 1_000).replaceAll("0+$", "") + "s";
+                + String.format(Locale.ROOT, "%03d", millis % 1_000).replaceAll("0+$", "")
+                + "s";
     }
 }

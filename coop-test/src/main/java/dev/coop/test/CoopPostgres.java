@@ -56,7 +56,8 @@ public final class CoopPostgres {
     private final AtomicLong counter = new AtomicLong();
 
     private CoopPostgres(EmbeddedPostgres embedded, String urlPrefix, String urlQuery, String adminDatabase,
-            String user, String password) {
+            String user,
+            String password) {
         this.embedded = embedded;
         this.urlPrefix = urlPrefix;
         this.urlQuery = urlQuery;
@@ -120,7 +121,8 @@ public final class CoopPostgres {
         Objects.requireNonNull(password, "password");
         if (!url.regionMatches(true, 0, URL_SCHEME, 0, URL_SCHEME.length())) {
             throw new IllegalArgumentException(
-                    URL_VARIABLE + " must start with " + URL_SCHEME + " (host, port and database), but was " + url);
+                    URL_VARIABLE + " must start with " + URL_SCHEME + " (host, port and database), but was "
+                            + url);
         }
         String rest = url.substring(URL_SCHEME.length());
         int queryStart = rest.indexOf('?');
@@ -140,10 +142,14 @@ public final class CoopPostgres {
         long start = System.nanoTime();
         EmbeddedPostgres postgres;
         try {
-            postgres = EmbeddedPostgres.builder().setPGStartupWait(Duration.ofSeconds(60))
-                    .setServerConfig("max_connections", "400").setServerConfig("fsync", "off")
-                    .setServerConfig("synchronous_commit", "off").setServerConfig("full_page_writes", "off")
-                    .setServerConfig("shared_buffers", "256MB").start();
+            postgres = EmbeddedPostgres.builder()
+                    .setPGStartupWait(Duration.ofSeconds(60))
+                    .setServerConfig("max_connections", "400")
+                    .setServerConfig("fsync", "off")
+                    .setServerConfig("synchronous_commit", "off")
+                    .setServerConfig("full_page_writes", "off")
+                    .setServerConfig("shared_buffers", "256MB")
+                    .start();
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start the embedded PostgreSQL server", e);
         }
@@ -157,7 +163,8 @@ public final class CoopPostgres {
         String prefix = "jdbc:postgresql://localhost:" + postgres.getPort() + "/";
         CoopPostgres server = new CoopPostgres(postgres, prefix, "", "postgres", "postgres", "");
         System.err.println(
-                "[coop-test] using " + server + ", started in " + (System.nanoTime() - start) / 1_000_000 + " ms");
+                "[coop-test] using " + server + ", started in " + (System.nanoTime() - start) / 1_000_000
+                        + " ms");
         return server;
     }
 
@@ -276,7 +283,8 @@ public final class CoopPostgres {
         char previous = 0;
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
-            if (Character.isUpperCase(c) && (Character.isLowerCase(previous) || Character.isDigit(previous))) {
+            if (Character.isUpperCase(c)
+                    && (Character.isLowerCase(previous) || Character.isDigit(previous))) {
                 out.append('_');
             }
             char lower = Character.toLowerCase(c);
@@ -335,7 +343,8 @@ public final class CoopPostgres {
     }
 
     private void admin(String sql) {
-        try (Connection connection = connect(adminDatabase); Statement statement = connection.createStatement()) {
+        try (Connection connection = connect(adminDatabase);
+                Statement statement = connection.createStatement()) {
             statement.execute(sql);
         } catch (SQLException e) {
             throw new IllegalStateException("Failed on " + jdbcUrl(adminDatabase) + ": " + sql, e);
@@ -349,7 +358,7 @@ public final class CoopPostgres {
      */
     @Override
     public String toString() {
-        return (embedded() ? "embedded " : "external ") + "PostgreSQL " + urlPrefix + adminDatabase + urlQuery + " as "
-                + user;
+        return (embedded() ? "embedded " : "external ") + "PostgreSQL " + urlPrefix + adminDatabase + urlQuery
+                + " as " + user;
     }
 }

@@ -23,7 +23,8 @@ class AwaitTest {
         long start = System.nanoTime();
 
         assertThatThrownBy(() -> Await.until("the impossible", Duration.ofMillis(100), () -> false))
-                .isInstanceOf(AssertionError.class).hasMessage("Timed out after 100ms waiting for the impossible");
+                .isInstanceOf(AssertionError.class)
+                .hasMessage("Timed out after 100ms waiting for the impossible");
 
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isBetween(Duration.ofMillis(100),
                 Duration.ofSeconds(5));
@@ -51,7 +52,8 @@ class AwaitTest {
     @Test
     void value_times_out_with_the_description_in_the_message() {
         assertThatThrownBy(() -> Await.value("a value", Duration.ofMillis(50), () -> null))
-                .isInstanceOf(AssertionError.class).hasMessage("Timed out after 50ms waiting for a value");
+                .isInstanceOf(AssertionError.class)
+                .hasMessage("Timed out after 50ms waiting for a value");
     }
 
     @Test

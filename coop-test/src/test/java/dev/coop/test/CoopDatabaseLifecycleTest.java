@@ -20,7 +20,8 @@ class CoopDatabaseLifecycleTest {
         CoopDatabase db = new CoopDatabase();
 
         assertThatThrownBy(db::dataSource).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("CoopDatabase.dataSource() has no database").hasMessageContaining("static field");
+                .hasMessageContaining("CoopDatabase.dataSource() has no database")
+                .hasMessageContaining("static field");
         assertThatThrownBy(db::jdbcUrl).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(db::databaseName).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> db.newDataSource(1)).isInstanceOf(IllegalStateException.class);
@@ -68,7 +69,8 @@ class CoopDatabaseLifecycleTest {
         CoopDatabase db = new CoopDatabase(1);
         Method method = Orders.class.getDeclaredMethod("places_an_order");
         ExtensionContext testClass = context("[class:Orders]", null, Orders.class, null);
-        ExtensionContext test = context("[class:Orders]/[method:places_an_order()]", testClass, Orders.class, method);
+        ExtensionContext test = context("[class:Orders]/[method:places_an_order()]", testClass, Orders.class,
+                method);
 
         db.beforeEach(test);
         String name = db.databaseName();

@@ -23,7 +23,8 @@ class CoopDatabaseTest {
     }
 
     @Test
-    void a_data_source_parameter_is_the_shared_pool_on_the_class_database(DataSource dataSource) throws Exception {
+    void a_data_source_parameter_is_the_shared_pool_on_the_class_database(DataSource dataSource)
+            throws Exception {
         assertThat(dataSource).isSameAs(db.dataSource());
         assertThat(((HikariDataSource) dataSource).getMaximumPoolSize()).isEqualTo(4);
         assertThat(Sql.text(dataSource, "SELECT current_database()")).isEqualTo(db.databaseName());
@@ -52,7 +53,8 @@ class CoopDatabaseTest {
     @Test
     void the_jdbc_url_connects_to_the_class_database() throws Exception {
         CoopPostgres server = db.server();
-        try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), server.user(), server.password())) {
+        try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), server.user(),
+                server.password())) {
             assertThat(Sql.text(connection, "SELECT current_database()")).isEqualTo(db.databaseName());
         }
     }

@@ -57,7 +57,8 @@ class CoopPostgresTest {
         assertThat(CoopPostgres.sanitize("CoopDatabaseTest")).isEqualTo("coop_database_test");
         assertThat(CoopPostgres.sanitize("Outer$Inner Test")).isEqualTo("outer_inner_test");
         assertThat(CoopPostgres.sanitize("9lives")).isEqualTo("db_9lives");
-        assertThat(CoopPostgres.sanitize("\"; DROP DATABASE postgres; --")).isEqualTo("drop_database_postgres");
+        assertThat(CoopPostgres.sanitize("\"; DROP DATABASE postgres; --"))
+                .isEqualTo("drop_database_postgres");
         assertThat(CoopPostgres.sanitize("Ünïcödé")).isEqualTo("n_c_d");
         assertThat(CoopPostgres.sanitize("")).isEqualTo("coop");
         assertThat(CoopPostgres.sanitize(null)).isEqualTo("coop");
@@ -68,7 +69,8 @@ class CoopPostgresTest {
         assertThatThrownBy(() -> server.dropDatabase("x\"; DROP DATABASE postgres; --"))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> server.dropDatabase("Mixed")).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> server.dropDatabase("a".repeat(64))).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> server.dropDatabase("a".repeat(64)))
+                .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> server.dropDatabase(server.adminDatabase()))
                 .isInstanceOf(IllegalArgumentException.class);
     }
@@ -106,14 +108,16 @@ class CoopPostgresTest {
     @Test
     void jdbc_urls_of_an_external_server_replace_only_the_database() {
         CoopPostgres external = CoopPostgres.external(
-                "jdbc:postgresql://db.example:6543/postgres?sslmode=require&tcpKeepAlive=true", "alice", "secret");
+                "jdbc:postgresql://db.example:6543/postgres?sslmode=require&tcpKeepAlive=true", "alice",
+                "secret");
 
         assertThat(external.embedded()).isFalse();
         assertThat(external.user()).isEqualTo("alice");
         assertThat(external.password()).isEqualTo("secret");
         assertThat(external.adminDatabase()).isEqualTo("postgres");
         assertThat(external.jdbcUrl("orders_1_abc"))
-                .isEqualTo("jdbc:postgresql://db.example:6543/orders_1_abc?sslmode=require&tcpKeepAlive=true");
+                .isEqualTo(
+                        "jdbc:postgresql://db.example:6543/orders_1_abc?sslmode=require&tcpKeepAlive=true");
         assertThat(external.toString()).doesNotContain("secret");
     }
 
@@ -130,13 +134,15 @@ class CoopPostgresTest {
     @Test
     void external_urls_must_be_postgresql_urls_with_a_host() {
         assertThatThrownBy(() -> CoopPostgres.external("jdbc:mysql://h/db", "u", ""))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("COOP_JDBC_URL");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("COOP_JDBC_URL");
         assertThatThrownBy(() -> CoopPostgres.external("jdbc:postgresql:///db", "u", ""))
                 .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
     void jdbc_urls_reject_names_that_are_not_plain_identifiers() {
-        assertThatThrownBy(() -> server.jdbcUrl("db?user=other")).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> server.jdbcUrl("db?user=other"))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 }

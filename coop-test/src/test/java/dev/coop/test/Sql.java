@@ -32,7 +32,8 @@ final class Sql {
     }
 
     static String text(Connection connection, String sql) throws SQLException {
-        try (Statement statement = connection.createStatement(); ResultSet rows = statement.executeQuery(sql)) {
+        try (Statement statement = connection.createStatement();
+                ResultSet rows = statement.executeQuery(sql)) {
             if (!rows.next()) {
                 throw new AssertionError("No row from " + sql);
             }
