@@ -5,6 +5,7 @@ import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
+import dev.coop.internal.Operations;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Store;
 import dev.coop.internal.Topology;
@@ -15,6 +16,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
@@ -29,6 +31,7 @@ public final class CoopClient {
     private final DataSource dataSource;
     private final Store store;
     private final Topology topology;
+    private final Operations operations;
     private final Json json;
     private final Completions completions;
     private final Consumer<String> localWake;
@@ -38,6 +41,7 @@ public final class CoopClient {
         this.dataSource = dataSource;
         this.store = new Store(schema);
         this.topology = new Topology(schema);
+        this.operations = new Operations(schema);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -156,6 +160,98 @@ public final class CoopClient {
             throw new CoopStoreException(
                     "Could not read the events of message " + message + ": " + e.getMessage(),
                     e);
+        }
+    }
+
+    /**
+     * Asks every run of the message, and everything they caused, to give up: each gives up at its next step
+     * boundary (a step already running finishes its code, then its transaction rolls back) and rolls back, running
+     * its compensations. Parked runs in the scope roll back too.
+     */
+    public CancelResult cancel(MessageId message, String reason) {
+        Objects.requireNonNull(message, "message");
+        return inTransaction("cancel message " + message, c -> operations.cancel(c, message, null, reason(reason)));
+    }
+
+    /** Like {@link #cancel(MessageId, String)} for one run's scope: the run and everything below it. */
+    public CancelResult cancel(Lineage scope, String reason) {
+        Objects.requireNonNull(scope, "scope");
+        return inTransaction("cancel scope " + scope, c -> operations.cancel(c, null, scope, reason(reason)));
+    }
+
+    /**
+     * Undoes a finished hierarchy: every (committed) run of the message rolls back its whole history, children
+     * first, running compensations. Refused, with a {@link CoopValidationException}, while anything in the scope or
+     * above it still runs, or when it already rolled back.
+     */
+    public void rollback(MessageId message, String reason) {
+        Objects.requireNonNull(message, "message");
+        inTransaction("roll back message " + message, c -> {
+            operations.rollback(c, message, null, reason(reason));
+            return null;
+        });
+    }
+
+    /**
+     * Undoes one finished run and what it caused (a subtree). Use with care: the rest of the hierarchy stays
+     * committed.
+     */
+    public void rollback(Lineage scope, String reason) {
+        Objects.requireNonNull(scope, "scope");
+        inTransaction("roll back scope " + scope, c -> {
+            operations.rollback(c, null, scope, reason(reason));
+            return null;
+        });
+    }
+
+    /** Parked runs, oldest first, at most {@code limit}. */
+    public List<ParkedRun> parkedRuns(int limit) {
+        if (limit < 1) {
+            throw new CoopValidationException("limit must be positive, was " + limit);
+        }
+        return inTransaction("list parked runs", c -> operations.parked(c, limit));
+    }
+
+    /** Retries a parked run's step now, from attempt 1. False when the run is not parked. */
+    public boolean retryNow(UUID runId) {
+        Objects.requireNonNull(runId, "runId");
+        return inTransaction("retry run " + runId, c -> operations.resolveParked(c, runId, false));
+    }
+
+    /** Treats a parked run's step as done without running it; the run goes on. False when it is not parked. */
+    public boolean markStepDone(UUID runId) {
+        Objects.requireNonNull(runId, "runId");
+        return inTransaction("mark the step of run " + runId + " done",
+                c -> operations.resolveParked(c, runId, true));
+    }
+
+    private static String reason(String reason) {
+        if (reason == null || reason.isBlank()) {
+            throw new CoopValidationException("A reason is required; it is recorded in the event log");
+        }
+        return reason;
+    }
+
+    private interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    private <T> T inTransaction(String what, Work<T> work) {
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                T result = work.run(c);
+                c.commit();
+                return result;
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
         }
     }
 

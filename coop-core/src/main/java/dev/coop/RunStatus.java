@@ -6,6 +6,8 @@ public enum RunStatus {
     RUNNABLE,
     /** Waiting for the runs of the messages its latest step emitted. */
     WAITING,
+    /** Stopped for an operator: retries exhausted, or its saga no longer has the step it is at. */
+    PARKED,
     /** Finished: every step and every child committed. */
     COMMITTED,
     /** Finished: it rolled back. */
@@ -14,6 +16,6 @@ public enum RunStatus {
     ROLLBACK_FAILED;
 
     public boolean isFinished() {
-        return this != RUNNABLE && this != WAITING;
+        return this != RUNNABLE && this != WAITING && this != PARKED;
     }
 }

@@ -53,8 +53,12 @@ public final class Saga<P> {
         return "Saga[" + name + " on " + topic.name() + ", " + steps.size() + " steps]";
     }
 
-    /** One step of a saga: its name and its code. */
-    public record Step<P>(String name, StepBody<P> body) {
+    /**
+     * One step of a saga: its name, its code, and optionally how it is compensated, how it handles failures of the
+     * runs it caused, and how it retries its own failures.
+     */
+    public record Step<P>(String name, StepBody<P> body, Compensation<P> compensation,
+            ChildFailureHandler<P> childFailureHandler, RetryPolicy retryPolicy) {
     }
 
     /** Collects the steps of a saga; each call validates its input at once. */
@@ -81,7 +85,53 @@ public final class Saga<P> {
                 throw new CoopValidationException(
                         "Saga '" + name + "' already has a step named '" + stepName + "'");
             }
-            steps.add(new Step<>(stepName, body));
+            steps.add(new Step<>(stepName, body, null, null, null));
+            return this;
+        }
+
+        /** Sets how the step added last is undone when the run rolls back (default: nothing to undo). */
+        public Builder<P> compensateWith(Compensation<P> compensation) {
+            Objects.requireNonNull(compensation, "compensation");
+            Step<P> s = last("compensateWith");
+            if (s.compensation() != null) {
+                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
+                        + "' already has a compensation");
+            }
+            return replaceLast(new Step<>(s.name(), s.body(), compensation, s.childFailureHandler(), s.retryPolicy()));
+        }
+
+        /** Sets what the step added last does when runs it caused fail (default: roll back this run too). */
+        public Builder<P> onChildFailure(ChildFailureHandler<P> handler) {
+            Objects.requireNonNull(handler, "handler");
+            Step<P> s = last("onChildFailure");
+            if (s.childFailureHandler() != null) {
+                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
+                        + "' already has a child failure handler");
+            }
+            return replaceLast(new Step<>(s.name(), s.body(), s.compensation(), handler, s.retryPolicy()));
+        }
+
+        /** Sets how the step added last retries its own failures (default: no retry, the run rolls back). */
+        public Builder<P> retry(RetryPolicy policy) {
+            Objects.requireNonNull(policy, "policy");
+            Step<P> s = last("retry");
+            if (s.retryPolicy() != null) {
+                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
+                        + "' already has a retry policy");
+            }
+            return replaceLast(new Step<>(s.name(), s.body(), s.compensation(), s.childFailureHandler(), policy));
+        }
+
+        private Step<P> last(String method) {
+            if (steps.isEmpty()) {
+                throw new CoopValidationException(method + "() applies to the step added last, but saga '" + name
+                        + "' has no step yet");
+            }
+            return steps.getLast();
+        }
+
+        private Builder<P> replaceLast(Step<P> step) {
+            steps.set(steps.size() - 1, step);
             return this;
         }
 

@@ -27,6 +27,16 @@ public interface StepContext<P> {
     /** This run's place in the cooperation tree. */
     Lineage lineage();
 
+    /** The attempt of this step under its retry policy, starting at 1. */
+    int attempt();
+
+    /**
+     * Throws a {@link GaveUpException} when this run's scope (or one above it) was cancelled, so a long step can
+     * stop early. The step's transaction then rolls back and the run rolls back. Coop also checks at every step
+     * boundary.
+     */
+    void giveUpIfRequested();
+
     /** The engine instance running this step. */
     String engineId();
 

@@ -3,12 +3,15 @@ package dev.coop.internal;
 import java.util.UUID;
 
 /**
- * A run whose row this transaction locked: the engine may execute its next step.
+ * A run whose row this transaction locked: the engine may execute its next transaction.
  *
- * @param stepIndex the index of the step to execute next; equal to the number of steps when only the final
- *        COMMITTED is left to write
- * @param stepsDone how many steps this run executed so far (the sequence number of the next one)
+ * @param stepIndex happy path: the index of the step to execute next (the number of steps when only the final
+ *        COMMITTED is left)
+ * @param stepsDone how many step instances (steps and child-failure handlers) this run executed so far
+ * @param history per executed instance: the step index, or {@code -1 - index} for a child-failure handler run
  * @param started whether the run's SEEN was written before this claim
+ * @param version bumped by every transaction that moved the run; detects concurrent progress
+ * @param cancellation the failure JSON of a cancellation of this run's scope, or null
  */
 public record ClaimedRun(
         UUID id,
@@ -16,11 +19,20 @@ public record ClaimedRun(
         UUID messageId,
         UUID[] lineage,
         UUID parentId,
+        boolean rollback,
         int stepIndex,
         int stepsDone,
+        int[] history,
+        int attempt,
         boolean started,
         int failedChildren,
+        Integer rollbackSeq,
+        String rollbackStage,
+        String rollbackCause,
+        String resolution,
         int retries,
+        int version,
+        String cancellation,
         String topic,
         String payload) {
 }

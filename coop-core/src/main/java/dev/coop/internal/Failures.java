@@ -1,6 +1,10 @@
 package dev.coop.internal;
 
 import dev.coop.CoopStoreException;
+import dev.coop.CooperationException;
+import dev.coop.Failure;
+import dev.coop.GaveUpException;
+import java.util.List;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
@@ -22,6 +26,23 @@ public final class Failures {
                 return true;
             }
             if (c instanceof SQLException sql && isInfrastructureState(sql.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The failure of a run that gives up because of the cancellation {@code cancellationJson}. */
+    public static CooperationException gaveUp(String cancellationJson, String source) {
+        Failure cancellation = Failure.fromJson(cancellationJson);
+        return CooperationException.of(new Failure("Gave up: " + cancellation.message(), GaveUpException.TYPE, source,
+                List.of(), List.of(cancellation)));
+    }
+
+    /** True when the statement failed because the run's scope was cancelled (see assert_not_cancelled). */
+    public static boolean isCancelled(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof SQLException sql && Store.CANCELLED.equals(sql.getSQLState())) {
                 return true;
             }
         }

@@ -6,14 +6,17 @@ final class Sql {
     }
 
     /**
-     * Claim: lock one runnable run (skipping rows other engines hold) and write its SEEN if this is its first step.
-     * The lock is held by the step's transaction until it commits; a crashed engine's lock dies with its
-     * connection. {@code %s} is the selection (by saga and due time, or by run id).
+     * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
+     * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
+     * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
+     * selection (by saga and due time, or by run id).
      */
     static final String CLAIM = """
             WITH claimed AS (
-              SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.step_index, r.steps_done,
-                     r.started_at IS NOT NULL AS started, r.failed_children, r.retries
+              SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
+                     r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
+                     r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
+                     r.version
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -22,7 +25,9 @@ final class Sql {
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
               SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
             )
-            SELECT c.*, m.topic, m.payload::text AS payload
+            SELECT c.*, m.topic, m.payload::text AS payload,
+                   (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
+                     ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
             """;
 
@@ -54,7 +59,8 @@ final class Sql {
 
     /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
-     * parent becomes runnable when its last child finishes (the step barrier as a counter).
+     * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
+     * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
      */
     static final String ADVANCE = """
             WITH events AS (
@@ -64,18 +70,49 @@ final class Sql {
                ORDER BY e.n
             ), advanced AS (
               UPDATE {schema}.run
-                 SET status = ?, step_index = ?, steps_done = ?, pending_children = ?, failed_children = 0,
-                     runnable_at = clock_timestamp(), started_at = coalesce(started_at, clock_timestamp()),
-                     finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0
-               WHERE id = ?
+                 SET status = ?, phase = ?, step_index = ?, steps_done = ?,
+                     history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
+                     attempt = ?, pending_children = ?, failed_children = 0,
+                     rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
+                     runnable_at = clock_timestamp() + ? * interval '1 millisecond',
+                     started_at = coalesce(started_at, clock_timestamp()),
+                     finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0,
+                     version = version + 1
+               WHERE id = ? AND CASE WHEN ? THEN {schema}.assert_not_cancelled(lineage) ELSE true END
             )
             UPDATE {schema}.run p
                SET pending_children = p.pending_children - 1,
-                   failed_children = p.failed_children + ?,
+                   failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
+                                                              THEN (?::text = 'ROLLBACK_FAILED')::int
+                                                              ELSE (?::text <> 'COMMITTED')::int END,
                    status = CASE WHEN p.pending_children = 1 THEN 'RUNNABLE' ELSE p.status END,
                    runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END
              WHERE p.id = ?::uuid AND p.status = 'WAITING'
             RETURNING p.saga, p.status
+            """;
+
+    /**
+     * Rolling back a step instance: log a ROLLBACK_EMITTED for each message it launched and ask every committed run
+     * of those messages to roll back (each starts with its own ROLLING_BACK when claimed). Runs that already
+     * rolled back are left alone. Returns the woken runs per saga.
+     */
+    static final String REQUEST_CHILD_ROLLBACKS = """
+            WITH targets AS (
+              SELECT r.id, r.message_id, r.status FROM {schema}.run r WHERE r.parent_id = ? AND r.parent_seq = ?
+            ), emitted AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
+              SELECT m.message_id, 'ROLLBACK_EMITTED', ?, ?, ?, ?::uuid[], ?::jsonb
+                FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
+            ), woken AS (
+              UPDATE {schema}.run r
+                 SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                     rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
+                     finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
+                FROM targets t
+               WHERE r.id = t.id AND t.status = 'COMMITTED'
+              RETURNING r.saga
+            )
+            SELECT saga, count(*)::int FROM woken GROUP BY saga
             """;
 
     static final String POSTPONE = """
@@ -85,7 +122,7 @@ final class Sql {
             """;
 
     static final String CHILD_FAILURES = """
-            SELECT coalesce(failure, '{}'::jsonb)::text
+            SELECT status, coalesce(failure, '{}'::jsonb)::text
               FROM {schema}.run
              WHERE parent_id = ? AND parent_seq = ? AND status <> 'COMMITTED'
              ORDER BY created_at

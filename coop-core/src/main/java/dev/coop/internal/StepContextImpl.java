@@ -18,12 +18,16 @@ final class StepContextImpl<P> implements StepContext<P> {
     private final String engineId;
     private final GuardedConnection.Guard guard;
     private final Json json;
+    private final Store store;
+    private final boolean launchAllowed;
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
 
-    StepContextImpl(ClaimedRun run, String step, P payload, String engineId, Connection connection,
-            Json json) {
+    StepContextImpl(ClaimedRun run, String step, P payload, String engineId, Connection connection, Json json,
+            Store store, boolean launchAllowed) {
         this.run = run;
+        this.store = store;
+        this.launchAllowed = launchAllowed;
         this.step = step;
         this.payload = payload;
         this.engineId = engineId;
@@ -62,6 +66,24 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     @Override
+    public int attempt() {
+        return run.attempt();
+    }
+
+    @Override
+    public void giveUpIfRequested() {
+        String cancellation;
+        try {
+            cancellation = store.cancellation(guard.connection(), run.lineage());
+        } catch (java.sql.SQLException e) {
+            throw new dev.coop.CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
+        }
+        if (cancellation != null) {
+            throw Failures.gaveUp(cancellation, run.saga() + "[" + engineId + "]");
+        }
+    }
+
+    @Override
     public String engineId() {
         return engineId;
     }
@@ -84,6 +106,10 @@ final class StepContextImpl<P> implements StepContext<P> {
     private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload) {
         if (topic == null) {
             throw new IllegalArgumentException("topic is null");
+        }
+        if (!launchAllowed) {
+            throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
+                    + step + ")");
         }
         UUID id = Uuids.v7();
         into.add(new Emission(id, topic.name(), json.writePayload(topic, payload)));

@@ -1,8 +1,11 @@
 package dev.coop.internal;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.coop.CoopValidationException;
+import dev.coop.ChildRollbackFailedException;
+import dev.coop.ChildRolledBackException;
+import dev.coop.CooperationException;
 import dev.coop.EventType;
+import dev.coop.Failure;
+import dev.coop.RetryPolicy;
 import dev.coop.RunStatus;
 import dev.coop.Saga;
 import java.sql.Connection;
@@ -10,33 +13,48 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Executes one transaction of a claimed run: its next step, or its final COMMITTED, or its failure. Every path ends
- * with the transaction committed or rolled back; the row lock of the claim is held until then.
+ * Executes one transaction of a claimed run on the happy path: its next step, its child-failure handler, its final
+ * COMMITTED, or giving up; rollback-path transactions go to {@link RollbackExecutor}. Every path ends with the
+ * transaction committed or rolled back; the claim's row lock is held until then.
  */
 final class StepExecutor {
     private static final Logger log = LoggerFactory.getLogger(StepExecutor.class);
-    private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
 
     private final EngineContext engine;
+    private final Transitions transitions;
+    private final RollbackExecutor rollback;
 
     StepExecutor(EngineContext engine) {
         this.engine = engine;
+        this.transitions = new Transitions(engine);
+        this.rollback = new RollbackExecutor(transitions);
     }
 
-    /** @return true when the run is runnable again at once (its step emitted nothing and more steps follow) */
+    /** @return true when the run is runnable again at once and may continue on this connection */
     boolean execute(Connection c, ClaimedRun run) throws SQLException {
         Saga<?> saga = engine.sagas().get(run.saga());
-        if (run.failedChildren() > 0) {
-            failBecauseOfChildren(c, run, saga);
+        if (run.rollback()) {
+            return rollback.execute(c, run, saga);
+        }
+        if (run.cancellation() != null) {
+            return transitions.startRollback(c, run, saga, currentStepName(run, saga),
+                    Failures.gaveUp(run.cancellation(), transitions.source(run)).failure());
+        }
+        String unknown = unknownStep(run, saga);
+        if (unknown != null) {
+            park(c, run, unknown);
             return false;
         }
-        if (run.stepIndex() >= saga.steps().size()) {
-            commitRun(c, run, saga);
+        if (run.failedChildren() > 0) {
+            return handleChildFailures(c, run, saga);
+        }
+        if (run.stepIndex() == saga.steps().size()) {
+            transitions.commit(c, run, List.of(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name())),
+                    Advance.from(run).status(RunStatus.COMMITTED));
             return false;
         }
         return runStep(c, run, saga);
@@ -46,152 +64,181 @@ final class StepExecutor {
         Saga.Step<P> step = saga.steps().get(run.stepIndex());
         P payload;
         try {
-            payload = engine.json().readPayload(run.payload(), saga.topic().payloadType());
-        } catch (Exception e) {
-            CoopValidationException unreadable = new CoopValidationException(
-                    "Payload of message " + run.messageId()
-                            + " on topic '" + run.topic() + "' cannot be read as "
-                            + saga.topic().payloadType().getName() + ": "
-                            + e.getMessage(),
-                    e);
-            fail(c, run, step.name(), FailureJson.of(unreadable, source(run)));
-            return false;
+            payload = transitions.payload(run, saga);
+        } catch (Transitions.PayloadException e) {
+            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)));
         }
-        StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine.engineId(), c,
-                engine.json());
-        Throwable thrown = null;
-        try {
-            step.body().run(context);
-        } catch (Throwable t) {
-            thrown = t;
-        } finally {
-            context.close();
+        StepContextImpl<P> context = context(c, run, step.name(), payload);
+        if ("SKIP".equals(run.resolution())) {
+            log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
+                    step.name());
+            return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), step.retryPolicy());
         }
+        Throwable thrown = invoke(() -> step.body().run(context), context);
         if (thrown != null) {
-            stepThrew(c, run, step.name(), thrown);
-            return false;
+            return failed(c, run, saga, step.name(), step.retryPolicy(), thrown);
         }
-        return commitStep(c, run, saga, step.name(), context);
+        return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), step.retryPolicy());
     }
 
-    private boolean commitStep(Connection c, ClaimedRun run, Saga<?> saga, String step,
-            StepContextImpl<?> context)
-            throws SQLException {
+    /** The runs caused by the latest instance did not all commit: ask the step's handler, or roll back. */
+    private <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga) throws SQLException {
+        int seq = run.stepsDone() - 1;
+        int instance = run.history()[seq];
+        Saga.Step<P> step = saga.steps().get(instance >= 0 ? instance : -1 - instance);
+        Failure failure = childFailure(c, run, step.name(), seq);
+        if (step.childFailureHandler() == null) {
+            return transitions.startRollback(c, run, saga, step.name(), failure);
+        }
+        P payload;
+        try {
+            payload = transitions.payload(run, saga);
+        } catch (Transitions.PayloadException e) {
+            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)));
+        }
+        StepContextImpl<P> context = context(c, run, step.name(), payload);
+        CooperationException exception = CooperationException.of(failure);
+        Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
+        if (thrown != null) {
+            return failed(c, run, saga, step.name(), null, thrown);
+        }
+        return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - saga.steps().indexOf(step)), context,
+                -1 - saga.steps().indexOf(step), null);
+    }
+
+    private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
+        List<Failure> causes = new ArrayList<>();
+        boolean rollbackFailed = false;
+        for (Store.ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
+            rollbackFailed |= child.status() == RunStatus.ROLLBACK_FAILED;
+            causes.add(Failure.fromJson(child.failure()));
+        }
+        String type = rollbackFailed ? ChildRollbackFailedException.TYPE : ChildRolledBackException.TYPE;
+        String message = causes.size() + (causes.size() == 1 ? " run" : " runs") + " caused by step '" + step + "' "
+                + (rollbackFailed ? "failed to roll back" : "rolled back");
+        return new Failure(message, type, transitions.source(run), List.of(), causes);
+    }
+
+    /** A step or handler instance succeeded: write what it launched, record it, and move the run on. */
+    private boolean commitInstance(Connection c, ClaimedRun run, Saga<?> saga, String name, StepContextImpl<?> context,
+            int instance, RetryPolicy policy) throws SQLException {
         try {
             List<String> woken = new ArrayList<>();
             int children = 0;
             if (!context.scoped.isEmpty()) {
-                Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(),
-                        run.stepsDone(),
-                        saga.name(), engine.engineId(), step, context.scoped);
+                Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), run.stepsDone(),
+                        saga.name(), engine.engineId(), name, context.scoped);
                 children = created.values().stream().mapToInt(Integer::intValue).sum();
                 woken.addAll(created.keySet());
             }
             if (!context.global.isEmpty()) {
-                woken.addAll(engine.store().emit(c, null, null, null, saga.name(), engine.engineId(), step,
-                        context.global).keySet());
+                woken.addAll(engine.store()
+                        .emit(c, null, null, null, saga.name(), engine.engineId(), name, context.global).keySet());
             }
-            boolean last = run.stepIndex() + 1 == saga.steps().size();
+            int nextStep = instance >= 0 ? instance + 1 : run.stepIndex();
             List<LogEntry> entries = new ArrayList<>(2);
-            entries.add(LogEntry.of(EventType.SUSPENDED, step));
+            entries.add(LogEntry.of(EventType.SUSPENDED, name));
             RunStatus status = children > 0
                     ? RunStatus.WAITING
-                    : last ? RunStatus.COMMITTED : RunStatus.RUNNABLE;
+                    : nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE;
             if (status == RunStatus.COMMITTED) {
-                entries.add(LogEntry.of(EventType.COMMITTED, step));
+                entries.add(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name()));
             }
-            String parentSaga = engine.store().advance(c, run, engine.engineId(), entries,
-                    new Store.Advance(status, run.stepIndex() + 1, run.stepsDone() + 1, children, null));
-            c.commit();
-            woken.forEach(engine.dispatcher()::wake);
-            if (status.isFinished()) {
-                finished(run, parentSaga);
-            }
-            return status == RunStatus.RUNNABLE;
+            return transitions.commit(c, run, entries, Advance.from(run).executed(instance, nextStep, children)
+                    .status(status), woken) == RunStatus.RUNNABLE;
         } catch (SQLException | RuntimeException e) {
-            stepThrew(c, run, step, e);
+            return failed(c, run, saga, name, policy, e);
+        }
+    }
+
+    /**
+     * A step, a handler, or writing their results threw. The transaction is rolled back; then database trouble is
+     * retried later, a cancellation makes the run give up, a retry policy may schedule another attempt or park the
+     * run, and anything else rolls the run back.
+     */
+    private boolean failed(Connection c, ClaimedRun run, Saga<?> saga, String step, RetryPolicy policy,
+            Throwable thrown) throws SQLException {
+        Worker.rollbackQuietly(c);
+        boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
+        if (!Failures.isCancelled(thrown) && (Failures.isInfrastructure(thrown) || interruptedByShutdown)) {
+            transitions.retryLater(c, run, step, thrown);
             return false;
         }
-    }
-
-    /** All children of the last step finished: the run commits. */
-    private void commitRun(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
-        String lastStep = saga.steps().getLast().name();
-        String parentSaga = engine.store().advance(c, run, engine.engineId(),
-                List.of(LogEntry.of(EventType.COMMITTED, lastStep)),
-                new Store.Advance(RunStatus.COMMITTED, run.stepIndex(), run.stepsDone(), 0, null));
-        c.commit();
-        finished(run, parentSaga);
-    }
-
-    /** Runs caused by the previous step rolled back: the run fails with their failures as causes. */
-    private void failBecauseOfChildren(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
-        int seq = run.stepsDone() - 1;
-        String step = saga.steps().get(run.stepIndex() - 1).name();
-        List<String> childFailures = engine.store().childFailures(c, run.id(), seq);
-        ObjectNode failure = FailureJson.of("dev.coop.ChildRolledBackException", childFailures.size()
-                + " child run(s) of step '" + step + "' did not commit", source(run));
-        for (String child : childFailures) {
-            try {
-                failure.withArray("causes").add(engine.json().mapper().readTree(child));
-            } catch (Exception e) {
-                failure.withArray("causes").add(FailureJson.of(e, source(run)));
-            }
-        }
-        fail(c, run, step, failure);
-    }
-
-    /** The step (or writing its result) threw: its transaction is rolled back, then the failure is recorded. */
-    private void stepThrew(Connection c, ClaimedRun run, String step, Throwable thrown) throws SQLException {
-        Worker.rollbackQuietly(c);
-        boolean interruptedByShutdown = thrown instanceof InterruptedException
-                && engine.dispatcher().stopped();
-        if (Failures.isInfrastructure(thrown) || interruptedByShutdown) {
-            retryLater(c, run, step, thrown);
-            return;
-        }
-        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
-            c.commit(); // another engine took the run meanwhile and moved on
-            return;
+            c.commit(); // another engine took the run meanwhile and moved it on
+            return false;
         }
-        fail(c, again, step, FailureJson.of(thrown, source(run)));
-    }
-
-    private void fail(Connection c, ClaimedRun run, String step, ObjectNode failure) throws SQLException {
-        String json = engine.json().write(failure);
-        String parentSaga = engine.store().advance(c, run, engine.engineId(),
-                List.of(new LogEntry(EventType.ROLLING_BACK, step, json),
-                        LogEntry.of(EventType.ROLLED_BACK, step)),
-                new Store.Advance(RunStatus.ROLLED_BACK, run.stepIndex(), run.stepsDone(), 0, json));
-        c.commit();
-        finished(run, parentSaga);
-    }
-
-    /** Coop's own bookkeeping failed: nothing of the step is kept; the run is retried later with backoff. */
-    private void retryLater(Connection c, ClaimedRun run, String step, Throwable cause) throws SQLException {
-        long ceiling = Math.min(MAX_RETRY_DELAY_MILLIS, 100L << Math.min(run.retries(), 10));
-        long delay = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
-        log.warn("Step '{}' of run {} (saga {}) hit a database problem ({}); retrying in {} ms", step,
-                run.id(),
-                run.saga(), cause.toString(), delay);
-        if (cause instanceof InterruptedException) {
-            Thread.currentThread().interrupt();
+        if (again.cancellation() != null) {
+            return transitions.startRollback(c, again, saga, step,
+                    Failures.gaveUp(again.cancellation(), transitions.source(run)).failure());
         }
-        engine.store().postpone(c, run.id(), delay);
-        c.commit();
-        engine.dispatcher().dueIn(delay);
+        Failure failure = Failure.of(thrown, transitions.source(run));
+        String json = failure.toJson();
+        if (policy != null && !(thrown instanceof CooperationException)
+                && policy.shouldRetry(thrown, again.attempt())) {
+            long delay = policy.delayAfter(again.attempt()).toMillis();
+            log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
+                    run.saga(), again.attempt(), thrown.toString(), delay);
+            transitions.commit(c, again, List.of(), Advance.from(again).attempt(again.attempt() + 1, delay, json));
+            engine.dispatcher().dueIn(delay);
+            return false;
+        }
+        if (policy != null && policy.parksWhenExhausted() && !(thrown instanceof CooperationException)) {
+            log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator", step,
+                    run.id(), run.saga(), again.attempt(), thrown.toString());
+            transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(json));
+            return false;
+        }
+        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
+        return transitions.startRollback(c, again, saga, step, failure);
     }
 
-    private void finished(ClaimedRun run, String parentSaga) {
-        engine.completions().finished(run.messageId());
-        if (parentSaga != null) {
-            engine.dispatcher().wake(parentSaga);
+    private void park(Connection c, ClaimedRun run, String reason) throws SQLException {
+        log.warn("Run {} (saga {}) parked: {}", run.id(), run.saga(), reason);
+        Failure failure = new Failure(reason, "dev.coop.UnknownStep", transitions.source(run), List.of(), List.of());
+        transitions.commit(c, run, List.of(),
+                Advance.from(run).status(RunStatus.PARKED).failure(failure.toJson()));
+    }
+
+    /** Why the run cannot continue with this saga definition (steps removed or renamed by a deploy), or null. */
+    private static String unknownStep(ClaimedRun run, Saga<?> saga) {
+        int size = saga.steps().size();
+        if (run.stepIndex() > size) {
+            return "Saga '" + saga.name() + "' has " + size + " steps, but this run was at step number "
+                    + (run.stepIndex() + 1) + "; was the saga changed while it ran?";
+        }
+        for (int instance : run.history()) {
+            if ((instance >= 0 ? instance : -1 - instance) >= size) {
+                return "Saga '" + saga.name() + "' has " + size + " steps, but this run executed step number "
+                        + ((instance >= 0 ? instance : -1 - instance) + 1) + "; was the saga changed while it ran?";
+            }
+        }
+        return null;
+    }
+
+    private static String currentStepName(ClaimedRun run, Saga<?> saga) {
+        return saga.steps().get(Math.min(run.stepIndex(), saga.steps().size() - 1)).name();
+    }
+
+    private <P> StepContextImpl<P> context(Connection c, ClaimedRun run, String step, P payload) {
+        return new StepContextImpl<>(run, step, payload, engine.engineId(), c, engine.json(), engine.store(), true);
+    }
+
+    /** Runs user code, turning anything it throws into a value; the context's connection is closed afterwards. */
+    static Throwable invoke(UserCode code, StepContextImpl<?> context) {
+        try {
+            code.run();
+            return null;
+        } catch (Throwable t) {
+            return t;
+        } finally {
+            context.close();
         }
     }
 
-    private String source(ClaimedRun run) {
-        return run.saga() + "[" + engine.engineId() + "]";
+    @FunctionalInterface
+    interface UserCode {
+        void run() throws Exception;
     }
 }

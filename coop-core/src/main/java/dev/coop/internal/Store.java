@@ -31,6 +31,7 @@ public final class Store {
     private final String emitSql;
     private final String advanceSql;
     private final String postponeSql;
+    private final String requestChildRollbacksSql;
     private final String childFailuresSql;
     private final String probeSql;
     private final String runStatusesSql;
@@ -43,10 +44,11 @@ public final class Store {
                         + " ORDER BY r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE'"));
         this.reclaimUnchangedSql = schema.sql(
-                Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.steps_done = ?"));
+                Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.postponeSql = schema.sql(Sql.POSTPONE);
+        this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.childFailuresSql = schema.sql(Sql.CHILD_FAILURES);
         this.probeSql = schema.sql(Sql.PROBE);
         this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
@@ -79,7 +81,7 @@ public final class Store {
     public ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(reclaimUnchangedSql)) {
             ps.setObject(1, run.id());
-            ps.setInt(2, run.stepsDone());
+            ps.setInt(2, run.version());
             ps.setString(3, engine);
             return readClaim(ps);
         }
@@ -90,11 +92,15 @@ public final class Store {
             if (!rs.next()) {
                 return null;
             }
+            Integer[] history = (Integer[]) rs.getArray("history").getArray();
             return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                     rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
-                    rs.getObject("parent_id", UUID.class), rs.getInt("step_index"), rs.getInt("steps_done"),
-                    rs.getBoolean("started"), rs.getInt("failed_children"), rs.getInt("retries"),
-                    rs.getString("topic"), rs.getString("payload"));
+                    rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
+                    rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
+                    rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
+                    rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
+                    rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
+                    rs.getInt("version"), rs.getString("cancellation"), rs.getString("topic"), rs.getString("payload"));
         }
     }
 
@@ -156,6 +162,8 @@ public final class Store {
      * parent (waking the parent when it was the last child).
      *
      * @return the parent's saga when this made the parent runnable, otherwise null
+     * @throws SQLException with SQLSTATE {@value #CANCELLED} when {@code next.checkCancellation()} and the run's scope
+     *         was cancelled; the transaction must then roll back
      */
     public String advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
@@ -178,25 +186,65 @@ public final class Store {
             ps.setArray(++i, c.createArrayOf("text", steps));
             ps.setArray(++i, c.createArrayOf("text", exceptions));
             ps.setString(++i, next.status().name());
+            ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
             ps.setInt(++i, next.stepIndex());
             ps.setInt(++i, next.stepsDone());
+            setInteger(ps, ++i, next.historyAppend());
+            setInteger(ps, ++i, next.historyAppend());
+            ps.setInt(++i, next.attempt());
             ps.setInt(++i, next.pendingChildren());
+            setInteger(ps, ++i, next.rollbackSeq());
+            ps.setString(++i, next.rollbackStage());
+            ps.setString(++i, next.rollbackCause());
+            ps.setLong(++i, next.delayMillis());
             ps.setBoolean(++i, finished);
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());
-            ps.setInt(++i, next.status() == RunStatus.COMMITTED ? 0 : 1);
+            ps.setBoolean(++i, next.checkCancellation());
+            ps.setString(++i, next.status().name());
+            ps.setString(++i, next.status().name());
             ps.setObject(++i, finished ? run.parentId() : null, Types.OTHER);
             try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && RunStatus.RUNNABLE.name().equals(rs.getString(2))
-                        ? rs.getString(1)
-                        : null;
+                return rs.next() && RunStatus.RUNNABLE.name().equals(rs.getString(2)) ? rs.getString(1) : null;
             }
         }
     }
 
-    /** The state a run moves to at the end of a transaction. */
-    public record Advance(RunStatus status, int stepIndex, int stepsDone, int pendingChildren,
-            String failure) {
+    /** The SQLSTATE raised when a step would commit in a cancelled scope. */
+    public static final String CANCELLED = "CP001";
+
+    private static void setInteger(PreparedStatement ps, int index, Integer value) throws SQLException {
+        if (value == null) {
+            ps.setNull(index, Types.INTEGER);
+        } else {
+            ps.setInt(index, value);
+        }
+    }
+
+    /**
+     * Asks the runs caused by step instance {@code seq} of {@code run} to roll back, logging ROLLBACK_EMITTED.
+     *
+     * @return the runs asked, per saga; the caller waits for all of them
+     */
+    public Map<String, Integer> requestChildRollbacks(Connection c, ClaimedRun run, String engine, String step,
+            String cause, int seq) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(requestChildRollbacksSql)) {
+            ps.setObject(1, run.id());
+            ps.setInt(2, seq);
+            ps.setString(3, run.saga());
+            ps.setString(4, engine);
+            ps.setString(5, step);
+            ps.setArray(6, c.createArrayOf("uuid", run.lineage()));
+            ps.setString(7, cause);
+            ps.setString(8, cause);
+            Map<String, Integer> woken = new HashMap<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    woken.put(rs.getString(1), rs.getInt(2));
+                }
+            }
+            return woken;
+        }
     }
 
     /** Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry). */
@@ -208,15 +256,19 @@ public final class Store {
         }
     }
 
-    /** The failures of the children that the run's step number {@code seq} caused and that did not commit. */
-    public List<String> childFailures(Connection c, UUID runId, int seq) throws SQLException {
+    /** A run that did not commit, as its parent sees it. */
+    public record ChildFailure(RunStatus status, String failure) {
+    }
+
+    /** The runs caused by the run's step instance {@code seq} that did not commit, oldest first. */
+    public List<ChildFailure> childFailures(Connection c, UUID runId, int seq) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(childFailuresSql)) {
             ps.setObject(1, runId);
             ps.setInt(2, seq);
-            List<String> failures = new ArrayList<>();
+            List<ChildFailure> failures = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    failures.add(rs.getString(1));
+                    failures.add(new ChildFailure(RunStatus.valueOf(rs.getString(1)), rs.getString(2)));
                 }
             }
             return failures;
@@ -237,6 +289,18 @@ public final class Store {
                 }
             }
             return due;
+        }
+    }
+
+    /** The failure JSON of a cancellation of any scope in {@code lineage}, or null. */
+    public String cancellation(Connection c, UUID[] lineage) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT failure::text FROM {schema}.cancellation WHERE scope_id = ANY(?) ORDER BY cardinality(lineage)"
+                        + " LIMIT 1"))) {
+            ps.setArray(1, c.createArrayOf("uuid", lineage));
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
         }
     }
 

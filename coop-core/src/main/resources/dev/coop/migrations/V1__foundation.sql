@@ -63,19 +63,27 @@ CREATE TABLE {schema}.run (
   id               uuid        PRIMARY KEY,
   message_id       uuid        NOT NULL REFERENCES {schema}.message (id),
   saga             text        NOT NULL,
-  lineage          uuid[]      NOT NULL,
-  parent_id        uuid,
-  parent_seq       int,
-  status           text        NOT NULL CHECK (status IN ('RUNNABLE', 'WAITING', 'COMMITTED', 'ROLLED_BACK',
-                                                         'ROLLBACK_FAILED')),
-  step_index       int         NOT NULL DEFAULT 0,
-  steps_done       int         NOT NULL DEFAULT 0,
-  pending_children int         NOT NULL DEFAULT 0,
-  failed_children  int         NOT NULL DEFAULT 0,
+  lineage          uuid[]      NOT NULL,            -- root message id, ..., parent run id, this run's id
+  parent_id        uuid,                            -- the run whose step launched the message (null: global)
+  parent_seq       int,                             -- which executed step instance of the parent launched it
+  status           text        NOT NULL CHECK (status IN ('RUNNABLE', 'WAITING', 'PARKED', 'COMMITTED',
+                                                         'ROLLED_BACK', 'ROLLBACK_FAILED')),
+  phase            text        NOT NULL DEFAULT 'HAPPY' CHECK (phase IN ('HAPPY', 'ROLLBACK')),
+  step_index       int         NOT NULL DEFAULT 0,  -- happy path: the step to execute next
+  steps_done       int         NOT NULL DEFAULT 0,  -- executed step instances (the next one's sequence number)
+  history          int[]       NOT NULL DEFAULT '{}', -- per instance: step index, or -1-index for a handler run
+  attempt          int         NOT NULL DEFAULT 1,  -- attempt of the next step under its retry policy
+  pending_children int         NOT NULL DEFAULT 0,  -- unfinished runs caused by the latest instance
+  failed_children  int         NOT NULL DEFAULT 0,  -- of those, how many failed (rolled back / rollback failed)
+  rollback_seq     int,                             -- rollback path: the instance being rolled back
+  rollback_stage   text CHECK (rollback_stage IN ('START', 'CHILDREN', 'COMPENSATE')),
+  rollback_cause   jsonb,                           -- the failure being compensated
+  resolution       text CHECK (resolution IN ('RETRY', 'SKIP')), -- an operator's answer to a parked run
   runnable_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
-  retries          int         NOT NULL DEFAULT 0,
+  retries          int         NOT NULL DEFAULT 0,  -- bookkeeping retries (database trouble), never step failures
+  version          int         NOT NULL DEFAULT 0,  -- bumped by every transaction that moves the run
   context          jsonb,
-  failure          jsonb,
+  failure          jsonb,                           -- why it rolled back, failed to, or is parked
   created_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
   started_at       timestamptz,
   finished_at      timestamptz
@@ -84,7 +92,30 @@ CREATE TABLE {schema}.run (
 CREATE INDEX run_runnable ON {schema}.run (saga, runnable_at) WHERE status = 'RUNNABLE';
 CREATE INDEX run_message ON {schema}.run (message_id);
 CREATE INDEX run_parent ON {schema}.run (parent_id) WHERE parent_id IS NOT NULL;
-CREATE INDEX run_active_root ON {schema}.run ((lineage[1])) WHERE status IN ('RUNNABLE', 'WAITING');
+CREATE INDEX run_active_root ON {schema}.run ((lineage[1])) WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED');
+CREATE INDEX run_parked ON {schema}.run (created_at) WHERE status = 'PARKED';
+
+-- Cancellation requests, one per scope (a run id, or a root message id for a whole hierarchy). A run gives up when
+-- any element of its lineage has one; the check is a primary-key probe per lineage element.
+CREATE TABLE {schema}.cancellation (
+  scope_id     uuid        PRIMARY KEY,
+  lineage      uuid[]      NOT NULL,
+  failure      jsonb       NOT NULL,
+  requested_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Raised (SQLSTATE CP001, the failure JSON as message) by the statement that would commit a step of a run whose
+-- scope was cancelled meanwhile: the step's transaction rolls back and the run gives up.
+CREATE FUNCTION {schema}.assert_not_cancelled(scope uuid[]) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  f jsonb;
+BEGIN
+  SELECT c.failure INTO f FROM {schema}.cancellation c WHERE c.scope_id = ANY(scope) LIMIT 1;
+  IF f IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'CP001', MESSAGE = f::text;
+  END IF;
+  RETURN true;
+END $$;
 
 -- Wake-ups: a run that becomes runnable notifies channel coop_<schema> with its saga name as payload.
 CREATE FUNCTION {schema}.notify_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$

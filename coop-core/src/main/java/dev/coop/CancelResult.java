@@ -1,0 +1,11 @@
+package dev.coop;
+
+/** What a cancellation request did. */
+public enum CancelResult {
+    /** Recorded: every run in the scope gives up at its next step boundary and rolls back. */
+    REQUESTED,
+    /** The scope had been cancelled before; nothing changed. */
+    ALREADY_REQUESTED,
+    /** Everything in the scope had finished; nothing changed. */
+    ALREADY_FINISHED
+}

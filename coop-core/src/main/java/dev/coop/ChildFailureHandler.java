@@ -1,0 +1,16 @@
+package dev.coop;
+
+/**
+ * Decides what a step does when runs it caused failed: like a catch block around all of them. Returning normally
+ * means handled: the run goes on as if they had committed (messages launched here are awaited first, e.g. a retry).
+ * Throwing (the default is to rethrow {@code failure}) rolls the run back.
+ */
+@FunctionalInterface
+public interface ChildFailureHandler<P> {
+    /**
+     * @param step the step whose children failed; {@code launch} works as in the step
+     * @param failure a {@link ChildRolledBackException} or {@link ChildRollbackFailedException} whose causes are
+     *        every child failure of that step
+     */
+    void handle(StepContext<P> step, CooperationException failure) throws Exception;
+}

@@ -1,0 +1,12 @@
+package dev.coop;
+
+/** The rollback of a run caused by a step failed; the failures are the causes. */
+public final class ChildRollbackFailedException extends CooperationException {
+    private static final long serialVersionUID = 1L;
+    /** The failure type stored in the log. */
+    public static final String TYPE = "dev.coop.ChildRollbackFailedException";
+
+    ChildRollbackFailedException(Failure failure) {
+        super(failure);
+    }
+}

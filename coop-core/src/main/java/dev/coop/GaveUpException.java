@@ -1,0 +1,12 @@
+package dev.coop;
+
+/** The run gave up: cancelled, or a deadline passed; the reason is the cause. */
+public final class GaveUpException extends CooperationException {
+    private static final long serialVersionUID = 1L;
+    /** The failure type stored in the log. */
+    public static final String TYPE = "dev.coop.GaveUpException";
+
+    GaveUpException(Failure failure) {
+        super(failure);
+    }
+}

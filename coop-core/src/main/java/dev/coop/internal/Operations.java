@@ -1,0 +1,224 @@
+package dev.coop.internal;
+
+import dev.coop.CancelResult;
+import dev.coop.CancellationRequestedException;
+import dev.coop.CoopValidationException;
+import dev.coop.Failure;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+import dev.coop.ParkedRun;
+import dev.coop.RollbackRequestedException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * What operators and clients do to runs: cancel a scope, roll back (undo) a finished one, and resolve parked runs.
+ * Each method runs inside the caller's transaction.
+ */
+public final class Operations {
+    /** The source recorded on failures that clients write. */
+    public static final String CLIENT_SOURCE = "coop-client";
+
+    private final SchemaName schema;
+
+    public Operations(SchemaName schema) {
+        this.schema = schema;
+    }
+
+    /** A scope in the cooperation tree: the lineage of a run. */
+    private record Scope(UUID messageId, UUID[] lineage, String status) {
+        UUID id() {
+            return lineage[lineage.length - 1];
+        }
+    }
+
+    /** The runs a message id or lineage names, locked. */
+    private List<Scope> scopes(Connection c, MessageId message, Lineage lineage) throws SQLException {
+        String sql = message != null
+                ? "SELECT message_id, lineage, status FROM {schema}.run WHERE message_id = ? ORDER BY id FOR UPDATE"
+                : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ? FOR UPDATE";
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
+            ps.setObject(1, message != null ? message.value() : lineage.last());
+            List<Scope> scopes = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    scopes.add(new Scope(rs.getObject(1, UUID.class), (UUID[]) rs.getArray(2).getArray(),
+                            rs.getString(3)));
+                }
+            }
+            if (scopes.isEmpty()) {
+                throw new CoopValidationException(message != null
+                        ? "No message " + message + " has runs"
+                        : "No run with lineage " + lineage);
+            }
+            return scopes;
+        }
+    }
+
+    /** Records cancellation requests for the scope; runs in it give up at their next step boundary. */
+    public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
+        List<Scope> scopes = scopes(c, message, lineage);
+        if (scopes.stream().noneMatch(s -> hasActiveRun(c, s))) {
+            return CancelResult.ALREADY_FINISHED;
+        }
+        Failure failure = new Failure(reason, CancellationRequestedException.TYPE, CLIENT_SOURCE, List.of(),
+                List.of());
+        boolean any = false;
+        for (Scope scope : scopes) {
+            try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                    WITH requested AS (
+                      INSERT INTO {schema}.cancellation (scope_id, lineage, failure) VALUES (?, ?, ?::jsonb)
+                      ON CONFLICT (scope_id) DO NOTHING
+                      RETURNING scope_id
+                    ), logged AS (
+                      INSERT INTO {schema}.event (message_id, type, lineage, exception)
+                      SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
+                    ), woken AS (
+                      UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = clock_timestamp()
+                       WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'PARKED')
+                         AND lineage[1:cardinality(?::uuid[])] = ?::uuid[] AND EXISTS (SELECT 1 FROM requested)
+                      RETURNING saga
+                    ), notified AS (
+                      SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
+                    )
+                    SELECT (SELECT count(*) FROM requested), (SELECT count(*) FROM notified)
+                    """))) {
+                var array = c.createArrayOf("uuid", scope.lineage());
+                ps.setObject(1, scope.id());
+                ps.setArray(2, array);
+                ps.setString(3, failure.toJson());
+                ps.setObject(4, scope.messageId());
+                ps.setArray(5, array);
+                ps.setString(6, failure.toJson());
+                ps.setObject(7, scope.lineage()[0]);
+                ps.setArray(8, array);
+                ps.setArray(9, array);
+                ps.setString(10, schema.value());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    any |= rs.getLong(1) > 0;
+                }
+            }
+        }
+        return any ? CancelResult.REQUESTED : CancelResult.ALREADY_REQUESTED;
+    }
+
+    private boolean hasActiveRun(Connection c, Scope scope) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT EXISTS (SELECT 1 FROM {schema}.run
+                                WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED')
+                                  AND lineage[1:cardinality(?::uuid[])] = ?::uuid[])
+                """))) {
+            var array = c.createArrayOf("uuid", scope.lineage());
+            ps.setObject(1, scope.lineage()[0]);
+            ps.setArray(2, array);
+            ps.setArray(3, array);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        } catch (SQLException e) {
+            throw new dev.coop.CoopStoreException("Could not check scope " + Arrays.toString(scope.lineage()), e);
+        }
+    }
+
+    /**
+     * Rolls back finished, committed runs and everything they caused, children first. Refused while anything in
+     * the scope or above it still runs, and for runs that already rolled back.
+     */
+    public void rollback(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
+        List<Scope> scopes = scopes(c, message, lineage);
+        for (Scope scope : scopes) {
+            String name = "run " + scope.id() + " (lineage " + Arrays.toString(scope.lineage()) + ")";
+            switch (scope.status()) {
+                case "COMMITTED" -> {
+                }
+                case "ROLLED_BACK", "ROLLBACK_FAILED" -> throw new CoopValidationException(
+                        "Cannot roll back " + name + ": it already " + ("ROLLED_BACK".equals(scope.status())
+                                ? "rolled back"
+                                : "failed to roll back"));
+                default -> throw new CoopValidationException("Cannot roll back " + name
+                        + ": it is still running (" + scope.status() + "); cancel it instead");
+            }
+            if (hasActiveRun(c, scope) || hasActiveAncestor(c, scope)) {
+                throw new CoopValidationException("Cannot roll back " + name
+                        + ": a run in its scope or above it is still running");
+            }
+        }
+        Failure failure = new Failure(reason, RollbackRequestedException.TYPE, CLIENT_SOURCE, List.of(), List.of());
+        for (Scope scope : scopes) {
+            try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                    WITH logged AS (
+                      INSERT INTO {schema}.event (message_id, type, lineage, exception)
+                      VALUES (?, 'ROLLBACK_EMITTED', ?, ?::jsonb)
+                    )
+                    UPDATE {schema}.run
+                       SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                           rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
+                           finished_at = NULL, pending_children = 0, failed_children = 0, version = version + 1
+                     WHERE id = ? AND status = 'COMMITTED'
+                    """))) {
+                ps.setObject(1, scope.messageId());
+                ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
+                ps.setString(3, failure.toJson());
+                ps.setString(4, failure.toJson());
+                ps.setObject(5, scope.id());
+                ps.executeUpdate();
+            }
+        }
+    }
+
+    private boolean hasActiveAncestor(Connection c, Scope scope) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT EXISTS (SELECT 1 FROM {schema}.run WHERE id = ANY(?) AND status NOT IN ('COMMITTED',"
+                        + " 'ROLLED_BACK', 'ROLLBACK_FAILED'))"))) {
+            ps.setArray(1, c.createArrayOf("uuid", Arrays.copyOf(scope.lineage(), scope.lineage().length - 1)));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** Parked runs, oldest first. */
+    public List<ParkedRun> parked(Connection c, int limit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT id, message_id, saga, lineage, step_index, attempt, failure::text, created_at
+                  FROM {schema}.run WHERE status = 'PARKED' ORDER BY created_at LIMIT ?
+                """))) {
+            ps.setInt(1, limit);
+            List<ParkedRun> runs = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String failure = rs.getString(7);
+                    runs.add(new ParkedRun(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
+                            rs.getString(3), new Lineage(Arrays.asList((UUID[]) rs.getArray(4).getArray())),
+                            rs.getInt(5), rs.getInt(6),
+                            failure == null ? null : Failure.fromJson(failure),
+                            rs.getObject(8, OffsetDateTime.class)));
+                }
+            }
+            return runs;
+        }
+    }
+
+    /** Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done. */
+    public boolean resolveParked(Connection c, UUID runId, boolean skip) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
+                       runnable_at = clock_timestamp(), version = version + 1
+                 WHERE id = ? AND status = 'PARKED'
+                """))) {
+            ps.setString(1, skip ? "SKIP" : null);
+            ps.setObject(2, runId);
+            return ps.executeUpdate() > 0;
+        }
+    }
+}

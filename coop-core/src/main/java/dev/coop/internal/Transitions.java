@@ -1,0 +1,127 @@
+package dev.coop.internal;
+
+import dev.coop.EventType;
+import dev.coop.Failure;
+import dev.coop.RunStatus;
+import dev.coop.Saga;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The transactions the happy path and the rollback path share: committing a transition, starting a rollback,
+ * retrying after database trouble, and naming step instances in the log.
+ */
+final class Transitions {
+    private static final Logger log = LoggerFactory.getLogger(Transitions.class);
+    private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
+
+    private final EngineContext engine;
+
+    Transitions(EngineContext engine) {
+        this.engine = engine;
+    }
+
+    EngineContext engine() {
+        return engine;
+    }
+
+    /** Appends the events, moves the run, commits, then wakes whoever the commit made runnable. */
+    RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
+            throws SQLException {
+        String parentSaga = engine.store().advance(c, run, engine.engineId(), entries, next);
+        c.commit();
+        woken.forEach(engine.dispatcher()::wake);
+        if (next.status().isFinished()) {
+            engine.completions().finished(run.messageId());
+            if (parentSaga != null) {
+                engine.dispatcher().wake(parentSaga);
+            }
+        }
+        return next.status();
+    }
+
+    RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
+        return commit(c, run, entries, next, List.of());
+    }
+
+    /**
+     * Records ROLLING_BACK for a run whose step (or child-failure handling, or give-up) failed in this transaction,
+     * then either finishes it at once (nothing was completed) or moves it to the rollback path.
+     *
+     * @return true when the rollback continues at once
+     */
+    boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure)
+            throws SQLException {
+        String json = failure.toJson();
+        List<LogEntry> entries = new ArrayList<>(2);
+        entries.add(new LogEntry(EventType.ROLLING_BACK, step, json));
+        int seq = run.stepsDone() - 1;
+        if (seq < 0) {
+            entries.add(LogEntry.of(EventType.ROLLED_BACK, rollbackOf(saga.steps().getFirst().name())));
+            commit(c, run, entries, Advance.from(run).rollingBack(-1, null, json, 0).status(RunStatus.ROLLED_BACK)
+                    .failure(json));
+            return false;
+        }
+        commit(c, run, entries, Advance.from(run).rollingBack(seq, "CHILDREN", json, 0).failure(json));
+        return true;
+    }
+
+    /** Coop's own bookkeeping failed: nothing of the transaction is kept; the run is retried later with backoff. */
+    void retryLater(Connection c, ClaimedRun run, String step, Throwable cause) throws SQLException {
+        Worker.rollbackQuietly(c);
+        long ceiling = Math.min(MAX_RETRY_DELAY_MILLIS, 100L << Math.min(run.retries(), 10));
+        long delay = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
+        log.warn("Run {} (saga {}, {}) hit a database problem ({}); retrying in {} ms", run.id(), run.saga(), step,
+                cause.toString(), delay);
+        if (cause instanceof InterruptedException) {
+            Thread.currentThread().interrupt();
+        }
+        engine.store().postpone(c, run.id(), delay);
+        c.commit();
+        engine.dispatcher().dueIn(delay);
+    }
+
+    /** Reads the run's payload as the saga's type. */
+    <P> P payload(ClaimedRun run, Saga<P> saga) throws PayloadException {
+        try {
+            return engine.json().readPayload(run.payload(), saga.topic().payloadType());
+        } catch (Exception e) {
+            throw new PayloadException("Payload of message " + run.messageId() + " on topic '" + run.topic()
+                    + "' cannot be read as " + saga.topic().payloadType().getName() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A payload that the saga's type cannot read. */
+    static final class PayloadException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        PayloadException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    String source(ClaimedRun run) {
+        return run.saga() + "[" + engine.engineId() + "]";
+    }
+
+    /** The log name of an executed instance: the step's name, marked when it was a child-failure handler run. */
+    static String instanceName(Saga<?> saga, int instance) {
+        return instance >= 0
+                ? saga.steps().get(instance).name()
+                : saga.steps().get(-1 - instance).name() + " (child failure handler)";
+    }
+
+    static String rollbackOf(String name) {
+        return "Rollback of " + name;
+    }
+
+    static String childRollbackOf(String name) {
+        return "Rollback of " + name + " (rolling back child scopes)";
+    }
+}
