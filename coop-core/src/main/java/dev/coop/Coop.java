@@ -29,6 +29,14 @@ public final class Coop {
         return CoopClient.builder(dataSource).build();
     }
 
+    /**
+     * The SQL of every schema migration for {@code schema}, for teams that apply migrations themselves (then start
+     * engines and clients with {@code migrate(false)}).
+     */
+    public static String migrationSql(String schema) {
+        return dev.coop.internal.Migrations.script(new dev.coop.internal.SchemaName(schema));
+    }
+
     static int checkPayloadLimit(int bytes) {
         if (bytes < 2 || bytes > 64 * 1024 * 1024) {
             throw new CoopValidationException("maxPayloadBytes must be between 2 and 64 MiB, was " + bytes);
