@@ -2,7 +2,6 @@ package dev.coop.internal;
 
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -80,9 +79,5 @@ public final class Completions {
         public void close() {
             waiters.computeIfPresent(messageId, (id, w) -> --w.users == 0 ? null : w);
         }
-    }
-
-    static long millisToNanos(long millis) {
-        return TimeUnit.MILLISECONDS.toNanos(millis);
     }
 }

@@ -23,7 +23,6 @@ final class Listener implements Runnable {
     private final SchemaName schema;
     private final Dispatcher dispatcher;
     private final String engineId;
-    private volatile Connection connection;
 
     Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId) {
         this.dataSource = dataSource;
@@ -37,7 +36,6 @@ final class Listener implements Runnable {
         long backoff = 50;
         while (!dispatcher.stopped()) {
             try (Connection c = dataSource.getConnection()) {
-                connection = c;
                 c.setAutoCommit(true);
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + schema.channel());
@@ -67,20 +65,6 @@ final class Listener implements Runnable {
                     return;
                 }
                 backoff = Math.min(backoff * 2, 5_000);
-            } finally {
-                connection = null;
-            }
-        }
-    }
-
-    /** Unblocks the listener at shutdown. */
-    void close() {
-        Connection c = connection;
-        if (c != null) {
-            try {
-                c.close();
-            } catch (SQLException ignored) {
-                // closing at shutdown: nothing to do
             }
         }
     }
