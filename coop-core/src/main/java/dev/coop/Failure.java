@@ -3,9 +3,11 @@ package dev.coop;
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonCreator;
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.IdentityHashMap;
@@ -22,7 +24,8 @@ import java.util.Objects;
 @JsonPropertyOrder({"message", "type", "source", "stackTrace", "causes"})
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public final class Failure {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = new ObjectMapper()
+            .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
     private static final int MAX_FRAMES = 64;
 
     private final String message;
@@ -32,20 +35,83 @@ public final class Failure {
     private final List<Failure> causes;
     private final Map<String, JsonNode> extensions = new LinkedHashMap<>();
 
-    /** One stack frame; any field may be null for frames from other languages. */
+    /** One stack frame; any field may be null for frames from other languages, whose extra fields are kept. */
+    @JsonPropertyOrder({"fileName", "lineNumber", "className", "functionName"})
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record Frame(String fileName, Integer lineNumber, String className, String functionName) {
+    public static final class Frame {
+        private final String fileName;
+        private final Integer lineNumber;
+        private final String className;
+        private final String functionName;
+        private final Map<String, JsonNode> extensions = new LinkedHashMap<>();
+
+        @JsonCreator
+        public Frame(@JsonProperty("fileName") String fileName, @JsonProperty("lineNumber") Integer lineNumber,
+                @JsonProperty("className") String className, @JsonProperty("functionName") String functionName) {
+            this.fileName = fileName;
+            this.lineNumber = lineNumber;
+            this.className = className;
+            this.functionName = functionName;
+        }
+
+        @JsonProperty
+        public String fileName() {
+            return fileName;
+        }
+
+        @JsonProperty
+        public Integer lineNumber() {
+            return lineNumber;
+        }
+
+        @JsonProperty
+        public String className() {
+            return className;
+        }
+
+        @JsonProperty
+        public String functionName() {
+            return functionName;
+        }
+
+        /** Properties of the frame that this class does not model, unchanged. */
+        @JsonAnyGetter
+        public Map<String, JsonNode> extensions() {
+            return extensions;
+        }
+
+        @JsonAnySetter
+        void extension(String name, JsonNode value) {
+            extensions.put(name, value);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Frame f && Objects.equals(f.fileName, fileName)
+                    && Objects.equals(f.lineNumber, lineNumber) && Objects.equals(f.className, className)
+                    && Objects.equals(f.functionName, functionName) && f.extensions.equals(extensions);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(fileName, lineNumber, className, functionName);
+        }
+
+        @Override
+        public String toString() {
+            return className + "." + functionName + "(" + fileName + ":" + lineNumber + ")";
+        }
     }
 
     @JsonCreator
     public Failure(@JsonProperty("message") String message, @JsonProperty("type") String type,
             @JsonProperty("source") String source, @JsonProperty("stackTrace") List<Frame> stackTrace,
             @JsonProperty("causes") List<Failure> causes) {
-        this.message = message == null ? "<no message>" : message;
-        this.type = type == null ? "<unknown>" : type;
+        this.message = message;
+        this.type = type;
         this.source = source;
-        this.stackTrace = stackTrace == null ? List.of() : List.copyOf(stackTrace);
-        this.causes = causes == null ? List.of() : List.copyOf(causes);
+        this.stackTrace = stackTrace == null ? null : List.copyOf(stackTrace);
+        this.causes = causes == null ? null : List.copyOf(causes);
     }
 
     /** A failure of a Java throwable raised in {@code source}, with its causes and suppressed exceptions. */
@@ -97,21 +163,23 @@ public final class Failure {
 
     /** The same failure with more causes appended. */
     public Failure withCauses(List<Failure> more) {
-        List<Failure> all = new java.util.ArrayList<>(causes);
+        List<Failure> all = new java.util.ArrayList<>(causes());
         all.addAll(more);
         Failure copy = new Failure(message, type, source, stackTrace, all);
         copy.extensions.putAll(extensions);
         return copy;
     }
 
-    @JsonProperty
+    /** What happened; {@code <no message>} when the document has none. */
+    @JsonIgnore
     public String message() {
-        return message;
+        return message == null ? "<no message>" : message;
     }
 
-    @JsonProperty
+    /** The failure's type: a class name for Java failures, any string for others; {@code <unknown>} if absent. */
+    @JsonIgnore
     public String type() {
-        return type;
+        return type == null ? "<unknown>" : type;
     }
 
     /** Where it happened: {@code saga[engine]}, or whatever the writing service put there. */
@@ -120,13 +188,34 @@ public final class Failure {
         return source;
     }
 
-    @JsonProperty
+    @JsonIgnore
     public List<Frame> stackTrace() {
+        return stackTrace == null ? List.of() : stackTrace;
+    }
+
+    @JsonIgnore
+    public List<Failure> causes() {
+        return causes == null ? List.of() : causes;
+    }
+
+    // The JSON form writes back exactly what was read: absent stays absent.
+    @JsonProperty("message")
+    private String jsonMessage() {
+        return message;
+    }
+
+    @JsonProperty("type")
+    private String jsonType() {
+        return type;
+    }
+
+    @JsonProperty("stackTrace")
+    private List<Frame> jsonStackTrace() {
         return stackTrace;
     }
 
-    @JsonProperty
-    public List<Failure> causes() {
+    @JsonProperty("causes")
+    private List<Failure> jsonCauses() {
         return causes;
     }
 
@@ -149,25 +238,26 @@ public final class Failure {
     }
 
     private void render(StringBuilder out, String indent, boolean first) {
-        out.append(indent).append(first ? "" : "caused by: ").append(type).append(": ").append(message);
+        out.append(indent).append(first ? "" : "caused by: ").append(type()).append(": ").append(message());
         if (source != null) {
             out.append("  [in ").append(source).append(']');
         }
         out.append('\n');
-        for (Frame f : stackTrace) {
+        for (Frame f : stackTrace()) {
             out.append(indent).append("    at ").append(f.className() == null ? "" : f.className() + ".")
                     .append(f.functionName()).append('(').append(f.fileName()).append(':').append(f.lineNumber())
                     .append(")\n");
         }
-        for (Failure cause : causes) {
+        for (Failure cause : causes()) {
             cause.render(out, indent + "  ", false);
         }
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Failure f && f.message.equals(message) && f.type.equals(type)
-                && Objects.equals(f.source, source) && f.stackTrace.equals(stackTrace) && f.causes.equals(causes)
+        return o instanceof Failure f && Objects.equals(f.message, message) && Objects.equals(f.type, type)
+                && Objects.equals(f.source, source) && Objects.equals(f.stackTrace, stackTrace)
+                && Objects.equals(f.causes, causes)
                 && f.extensions.equals(extensions);
     }
 
@@ -178,6 +268,6 @@ public final class Failure {
 
     @Override
     public String toString() {
-        return "[" + source + "] " + type + ": " + message;
+        return "[" + source + "] " + type() + ": " + message();
     }
 }

@@ -7,6 +7,7 @@ import java.util.UUID;
  *
  * @param stepIndex happy path: the index of the step to execute next (the number of steps when only the final
  *        COMMITTED is left)
+ * @param nextStep the name of that step when the run last moved (null before its first step and after its last)
  * @param stepsDone how many step instances (steps and child-failure handlers) this run executed so far
  * @param history per executed instance: the step index, or {@code -1 - index} for a child-failure handler run
  * @param started whether the run's SEEN was written before this claim
@@ -21,6 +22,7 @@ public record ClaimedRun(
         UUID parentId,
         boolean rollback,
         int stepIndex,
+        String nextStep,
         int stepsDone,
         int[] history,
         int attempt,

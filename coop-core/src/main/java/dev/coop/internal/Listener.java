@@ -51,6 +51,9 @@ final class Listener implements Runnable {
                         }
                     }
                 }
+                try (Statement st = c.createStatement()) {
+                    st.execute("UNLISTEN *"); // the connection goes back to a pool: leave it as we found it
+                }
             } catch (SQLException | RuntimeException e) {
                 if (dispatcher.stopped()) {
                     return;

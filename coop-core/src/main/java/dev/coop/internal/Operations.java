@@ -39,11 +39,15 @@ public final class Operations {
         }
     }
 
-    /** The runs a message id or lineage names, locked. */
-    private List<Scope> scopes(Connection c, MessageId message, Lineage lineage) throws SQLException {
-        String sql = message != null
-                ? "SELECT message_id, lineage, status FROM {schema}.run WHERE message_id = ? ORDER BY id FOR UPDATE"
-                : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ? FOR UPDATE";
+    /**
+     * The runs a message id or lineage names; with {@code lock}, row-locked without waiting (a locked run is running
+     * a step: SQLSTATE 55P03).
+     */
+    private List<Scope> scopes(Connection c, MessageId message, Lineage lineage, boolean lock) throws SQLException {
+        String sql = (message != null
+                ? "SELECT message_id, lineage, status FROM {schema}.run WHERE message_id = ? ORDER BY id"
+                : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ?")
+                + (lock ? " FOR UPDATE NOWAIT" : "");
         try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
             ps.setObject(1, message != null ? message.value() : lineage.last());
             List<Scope> scopes = new ArrayList<>();
@@ -64,7 +68,7 @@ public final class Operations {
 
     /** Records cancellation requests for the scope; runs in it give up at their next step boundary. */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
-        List<Scope> scopes = scopes(c, message, lineage);
+        List<Scope> scopes = scopes(c, message, lineage, false);
         if (scopes.stream().noneMatch(s -> hasActiveRun(c, s))) {
             return CancelResult.ALREADY_FINISHED;
         }
@@ -82,8 +86,11 @@ public final class Operations {
                       SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
                     ), woken AS (
                       UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = clock_timestamp()
-                       WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'PARKED')
-                         AND lineage[1:cardinality(?::uuid[])] = ?::uuid[] AND EXISTS (SELECT 1 FROM requested)
+                       WHERE id IN (SELECT id FROM {schema}.run
+                                     WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'PARKED')
+                                       AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                                       AND EXISTS (SELECT 1 FROM requested)
+                                       FOR UPDATE SKIP LOCKED)
                       RETURNING saga
                     ), notified AS (
                       SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
@@ -134,7 +141,26 @@ public final class Operations {
      * the scope or above it still runs, and for runs that already rolled back.
      */
     public void rollback(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
-        List<Scope> scopes = scopes(c, message, lineage);
+        refuseUnlessFinished(c, scopes(c, message, lineage, false));
+        List<Scope> scopes;
+        try {
+            scopes = scopes(c, message, lineage, true);
+        } catch (SQLException e) {
+            if ("55P03".equals(e.getSQLState())) {
+                throw new CoopValidationException("Cannot roll back " + (message != null
+                        ? "message " + message
+                        : "scope " + lineage) + ": one of its runs is busy; try again");
+            }
+            throw e;
+        }
+        refuseUnlessFinished(c, scopes);
+        Failure failure = new Failure(reason, RollbackRequestedException.TYPE, CLIENT_SOURCE, List.of(), List.of());
+        for (Scope scope : scopes) {
+            request(c, scope, failure);
+        }
+    }
+
+    private void refuseUnlessFinished(Connection c, List<Scope> scopes) throws SQLException {
         for (Scope scope : scopes) {
             String name = "run " + scope.id() + " (lineage " + Arrays.toString(scope.lineage()) + ")";
             switch (scope.status()) {
@@ -152,26 +178,26 @@ public final class Operations {
                         + ": a run in its scope or above it is still running");
             }
         }
-        Failure failure = new Failure(reason, RollbackRequestedException.TYPE, CLIENT_SOURCE, List.of(), List.of());
-        for (Scope scope : scopes) {
-            try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                    WITH logged AS (
-                      INSERT INTO {schema}.event (message_id, type, lineage, exception)
-                      VALUES (?, 'ROLLBACK_EMITTED', ?, ?::jsonb)
-                    )
-                    UPDATE {schema}.run
-                       SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
-                           rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
-                           finished_at = NULL, pending_children = 0, failed_children = 0, version = version + 1
-                     WHERE id = ? AND status = 'COMMITTED'
-                    """))) {
-                ps.setObject(1, scope.messageId());
-                ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
-                ps.setString(3, failure.toJson());
-                ps.setString(4, failure.toJson());
-                ps.setObject(5, scope.id());
-                ps.executeUpdate();
-            }
+    }
+
+    private void request(Connection c, Scope scope, Failure failure) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH logged AS (
+                  INSERT INTO {schema}.event (message_id, type, lineage, exception)
+                  VALUES (?, 'ROLLBACK_EMITTED', ?, ?::jsonb)
+                )
+                UPDATE {schema}.run
+                   SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                       rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
+                       finished_at = NULL, pending_children = 0, failed_children = 0, version = version + 1
+                 WHERE id = ? AND status = 'COMMITTED'
+                """))) {
+            ps.setObject(1, scope.messageId());
+            ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
+            ps.setString(3, failure.toJson());
+            ps.setString(4, failure.toJson());
+            ps.setObject(5, scope.id());
+            ps.executeUpdate();
         }
     }
 

@@ -48,9 +48,8 @@ final class RollbackExecutor {
         entries.add(new LogEntry(EventType.ROLLING_BACK, null, run.rollbackCause()));
         int seq = run.rollbackSeq();
         if (seq < 0) {
-            entries.add(LogEntry.of(EventType.ROLLED_BACK, Transitions.rollbackOf(saga.steps().getFirst().name())));
-            transitions.commit(c, run, entries,
-                    Advance.from(run).status(RunStatus.ROLLED_BACK).failure(run.rollbackCause()));
+            transitions.finish(c, run, entries, Transitions.rollbackOf(saga.steps().getFirst().name()),
+                    run.rollbackCause());
             return false;
         }
         transitions.commit(c, run, entries,
@@ -85,34 +84,38 @@ final class RollbackExecutor {
             return next(c, run, saga, seq, new ArrayList<>(), null); // a handler run has nothing of its own to undo
         }
         String step = Transitions.rollbackOf(name);
-        Throwable thrown = runCompensation(c, run, saga, instance, step);
-        if (thrown == null) {
+        Compensated result = runCompensation(c, run, saga, instance, step);
+        if (result.thrown() == null) {
             List<LogEntry> entries = new ArrayList<>(2);
             entries.add(LogEntry.of(EventType.SUSPENDED, step));
             return next(c, run, saga, seq, entries, step);
         }
-        Worker.rollbackQuietly(c);
+        Throwable thrown = result.thrown();
+        try {
+            result.context().discardWrites();
+        } catch (SQLException e) {
+            thrown = e;
+        }
         if (Failures.isInfrastructure(thrown)) {
             transitions.retryLater(c, run, step, thrown);
-            return false;
-        }
-        ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
-        if (again == null) {
-            c.commit();
             return false;
         }
         log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
         Failure failure = Failure.of(thrown, transitions.source(run))
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause())));
-        transitions.commit(c, again, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, failure.toJson())),
-                Advance.from(again).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
+        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, failure.toJson())),
+                Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
         return false;
     }
 
-    private <P> Throwable runCompensation(Connection c, ClaimedRun run, Saga<P> saga, int instance, String name) {
+    /** What a compensation did: null {@code thrown} when it succeeded (or there was none). */
+    private record Compensated(StepContextImpl<?> context, Throwable thrown) {
+    }
+
+    private <P> Compensated runCompensation(Connection c, ClaimedRun run, Saga<P> saga, int instance, String name) {
         Saga.Step<P> step = saga.steps().get(instance);
         if (step.compensation() == null) {
-            return null;
+            return new Compensated(null, null);
         }
         P payload;
         try {
@@ -123,17 +126,16 @@ final class RollbackExecutor {
         StepContextImpl<P> context = new StepContextImpl<>(run, name, payload, engine.engineId(), c, engine.json(),
                 engine.store(), false);
         CooperationException cause = CooperationException.of(Failure.fromJson(run.rollbackCause()));
-        return StepExecutor.invoke(() -> step.compensation().compensate(context, cause), context);
+        return new Compensated(context,
+                StepExecutor.invoke(() -> step.compensation().compensate(context, cause), context));
     }
 
     /** Moves to the previous instance, or finishes with ROLLED_BACK after the first. */
     private boolean next(Connection c, ClaimedRun run, Saga<?> saga, int seq, List<LogEntry> entries, String step)
             throws SQLException {
         if (seq == 0) {
-            entries.add(LogEntry.of(EventType.ROLLED_BACK,
-                    step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name())));
-            transitions.commit(c, run, entries,
-                    Advance.from(run).status(RunStatus.ROLLED_BACK).failure(run.rollbackCause()));
+            transitions.finish(c, run, entries,
+                    step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause());
             return false;
         }
         return transitions.commit(c, run, entries, Advance.from(run)

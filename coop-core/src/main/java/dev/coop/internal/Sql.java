@@ -14,6 +14,7 @@ final class Sql {
     static final String CLAIM = """
             WITH claimed AS (
               SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
+                     r.next_step,
                      r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version
@@ -70,7 +71,7 @@ final class Sql {
                ORDER BY e.n
             ), advanced AS (
               UPDATE {schema}.run
-                 SET status = ?, phase = ?, step_index = ?, steps_done = ?,
+                 SET status = ?, phase = ?, step_index = ?, next_step = ?, steps_done = ?,
                      history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
                      attempt = ?, pending_children = ?, failed_children = 0,
                      rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,

@@ -72,6 +72,9 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     @Override
     public void giveUpIfRequested() {
+        if (!launchAllowed) {
+            return; // a compensation: rollbacks are not cancellable, compensation always runs to the end
+        }
         String cancellation;
         try {
             cancellation = store.cancellation(guard.connection(), run.lineage());
@@ -119,5 +122,12 @@ final class StepContextImpl<P> implements StepContext<P> {
     /** Ends the step: the connection handed out can no longer be used. */
     void close() {
         guard.close();
+    }
+
+    /** The step failed: undo its writes (and forget what it launched), keeping the transaction and its locks. */
+    void discardWrites() throws java.sql.SQLException {
+        scoped.clear();
+        global.clear();
+        guard.discardWrites();
     }
 }

@@ -36,6 +36,33 @@ final class StepExecutor {
 
     /** @return true when the run is runnable again at once and may continue on this connection */
     boolean execute(Connection c, ClaimedRun run) throws SQLException {
+        try {
+            return executeClaimed(c, run);
+        } catch (RuntimeException e) {
+            engineFailed(c, run, e);
+            return false;
+        }
+    }
+
+    /**
+     * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
+     * neither blocks the runs behind it nor is retried in a tight loop.
+     */
+    private void engineFailed(Connection c, ClaimedRun run, RuntimeException e) throws SQLException {
+        Worker.rollbackQuietly(c);
+        log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
+                e);
+        ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
+        if (again == null) {
+            c.commit();
+            return;
+        }
+        Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
+                transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
+        transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
+    }
+
+    private boolean executeClaimed(Connection c, ClaimedRun run) throws SQLException {
         Saga<?> saga = engine.sagas().get(run.saga());
         if (run.rollback()) {
             return rollback.execute(c, run, saga);
@@ -76,7 +103,7 @@ final class StepExecutor {
         }
         Throwable thrown = invoke(() -> step.body().run(context), context);
         if (thrown != null) {
-            return failed(c, run, saga, step.name(), step.retryPolicy(), thrown);
+            return stepFailed(c, run, saga, step.name(), step.retryPolicy(), context, thrown);
         }
         return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), step.retryPolicy());
     }
@@ -100,7 +127,7 @@ final class StepExecutor {
         CooperationException exception = CooperationException.of(failure);
         Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
         if (thrown != null) {
-            return failed(c, run, saga, step.name(), null, thrown);
+            return stepFailed(c, run, saga, step.name(), null, context, thrown);
         }
         return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - saga.steps().indexOf(step)), context,
                 -1 - saga.steps().indexOf(step), null);
@@ -144,23 +171,75 @@ final class StepExecutor {
             if (status == RunStatus.COMMITTED) {
                 entries.add(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name()));
             }
-            return transitions.commit(c, run, entries, Advance.from(run).executed(instance, nextStep, children)
-                    .status(status), woken) == RunStatus.RUNNABLE;
+            String nextName = nextStep < saga.steps().size() ? saga.steps().get(nextStep).name() : null;
+            return transitions.commit(c, run, entries,
+                    Advance.from(run).executed(instance, nextStep, nextName, children)
+                            .status(status),
+                    woken) == RunStatus.RUNNABLE;
         } catch (SQLException | RuntimeException e) {
-            return failed(c, run, saga, name, policy, e);
+            return writeFailed(c, run, saga, name, e);
         }
     }
 
     /**
-     * A step, a handler, or writing their results threw. The transaction is rolled back; then database trouble is
-     * retried later, a cancellation makes the run give up, a retry policy may schedule another attempt or park the
-     * run, and anything else rolls the run back.
+     * User code (a step or a child-failure handler) threw. Its writes are undone back to the savepoint taken before
+     * it touched the connection, keeping the run's row lock, so no other engine can run it meanwhile. Then, in the
+     * same transaction: database trouble is retried later, a cancellation makes the run give up, a retry policy may
+     * schedule another attempt or park the run, and anything else rolls the run back.
      */
-    private boolean failed(Connection c, ClaimedRun run, Saga<?> saga, String step, RetryPolicy policy,
-            Throwable thrown) throws SQLException {
-        Worker.rollbackQuietly(c);
+    private boolean stepFailed(Connection c, ClaimedRun run, Saga<?> saga, String step, RetryPolicy policy,
+            StepContextImpl<?> context, Throwable thrown) throws SQLException {
+        try {
+            context.discardWrites();
+        } catch (SQLException e) {
+            transitions.retryLater(c, run, step, e);
+            return false;
+        }
         boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
-        if (!Failures.isCancelled(thrown) && (Failures.isInfrastructure(thrown) || interruptedByShutdown)) {
+        if (Failures.isInfrastructure(thrown) || interruptedByShutdown) {
+            transitions.retryLater(c, run, step, thrown);
+            return false;
+        }
+        String cancellation = engine.store().cancellation(c, run.lineage());
+        if (cancellation != null) {
+            return transitions.startRollback(c, run, saga, step,
+                    Failures.gaveUp(cancellation, transitions.source(run)).failure());
+        }
+        Failure failure = Failure.of(thrown, transitions.source(run));
+        String json = failure.toJson();
+        boolean retryable = policy != null && !(thrown instanceof CooperationException);
+        try {
+            if (retryable && policy.shouldRetry(thrown, run.attempt())) {
+                long delay = policy.delayAfter(run.attempt()).toMillis();
+                log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
+                        run.saga(), run.attempt(), thrown.toString(), delay);
+                transitions.commit(c, run, List.of(),
+                        Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
+                engine.dispatcher().dueIn(delay);
+                return false;
+            }
+            if (retryable && policy.parksWhenExhausted()) {
+                log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
+                        step, run.id(), run.saga(), run.attempt(), thrown.toString());
+                transitions.commit(c, run, List.of(),
+                        Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
+                return false;
+            }
+        } catch (SQLException e) {
+            return writeFailed(c, run, saga, step, e); // cancelled meanwhile, or database trouble
+        }
+        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
+        return transitions.startRollback(c, run, saga, step, failure);
+    }
+
+    /**
+     * Writing a transition failed (database trouble, a cancellation detected at commit, or data the database
+     * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
+     */
+    private boolean writeFailed(Connection c, ClaimedRun run, Saga<?> saga, String step, Throwable thrown)
+            throws SQLException {
+        Worker.rollbackQuietly(c);
+        if (!Failures.isCancelled(thrown) && Failures.isInfrastructure(thrown)) {
             transitions.retryLater(c, run, step, thrown);
             return false;
         }
@@ -173,25 +252,9 @@ final class StepExecutor {
             return transitions.startRollback(c, again, saga, step,
                     Failures.gaveUp(again.cancellation(), transitions.source(run)).failure());
         }
-        Failure failure = Failure.of(thrown, transitions.source(run));
-        String json = failure.toJson();
-        if (policy != null && !(thrown instanceof CooperationException)
-                && policy.shouldRetry(thrown, again.attempt())) {
-            long delay = policy.delayAfter(again.attempt()).toMillis();
-            log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
-                    run.saga(), again.attempt(), thrown.toString(), delay);
-            transitions.commit(c, again, List.of(), Advance.from(again).attempt(again.attempt() + 1, delay, json));
-            engine.dispatcher().dueIn(delay);
-            return false;
-        }
-        if (policy != null && policy.parksWhenExhausted() && !(thrown instanceof CooperationException)) {
-            log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator", step,
-                    run.id(), run.saga(), again.attempt(), thrown.toString());
-            transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(json));
-            return false;
-        }
-        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
-        return transitions.startRollback(c, again, saga, step, failure);
+        log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
+                thrown.toString());
+        return transitions.startRollback(c, again, saga, step, Failure.of(thrown, transitions.source(run)));
     }
 
     private void park(Connection c, ClaimedRun run, String reason) throws SQLException {
@@ -207,6 +270,13 @@ final class StepExecutor {
         if (run.stepIndex() > size) {
             return "Saga '" + saga.name() + "' has " + size + " steps, but this run was at step number "
                     + (run.stepIndex() + 1) + "; was the saga changed while it ran?";
+        }
+        String expected = run.stepIndex() < size ? saga.steps().get(run.stepIndex()).name() : null;
+        if (run.nextStep() != null && !run.nextStep().equals(expected)) {
+            return "Saga '" + saga.name() + "' has no step '" + run.nextStep() + "' at position "
+                    + (run.stepIndex() + 1)
+                    + (expected == null ? " any more" : " (it has '" + expected + "' there)")
+                    + "; was the step removed or renamed while this run waited?";
         }
         for (int instance : run.history()) {
             if ((instance >= 0 ? instance : -1 - instance) >= size) {

@@ -96,6 +96,7 @@ public final class Store {
             return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                     rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                     rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
+                    rs.getString("next_step"),
                     rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
                     rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
                     rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
@@ -188,6 +189,7 @@ public final class Store {
             ps.setString(++i, next.status().name());
             ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
             ps.setInt(++i, next.stepIndex());
+            ps.setString(++i, next.nextStep());
             ps.setInt(++i, next.stepsDone());
             setInteger(ps, ++i, next.historyAppend());
             setInteger(ps, ++i, next.historyAppend());

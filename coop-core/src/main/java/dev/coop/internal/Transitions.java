@@ -63,13 +63,27 @@ final class Transitions {
         entries.add(new LogEntry(EventType.ROLLING_BACK, step, json));
         int seq = run.stepsDone() - 1;
         if (seq < 0) {
-            entries.add(LogEntry.of(EventType.ROLLED_BACK, rollbackOf(saga.steps().getFirst().name())));
-            commit(c, run, entries, Advance.from(run).rollingBack(-1, null, json, 0).status(RunStatus.ROLLED_BACK)
-                    .failure(json));
+            finish(c, run, entries, rollbackOf(saga.steps().getFirst().name()), json);
             return false;
         }
         commit(c, run, entries, Advance.from(run).rollingBack(seq, "CHILDREN", json, 0).failure(json));
         return true;
+    }
+
+    /**
+     * Ends a rollback: ROLLED_BACK, unless the rollback was caused by runs whose own rollback failed (an unhandled
+     * {@link dev.coop.ChildRollbackFailedException}): then part of the tree could not be undone, and the run ends
+     * ROLLBACK_FAILED so that its parent, and the outcome, say so.
+     */
+    void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause) throws SQLException {
+        boolean childRollbackFailed = dev.coop.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
+        if (childRollbackFailed) {
+            entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
+        } else {
+            entries.add(LogEntry.of(EventType.ROLLED_BACK, step));
+        }
+        commit(c, run, entries, Advance.from(run).rollingBack(-1, null, cause, 0)
+                .status(childRollbackFailed ? RunStatus.ROLLBACK_FAILED : RunStatus.ROLLED_BACK).failure(cause));
     }
 
     /** Coop's own bookkeeping failed: nothing of the transaction is kept; the run is retried later with backoff. */

@@ -44,7 +44,7 @@ final class Worker implements Runnable {
                     if (task.isProbe()) {
                         dispatcher.probeFailed(backoffNanos());
                     }
-                    backOff(e);
+                    backOff(task, e);
                 }
             }
         } catch (InterruptedException e) {
@@ -94,11 +94,11 @@ final class Worker implements Runnable {
         }
     }
 
-    private void backOff(Exception e) {
+    private void backOff(Dispatcher.Task task, Exception e) {
         consecutiveFailures++;
         long nanos = backoffNanos();
-        log.warn("Engine {} could not reach its tables ({}); retrying in {} ms", engine.engineId(),
-                e.toString(),
+        log.warn("Engine {} failed to {} ({}); pausing this worker for {} ms", engine.engineId(),
+                task.isProbe() ? "look for work" : "work on saga " + task.saga(), e.toString(),
                 TimeUnit.NANOSECONDS.toMillis(nanos));
         try {
             engine.dispatcher().pause(nanos);

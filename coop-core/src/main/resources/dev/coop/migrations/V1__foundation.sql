@@ -70,6 +70,7 @@ CREATE TABLE {schema}.run (
                                                          'ROLLED_BACK', 'ROLLBACK_FAILED')),
   phase            text        NOT NULL DEFAULT 'HAPPY' CHECK (phase IN ('HAPPY', 'ROLLBACK')),
   step_index       int         NOT NULL DEFAULT 0,  -- happy path: the step to execute next
+  next_step        text,                            -- its name, to detect steps removed or renamed by a deploy
   steps_done       int         NOT NULL DEFAULT 0,  -- executed step instances (the next one's sequence number)
   history          int[]       NOT NULL DEFAULT '{}', -- per instance: step index, or -1-index for a handler run
   attempt          int         NOT NULL DEFAULT 1,  -- attempt of the next step under its retry policy
