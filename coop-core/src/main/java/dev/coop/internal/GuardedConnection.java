@@ -17,7 +17,7 @@ import java.util.Set;
  */
 final class GuardedConnection implements InvocationHandler {
     private static final Set<String> REFUSED = Set.of("commit", "rollback", "close", "setAutoCommit", "abort",
-            "releaseSavepoint", "setTransactionIsolation");
+            "setTransactionIsolation");
     private static final Set<String> HARMLESS = Set.of("isClosed", "getAutoCommit", "isReadOnly", "unwrap",
             "isWrapperFor");
 
@@ -68,6 +68,9 @@ final class GuardedConnection implements InvocationHandler {
         }
         if (!open) {
             throw new IllegalStateException("This step's connection can only be used while the step runs");
+        }
+        if ((name.equals("releaseSavepoint") || name.equals("rollback")) && args != null && args[0] == savepoint) {
+            throw new IllegalStateException("A step must not release or roll back to Coop's own savepoint");
         }
         boolean rollbackToSavepoint = name.equals("rollback") && method.getParameterCount() == 1;
         if (REFUSED.contains(name) && !rollbackToSavepoint) {

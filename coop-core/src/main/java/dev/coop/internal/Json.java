@@ -48,6 +48,10 @@ public final class Json {
                             + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(),
                     e);
         }
+        if (containsNul(json)) {
+            throw new CoopValidationException("Payload for topic '" + topic.name()
+                    + "' contains a NUL character (\\u0000), which PostgreSQL cannot store in jsonb");
+        }
         if (json.length() > maxPayloadBytes / 4) { // cheap pre-check: a UTF-8 char takes at most 4 bytes
             int bytes = json.getBytes(StandardCharsets.UTF_8).length;
             if (bytes > maxPayloadBytes) {
@@ -57,6 +61,20 @@ public final class Json {
             }
         }
         return json;
+    }
+
+    /** True when the JSON text has an escaped NUL ({@code \u0000}) that is not itself an escaped backslash. */
+    static boolean containsNul(String json) {
+        for (int i = json.indexOf("\\u0000"); i >= 0; i = json.indexOf("\\u0000", i + 1)) {
+            int backslashes = 0;
+            for (int j = i; j >= 0 && json.charAt(j) == '\\'; j--) {
+                backslashes++;
+            }
+            if (backslashes % 2 == 1) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Reads a stored payload as {@code type}. */

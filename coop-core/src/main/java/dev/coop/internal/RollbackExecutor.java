@@ -2,6 +2,7 @@ package dev.coop.internal;
 
 import dev.coop.ChildRollbackFailedException;
 import dev.coop.CooperationException;
+import dev.coop.CoopValidationException;
 import dev.coop.EventType;
 import dev.coop.Failure;
 import dev.coop.ParentSaidSoException;
@@ -120,7 +121,7 @@ final class RollbackExecutor {
         P payload;
         try {
             payload = transitions.payload(run, saga);
-        } catch (Transitions.PayloadException e) {
+        } catch (CoopValidationException e) {
             payload = null; // the payload never was readable: the compensation gets none
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, name, payload, engine.engineId(), c, engine.json(),

@@ -20,6 +20,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     private final Json json;
     private final Store store;
     private final boolean launchAllowed;
+    private volatile boolean ended;
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
 
@@ -110,6 +111,10 @@ final class StepContextImpl<P> implements StepContext<P> {
         if (topic == null) {
             throw new IllegalArgumentException("topic is null");
         }
+        if (ended) {
+            throw new IllegalStateException("Step '" + step + "' of saga " + run.saga()
+                    + " has ended; launch messages while the step runs");
+        }
         if (!launchAllowed) {
             throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
                     + step + ")");
@@ -121,6 +126,7 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     /** Ends the step: the connection handed out can no longer be used. */
     void close() {
+        ended = true;
         guard.close();
     }
 

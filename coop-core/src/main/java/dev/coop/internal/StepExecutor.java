@@ -3,6 +3,7 @@ package dev.coop.internal;
 import dev.coop.ChildRollbackFailedException;
 import dev.coop.ChildRolledBackException;
 import dev.coop.CooperationException;
+import dev.coop.CoopValidationException;
 import dev.coop.EventType;
 import dev.coop.Failure;
 import dev.coop.RetryPolicy;
@@ -92,7 +93,7 @@ final class StepExecutor {
         P payload;
         try {
             payload = transitions.payload(run, saga);
-        } catch (Transitions.PayloadException e) {
+        } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)));
         }
         StepContextImpl<P> context = context(c, run, step.name(), payload);
@@ -120,7 +121,7 @@ final class StepExecutor {
         P payload;
         try {
             payload = transitions.payload(run, saga);
-        } catch (Transitions.PayloadException e) {
+        } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)));
         }
         StepContextImpl<P> context = context(c, run, step.name(), payload);
@@ -304,6 +305,9 @@ final class StepExecutor {
             return t;
         } finally {
             context.close();
+            if (Thread.interrupted()) {
+                log.debug("Step code of run {} left its thread interrupted; cleared", context.runId());
+            }
         }
     }
 

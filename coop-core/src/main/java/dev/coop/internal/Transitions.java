@@ -1,5 +1,6 @@
 package dev.coop.internal;
 
+import dev.coop.CoopValidationException;
 import dev.coop.EventType;
 import dev.coop.Failure;
 import dev.coop.RunStatus;
@@ -101,22 +102,13 @@ final class Transitions {
         engine.dispatcher().dueIn(delay);
     }
 
-    /** Reads the run's payload as the saga's type. */
-    <P> P payload(ClaimedRun run, Saga<P> saga) throws PayloadException {
+    /** Reads the run's payload as the saga's type; a {@link CoopValidationException} says why it cannot. */
+    <P> P payload(ClaimedRun run, Saga<P> saga) {
         try {
             return engine.json().readPayload(run.payload(), saga.topic().payloadType());
         } catch (Exception e) {
-            throw new PayloadException("Payload of message " + run.messageId() + " on topic '" + run.topic()
+            throw new CoopValidationException("Payload of message " + run.messageId() + " on topic '" + run.topic()
                     + "' cannot be read as " + saga.topic().payloadType().getName() + ": " + e.getMessage(), e);
-        }
-    }
-
-    /** A payload that the saga's type cannot read. */
-    static final class PayloadException extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        PayloadException(String message, Throwable cause) {
-            super(message, cause);
         }
     }
 

@@ -30,25 +30,29 @@ final class Worker implements Runnable {
     @Override
     public void run() {
         Dispatcher dispatcher = engine.dispatcher();
-        try {
+        while (!dispatcher.stopped()) {
             Dispatcher.Task task;
-            while ((task = dispatcher.next()) != null) {
-                try {
-                    if (task.isProbe()) {
-                        probe();
-                    } else {
-                        work(task);
-                    }
-                    consecutiveFailures = 0;
-                } catch (SQLException | RuntimeException e) {
-                    if (task.isProbe()) {
-                        dispatcher.probeFailed(backoffNanos());
-                    }
-                    backOff(task, e);
-                }
+            try {
+                task = dispatcher.next();
+            } catch (InterruptedException e) {
+                continue; // only a shutdown that ran out of time interrupts workers; the loop condition sees it
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            if (task == null) {
+                return;
+            }
+            try {
+                if (task.isProbe()) {
+                    probe();
+                } else {
+                    work(task);
+                }
+                consecutiveFailures = 0;
+            } catch (SQLException | RuntimeException e) {
+                if (task.isProbe()) {
+                    dispatcher.probeFailed(backoffNanos());
+                }
+                backOff(task, e);
+            }
         }
     }
 
@@ -68,6 +72,10 @@ final class Worker implements Runnable {
                 if (run == null) {
                     c.commit();
                     engine.dispatcher().empty(task);
+                    return;
+                }
+                if (engine.dispatcher().stopped()) {
+                    c.rollback(); // closing: leave the run to the next engine
                     return;
                 }
                 engine.dispatcher().found(task);
