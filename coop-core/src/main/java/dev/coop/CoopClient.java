@@ -125,7 +125,7 @@ public final class CoopClient {
                 if (left <= 0) {
                     long running = statuses.stream().filter(s -> !s.isFinished()).count();
                     throw new CoopTimeoutException(
-                            "Message " + message + " did not finish within " + timeout + ": "
+                            "Message " + message + " did not finish within " + timeout.toMillis() + " ms: "
                                     + running + " of its " + statuses.size() + " runs are still running");
                 }
                 waiter.await(seen, Math.min(pause, left));

@@ -28,7 +28,10 @@ public final class Saga<P> {
     /** Starts a saga named {@code name} that handles every message on {@code topic}. */
     public static <P> Builder<P> on(Topic<P> topic, String name) {
         Objects.requireNonNull(topic, "topic");
-        if (name == null || !NAME.matcher(name).matches()) {
+        if (name == null) {
+            throw new CoopValidationException("Saga name is missing (null)");
+        }
+        if (!NAME.matcher(name).matches()) {
             throw new CoopValidationException("Invalid saga name '" + name
                     + "': use 1 to 200 letters, digits or . _ - : / and start with a letter or digit");
         }

@@ -26,7 +26,10 @@ public final class Topic<P> {
     }
 
     static void validateName(String name) {
-        if (name == null || !NAME.matcher(name).matches()) {
+        if (name == null) {
+            throw new CoopValidationException("Topic name is missing (null)");
+        }
+        if (!NAME.matcher(name).matches()) {
             throw new CoopValidationException("Invalid topic name '" + name
                     + "': use 1 to 200 letters, digits or . _ - : / and start with a letter or digit");
         }

@@ -108,6 +108,10 @@ public final class EngineRuntime {
                 worker.interrupt();
             }
         }
+        long afterInterrupt = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        for (Thread worker : workers) {
+            join(worker, afterInterrupt);
+        }
         if (listenerThread != null) {
             join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }

@@ -95,10 +95,11 @@ final class RollbackExecutor {
         try {
             result.context().discardWrites();
         } catch (SQLException e) {
-            thrown = e;
+            transitions.retryLater(c, run, step, e, false);
+            return false;
         }
         if (Failures.isInfrastructure(thrown)) {
-            transitions.retryLater(c, run, step, thrown);
+            transitions.retryLater(c, run, step, thrown, true);
             return false;
         }
         log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());

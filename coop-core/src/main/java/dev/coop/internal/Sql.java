@@ -118,8 +118,10 @@ final class Sql {
 
     static final String POSTPONE = """
             UPDATE {schema}.run
-               SET runnable_at = clock_timestamp() + ? * interval '1 millisecond', retries = retries + 1
-             WHERE id = ? AND status = 'RUNNABLE'
+               SET runnable_at = clock_timestamp() + ? * interval '1 millisecond', retries = retries + 1,
+                   version = version + 1,
+                   started_at = CASE WHEN ? THEN coalesce(started_at, clock_timestamp()) ELSE started_at END
+             WHERE id = ? AND status = 'RUNNABLE' AND version = ?
             """;
 
     static final String CHILD_FAILURES = """

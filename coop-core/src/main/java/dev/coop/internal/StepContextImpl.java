@@ -108,9 +108,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload) {
-        if (topic == null) {
-            throw new IllegalArgumentException("topic is null");
-        }
+        java.util.Objects.requireNonNull(topic, "topic");
         if (ended) {
             throw new IllegalStateException("Step '" + step + "' of saga " + run.saga()
                     + " has ended; launch messages while the step runs");

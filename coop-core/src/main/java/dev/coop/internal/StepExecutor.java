@@ -193,12 +193,12 @@ final class StepExecutor {
         try {
             context.discardWrites();
         } catch (SQLException e) {
-            transitions.retryLater(c, run, step, e);
+            transitions.retryLater(c, run, step, e, false);
             return false;
         }
         boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
         if (Failures.isInfrastructure(thrown) || interruptedByShutdown) {
-            transitions.retryLater(c, run, step, thrown);
+            transitions.retryLater(c, run, step, thrown, true);
             return false;
         }
         String cancellation = engine.store().cancellation(c, run.lineage());
@@ -241,7 +241,7 @@ final class StepExecutor {
             throws SQLException {
         Worker.rollbackQuietly(c);
         if (!Failures.isCancelled(thrown) && Failures.isInfrastructure(thrown)) {
-            transitions.retryLater(c, run, step, thrown);
+            transitions.retryLater(c, run, step, thrown, false);
             return false;
         }
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());

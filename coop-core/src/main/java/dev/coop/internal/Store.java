@@ -249,11 +249,18 @@ public final class Store {
         }
     }
 
-    /** Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry). */
-    public void postpone(Connection c, UUID runId, long delayMillis) throws SQLException {
+    /**
+     * Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry), unless it
+     * moved meanwhile.
+     *
+     * @param seenKept whether this transaction keeps the SEEN its claim wrote (the run then counts as started)
+     */
+    public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
             ps.setLong(1, delayMillis);
-            ps.setObject(2, runId);
+            ps.setBoolean(2, seenKept);
+            ps.setObject(3, run.id());
+            ps.setInt(4, run.version());
             ps.executeUpdate();
         }
     }

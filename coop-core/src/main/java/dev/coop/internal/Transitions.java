@@ -87,18 +87,37 @@ final class Transitions {
                 .status(childRollbackFailed ? RunStatus.ROLLBACK_FAILED : RunStatus.ROLLED_BACK).failure(cause));
     }
 
-    /** Coop's own bookkeeping failed: nothing of the transaction is kept; the run is retried later with backoff. */
-    void retryLater(Connection c, ClaimedRun run, String step, Throwable cause) throws SQLException {
-        Worker.rollbackQuietly(c);
+    /**
+     * Coop's own bookkeeping (or the JVM) failed, not the step: nothing of the transaction is kept, nothing is
+     * logged as a step failure, and the run is retried later with jittered exponential backoff.
+     *
+     * @param lockHeld whether the transaction is still usable and holds the run's row lock (the step's writes were
+     *        already undone): then the postponement is written under that lock, so no other engine can run the step
+     *        before the backoff ends; otherwise the transaction is rolled back first, and the postponement applies
+     *        only if nobody moved the run meanwhile
+     */
+    void retryLater(Connection c, ClaimedRun run, String step, Throwable cause, boolean lockHeld) throws SQLException {
+        if (!lockHeld) {
+            Worker.rollbackQuietly(c);
+        }
         long ceiling = Math.min(MAX_RETRY_DELAY_MILLIS, 100L << Math.min(run.retries(), 10));
         long delay = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
-        log.warn("Run {} (saga {}, {}) hit a database problem ({}); retrying in {} ms", run.id(), run.saga(), step,
-                cause.toString(), delay);
+        if (cause instanceof OutOfMemoryError) {
+            log.error("Run {} (saga {}, {}) ran out of memory; retrying in {} ms", run.id(), run.saga(), step, delay);
+        } else {
+            log.warn("Run {} (saga {}, {}) hit a database problem ({}); retrying in {} ms", run.id(), run.saga(),
+                    step, cause.toString(), delay);
+        }
         if (cause instanceof InterruptedException) {
             Thread.currentThread().interrupt();
         }
-        engine.store().postpone(c, run.id(), delay);
-        c.commit();
+        try {
+            engine.store().postpone(c, run, delay, lockHeld);
+            c.commit();
+        } catch (SQLException e) {
+            Worker.rollbackQuietly(c);
+            throw e;
+        }
         engine.dispatcher().dueIn(delay);
     }
 
