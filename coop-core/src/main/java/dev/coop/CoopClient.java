@@ -3,6 +3,7 @@ package dev.coop;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
+import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
 import dev.coop.internal.Operations;
@@ -32,6 +33,7 @@ public final class CoopClient {
     private final Store store;
     private final Topology topology;
     private final Operations operations;
+    private final Inspection inspection;
     private final Json json;
     private final Completions completions;
     private final Consumer<String> localWake;
@@ -42,6 +44,7 @@ public final class CoopClient {
         this.store = new Store(schema);
         this.topology = new Topology(schema);
         this.operations = new Operations(schema);
+        this.inspection = new Inspection(schema);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -253,6 +256,27 @@ public final class CoopClient {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The cooperation tree below a message: every run that handled it, their steps (with start and end times, what
+     * each launched, and failures with their full cause chains), and recursively the runs those steps caused.
+     */
+    public Hierarchy tree(MessageId message) {
+        Objects.requireNonNull(message, "message");
+        return inTransaction("read the tree of message " + message, c -> inspection.hierarchy(c, message));
+    }
+
+    /** The cooperation tree below one run. */
+    public RunView tree(Lineage run) {
+        Objects.requireNonNull(run, "run");
+        return inTransaction("read the tree of run " + run, c -> inspection.run(c, run));
+    }
+
+    /** Runs, newest first, filtered by status, saga, topic and age; one page of at most {@code query.limit()}. */
+    public List<RunSummary> runs(RunQuery query) {
+        Objects.requireNonNull(query, "query");
+        return inTransaction("list runs", c -> inspection.runs(c, query));
     }
 
     /**

@@ -8,6 +8,8 @@ import java.time.OffsetDateTime;
  * @param saga null for events written outside a saga (a global launch)
  * @param engine the engine instance that wrote it, or null
  * @param step the step name, or null when no step was involved
+ * @param startedAt for events written at the end of a step (SUSPENDED, COMMITTED, ...): when that transaction
+ *        started its work; null otherwise
  * @param exception the failure as JSON (see docs/protocol.md), or null
  * @param context the cooperation context as JSON, or null when empty
  */
@@ -20,6 +22,7 @@ public record Event(
         String step,
         Lineage lineage,
         OffsetDateTime createdAt,
+        OffsetDateTime startedAt,
         String exception,
         String context) {
 }

@@ -84,6 +84,11 @@ public final class Saga<P> {
                 throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
                         + "': use 1 to " + MAX_STEP_NAME + " printable characters");
             }
+            if (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
+                    || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)) {
+                throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
+                        + "' imitates the names Coop logs for rollbacks and child-failure handlers; choose another");
+            }
             if (!stepNames.add(stepName)) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' already has a step named '" + stepName + "'");

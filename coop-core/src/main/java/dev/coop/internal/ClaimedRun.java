@@ -12,6 +12,7 @@ import java.util.UUID;
  * @param history per executed instance: the step index, or {@code -1 - index} for a child-failure handler run
  * @param started whether the run's SEEN was written before this claim
  * @param version bumped by every transaction that moved the run; detects concurrent progress
+ * @param claimedAt when the claim was made, by the database's clock
  * @param cancellation the failure JSON of a cancellation of this run's scope, or null
  */
 public record ClaimedRun(
@@ -36,5 +37,6 @@ public record ClaimedRun(
         int version,
         String cancellation,
         String topic,
-        String payload) {
+        String payload,
+        java.time.OffsetDateTime claimedAt) {
 }

@@ -17,7 +17,7 @@ final class Sql {
                      r.next_step,
                      r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
-                     r.version
+                     r.version, clock_timestamp() AS claimed_at
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -65,8 +65,8 @@ final class Sql {
      */
     static final String ADVANCE = """
             WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
-              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?
                 FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, n)
                ORDER BY e.n
             ), advanced AS (
@@ -148,7 +148,7 @@ final class Sql {
               SELECT lineage FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
             )
             SELECT ev.id, ev.message_id, ev.type, ev.saga, ev.engine, ev.step, ev.lineage, ev.created_at,
-                   ev.exception::text AS exception, ev.context::text AS context
+                   ev.started_at, ev.exception::text AS exception, ev.context::text AS context
               FROM {schema}.event ev, target t
              WHERE ev.lineage[1] = t.lineage[1]
                AND (ev.lineage[1] = ?::uuid

@@ -101,7 +101,8 @@ public final class Store {
                     rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
                     rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
                     rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
-                    rs.getInt("version"), rs.getString("cancellation"), rs.getString("topic"), rs.getString("payload"));
+                    rs.getInt("version"), rs.getString("cancellation"), rs.getString("topic"), rs.getString("payload"),
+                    rs.getObject("claimed_at", OffsetDateTime.class));
         }
     }
 
@@ -183,6 +184,7 @@ public final class Store {
             ps.setString(++i, run.saga());
             ps.setString(++i, engine);
             ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
+            ps.setObject(++i, run.claimedAt());
             ps.setArray(++i, c.createArrayOf("text", types));
             ps.setArray(++i, c.createArrayOf("text", steps));
             ps.setArray(++i, c.createArrayOf("text", exceptions));
@@ -343,20 +345,22 @@ public final class Store {
             for (int i = 1; i <= 4; i++) {
                 ps.setObject(i, message.value());
             }
-            List<Event> events = new ArrayList<>();
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    events.add(new Event(rs.getLong("id"),
-                            new MessageId(rs.getObject("message_id", UUID.class)),
-                            EventType.valueOf(rs.getString("type")), rs.getString("saga"),
-                            rs.getString("engine"),
-                            rs.getString("step"),
-                            new Lineage(Arrays.asList((UUID[]) rs.getArray("lineage").getArray())),
-                            rs.getObject("created_at", OffsetDateTime.class), rs.getString("exception"),
-                            rs.getString("context")));
-                }
-            }
-            return events;
+            return readEvents(ps);
         }
+    }
+
+    static List<Event> readEvents(PreparedStatement ps) throws SQLException {
+        List<Event> events = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                events.add(new Event(rs.getLong("id"), new MessageId(rs.getObject("message_id", UUID.class)),
+                        EventType.valueOf(rs.getString("type")), rs.getString("saga"), rs.getString("engine"),
+                        rs.getString("step"), new Lineage(Arrays.asList((UUID[]) rs.getArray("lineage").getArray())),
+                        rs.getObject("created_at", OffsetDateTime.class),
+                        rs.getObject("started_at", OffsetDateTime.class), rs.getString("exception"),
+                        rs.getString("context")));
+            }
+        }
+        return events;
     }
 }

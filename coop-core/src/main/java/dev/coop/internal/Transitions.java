@@ -143,10 +143,10 @@ final class Transitions {
     }
 
     static String rollbackOf(String name) {
-        return "Rollback of " + name;
+        return LogNames.ROLLBACK_PREFIX + name;
     }
 
     static String childRollbackOf(String name) {
-        return "Rollback of " + name + " (rolling back child scopes)";
+        return LogNames.ROLLBACK_PREFIX + name + LogNames.CHILDREN_SUFFIX;
     }
 }

@@ -31,6 +31,7 @@ CREATE TABLE {schema}.event (
   step       text,
   lineage    uuid[]      NOT NULL,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  started_at timestamptz,                     -- when the transaction that wrote it started its work (steps)
   exception  jsonb,
   context    jsonb
 );
@@ -95,6 +96,9 @@ CREATE INDEX run_message ON {schema}.run (message_id);
 CREATE INDEX run_parent ON {schema}.run (parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX run_active_root ON {schema}.run ((lineage[1])) WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED');
 CREATE INDEX run_parked ON {schema}.run (created_at) WHERE status = 'PARKED';
+-- Listing runs newest first, all of them or one saga's (inspection; bounded by LIMIT).
+CREATE INDEX run_created ON {schema}.run (created_at);
+CREATE INDEX run_saga_created ON {schema}.run (saga, created_at);
 
 -- Cancellation requests, one per scope (a run id, or a root message id for a whole hierarchy). A run gives up when
 -- any element of its lineage has one; the check is a primary-key probe per lineage element.

@@ -50,14 +50,14 @@ public final class CoopTables {
 
     /** Every event of the schema, in the order it was written (by id). */
     public List<Event> allEvents() {
-        return events("SELECT id, message_id, type, saga, engine, step, lineage, created_at,"
+        return events("SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,"
                 + " exception::text AS exception, context::text AS context FROM " + schema + ".event ORDER BY id",
                 null);
     }
 
     /** The events whose {@code message_id} is {@code message}, in the order they were written. */
     public List<Event> eventsOfMessage(MessageId message) {
-        return events("SELECT id, message_id, type, saga, engine, step, lineage, created_at,"
+        return events("SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,"
                 + " exception::text AS exception, context::text AS context FROM " + schema
                 + ".event WHERE message_id = ? ORDER BY id", message.value());
     }
@@ -127,7 +127,8 @@ public final class CoopTables {
                             EventType.valueOf(rs.getString("type")), rs.getString("saga"), rs.getString("engine"),
                             rs.getString("step"),
                             new Lineage(Arrays.asList((UUID[]) rs.getArray("lineage").getArray())),
-                            rs.getObject("created_at", OffsetDateTime.class), rs.getString("exception"),
+                            rs.getObject("created_at", OffsetDateTime.class),
+                            rs.getObject("started_at", OffsetDateTime.class), rs.getString("exception"),
                             rs.getString("context")));
                 }
             }

@@ -27,7 +27,7 @@ class InvariantsTest {
 
         LogBuilder add(EventType type, UUID message, String saga, String step, List<UUID> lineage) {
             events.add(new Event(events.size() + 1, new MessageId(message), type, saga, saga == null ? null : "e1",
-                    step, new Lineage(lineage), OffsetDateTime.now(), null, null));
+                    step, new Lineage(lineage), OffsetDateTime.now(), null, null, null));
             return this;
         }
     }

@@ -1,0 +1,25 @@
+package dev.coop;
+
+import java.time.OffsetDateTime;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * One run in a cooperation tree: what it handled, how it stands, its steps in order, and the runs its steps caused.
+ *
+ * @param rollingBack whether it is on (or went down) the rollback path
+ * @param failure why it rolled back, failed to, or is parked; null otherwise
+ * @param children the runs caused by its steps, in the order they were created
+ */
+public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+        boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+        Failure failure, List<StepView> steps, List<RunView> children) {
+
+    /** This run and every run below it, depth first. */
+    public List<RunView> flatten() {
+        List<RunView> all = new java.util.ArrayList<>();
+        all.add(this);
+        children.forEach(c -> all.addAll(c.flatten()));
+        return all;
+    }
+}

@@ -1,0 +1,236 @@
+package dev.coop.internal;
+
+import dev.coop.CoopValidationException;
+import dev.coop.Event;
+import dev.coop.EventType;
+import dev.coop.Failure;
+import dev.coop.Hierarchy;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+import dev.coop.RunQuery;
+import dev.coop.RunStatus;
+import dev.coop.RunSummary;
+import dev.coop.RunView;
+import dev.coop.StepView;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/** Reads cooperation trees and run listings: the run table for state, the event log for what happened. */
+public final class Inspection {
+    private final SchemaName schema;
+
+    public Inspection(SchemaName schema) {
+        this.schema = schema;
+    }
+
+    /** A run row, before its steps and children are attached. */
+    private record Row(UUID id, MessageId message, String topic, String saga, UUID[] lineage, UUID parent,
+            RunStatus status, boolean rollingBack, OffsetDateTime created, OffsetDateTime started,
+            OffsetDateTime finished, String failure) {
+    }
+
+    /** The tree below a message. */
+    public Hierarchy hierarchy(Connection c, MessageId message) throws SQLException {
+        String topic;
+        OffsetDateTime launched;
+        UUID[] scope;
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT m.topic, m.created_at, e.lineage FROM {schema}.message m
+                  JOIN {schema}.event e ON e.message_id = m.id AND e.type = 'EMITTED'
+                 WHERE m.id = ?
+                """))) {
+            ps.setObject(1, message.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    throw new CoopValidationException("No message " + message + " in schema '" + schema.value() + "'");
+                }
+                topic = rs.getString(1);
+                launched = rs.getObject(2, OffsetDateTime.class);
+                scope = (UUID[]) rs.getArray(3).getArray();
+            }
+        }
+        List<Row> rows = rows(c, "r.message_id = ?", message.value());
+        return new Hierarchy(message, topic, launched, assemble(rows, events(c, scope), message));
+    }
+
+    /** The tree below one run. */
+    public RunView run(Connection c, Lineage lineage) throws SQLException {
+        List<Row> rows = rows(c, "r.id = ?", lineage.last());
+        if (rows.isEmpty()) {
+            throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
+        }
+        return assemble(rows, events(c, rows.getFirst().lineage()), null).getFirst();
+    }
+
+    private List<Row> rows(Connection c, String anchor, UUID value) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH RECURSIVE tree AS (
+                  SELECT r.* FROM {schema}.run r WHERE %s
+                  UNION ALL
+                  SELECT k.* FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
+                )
+                SELECT t.id, t.message_id, m.topic, t.saga, t.lineage, t.parent_id, t.status, t.phase = 'ROLLBACK',
+                       t.created_at, t.started_at, t.finished_at, t.failure::text
+                  FROM tree t JOIN {schema}.message m ON m.id = t.message_id
+                 ORDER BY t.created_at, t.id
+                """.formatted(anchor)))) {
+            ps.setObject(1, value);
+            List<Row> rows = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    rows.add(new Row(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
+                            rs.getString(3), rs.getString(4), (UUID[]) rs.getArray(5).getArray(),
+                            rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
+                            rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
+                            rs.getObject(11, OffsetDateTime.class), rs.getString(12)));
+                }
+            }
+            return rows;
+        }
+    }
+
+    /** Every event at or below {@code scope}, in log order. */
+    private List<Event> events(Connection c, UUID[] scope) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
+                       exception::text AS exception, context::text AS context
+                  FROM {schema}.event
+                 WHERE lineage[1] = ? AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                 ORDER BY id
+                """))) {
+            var array = c.createArrayOf("uuid", scope);
+            ps.setObject(1, scope[0]);
+            ps.setArray(2, array);
+            ps.setArray(3, array);
+            return Store.readEvents(ps);
+        }
+    }
+
+    private static List<RunView> assemble(List<Row> rows, List<Event> events, MessageId anchorMessage) {
+        Map<UUID, List<Event>> byRun = new HashMap<>();
+        for (Event e : events) {
+            if (e.saga() != null || e.type() == EventType.CANCELLATION_REQUESTED) {
+                byRun.computeIfAbsent(e.lineage().last(), k -> new ArrayList<>()).add(e);
+            }
+        }
+        Map<UUID, List<Row>> children = new LinkedHashMap<>();
+        List<Row> roots = new ArrayList<>();
+        java.util.Set<UUID> ids = new java.util.HashSet<>();
+        rows.forEach(r -> ids.add(r.id()));
+        for (Row r : rows) {
+            if (r.parent() != null && ids.contains(r.parent())) {
+                children.computeIfAbsent(r.parent(), k -> new ArrayList<>()).add(r);
+            } else {
+                roots.add(r);
+            }
+        }
+        return roots.stream().map(r -> view(r, byRun, children)).toList();
+    }
+
+    private static RunView view(Row r, Map<UUID, List<Event>> byRun, Map<UUID, List<Row>> children) {
+        List<RunView> kids = children.getOrDefault(r.id(), List.of()).stream().map(k -> view(k, byRun, children))
+                .toList();
+        return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
+                r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
+                r.failure() == null ? null : Failure.fromJson(r.failure()),
+                steps(byRun.getOrDefault(r.id(), List.of())),
+                kids);
+    }
+
+    /** The run's transactions, from its own events in log order. */
+    static List<StepView> steps(List<Event> events) {
+        List<StepView> steps = new ArrayList<>();
+        Map<String, List<MessageId>> launched = new HashMap<>();
+        for (Event e : events) {
+            switch (e.type()) {
+                case EMITTED, ROLLBACK_EMITTED -> launched.computeIfAbsent(e.step(), k -> new ArrayList<>())
+                        .add(e.messageId());
+                case SUSPENDED -> steps.add(step(e, launched.remove(e.step()), null));
+                case ROLLING_BACK, ROLLBACK_FAILED -> {
+                    if (e.step() != null) {
+                        steps.add(step(e, launched.remove(e.step()),
+                                e.exception() == null ? null : Failure.fromJson(e.exception())));
+                    }
+                }
+                default -> {
+                }
+            }
+        }
+        return steps;
+    }
+
+    private static StepView step(Event e, List<MessageId> launched, Failure failure) {
+        return new StepView(e.step(), kindOf(e.step()), e.engine(), e.startedAt(), e.createdAt(),
+                launched == null ? List.of() : List.copyOf(launched), failure);
+    }
+
+    static StepView.Kind kindOf(String name) {
+        if (name.startsWith(LogNames.ROLLBACK_PREFIX)) {
+            return name.endsWith(LogNames.CHILDREN_SUFFIX)
+                    ? StepView.Kind.ROLLBACK_CHILDREN
+                    : StepView.Kind.COMPENSATION;
+        }
+        return name.endsWith(LogNames.HANDLER_SUFFIX) ? StepView.Kind.CHILD_FAILURE_HANDLER : StepView.Kind.STEP;
+    }
+
+    /** Runs newest first, filtered; every condition is a fixed fragment with a bound value. */
+    public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {
+        StringBuilder where = new StringBuilder("TRUE");
+        List<Object> values = new ArrayList<>();
+        if (q.status() != null) {
+            where.append(" AND r.status = ?");
+            values.add(q.status().name());
+        }
+        if (q.saga() != null) {
+            where.append(" AND r.saga = ?");
+            values.add(q.saga());
+        }
+        if (q.topic() != null) {
+            where.append(" AND m.topic = ?");
+            values.add(q.topic());
+        }
+        if (q.since() != null) {
+            where.append(" AND r.created_at >= ?");
+            values.add(q.since());
+        }
+        if (q.before() != null) {
+            where.append(" AND r.created_at < ?");
+            values.add(q.before());
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.status, r.created_at, r.finished_at,
+                       r.failure->>'message'
+                  FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+                 WHERE %s
+                 ORDER BY r.created_at DESC, r.id DESC
+                 LIMIT ?
+                """.formatted(where)))) {
+            int i = 0;
+            for (Object v : values) {
+                ps.setObject(++i, v);
+            }
+            ps.setInt(++i, q.limit());
+            List<RunSummary> runs = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    runs.add(new RunSummary(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
+                            rs.getString(3), rs.getString(4),
+                            new Lineage(Arrays.asList((UUID[]) rs.getArray(5).getArray())),
+                            RunStatus.valueOf(rs.getString(6)), rs.getObject(7, OffsetDateTime.class),
+                            rs.getObject(8, OffsetDateTime.class), rs.getString(9)));
+                }
+            }
+            return runs;
+        }
+    }
+}

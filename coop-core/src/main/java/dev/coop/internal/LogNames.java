@@ -1,0 +1,14 @@
+package dev.coop.internal;
+
+/** How the log names the transactions that are not plain steps. Step names may not imitate them. */
+public final class LogNames {
+    /** Rollback sub-steps start with this. */
+    public static final String ROLLBACK_PREFIX = "Rollback of ";
+    /** The rollback sub-step that asks the runs an instance caused to roll back ends with this. */
+    public static final String CHILDREN_SUFFIX = " (rolling back child scopes)";
+    /** A child-failure handler run is logged as the step's name with this suffix. */
+    public static final String HANDLER_SUFFIX = " (child failure handler)";
+
+    private LogNames() {
+    }
+}
