@@ -10,6 +10,7 @@ import dev.coop.internal.Operations;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Store;
 import dev.coop.internal.Topology;
+import dev.coop.internal.Tx;
 import dev.coop.internal.Uuids;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -61,23 +62,8 @@ public final class CoopClient {
      */
     public <P> MessageId launch(Topic<P> topic, P payload) {
         Emission emission = emission(topic, payload);
-        Map<String, Integer> created;
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                created = emit(c, emission);
-                c.commit();
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
-                    + e.getMessage(), e);
-        }
+        Map<String, Integer> created = inTransaction("launch a message on topic '" + topic.name() + "'",
+                c -> emit(c, emission));
         created.keySet().forEach(localWake);
         return new MessageId(emission.messageId());
     }
@@ -235,27 +221,8 @@ public final class CoopClient {
         return reason;
     }
 
-    private interface Work<T> {
-        T run(Connection c) throws SQLException;
-    }
-
-    private <T> T inTransaction(String what, Work<T> work) {
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
-        }
+    private <T> T inTransaction(String what, Tx.Work<T> work) {
+        return Tx.run(dataSource, what, work);
     }
 
     /**

@@ -39,28 +39,13 @@ public final class EngineRuntime {
 
     /** Registers the sagas in the topology, then starts the listener and the workers. */
     public void start() {
-        try (Connection c = config.dataSource().getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                Map<String, String> sagaTopics = new java.util.TreeMap<>();
-                config.sagas().forEach((name, saga) -> sagaTopics.put(name, saga.topic().name()));
-                topology.register(c, config.engineId(), sagaTopics);
-                topology.engineStarted(c, config.engineId(), config.name(), host(),
-                        List.copyOf(sagaTopics.keySet()));
-                c.commit();
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            throw new dev.coop.CoopStoreException(
-                    "Engine " + config.engineId() + " could not register its sagas: "
-                            + e.getMessage(),
-                    e);
-        }
+        Tx.run(config.dataSource(), "register the sagas of engine " + config.engineId(), c -> {
+            Map<String, String> sagaTopics = new java.util.TreeMap<>();
+            config.sagas().forEach((name, saga) -> sagaTopics.put(name, saga.topic().name()));
+            topology.register(c, config.engineId(), sagaTopics);
+            topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(sagaTopics.keySet()));
+            return null;
+        });
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
                     config.engineId()), "listener");
