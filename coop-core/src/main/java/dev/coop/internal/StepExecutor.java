@@ -113,7 +113,8 @@ final class StepExecutor {
     private <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga) throws SQLException {
         int seq = run.stepsDone() - 1;
         int instance = run.history()[seq];
-        Saga.Step<P> step = saga.steps().get(instance >= 0 ? instance : -1 - instance);
+        int index = instance >= 0 ? instance : -1 - instance;
+        Saga.Step<P> step = saga.steps().get(index);
         Failure failure = childFailure(c, run, step.name(), seq);
         if (step.childFailureHandler() == null) {
             return transitions.startRollback(c, run, saga, step.name(), failure);
@@ -130,8 +131,7 @@ final class StepExecutor {
         if (thrown != null) {
             return stepFailed(c, run, saga, step.name(), null, context, thrown);
         }
-        return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - saga.steps().indexOf(step)), context,
-                -1 - saga.steps().indexOf(step), null);
+        return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index, null);
     }
 
     private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
