@@ -75,11 +75,15 @@ final class Sql {
                      history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
                      attempt = ?, pending_children = ?, failed_children = 0,
                      rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
-                     runnable_at = clock_timestamp() + ? * interval '1 millisecond',
+                     runnable_at = CASE WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
+                                        THEN runnable_at -- unchanged keeps the update HOT (no index writes)
+                                        ELSE clock_timestamp() + ? * interval '1 millisecond' END,
                      started_at = coalesce(started_at, clock_timestamp()),
                      finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0,
                      version = version + 1
-               WHERE id = ? AND CASE WHEN ? THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+               WHERE id = ? AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                         WHERE x.scope_id = ANY(lineage))
+                                     THEN {schema}.assert_not_cancelled(lineage) ELSE true END
             )
             UPDATE {schema}.run p
                SET pending_children = p.pending_children - 1,

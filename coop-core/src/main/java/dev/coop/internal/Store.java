@@ -201,6 +201,8 @@ public final class Store {
             ps.setString(++i, next.rollbackStage());
             ps.setString(++i, next.rollbackCause());
             ps.setLong(++i, next.delayMillis());
+            ps.setString(++i, next.status().name());
+            ps.setLong(++i, next.delayMillis());
             ps.setBoolean(++i, finished);
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());
