@@ -6,6 +6,6 @@ public enum CancelResult {
     REQUESTED,
     /** The scope had been cancelled before; nothing changed. */
     ALREADY_REQUESTED,
-    /** Everything in the scope had finished; nothing changed. */
+    /** Everything in the scope had finished (or is rolling back, which cannot be cancelled); nothing changed. */
     ALREADY_FINISHED
 }

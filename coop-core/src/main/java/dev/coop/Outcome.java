@@ -13,7 +13,8 @@ public enum Outcome {
     /** No saga was registered for the message's topic when it was launched, so nothing ran. */
     UNHANDLED;
 
-    static Outcome of(List<RunStatus> statuses) {
+    /** The outcome of runs with these statuses (all finished). */
+    public static Outcome of(List<RunStatus> statuses) {
         if (statuses.isEmpty()) {
             return UNHANDLED;
         }

@@ -69,7 +69,7 @@ public final class Operations {
     /** Records cancellation requests for the scope; runs in it give up at their next step boundary. */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
         List<Scope> scopes = scopes(c, message, lineage, false);
-        if (scopes.stream().noneMatch(s -> hasActiveRun(c, s))) {
+        if (scopes.stream().noneMatch(s -> hasActiveRun(c, s, false))) {
             return CancelResult.ALREADY_FINISHED;
         }
         Failure failure = new Failure(reason, CancellationRequestedException.TYPE, CLIENT_SOURCE, List.of(),
@@ -117,16 +117,18 @@ public final class Operations {
         return any ? CancelResult.REQUESTED : CancelResult.ALREADY_REQUESTED;
     }
 
-    private boolean hasActiveRun(Connection c, Scope scope) {
+    private boolean hasActiveRun(Connection c, Scope scope, boolean countRollbacks) {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT EXISTS (SELECT 1 FROM {schema}.run
                                 WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED')
+                                  AND (? OR phase = 'HAPPY')
                                   AND lineage[1:cardinality(?::uuid[])] = ?::uuid[])
                 """))) {
             var array = c.createArrayOf("uuid", scope.lineage());
             ps.setObject(1, scope.lineage()[0]);
-            ps.setArray(2, array);
+            ps.setBoolean(2, countRollbacks);
             ps.setArray(3, array);
+            ps.setArray(4, array);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);
@@ -173,7 +175,7 @@ public final class Operations {
                 default -> throw new CoopValidationException("Cannot roll back " + name
                         + ": it is still running (" + scope.status() + "); cancel it instead");
             }
-            if (hasActiveRun(c, scope) || hasActiveAncestor(c, scope)) {
+            if (hasActiveRun(c, scope, true) || hasActiveAncestor(c, scope)) {
                 throw new CoopValidationException("Cannot roll back " + name
                         + ": a run in its scope or above it is still running");
             }

@@ -78,7 +78,7 @@ final class Sql {
                      runnable_at = CASE WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
                                         THEN runnable_at -- unchanged keeps the update HOT (no index writes)
                                         ELSE clock_timestamp() + ? * interval '1 millisecond' END,
-                     started_at = coalesce(started_at, clock_timestamp()),
+                     started_at = coalesce(started_at, ?),
                      finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0,
                      version = version + 1
                WHERE id = ? AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x

@@ -68,8 +68,8 @@ final class StepExecutor {
         if (run.rollback()) {
             return rollback.execute(c, run, saga);
         }
-        if (run.cancellation() != null) {
-            return transitions.startRollback(c, run, saga, currentStepName(run, saga),
+        if (run.cancellation() != null) { // gave up between steps: no step failed, so none is named
+            return transitions.startRollback(c, run, saga, null,
                     Failures.gaveUp(run.cancellation(), transitions.source(run)).failure());
         }
         String unknown = unknownStep(run, saga);
@@ -286,10 +286,6 @@ final class StepExecutor {
             }
         }
         return null;
-    }
-
-    private static String currentStepName(ClaimedRun run, Saga<?> saga) {
-        return saga.steps().get(Math.min(run.stepIndex(), saga.steps().size() - 1)).name();
     }
 
     private <P> StepContextImpl<P> context(Connection c, ClaimedRun run, String step, P payload) {

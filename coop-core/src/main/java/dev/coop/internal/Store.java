@@ -203,6 +203,7 @@ public final class Store {
             ps.setLong(++i, next.delayMillis());
             ps.setString(++i, next.status().name());
             ps.setLong(++i, next.delayMillis());
+            ps.setObject(++i, run.claimedAt());
             ps.setBoolean(++i, finished);
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());

@@ -1,92 +1,134 @@
 package dev.coop.examples;
 
-import com.zaxxer.hikari.HikariDataSource;
-import dev.coop.Coop;
-import dev.coop.CoopClient;
-import dev.coop.CoopEngine;
-import dev.coop.Event;
-import dev.coop.MessageId;
-import dev.coop.Outcome;
-import dev.coop.Saga;
-import dev.coop.Topic;
+import dev.coop.examples.Scenarios.Check;
+import dev.coop.examples.Scenarios.Result;
+import dev.coop.render.RenderOptions;
+import dev.coop.render.Renderers;
+import dev.coop.render.TextRenderer;
 import dev.coop.test.CoopPostgres;
-import java.time.Duration;
+import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 
 /**
- * A small onboarding: creating an account is handled by CRM and billing; the contract is created only after both
- * finished, and the welcome e-mail goes out last. Runs on an embedded PostgreSQL unless COOP_JDBC_URL is set; exits
- * non-zero when the hierarchy did not end as designed.
+ * The onboarding demo: five services (accounts, crm, billing, access, portal), each its own engine with its own
+ * connection pool, sharing one PostgreSQL database (embedded unless {@code COOP_JDBC_URL} is set). Runs the scenarios
+ * of {@link Scenarios}, printing what each service does as it happens, then each onboarding's cooperation tree and
+ * a one-line summary. Exits 0 when every scenario ended as designed, 1 otherwise.
+ *
+ * <p>
+ * Run it with {@code mvn -q -Pdemo verify -DskipTests}.
  */
 public final class Demo {
-    record AccountCreated(String accountId, String email) {
-    }
-
-    record ContractCreated(String accountId) {
-    }
-
-    static final Topic<AccountCreated> ACCOUNT_CREATED = Topic.of("account-created", AccountCreated.class);
-    static final Topic<ContractCreated> CONTRACT_CREATED = Topic.of("contract-created", ContractCreated.class);
-
     private Demo() {
     }
 
     public static void main(String[] args) {
+        PrintStream out = System.out;
+        RenderOptions options = Renderers.terminalOptions();
+        boolean ok;
+        try {
+            ok = run(out, options);
+        } catch (Exception e) {
+            out.flush();
+            System.err.println("The demo could not run: " + e);
+            e.printStackTrace();
+            ok = false;
+        }
+        out.flush();
+        System.exit(ok ? 0 : 1);
+    }
+
+    /** Runs every scenario on a fresh database of the shared server; true when all ended as designed. */
+    static boolean run(PrintStream out, RenderOptions options) throws Exception {
         CoopPostgres server = CoopPostgres.shared();
         String database = server.createDatabase("coop_demo");
-        try (HikariDataSource onboardingPool = server.dataSource(database, 6, "onboarding");
-                HikariDataSource crmPool = server.dataSource(database, 6, "crm");
-                HikariDataSource billingPool = server.dataSource(database, 6, "billing")) {
-            System.exit(run(onboardingPool, crmPool, billingPool) ? 0 : 1);
-        }
-    }
-
-    static boolean run(HikariDataSource onboardingPool, HikariDataSource crmPool, HikariDataSource billingPool) {
-        Saga<AccountCreated> crm = Saga.on(ACCOUNT_CREATED, "crm-sync")
-                .step("create-customer", step -> say("crm: customer " + step.payload().accountId()))
-                .build();
-        Saga<AccountCreated> billing = Saga.on(ACCOUNT_CREATED, "billing")
-                .step("create-billing-account", step -> say("billing: account for " + step.payload().email()))
-                .step("create-contract", step -> {
-                    say("billing: contract for " + step.payload().accountId());
-                    step.launch(CONTRACT_CREATED, new ContractCreated(step.payload().accountId()));
-                })
-                .build();
-        Saga<ContractCreated> invoicing = Saga.on(CONTRACT_CREATED, "invoicing")
-                .step("schedule-invoices", step -> say("invoicing: invoices for " + step.payload().accountId()))
-                .build();
-        Saga<AccountCreated> onboarding = Saga.on(Topic.of("onboarding", AccountCreated.class), "onboarding")
-                .step("create-account", step -> {
-                    say("onboarding: account " + step.payload().accountId() + " created");
-                    step.launch(ACCOUNT_CREATED, step.payload());
-                })
-                .step("send-welcome-email", step -> say("onboarding: welcome e-mail to " + step.payload().email()))
-                .build();
-        try (CoopEngine crmService = Coop.engine(crmPool).name("crm").workers(2).register(crm).start();
-                CoopEngine billingService = Coop.engine(billingPool).name("billing").workers(2)
-                        .register(billing, invoicing)
-                        .start();
-                CoopEngine onboardingService = Coop.engine(onboardingPool).name("onboarding").workers(2)
-                        .register(onboarding).start()) {
-            CoopClient client = onboardingService.client();
-            MessageId id = client.launch(Topic.of("onboarding", AccountCreated.class),
-                    new AccountCreated("acc-42", "ada@example.com"));
-            Outcome outcome = client.awaitCompletion(id, Duration.ofSeconds(30));
-            List<Event> events = client.events(id);
-            System.out.println();
-            System.out.println("Event log of message " + id + ":");
-            for (Event e : events) {
-                System.out.printf("  %-3d %-9s %-11s %-26s %s%n", e.id(), e.type(), e.saga() == null ? "-" : e.saga(),
-                        e.step() == null ? "-" : e.step(),
-                        e.lineage().depth() == 1 ? "" : "depth " + e.lineage().depth());
+        try (Scenarios scenarios = Scenarios.start((service, size) -> server.dataSource(database, size, service),
+                Progress.printingTo(out))) {
+            return run(out, options, scenarios, "database " + database + " on " + server);
+        } finally {
+            try {
+                server.dropDatabase(database);
+            } catch (RuntimeException e) {
+                System.err.println("Could not drop the demo database " + database + ": " + e.getMessage());
             }
-            System.out.println();
-            System.out.println("Outcome: " + outcome + " (" + events.size() + " events)");
-            return outcome == Outcome.COMMITTED;
         }
     }
 
-    private static void say(String line) {
-        System.out.println("  " + line);
+    /** Runs every scenario with services already started; true when all ended as designed. */
+    static boolean run(PrintStream out, RenderOptions options, Scenarios scenarios, String where) throws Exception {
+        long start = System.nanoTime();
+        TextRenderer trees = new TextRenderer(options);
+        Glyphs g = new Glyphs(options);
+        List<Result> results = new ArrayList<>();
+        out.println(g.bold("Coop demo: onboarding across " + scenarios.services().size() + " services ("
+                + String.join(", ", scenarios.services()) + "), each its own engine and connection pool, sharing "
+                + where));
+        out.println("Each line below is printed by a step (or compensation) as it runs, with the time since the"
+                + " onboarding was launched.");
+        results.add(scenario(out, g, trees, 1, "everything succeeds", scenarios::everythingSucceeds));
+        results.add(scenario(out, g, trees, 2, "access provisioning fails: cascading compensation, children first",
+                scenarios::accessProvisioningFails));
+        results.add(scenario(out, g, trees, 3, "a child-failure handler retries a flaky step",
+                scenarios::flakyPortalIsRetried));
+        results.add(scenario(out, g, trees, 4, "a deadline is missed", scenarios::deadlineIsMissed));
+        results.add(scenario(out, g, trees, 5, "an operator cancels a long onboarding midway",
+                scenarios::operatorCancels));
+        out.println();
+        out.println(g.rule("Summary"));
+        for (Result r : results) {
+            out.printf("  %s %d  %-26s %s%n", r.asDesigned() ? g.ok() : g.fail(), r.number(), r.title(),
+                    r.summary());
+        }
+        long designed = results.stream().filter(Result::asDesigned).count();
+        out.println();
+        out.printf("%d of %d scenarios ended as designed (%d skipped); they took %.1f s.%n", designed, results.size(),
+                results.stream().filter(r -> r.verdict() == Scenarios.Verdict.SKIPPED).count(),
+                (System.nanoTime() - start) / 1e9);
+        return designed == results.size();
+    }
+
+    private static Result scenario(PrintStream out, Glyphs g, TextRenderer trees, int number, String title,
+            Callable<Result> scenario) throws Exception {
+        out.println();
+        out.println(g.rule("Scenario " + number + ": " + title));
+        Result result = scenario.call();
+        if (result.tree() != null) {
+            out.println();
+            out.print(trees.render(result.tree()));
+        }
+        out.println();
+        for (Check check : result.checks()) {
+            out.println("  " + (check.passed() ? g.ok() : g.fail()) + " " + check.what());
+        }
+        out.println((result.asDesigned() ? g.ok() : g.fail()) + " Scenario " + number + " "
+                + (result.verdict() == Scenarios.Verdict.NOT_AS_DESIGNED ? "did NOT end as designed" : "as designed")
+                + ": " + result.summary());
+        return result;
+    }
+
+    /** The few symbols and colours the demo's own lines use, following the tree renderer's options. */
+    private record Glyphs(RenderOptions options) {
+        String ok() {
+            return color("32", options.unicode() ? "✓" : "+");
+        }
+
+        String fail() {
+            return color("31", options.unicode() ? "✗" : "x");
+        }
+
+        String bold(String s) {
+            return color("1", s);
+        }
+
+        String rule(String title) {
+            String line = options.unicode() ? "━━" : "==";
+            return bold(line + " " + title + " " + line);
+        }
+
+        private String color(String code, String s) {
+            return options.colors() ? "\u001b[" + code + "m" + s + "\u001b[0m" : s;
+        }
     }
 }

@@ -1,0 +1,326 @@
+package dev.coop.cli;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.coop.CancelResult;
+import dev.coop.Coop;
+import dev.coop.CoopClient;
+import dev.coop.CoopValidationException;
+import dev.coop.Event;
+import dev.coop.Hierarchy;
+import dev.coop.MessageId;
+import dev.coop.ParkedRun;
+import dev.coop.RunQuery;
+import dev.coop.RunStatus;
+import dev.coop.RunSummary;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.TypeConversionException;
+
+/** The subcommands of {@code coop}. */
+final class Commands {
+    private Commands() {
+    }
+
+    /** What every subcommand shares: the global options of its parent. */
+    abstract static class Base implements Runnable {
+        @ParentCommand
+        CoopCli cli;
+
+        /** The database, checked to hold the Coop schema. */
+        Database database() {
+            Database db = cli.database();
+            db.requireSchema();
+            return db;
+        }
+    }
+
+    @Command(name = "tree", mixinStandardHelpOptions = true, description = "Print the cooperation tree below a message: every run, its steps, the runs they caused,"
+            + " and for failures the distributed stack trace and what was compensated.")
+    static final class Tree extends Base {
+        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        MessageId message;
+
+        @Option(names = "--frames", description = "Show the stack frames of failures")
+        boolean frames;
+
+        @Option(names = "--ids", description = "Show the id of every run")
+        boolean ids;
+
+        @Override
+        public void run() {
+            Hierarchy tree = database().client.tree(message);
+            if (cli.json) {
+                cli.out().println(cli.jsonRenderer().render(tree));
+            } else {
+                cli.out().print(new dev.coop.render.TextRenderer(cli.renderOptions().withFrames(frames).withIds(ids))
+                        .render(tree));
+            }
+        }
+    }
+
+    @Command(name = "events", mixinStandardHelpOptions = true, description = "Print the event log of the hierarchy below a message, in the order it was written.")
+    static final class Events extends Base {
+        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        MessageId message;
+
+        @Override
+        public void run() {
+            Database db = database();
+            List<Event> events = db.client.events(message);
+            if (events.isEmpty()) {
+                throw new CliException(CoopCli.EXIT_FAILURE,
+                        "No message " + message + " in schema '" + db.schema + "'");
+            }
+            cli.out()
+                    .print(cli.json ? cli.jsonRenderer().renderEvents(events) + "\n" : cli.text().renderEvents(events));
+        }
+    }
+
+    @Command(name = "runs", mixinStandardHelpOptions = true, description = "List runs, newest first, by status, saga, topic and age.")
+    static final class Runs extends Base {
+        @Option(names = "--status", paramLabel = "<status>", converter = StatusConverter.class, description = "RUNNABLE, WAITING, PARKED, COMMITTED, ROLLED_BACK or ROLLBACK_FAILED")
+        RunStatus status;
+
+        @Option(names = "--saga", paramLabel = "<saga>", description = "Only runs of this saga")
+        String saga;
+
+        @Option(names = "--topic", paramLabel = "<topic>", description = "Only runs handling messages of this topic")
+        String topic;
+
+        @Option(names = "--since", paramLabel = "<time>", converter = TimeConverter.class, description = "Only runs created since then: an age (30s, 15m, 2h, 7d), a date (2026-05-01) or an"
+                + " ISO-8601 time (2026-05-01T08:00:00Z)")
+        OffsetDateTime since;
+
+        @Option(names = "--before", paramLabel = "<time>", converter = TimeConverter.class, description = "Only runs created before then (the next page: the CREATED of the last run listed)")
+        OffsetDateTime before;
+
+        @Option(names = "--limit", paramLabel = "<n>", defaultValue = "50", description = "At most this many runs, 1 to "
+                + RunQuery.MAX_LIMIT + " (default: ${DEFAULT-VALUE})")
+        int limit;
+
+        @Override
+        public void run() {
+            RunQuery query;
+            try {
+                query = RunQuery.newest().limit(limit);
+            } catch (CoopValidationException e) {
+                throw new CliException(CoopCli.EXIT_USAGE, "--limit: " + e.getMessage());
+            }
+            query = status == null ? query : query.status(status);
+            query = saga == null ? query : query.saga(saga);
+            query = topic == null ? query : query.topic(topic);
+            query = since == null ? query : query.since(since);
+            query = before == null ? query : query.before(before);
+            List<RunSummary> runs = database().client.runs(query);
+            if (cli.json) {
+                cli.out().println(cli.jsonRenderer().renderRuns(runs));
+                return;
+            }
+            if (runs.isEmpty()) {
+                cli.out().println("No runs match.");
+                return;
+            }
+            cli.out().print(cli.text().renderRuns(runs));
+            if (runs.size() == limit) {
+                cli.err().println("(" + limit + " runs shown; older ones: --before "
+                        + runs.getLast().createdAt().withOffsetSameInstant(ZoneOffset.UTC) + ")");
+            }
+        }
+    }
+
+    @Command(name = "parked", mixinStandardHelpOptions = true, description = "List parked runs (retries exhausted, or a step their saga no longer has), oldest first.")
+    static final class Parked extends Base {
+        @Option(names = "--limit", paramLabel = "<n>", defaultValue = "100", description = "At most this many runs (default: ${DEFAULT-VALUE})")
+        int limit;
+
+        @Override
+        public void run() {
+            if (limit < 1) {
+                throw new CliException(CoopCli.EXIT_USAGE, "--limit must be positive, was " + limit);
+            }
+            List<ParkedRun> parked = database().client.parkedRuns(limit);
+            if (cli.json) {
+                cli.out().println(cli.jsonRenderer().renderParked(parked));
+            } else if (parked.isEmpty()) {
+                cli.out().println("No parked runs.");
+            } else {
+                cli.out().print(cli.text().renderParked(parked));
+            }
+        }
+    }
+
+    @Command(name = "cancel", mixinStandardHelpOptions = true, description = "Cancel everything below a message: each run gives up at its next step boundary and rolls"
+            + " back, running its compensations.")
+    static final class Cancel extends Base {
+        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        MessageId message;
+
+        @Option(names = "--reason", required = true, paramLabel = "<text>", description = "Why; recorded in the event log")
+        String reason;
+
+        @Override
+        public void run() {
+            CancelResult result = operate(() -> database().client.cancel(message, reason));
+            if (cli.json) {
+                ObjectNode n = JsonNodeFactory.instance.objectNode();
+                n.put("messageId", message.toString());
+                n.put("result", result.name());
+                cli.out().println(cli.jsonRenderer().write(n));
+                return;
+            }
+            cli.out().println(switch (result) {
+                case REQUESTED -> "Cancellation requested: every run below message " + message
+                        + " gives up at its next step boundary and rolls back. Follow it with: coop tree " + message;
+                case ALREADY_REQUESTED -> "Message " + message + " was cancelled before; nothing changed.";
+                case ALREADY_FINISHED -> "Everything below message " + message + " had finished; nothing changed"
+                        + " (to undo it: coop rollback " + message + " --reason ...).";
+            });
+        }
+    }
+
+    @Command(name = "rollback", mixinStandardHelpOptions = true, description = "Undo a finished hierarchy: every run below the message rolls back its whole history,"
+            + " children first, running compensations.")
+    static final class Rollback extends Base {
+        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        MessageId message;
+
+        @Option(names = "--reason", required = true, paramLabel = "<text>", description = "Why; recorded in the event log")
+        String reason;
+
+        @Override
+        public void run() {
+            operate(() -> {
+                database().client.rollback(message, reason);
+                return null;
+            });
+            if (cli.json) {
+                ObjectNode n = JsonNodeFactory.instance.objectNode();
+                n.put("messageId", message.toString());
+                n.put("result", "REQUESTED");
+                cli.out().println(cli.jsonRenderer().write(n));
+                return;
+            }
+            cli.out().println("Rollback requested: every run below message " + message
+                    + " rolls back, children first. Follow it with: coop tree " + message);
+        }
+    }
+
+    @Command(name = "migrate", mixinStandardHelpOptions = true, description = "Create or update Coop's tables in the schema (under an advisory lock; safe while engines"
+            + " run). With --print, only print the SQL, for teams that apply migrations themselves.")
+    static final class Migrate implements Runnable {
+        @ParentCommand
+        CoopCli cli;
+
+        @Option(names = "--print", description = "Print the SQL of every migration instead of applying it")
+        boolean print;
+
+        @Override
+        public void run() {
+            if (print) {
+                try {
+                    cli.out().print(Coop.migrationSql(cli.schema));
+                } catch (CoopValidationException e) {
+                    throw new CliException(CoopCli.EXIT_USAGE, e.getMessage(), e);
+                }
+                return;
+            }
+            Database db = cli.database();
+            Integer before = db.schemaVersion();
+            try {
+                CoopClient.builder(db.dataSource).schema(db.schema).migrate(true).build();
+            } catch (dev.coop.CoopStoreException e) {
+                if (e.getCause() instanceof java.sql.SQLException sql) {
+                    throw db.failure("migrate schema '" + db.schema + "'", sql);
+                }
+                throw e;
+            }
+            int after = db.schemaVersion();
+            int was = before == null ? 0 : before;
+            if (cli.json) {
+                ObjectNode n = JsonNodeFactory.instance.objectNode();
+                n.put("schema", db.schema);
+                n.put("versionBefore", was);
+                n.put("version", after);
+                cli.out().println(cli.jsonRenderer().write(n));
+                return;
+            }
+            cli.out().println(after == was
+                    ? "Schema '" + db.schema + "' is up to date (version " + after + ")."
+                    : "Schema '" + db.schema + "' migrated from version " + was + " to " + after + ".");
+        }
+    }
+
+    private interface Operation<T> {
+        T run();
+    }
+
+    /** An operator's request; refusals (unknown id, still running, ...) are failures, not usage errors. */
+    private static <T> T operate(Operation<T> operation) {
+        try {
+            return operation.run();
+        } catch (CoopValidationException e) {
+            throw new CliException(CoopCli.EXIT_FAILURE, e.getMessage(), e);
+        }
+    }
+
+    static final class StatusConverter implements ITypeConverter<RunStatus> {
+        @Override
+        public RunStatus convert(String value) {
+            try {
+                return RunStatus.valueOf(value.strip().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException("'" + value + "' is not a run status (one of "
+                        + java.util.Arrays.toString(RunStatus.values()) + ")");
+            }
+        }
+    }
+
+    /** An age ({@code 15m}), a date, or an ISO-8601 time with offset (or {@code Z}). */
+    static final class TimeConverter implements ITypeConverter<OffsetDateTime> {
+        private static final Pattern AGE = Pattern.compile("(\\d+)\\s*(s|m|h|d)");
+
+        @Override
+        public OffsetDateTime convert(String value) {
+            String v = value.strip().toLowerCase(Locale.ROOT);
+            Matcher m = AGE.matcher(v);
+            if (m.matches()) {
+                long n = Long.parseLong(m.group(1));
+                Duration age = switch (m.group(2)) {
+                    case "s" -> Duration.ofSeconds(n);
+                    case "m" -> Duration.ofMinutes(n);
+                    case "h" -> Duration.ofHours(n);
+                    default -> Duration.ofDays(n);
+                };
+                return OffsetDateTime.now(ZoneOffset.UTC).minus(age);
+            }
+            try {
+                return OffsetDateTime.parse(value.strip());
+            } catch (DateTimeParseException notOffset) {
+                try {
+                    return Instant.parse(value.strip()).atOffset(ZoneOffset.UTC);
+                } catch (DateTimeParseException notInstant) {
+                    try {
+                        return LocalDate.parse(value.strip()).atStartOfDay().atOffset(ZoneOffset.UTC);
+                    } catch (DateTimeParseException notDate) {
+                        throw new TypeConversionException("'" + value + "' is neither an age (30s, 15m, 2h, 7d),"
+                                + " a date (2026-05-01) nor an ISO-8601 time (2026-05-01T08:00:00Z)");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+package dev.coop.cli;
+
+import dev.coop.CoopException;
+import dev.coop.CoopStoreException;
+import dev.coop.CoopValidationException;
+import dev.coop.MessageId;
+import dev.coop.render.JsonRenderer;
+import dev.coop.render.RenderOptions;
+import dev.coop.render.Renderers;
+import dev.coop.render.TextRenderer;
+import java.io.PrintWriter;
+import java.sql.SQLException;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ScopeType;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
+
+/**
+ * The {@code coop} command: inspects cooperation trees, event logs, runs and parked runs, cancels and rolls back
+ * hierarchies, and migrates the schema, against a PostgreSQL database given by a JDBC URL. Data goes to standard
+ * output (as JSON with {@code --json}); errors are one line on standard error, with a non-zero exit code.
+ */
+@Command(name = "coop", mixinStandardHelpOptions = true, version = "coop 0.1.0-SNAPSHOT", description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
+        Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
+        Commands.Cancel.class, Commands.Rollback.class,
+        Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:done",
+                "1:the request failed (unknown id, refused, no Coop schema, ...)",
+                "2:wrong usage (unknown option, malformed id or value, no --url)",
+                "3:the database could not be reached (wrong URL, server down, authentication failed)"}, footer = {
+                        "%nThe database comes from --url, --user and --password, or else from COOP_JDBC_URL, "
+                                + "COOP_JDBC_USER and COOP_JDBC_PASSWORD."})
+public final class CoopCli implements Runnable {
+    static final int EXIT_OK = 0;
+    static final int EXIT_FAILURE = 1;
+    static final int EXIT_USAGE = 2;
+    static final int EXIT_UNREACHABLE = 3;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--url", scope = ScopeType.INHERIT, paramLabel = "<jdbc-url>", description = "JDBC URL of the database (default: $COOP_JDBC_URL), "
+            + "e.g. jdbc:postgresql://localhost:5432/postgres")
+    String url;
+
+    @Option(names = "--user", scope = ScopeType.INHERIT, description = "Database user (default: $COOP_JDBC_USER)")
+    String user;
+
+    @Option(names = "--password", scope = ScopeType.INHERIT, description = "Database password (default: $COOP_JDBC_PASSWORD, which keeps it out of the process list)")
+    String password;
+
+    @Option(names = "--schema", scope = ScopeType.INHERIT, defaultValue = "coop", description = "Schema of Coop's tables (default: ${DEFAULT-VALUE})")
+    String schema;
+
+    @Option(names = "--json", scope = ScopeType.INHERIT, description = "Print data as JSON (see docs/inspection.md)")
+    boolean json;
+
+    @Option(names = "--ascii", scope = ScopeType.INHERIT, description = "Draw with ASCII only")
+    boolean ascii;
+
+    @Option(names = "--color", scope = ScopeType.INHERIT, paramLabel = "auto|always|never", defaultValue = "auto", description = "Colours: auto (on a terminal, unless NO_COLOR is set), always, never")
+    String color;
+
+    @Option(names = {"-v", "--verbose"}, scope = ScopeType.INHERIT, description = "Print stack traces of errors")
+    boolean verbose;
+
+    private final Map<String, String> env;
+
+    /** A command reading its defaults from {@code env}. */
+    CoopCli(Map<String, String> env) {
+        this.env = Objects.requireNonNull(env, "env");
+    }
+
+    public static void main(String[] args) {
+        CommandLine commandLine = commandLine(System.getenv());
+        int exit = commandLine.execute(args);
+        commandLine.getOut().flush(); // print() does not flush, and exit() would drop what is buffered
+        commandLine.getErr().flush();
+        System.exit(exit);
+    }
+
+    /** The command line, ready to execute; its output and error streams may be replaced (tests do). */
+    static CommandLine commandLine(Map<String, String> env) {
+        CoopCli cli = new CoopCli(env);
+        CommandLine commandLine = new CommandLine(cli);
+        commandLine.setCaseInsensitiveEnumValuesAllowed(true);
+        commandLine.registerConverter(MessageId.class, MESSAGE_ID);
+        commandLine.setParameterExceptionHandler((e, args) -> {
+            CommandLine c = e.getCommandLine();
+            c.getErr().println("coop: " + Database.oneLine(e.getMessage()) + " (see 'coop "
+                    + (c.getCommandSpec().parent() == null ? "" : c.getCommandName() + " ") + "--help')");
+            return EXIT_USAGE;
+        });
+        commandLine.setExecutionExceptionHandler((e, c, parseResult) -> {
+            int code = exitCode(e);
+            c.getErr().println("coop: " + message(e));
+            if (cli.verbose) {
+                e.printStackTrace(c.getErr());
+            }
+            return code;
+        });
+        return commandLine;
+    }
+
+    @Override
+    public void run() {
+        throw new ParameterException(spec.commandLine(), "Missing command: tree, events, runs, parked, cancel, "
+                + "rollback or migrate");
+    }
+
+    // ---- used by the commands
+
+    Database database() {
+        String password = this.password != null ? this.password : env.get("COOP_JDBC_PASSWORD");
+        return Database.of(url != null ? url : env.get("COOP_JDBC_URL"),
+                user != null ? user : env.get("COOP_JDBC_USER"), password, schema);
+    }
+
+    RenderOptions renderOptions() {
+        RenderOptions options = switch (color.toLowerCase(Locale.ROOT)) {
+            case "always" -> RenderOptions.defaults().withColors(true);
+            case "never" -> RenderOptions.defaults();
+            case "auto" -> {
+                RenderOptions terminal = Renderers.terminalOptions();
+                yield terminal.withColors(terminal.colors() && !env.containsKey("NO_COLOR"));
+            }
+            default -> throw new ParameterException(spec.commandLine(),
+                    "--color must be auto, always or never, was '" + color + "'");
+        };
+        return ascii ? options.withUnicode(false) : options;
+    }
+
+    TextRenderer text() {
+        return new TextRenderer(renderOptions());
+    }
+
+    JsonRenderer jsonRenderer() {
+        return Renderers.json();
+    }
+
+    PrintWriter out() {
+        return spec.commandLine().getOut();
+    }
+
+    PrintWriter err() {
+        return spec.commandLine().getErr();
+    }
+
+    // ---- errors
+
+    static final ITypeConverter<MessageId> MESSAGE_ID = value -> {
+        try {
+            return MessageId.parse(value);
+        } catch (CoopValidationException e) {
+            throw new TypeConversionException(e.getMessage());
+        }
+    };
+
+    private static int exitCode(Exception e) {
+        if (e instanceof CliException c) {
+            return c.exitCode();
+        }
+        if (e instanceof CoopStoreException && e.getCause() instanceof SQLException sql) {
+            String state = sql.getSQLState();
+            if (state != null && (state.startsWith("08") || state.startsWith("28") || state.equals("3D000"))) {
+                return EXIT_UNREACHABLE;
+            }
+        }
+        return EXIT_FAILURE;
+    }
+
+    private static String message(Exception e) {
+        if (e instanceof CliException || e instanceof CoopException) {
+            return Database.describe(e);
+        }
+        return e.getClass().getSimpleName() + ": " + Database.describe(e);
+    }
+}

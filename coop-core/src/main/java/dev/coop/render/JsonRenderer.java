@@ -1,0 +1,309 @@
+package dev.coop.render;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.coop.CoopValidationException;
+import dev.coop.Event;
+import dev.coop.EventType;
+import dev.coop.Failure;
+import dev.coop.Hierarchy;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+import dev.coop.ParkedRun;
+import dev.coop.RunStatus;
+import dev.coop.RunSummary;
+import dev.coop.RunView;
+import dev.coop.StepView;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.function.Function;
+
+/**
+ * The JSON form of what inspection returns: cooperation trees, event logs, run listings and parked runs. Field names
+ * and shapes are stable and documented in docs/inspection.md; later versions only add fields. Timestamps are ISO-8601
+ * strings with offset, ids are UUID strings, failures are the failure documents of docs/protocol.md, and absent
+ * values are {@code null} (never left out). Every {@code read...} method reads the form back: rendering, then reading,
+ * gives an equal value. Thread-safe.
+ */
+public final class JsonRenderer {
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+    private final boolean pretty;
+
+    /** Indented output when {@code pretty}, one line otherwise. */
+    public JsonRenderer(boolean pretty) {
+        this.pretty = pretty;
+    }
+
+    // ---- cooperation trees
+
+    /** A hierarchy as JSON text. */
+    public String render(Hierarchy hierarchy) {
+        return write(hierarchy(hierarchy));
+    }
+
+    /** A run and everything below it as JSON text. */
+    public String render(RunView run) {
+        return write(run(run));
+    }
+
+    public ObjectNode hierarchy(Hierarchy h) {
+        Objects.requireNonNull(h, "hierarchy");
+        ObjectNode n = NODES.objectNode();
+        n.put("messageId", h.messageId().toString());
+        n.put("topic", h.topic());
+        n.put("launchedAt", time(h.launchedAt()));
+        n.put("finished", h.finished());
+        String outcome = TextRenderer.outcome(h.runs(), h.finished());
+        n.put("outcome", "RUNNING".equals(outcome) ? null : outcome);
+        ArrayNode runs = n.putArray("runs");
+        h.runs().forEach(r -> runs.add(run(r)));
+        return n;
+    }
+
+    public ObjectNode run(RunView r) {
+        ObjectNode n = NODES.objectNode();
+        n.put("runId", r.runId().toString());
+        n.put("messageId", r.messageId().toString());
+        n.put("topic", r.topic());
+        n.put("saga", r.saga());
+        n.set("lineage", lineage(r.lineage()));
+        n.put("status", r.status().name());
+        n.put("rollingBack", r.rollingBack());
+        n.put("createdAt", time(r.createdAt()));
+        n.put("startedAt", time(r.startedAt()));
+        n.put("finishedAt", time(r.finishedAt()));
+        n.put("durationMs", millis(TextRenderer.runStart(r), r.finishedAt()));
+        n.set("failure", failure(r.failure()));
+        ArrayNode steps = n.putArray("steps");
+        r.steps().forEach(s -> steps.add(step(s)));
+        ArrayNode children = n.putArray("children");
+        r.children().forEach(c -> children.add(run(c)));
+        return n;
+    }
+
+    public ObjectNode step(StepView s) {
+        ObjectNode n = NODES.objectNode();
+        n.put("name", s.name());
+        n.put("kind", s.kind().name());
+        n.put("engine", s.engine());
+        n.put("startedAt", time(s.startedAt()));
+        n.put("endedAt", time(s.endedAt()));
+        n.put("durationMs", millis(s.startedAt(), s.endedAt()));
+        ArrayNode launched = n.putArray("launched");
+        s.launched().forEach(m -> launched.add(m.toString()));
+        n.set("failure", failure(s.failure()));
+        return n;
+    }
+
+    /** Reads {@link #render(Hierarchy)} back. */
+    public Hierarchy readHierarchy(String json) {
+        JsonNode n = parse(json);
+        return new Hierarchy(new MessageId(uuid(n, "messageId")), text(n, "topic"), readTime(n, "launchedAt"),
+                list(n.get("runs"), this::readRun));
+    }
+
+    /** Reads {@link #render(RunView)} back. */
+    public RunView readRun(String json) {
+        return readRun(parse(json));
+    }
+
+    private RunView readRun(JsonNode n) {
+        return new RunView(uuid(n, "runId"), new MessageId(uuid(n, "messageId")), text(n, "topic"),
+                text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
+                n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
+                readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
+                list(n.get("children"), this::readRun));
+    }
+
+    private StepView readStep(JsonNode n) {
+        return new StepView(text(n, "name"), StepView.Kind.valueOf(text(n, "kind")), text(n, "engine"),
+                readTime(n, "startedAt"), readTime(n, "endedAt"),
+                list(n.get("launched"), m -> new MessageId(UUID.fromString(m.asText()))),
+                readFailure(n.get("failure")));
+    }
+
+    // ---- event logs
+
+    /** An event log as a JSON array, in order. */
+    public String renderEvents(List<Event> events) {
+        ArrayNode a = NODES.arrayNode();
+        events.forEach(e -> a.add(event(e)));
+        return write(a);
+    }
+
+    public ObjectNode event(Event e) {
+        ObjectNode n = NODES.objectNode();
+        n.put("id", e.id());
+        n.put("messageId", e.messageId().toString());
+        n.put("type", e.type().name());
+        n.put("saga", e.saga());
+        n.put("engine", e.engine());
+        n.put("step", e.step());
+        n.set("lineage", lineage(e.lineage()));
+        n.put("createdAt", time(e.createdAt()));
+        n.put("startedAt", time(e.startedAt()));
+        n.set("exception", embedded(e.exception()));
+        n.set("context", embedded(e.context()));
+        return n;
+    }
+
+    /** Reads {@link #renderEvents(List)} back; the exception and context come back as compact JSON text. */
+    public List<Event> readEvents(String json) {
+        return list(parse(json), n -> new Event(n.path("id").asLong(), new MessageId(uuid(n, "messageId")),
+                EventType.valueOf(text(n, "type")), text(n, "saga"), text(n, "engine"), text(n, "step"),
+                readLineage(n.get("lineage")), readTime(n, "createdAt"), readTime(n, "startedAt"),
+                compact(n.get("exception")), compact(n.get("context"))));
+    }
+
+    // ---- listings
+
+    /** A run listing as a JSON array, in the order given (newest first from the client). */
+    public String renderRuns(List<RunSummary> runs) {
+        ArrayNode a = NODES.arrayNode();
+        for (RunSummary r : runs) {
+            ObjectNode n = a.addObject();
+            n.put("runId", r.runId().toString());
+            n.put("messageId", r.messageId().toString());
+            n.put("topic", r.topic());
+            n.put("saga", r.saga());
+            n.set("lineage", lineage(r.lineage()));
+            n.put("status", r.status().name());
+            n.put("createdAt", time(r.createdAt()));
+            n.put("finishedAt", time(r.finishedAt()));
+            n.put("failureMessage", r.failureMessage());
+        }
+        return write(a);
+    }
+
+    /** Reads {@link #renderRuns(List)} back. */
+    public List<RunSummary> readRuns(String json) {
+        return list(parse(json), n -> new RunSummary(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
+                text(n, "topic"), text(n, "saga"), readLineage(n.get("lineage")),
+                RunStatus.valueOf(text(n, "status")), readTime(n, "createdAt"), readTime(n, "finishedAt"),
+                text(n, "failureMessage")));
+    }
+
+    /** Parked runs as a JSON array. */
+    public String renderParked(List<ParkedRun> parked) {
+        ArrayNode a = NODES.arrayNode();
+        for (ParkedRun p : parked) {
+            ObjectNode n = a.addObject();
+            n.put("runId", p.runId().toString());
+            n.put("messageId", p.messageId().toString());
+            n.put("saga", p.saga());
+            n.set("lineage", lineage(p.lineage()));
+            n.put("stepIndex", p.stepIndex());
+            n.put("attempt", p.attempt());
+            n.set("failure", failure(p.failure()));
+            n.put("createdAt", time(p.createdAt()));
+        }
+        return write(a);
+    }
+
+    /** Reads {@link #renderParked(List)} back. */
+    public List<ParkedRun> readParked(String json) {
+        return list(parse(json), n -> new ParkedRun(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
+                text(n, "saga"), readLineage(n.get("lineage")), n.path("stepIndex").asInt(),
+                n.path("attempt").asInt(), readFailure(n.get("failure")), readTime(n, "createdAt")));
+    }
+
+    /** Any node as JSON text, indented if this renderer is pretty. */
+    public String write(JsonNode node) {
+        try {
+            return pretty
+                    ? MAPPER.writer(SerializationFeature.INDENT_OUTPUT).writeValueAsString(node)
+                    : MAPPER.writeValueAsString(node);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("Cannot write JSON", e);
+        }
+    }
+
+    // ---- helpers
+
+    private static ArrayNode lineage(Lineage lineage) {
+        ArrayNode a = NODES.arrayNode();
+        lineage.ids().forEach(id -> a.add(id.toString()));
+        return a;
+    }
+
+    private static JsonNode failure(Failure f) {
+        return f == null ? NODES.nullNode() : embedded(f.toJson());
+    }
+
+    private static JsonNode embedded(String json) {
+        if (json == null) {
+            return NODES.nullNode();
+        }
+        try {
+            return MAPPER.readTree(json);
+        } catch (JsonProcessingException e) {
+            return NODES.textNode(json);
+        }
+    }
+
+    private static String time(OffsetDateTime t) {
+        return t == null ? null : DateTimeFormatter.ISO_OFFSET_DATE_TIME.format(t);
+    }
+
+    private static Long millis(OffsetDateTime from, OffsetDateTime to) {
+        return from == null || to == null ? null : Math.max(0, Duration.between(from, to).toMillis());
+    }
+
+    private static JsonNode parse(String json) {
+        try {
+            return MAPPER.readTree(Objects.requireNonNull(json, "json"));
+        } catch (JsonProcessingException e) {
+            throw new CoopValidationException("Not JSON: " + e.getOriginalMessage(), e);
+        }
+    }
+
+    private static String text(JsonNode n, String field) {
+        JsonNode v = n.get(field);
+        return v == null || v.isNull() ? null : v.asText();
+    }
+
+    private static UUID uuid(JsonNode n, String field) {
+        String s = text(n, field);
+        if (s == null) {
+            throw new CoopValidationException("Missing field '" + field + "'");
+        }
+        return UUID.fromString(s);
+    }
+
+    private static OffsetDateTime readTime(JsonNode n, String field) {
+        String s = text(n, field);
+        return s == null ? null : OffsetDateTime.parse(s, DateTimeFormatter.ISO_OFFSET_DATE_TIME);
+    }
+
+    private static Lineage readLineage(JsonNode a) {
+        return new Lineage(list(a, id -> UUID.fromString(id.asText())));
+    }
+
+    private static Failure readFailure(JsonNode n) {
+        return n == null || n.isNull() ? null : Failure.fromJson(n.toString());
+    }
+
+    private static String compact(JsonNode n) {
+        return n == null || n.isNull() ? null : n.isTextual() ? n.asText() : n.toString();
+    }
+
+    private static <T> List<T> list(JsonNode a, Function<JsonNode, T> read) {
+        List<T> out = new ArrayList<>();
+        if (a != null) {
+            a.forEach(e -> out.add(read.apply(e)));
+        }
+        return List.copyOf(out);
+    }
+}

@@ -1,0 +1,89 @@
+package dev.coop.render;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.coop.Event;
+import dev.coop.EventType;
+import dev.coop.Hierarchy;
+import dev.coop.ParkedRun;
+import dev.coop.RunStatus;
+import dev.coop.RunSummary;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class JsonRendererTest {
+    static final JsonRenderer JSON = Renderers.json();
+    static final ObjectMapper MAPPER = new ObjectMapper();
+
+    static Stream<Hierarchy> hierarchies() {
+        return Stream.of(Fixtures.success(), Fixtures.rollback(), Fixtures.failedRollback(), Fixtures.cancellation(),
+                Fixtures.running());
+    }
+
+    @ParameterizedTest
+    @MethodSource("hierarchies")
+    void a_hierarchy_round_trips_through_jackson(Hierarchy hierarchy) throws Exception {
+        String json = JSON.render(hierarchy);
+        assertThat(JSON.readHierarchy(json)).isEqualTo(hierarchy);
+        // and through a plain Jackson tree, as another tool would read and write it
+        JsonNode tree = MAPPER.readTree(json);
+        assertThat(JSON.readHierarchy(MAPPER.writeValueAsString(tree))).isEqualTo(hierarchy);
+        assertThat(new JsonRenderer(false).render(hierarchy)).doesNotContain("\n").isEqualTo(tree.toString());
+    }
+
+    @Test
+    void the_hierarchy_form_is_as_documented() {
+        Golden.assertMatches("tree-rollback.json", Masking.mask(JSON.render(Fixtures.rollback())));
+    }
+
+    @Test
+    void field_names_are_stable_and_absent_values_are_null() throws Exception {
+        JsonNode n = MAPPER.readTree(JSON.render(Fixtures.running()));
+        assertThat(fields(n)).containsExactly("messageId", "topic", "launchedAt", "finished", "outcome", "runs");
+        assertThat(n.get("outcome").isNull()).isTrue();
+        JsonNode run = n.get("runs").get(0);
+        assertThat(fields(run)).containsExactly("runId", "messageId", "topic", "saga", "lineage", "status",
+                "rollingBack", "createdAt", "startedAt", "finishedAt", "durationMs", "failure", "steps", "children");
+        assertThat(run.get("finishedAt").isNull()).isTrue();
+        assertThat(fields(run.get("steps").get(0))).containsExactly("name", "kind", "engine", "startedAt",
+                "endedAt", "durationMs", "launched", "failure");
+        assertThat(run.get("steps").get(0).get("durationMs").asLong()).isEqualTo(9);
+    }
+
+    @Test
+    void events_runs_and_parked_runs_round_trip() throws Exception {
+        var failure = Fixtures.rollback().runs().getFirst().failure();
+        List<Event> events = List.of(
+                new Event(1, Fixtures.ORDER, EventType.EMITTED, null, null, null,
+                        new dev.coop.Lineage(List.of(Fixtures.ORDER.value())), Fixtures.at(0), null, null, null),
+                new Event(7, Fixtures.ORDER, EventType.ROLLING_BACK, "order", Fixtures.SHOP, "reserve-stock",
+                        Fixtures.orderLineage(), Fixtures.at(41), Fixtures.at(38), failure.toJson(), "{\"a\":1}"));
+        List<Event> read = JSON.readEvents(JSON.renderEvents(events));
+        assertThat(read).usingRecursiveComparison().ignoringFields("exception").isEqualTo(events);
+        assertThat(MAPPER.readTree(read.get(1).exception())).isEqualTo(MAPPER.readTree(failure.toJson()));
+        JsonNode rendered = MAPPER.readTree(JSON.renderEvents(events)).get(1);
+        assertThat(rendered.get("exception").get("type").asText()).isEqualTo("dev.coop.ChildRolledBackException");
+        assertThat(rendered.get("context").get("a").asInt()).isEqualTo(1);
+
+        List<RunSummary> runs = List.of(new RunSummary(Fixtures.ORDER_RUN, Fixtures.ORDER, "order-placed", "order",
+                Fixtures.orderLineage(), RunStatus.ROLLED_BACK, Fixtures.at(1), Fixtures.at(60), "Card declined"),
+                new RunSummary(Fixtures.PAYMENT_RUN, Fixtures.PAYMENT, "payment-requested", "payment",
+                        Fixtures.paymentLineage(), RunStatus.WAITING, Fixtures.at(12), null, null));
+        assertThat(JSON.readRuns(JSON.renderRuns(runs))).isEqualTo(runs);
+
+        List<ParkedRun> parked = List.of(new ParkedRun(Fixtures.PAYMENT_RUN, Fixtures.PAYMENT, "payment",
+                Fixtures.paymentLineage(), 0, 5, failure, Fixtures.at(12)));
+        assertThat(JSON.readParked(JSON.renderParked(parked))).isEqualTo(parked);
+    }
+
+    private static List<String> fields(JsonNode n) {
+        List<String> names = new java.util.ArrayList<>();
+        n.fieldNames().forEachRemaining(names::add);
+        return names;
+    }
+}
