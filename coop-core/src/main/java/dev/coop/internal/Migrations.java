@@ -26,11 +26,6 @@ public final class Migrations {
     private Migrations() {
     }
 
-    /** The latest schema version this library knows. */
-    public static int latestVersion() {
-        return VERSIONS.size();
-    }
-
     /** Brings the schema to the latest version; does nothing when it is already there. */
     public static void apply(DataSource dataSource, SchemaName schema) {
         try (Connection c = dataSource.getConnection()) {
