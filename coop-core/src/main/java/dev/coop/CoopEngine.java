@@ -178,7 +178,7 @@ public final class CoopEngine implements AutoCloseable {
                             Map.copyOf(sagas), workers, pollInterval, notifications));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake);
+                    runtime::wake, true);
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 
