@@ -1,0 +1,277 @@
+package dev.coop.bench;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/** The benchmark's parameters: defaults from the benchmark issue, {@code --quick} for a smoke run, then overrides. */
+final class Options {
+    static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "history", "idle",
+            "bigfanout", "profile");
+    /** Workloads that run only when named. */
+    static final List<String> OPTIONAL_WORKLOADS = List.of("experiments");
+
+    Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
+    int runs = 3;
+    int warmups = 1;
+    /** Engine workers; every engine gets a pool of workers + 2 connections. */
+    int workers = 8;
+    int timeoutSeconds = 600;
+
+    int physTx = 6_000;
+
+    int w1Sagas = 2_000;
+    int[] w1Threads = {8, 32, 128};
+
+    int w2Parents = 200;
+    int w2InFlight = 16;
+    int w2Children = 10;
+    /** Parents of the extra W2 variant with one parent in flight (its latency floor); 0 skips it. */
+    int w2FloorParents = 40;
+
+    int w3Chains = 50;
+    int w3Depth = 10;
+    int w3InFlight = 10;
+    /** Chains of the extra W3 variant with one chain in flight (its latency floor); 0 skips it. */
+    int w3FloorChains = 20;
+
+    int wakeSamples = 200;
+    int wakeInFlight = 1;
+    int wakePollSamples = 60;
+    long pollMs = 1_000;
+
+    long historyEvents = 10_000_000;
+    int historySagas = 2_000;
+    int historyThreads = 32;
+
+    int idleSeconds = 60;
+    int idleWarmupSeconds = 10;
+    int idleSagas = 50;
+
+    int bigFanout = 10_000;
+
+    int profileSagas = 2_000;
+    int profileThreads = 32;
+
+    boolean quick;
+    boolean keep;
+    Path out = Path.of(System.getProperty("bench.out", "bench-results"));
+
+    private static final Map<String, String> HELP = new LinkedHashMap<>();
+
+    static {
+        HELP.put("--workloads", "comma list of " + String.join(",", ALL_WORKLOADS) + " (default all of these), or "
+                + String.join(",", OPTIONAL_WORKLOADS));
+        HELP.put("--runs", "measured runs per workload, median reported (default 3)");
+        HELP.put("--warmups", "warm-up runs per workload (default 1)");
+        HELP.put("--workers", "engine workers; pool = workers + 2 connections (default 8)");
+        HELP.put("--timeout-s", "how long one saga may take before the run fails (default 600)");
+        HELP.put("--phys-tx", "transactions per physical-limit run (default 6000)");
+        HELP.put("--w1-sagas", "W1 sagas per run (default 2000)");
+        HELP.put("--w1-threads", "W1 client thread counts (default 8,32,128)");
+        HELP.put("--w2-parents", "W2 parents per run (default 200)");
+        HELP.put("--w2-inflight", "W2 parents in flight (default 16)");
+        HELP.put("--w2-children", "W2 children per parent (default 10)");
+        HELP.put("--w2-floor-parents", "parents of the extra W2 run with 1 in flight, 0 to skip (default 40)");
+        HELP.put("--w3-chains", "W3 chains per run (default 50)");
+        HELP.put("--w3-depth", "W3 levels per chain (default 10)");
+        HELP.put("--w3-inflight", "W3 chains in flight (default 10)");
+        HELP.put("--w3-floor-chains", "chains of the extra W3 run with 1 in flight, 0 to skip (default 20)");
+        HELP.put("--wake-samples", "wake-up samples per run with notifications (default 200)");
+        HELP.put("--wake-inflight", "wake-up parents in flight with notifications (default 1)");
+        HELP.put("--wake-poll-samples", "wake-up samples per run in poll-only mode, launched at random moments"
+                + " over 3 poll intervals (default 60)");
+        HELP.put("--poll-ms", "engine poll interval in poll-only mode (default 1000, Coop's default)");
+        HELP.put("--history-events", "events of finished history inserted (default 10000000)");
+        HELP.put("--history-sagas", "W1 sagas per history run (default 2000)");
+        HELP.put("--history-threads", "W1 client threads in the history workload (default 32)");
+        HELP.put("--idle-seconds", "length of one idle measurement (default 60)");
+        HELP.put("--idle-warmup-seconds", "idle warm-up before measuring (default 10)");
+        HELP.put("--idle-sagas", "sagas registered by the idle engine (default 50)");
+        HELP.put("--big-fanout", "messages emitted by the one big step (default 10000)");
+        HELP.put("--profile-sagas", "W1 sagas of the instrumented profile run (default 2000)");
+        HELP.put("--profile-threads", "client threads of the profile runs (default 32)");
+        HELP.put("--out", "directory of the JSON results (default bench-results/)");
+        HELP.put("--keep", "keep the databases instead of dropping them");
+        HELP.put("--quick", "small sizes, no warm-up, one measured run: a smoke run of about a minute");
+    }
+
+    static Options parse(String[] args) {
+        Options o = new Options();
+        List<String> list = new ArrayList<>(Arrays.asList(args));
+        if (list.contains("--help") || list.contains("-h")) {
+            System.out.println(usage());
+            System.exit(0);
+        }
+        if (list.remove("--quick")) {
+            o.quick();
+        }
+        if (list.remove("--keep")) {
+            o.keep = true;
+        }
+        for (int i = 0; i < list.size(); i++) {
+            String arg = list.get(i);
+            String key;
+            String value;
+            int eq = arg.indexOf('=');
+            if (eq > 0) {
+                key = arg.substring(0, eq);
+                value = arg.substring(eq + 1);
+            } else {
+                key = arg;
+                if (i + 1 >= list.size()) {
+                    throw new IllegalArgumentException("Missing value after " + arg + "\n" + usage());
+                }
+                value = list.get(++i);
+            }
+            o.set(key, value.strip());
+        }
+        return o;
+    }
+
+    private void quick() {
+        quick = true;
+        runs = 1;
+        warmups = 0;
+        physTx = 1_000;
+        w1Sagas = 200;
+        w1Threads = new int[]{8, 32};
+        w2Parents = 32;
+        w3Chains = 10;
+        w2FloorParents = 8;
+        w3FloorChains = 5;
+        wakeSamples = 30;
+        wakePollSamples = 10;
+        pollMs = 200;
+        historyEvents = 150_000;
+        historySagas = 200;
+        idleSeconds = 3;
+        idleWarmupSeconds = 1;
+        bigFanout = 1_000;
+        profileSagas = 200;
+        timeoutSeconds = 120;
+    }
+
+    private void set(String key, String v) {
+        switch (key) {
+            case "--workloads" -> {
+                workloads = new LinkedHashSet<>();
+                for (String w : v.toLowerCase(Locale.ROOT).split(",")) {
+                    String name = w.strip();
+                    if (name.isEmpty()) {
+                        continue;
+                    }
+                    if (!ALL_WORKLOADS.contains(name) && !OPTIONAL_WORKLOADS.contains(name)) {
+                        throw new IllegalArgumentException("Unknown workload '" + name + "'; known: " + ALL_WORKLOADS
+                                + " and " + OPTIONAL_WORKLOADS);
+                    }
+                    workloads.add(name);
+                }
+            }
+            case "--runs" -> runs = positive(key, v);
+            case "--warmups" -> warmups = nonNegative(key, v);
+            case "--workers" -> workers = positive(key, v);
+            case "--timeout-s" -> timeoutSeconds = positive(key, v);
+            case "--phys-tx" -> physTx = positive(key, v);
+            case "--w1-sagas" -> w1Sagas = positive(key, v);
+            case "--w1-threads" -> w1Threads = Arrays.stream(v.split(",")).map(String::strip)
+                    .mapToInt(s -> positive(key, s)).toArray();
+            case "--w2-parents" -> w2Parents = positive(key, v);
+            case "--w2-inflight" -> w2InFlight = positive(key, v);
+            case "--w2-children" -> w2Children = positive(key, v);
+            case "--w3-chains" -> w3Chains = positive(key, v);
+            case "--w2-floor-parents" -> w2FloorParents = nonNegative(key, v);
+            case "--w3-floor-chains" -> w3FloorChains = nonNegative(key, v);
+            case "--w3-depth" -> w3Depth = positive(key, v);
+            case "--w3-inflight" -> w3InFlight = positive(key, v);
+            case "--wake-samples" -> wakeSamples = positive(key, v);
+            case "--wake-inflight" -> wakeInFlight = positive(key, v);
+            case "--wake-poll-samples" -> wakePollSamples = positive(key, v);
+            case "--poll-ms" -> pollMs = positive(key, v);
+            case "--history-events" -> historyEvents = Long.parseLong(v.replace("_", ""));
+            case "--history-sagas" -> historySagas = positive(key, v);
+            case "--history-threads" -> historyThreads = positive(key, v);
+            case "--idle-seconds" -> idleSeconds = positive(key, v);
+            case "--idle-warmup-seconds" -> idleWarmupSeconds = nonNegative(key, v);
+            case "--idle-sagas" -> idleSagas = positive(key, v);
+            case "--big-fanout" -> bigFanout = positive(key, v);
+            case "--profile-sagas" -> profileSagas = positive(key, v);
+            case "--profile-threads" -> profileThreads = positive(key, v);
+            case "--out" -> out = Path.of(v);
+            default -> throw new IllegalArgumentException("Unknown option " + key + "\n" + usage());
+        }
+    }
+
+    private static int positive(String key, String v) {
+        int n = nonNegative(key, v);
+        if (n < 1) {
+            throw new IllegalArgumentException(key + " must be at least 1, was " + v);
+        }
+        return n;
+    }
+
+    private static int nonNegative(String key, String v) {
+        try {
+            int n = Integer.parseInt(v.replace("_", ""));
+            if (n < 0) {
+                throw new IllegalArgumentException(key + " must not be negative, was " + v);
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " needs a number, was '" + v + "'", e);
+        }
+    }
+
+    int poolSize() {
+        return workers + 2;
+    }
+
+    static String usage() {
+        StringBuilder sb = new StringBuilder(
+                "Usage: mvn -q -pl coop-bench validate exec:exec -Dbench.args=\"[options]\"\nOptions:\n");
+        HELP.forEach((k, v) -> sb.append(String.format(Locale.ROOT, "  %-22s %s%n", k, v)));
+        return sb.toString();
+    }
+
+    Map<String, Object> toMap() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("workloads", List.copyOf(workloads));
+        m.put("quick", quick);
+        m.put("runs", runs);
+        m.put("warmups", warmups);
+        m.put("workers", workers);
+        m.put("poolSize", poolSize());
+        m.put("physTx", physTx);
+        m.put("w1Sagas", w1Sagas);
+        m.put("w1Threads", Arrays.stream(w1Threads).boxed().toList());
+        m.put("w2Parents", w2Parents);
+        m.put("w2InFlight", w2InFlight);
+        m.put("w2Children", w2Children);
+        m.put("w2FloorParents", w2FloorParents);
+        m.put("w3Chains", w3Chains);
+        m.put("w3FloorChains", w3FloorChains);
+        m.put("w3Depth", w3Depth);
+        m.put("w3InFlight", w3InFlight);
+        m.put("wakeSamples", wakeSamples);
+        m.put("wakeInFlight", wakeInFlight);
+        m.put("wakePollSamples", wakePollSamples);
+        m.put("pollMs", pollMs);
+        m.put("historyEvents", historyEvents);
+        m.put("historySagas", historySagas);
+        m.put("historyThreads", historyThreads);
+        m.put("idleSeconds", idleSeconds);
+        m.put("idleWarmupSeconds", idleWarmupSeconds);
+        m.put("idleSagas", idleSagas);
+        m.put("bigFanout", bigFanout);
+        m.put("profileSagas", profileSagas);
+        m.put("profileThreads", profileThreads);
+        m.put("timeoutSeconds", timeoutSeconds);
+        return m;
+    }
+}
