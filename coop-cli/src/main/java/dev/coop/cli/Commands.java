@@ -163,6 +163,45 @@ final class Commands {
         }
     }
 
+    @Command(name = "retry", mixinStandardHelpOptions = true, description = "Retry a parked run's step now, from"
+            + " attempt 1.")
+    static final class Retry extends Base {
+        @Parameters(paramLabel = "<run-id>", description = "The id of the parked run (a UUID; see: coop parked)")
+        java.util.UUID run;
+
+        @Override
+        public void run() {
+            resolved(cli, run, operate(() -> database().client.retryNow(run)), "will retry its step now");
+        }
+    }
+
+    @Command(name = "mark-done", mixinStandardHelpOptions = true, description = "Treat a parked run's step as done"
+            + " without running it; the run goes on with its next step.")
+    static final class MarkDone extends Base {
+        @Parameters(paramLabel = "<run-id>", description = "The id of the parked run (a UUID; see: coop parked)")
+        java.util.UUID run;
+
+        @Override
+        public void run() {
+            resolved(cli, run, operate(() -> database().client.markStepDone(run)),
+                    "goes on as if its step had succeeded");
+        }
+    }
+
+    private static void resolved(CoopCli cli, java.util.UUID run, boolean done, String what) {
+        if (!done) {
+            throw new CliException(CoopCli.EXIT_FAILURE, "Run " + run + " is not parked; nothing changed");
+        }
+        if (cli.json) {
+            ObjectNode n = JsonNodeFactory.instance.objectNode();
+            n.put("runId", run.toString());
+            n.put("result", "RESOLVED");
+            cli.out().println(cli.jsonRenderer().write(n));
+        } else {
+            cli.out().println("Run " + run + " " + what + ".");
+        }
+    }
+
     @Command(name = "cancel", mixinStandardHelpOptions = true, description = "Cancel everything below a message: each run gives up at its next step boundary and rolls"
             + " back, running its compensations.")
     static final class Cancel extends Base {

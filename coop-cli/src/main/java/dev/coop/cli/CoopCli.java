@@ -30,7 +30,7 @@ import picocli.CommandLine.TypeConversionException;
  */
 @Command(name = "coop", mixinStandardHelpOptions = true, version = "coop 0.1.0-SNAPSHOT", description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
         Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
-        Commands.Cancel.class, Commands.Rollback.class,
+        Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
         Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",

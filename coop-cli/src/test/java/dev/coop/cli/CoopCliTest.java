@@ -225,6 +225,24 @@ class CoopCliTest {
         assertThat(JSON.readParked(json.out())).anySatisfy(p -> assertThat(p.messageId()).isEqualTo(id));
     }
 
+    @Test
+    void parked_runs_are_retried_or_marked_done_and_other_runs_are_refused() {
+        MessageId id = client.launch(PARKING, new Order("o-6", false));
+        Await.until("the run to park", WAIT, () -> client.statuses(id).contains(RunStatus.PARKED));
+        java.util.UUID run = client.parkedRuns(1000).stream().filter(p -> p.messageId().equals(id)).findFirst()
+                .orElseThrow().runId();
+        Result retry = coop("retry", run.toString());
+        assertThat(retry.exit()).as(retry.err()).isZero();
+        assertThat(retry.out()).contains("Run " + run + " will retry its step now");
+        Await.until("the retried run to park again", WAIT,
+                () -> client.parkedRuns(1000).stream().anyMatch(p -> p.runId().equals(run)));
+        Result done = coop("mark-done", run.toString(), "--json");
+        assertThat(done.exit()).as(done.err()).isZero();
+        assertThat(done.out()).contains("\"result\" : \"RESOLVED\"");
+        assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+        assertFailure(coop("retry", run.toString()), 1, "Run " + run + " is not parked; nothing changed");
+    }
+
     // ---- cancel and rollback
 
     @Test
