@@ -60,8 +60,10 @@ class WakeUpTest {
                 MessageId id = client.launch(rootTopic, new Empty());
                 assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
                 List<Event> events = client.events(id);
-                assertThat(events).filteredOn(e -> "poll-only-child-handler".equals(e.saga()))
-                        .extracting(Event::engine).containsOnly(children.id());
+                // a run whose last step's children all committed is committed by its last child's transaction, so
+                // the child saga's COMMITTED may come from the grandchild's engine; everything else is its own
+                assertThat(events).filteredOn(e -> "poll-only-child-handler".equals(e.saga())
+                        && e.type() != EventType.COMMITTED).extracting(Event::engine).containsOnly(children.id());
                 Invariants.assertAll(events);
             }
             assertThat(listenerPids(dataSource, pool.getPoolName())).as("LISTEN sessions of poll-only engines")

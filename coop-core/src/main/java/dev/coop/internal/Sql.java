@@ -63,15 +63,17 @@ final class Sql {
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
      * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
      */
-    static final String ADVANCE = """
+    static final String ADVANCE = ("""
             WITH events AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at)
               SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?
                 FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, n)
                ORDER BY e.n
+              RETURNING 1
             ), advanced AS (
               UPDATE {schema}.run
-                 SET status = ?, phase = ?, step_index = ?, next_step = ?, steps_done = ?,
+                 SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
+                     steps_done = ?,
                      history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
                      attempt = ?, pending_children = ?, failed_children = 0,
                      rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
@@ -84,17 +86,48 @@ final class Sql {
                WHERE id = ? AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+            ), %s
+            """).formatted(Sql.COUNT_OFF_PARENT.formatted("AND (SELECT count(*) FROM events) >= 0"));
+
+    /**
+     * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
+     * last child finished; or, when the parent had already run its last step and every child committed, the parent
+     * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
+     * parent in turn. Parameters: the child's final status four times, the parent id, the engine, the start time.
+     * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it.
+     */
+    private static final String COUNT_OFF_PARENT = """
+            parent AS (
+              UPDATE {schema}.run p
+                 SET pending_children = p.pending_children - 1,
+                     failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
+                                                                THEN (?::text = 'ROLLBACK_FAILED')::int
+                                                                ELSE (?::text <> 'COMMITTED')::int END,
+                     status = CASE WHEN p.pending_children > 1 THEN p.status
+                                   WHEN p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
+                                        AND ?::text = 'COMMITTED'
+                                        AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                         WHERE x.scope_id = ANY(p.lineage))
+                                   THEN 'COMMITTED' ELSE 'RUNNABLE' END,
+                     finished_at = CASE WHEN p.pending_children = 1 AND p.final_step IS NOT NULL
+                                         AND p.phase = 'HAPPY' AND p.failed_children = 0 AND ?::text = 'COMMITTED'
+                                         AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                          WHERE x.scope_id = ANY(p.lineage))
+                                        THEN clock_timestamp() ELSE p.finished_at END,
+                     runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
+                     version = p.version + 1
+               WHERE p.id = ?::uuid AND p.status = 'WAITING'
+              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.final_step
+            ), parent_committed AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
+              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ? FROM parent WHERE status = 'COMMITTED'
+                     %s
             )
-            UPDATE {schema}.run p
-               SET pending_children = p.pending_children - 1,
-                   failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
-                                                              THEN (?::text = 'ROLLBACK_FAILED')::int
-                                                              ELSE (?::text <> 'COMMITTED')::int END,
-                   status = CASE WHEN p.pending_children = 1 THEN 'RUNNABLE' ELSE p.status END,
-                   runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END
-             WHERE p.id = ?::uuid AND p.status = 'WAITING'
-            RETURNING p.saga, p.status
+            SELECT id, saga, status, message_id, parent_id FROM parent
             """;
+
+    /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
+    static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");
 
     /**
      * Rolling back a step instance: log a ROLLBACK_EMITTED for each message it launched and ask every committed run

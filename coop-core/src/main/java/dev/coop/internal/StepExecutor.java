@@ -173,9 +173,9 @@ final class StepExecutor {
                 entries.add(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name()));
             }
             String nextName = nextStep < saga.steps().size() ? saga.steps().get(nextStep).name() : null;
+            String finalName = nextName == null ? saga.steps().getLast().name() : null;
             return transitions.commit(c, run, entries,
-                    Advance.from(run).executed(instance, nextStep, nextName, children)
-                            .status(status),
+                    Advance.from(run).executed(instance, nextStep, nextName, finalName, children).status(status),
                     woken) == RunStatus.RUNNABLE;
         } catch (SQLException | RuntimeException e) {
             return writeFailed(c, run, saga, name, e);

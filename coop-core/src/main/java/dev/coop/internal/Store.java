@@ -32,6 +32,7 @@ public final class Store {
     private final String advanceSql;
     private final String postponeSql;
     private final String requestChildRollbacksSql;
+    private final String countOffSql;
     private final String childFailuresSql;
     private final String probeSql;
     private final String runStatusesSql;
@@ -49,6 +50,7 @@ public final class Store {
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
+        this.countOffSql = schema.sql(Sql.COUNT_OFF);
         this.childFailuresSql = schema.sql(Sql.CHILD_FAILURES);
         this.probeSql = schema.sql(Sql.PROBE);
         this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
@@ -163,11 +165,11 @@ public final class Store {
      * Appends the run's events, moves the run to its new state, and when the run finished, counts it off at its
      * parent (waking the parent when it was the last child).
      *
-     * @return the parent's saga when this made the parent runnable, otherwise null
+     * @return the parent, when this run finished and had one: runnable again, committed here, or still waiting
      * @throws SQLException with SQLSTATE {@value #CANCELLED} when {@code next.checkCancellation()} and the run's scope
      *         was cancelled; the transaction must then roll back
      */
-    public String advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
+    public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
@@ -192,6 +194,7 @@ public final class Store {
             ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
             ps.setInt(++i, next.stepIndex());
             ps.setString(++i, next.nextStep());
+            ps.setString(++i, next.finalStep());
             ps.setInt(++i, next.stepsDone());
             setInteger(ps, ++i, next.historyAppend());
             setInteger(ps, ++i, next.historyAppend());
@@ -208,12 +211,41 @@ public final class Store {
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());
             ps.setBoolean(++i, next.checkCancellation());
-            ps.setString(++i, next.status().name());
-            ps.setString(++i, next.status().name());
-            ps.setObject(++i, finished ? run.parentId() : null, Types.OTHER);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && RunStatus.RUNNABLE.name().equals(rs.getString(2)) ? rs.getString(1) : null;
+            bindCountOff(ps, i, next.status(), finished ? run.parentId() : null, engine, run.claimedAt());
+            return readCounted(ps);
+        }
+    }
+
+    /** A parent counted off: whether it became runnable or committed (then count it off at its parent too). */
+    public record Counted(UUID id, String saga, RunStatus status, UUID messageId, UUID parentId) {
+    }
+
+    /** Counts a parent committed by its last child off at its own parent. */
+    public Counted countOff(Connection c, UUID parentId, RunStatus childStatus, String engine,
+            OffsetDateTime startedAt) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
+            bindCountOff(ps, 0, childStatus, parentId, engine, startedAt);
+            return readCounted(ps);
+        }
+    }
+
+    private static void bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
+            OffsetDateTime startedAt) throws SQLException {
+        for (int k = 0; k < 4; k++) {
+            ps.setString(++i, childStatus.name());
+        }
+        ps.setObject(++i, parentId, Types.OTHER);
+        ps.setString(++i, engine);
+        ps.setObject(++i, startedAt);
+    }
+
+    private static Counted readCounted(PreparedStatement ps) throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            if (!rs.next()) {
+                return null;
             }
+            return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
+                    rs.getObject(4, UUID.class), rs.getObject(5, UUID.class));
         }
     }
 

@@ -32,16 +32,28 @@ final class Transitions {
         return engine;
     }
 
-    /** Appends the events, moves the run, commits, then wakes whoever the commit made runnable. */
+    /**
+     * Appends the events, moves the run, counts it off at its parent when it finished (a parent whose last step
+     * already ran commits here too, and so on up), commits, then wakes whoever the commit made runnable.
+     */
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
-        String parentSaga = engine.store().advance(c, run, engine.engineId(), entries, next);
+        Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
+        List<java.util.UUID> committedAbove = new ArrayList<>();
+        while (parent != null && parent.status() == RunStatus.COMMITTED) {
+            committedAbove.add(parent.messageId());
+            parent = parent.parentId() == null
+                    ? null
+                    : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
+                            run.claimedAt());
+        }
         c.commit();
         woken.forEach(engine.dispatcher()::wake);
         if (next.status().isFinished()) {
             engine.completions().finished(run.messageId());
-            if (parentSaga != null) {
-                engine.dispatcher().wake(parentSaga);
+            committedAbove.forEach(engine.completions()::finished);
+            if (parent != null && parent.status() == RunStatus.RUNNABLE) {
+                engine.dispatcher().wake(parent.saga());
             }
         }
         return next.status();

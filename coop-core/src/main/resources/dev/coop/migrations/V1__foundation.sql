@@ -72,6 +72,7 @@ CREATE TABLE {schema}.run (
   phase            text        NOT NULL DEFAULT 'HAPPY' CHECK (phase IN ('HAPPY', 'ROLLBACK')),
   step_index       int         NOT NULL DEFAULT 0,  -- happy path: the step to execute next
   next_step        text,                            -- its name, to detect steps removed or renamed by a deploy
+  final_step       text,                            -- set once the last step ran: the COMMITTED still to write
   steps_done       int         NOT NULL DEFAULT 0,  -- executed step instances (the next one's sequence number)
   history          int[]       NOT NULL DEFAULT '{}', -- per instance: step index, or -1-index for a handler run
   attempt          int         NOT NULL DEFAULT 1,  -- attempt of the next step under its retry policy
