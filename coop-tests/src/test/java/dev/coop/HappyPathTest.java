@@ -57,4 +57,28 @@ class HappyPathTest {
             assertThat(events.get(2).lineage()).isEqualTo(rootLineage);
         }
     }
+
+    @Test
+    void parents_whose_last_step_launched_commit_in_the_transaction_of_their_last_child(DataSource dataSource) {
+        Topic<Empty> chain = Topic.of("cascade-chain", Empty.class);
+        Topic<Empty> leaf = Topic.of("cascade-leaf", Empty.class);
+        Topic<Empty> top = Topic.of("cascade-top", Empty.class);
+        Saga<Empty> topSaga = Saga.on(top, "cascade-top").step("down", step -> step.launch(chain, new Empty()))
+                .build();
+        Saga<Empty> middle = Saga.on(chain, "cascade-middle").step("down", step -> step.launch(leaf, new Empty()))
+                .build();
+        Saga<Empty> bottom = Saga.on(leaf, "cascade-leaf").step("work", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(topSaga, middle, bottom).start()) {
+            MessageId id = engine.client().launch(top, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<Event> events = engine.client().events(id);
+            assertThat(EventLog.rows(events)).endsWith("SUSPENDED cascade-leaf work", "COMMITTED cascade-leaf work",
+                    "COMMITTED cascade-middle down", "COMMITTED cascade-top down");
+            // one transaction: the three COMMITTED events carry the start time of the leaf's step
+            List<Event> committed = events.stream().filter(e -> e.type() == EventType.COMMITTED).toList();
+            assertThat(committed).extracting(Event::startedAt).containsOnly(committed.getFirst().startedAt());
+            dev.coop.test.Invariants.assertAll(events);
+        }
+    }
 }
