@@ -125,7 +125,7 @@ class WakeUpTest {
     }
 
     @Test
-    void a_step_that_emits_nothing_continues_at_once_on_the_same_engine(DataSource dataSource) {
+    void a_step_that_emits_nothing_continues_at_once_without_a_poll(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("immediate-continuation", Empty.class);
         StepRecorder recorder = new StepRecorder();
         Saga.Builder<Empty> builder = Saga.on(topic, "immediate-continuation-handler");
@@ -133,7 +133,9 @@ class WakeUpTest {
             builder.step("step-" + i, recorder::record);
         }
         Saga<Empty> saga = builder.build();
-        // two engines compete for the run, neither polls: the run is handed around only if the engine lets go of it
+        // two engines compete for the run and neither polls: the engine that ran a step re-takes the run at once.
+        // Which engine runs which step is not promised (the other engine may take the run in the gap between the
+        // commit and the re-take), only that no step waits for a poll and none runs twice.
         try (CoopEngine one = Coop.engine(dataSource).name("continuation-one").pollInterval(NEVER).workers(2)
                 .register(saga).start();
                 CoopEngine two = Coop.engine(dataSource).name("continuation-two").pollInterval(NEVER).workers(2)
@@ -148,8 +150,7 @@ class WakeUpTest {
             assertThat(stepEvents).extracting(Event::step).containsExactly("step-1", "step-2", "step-3", "step-4",
                     "step-5", "step-5");
             assertThat(events).filteredOn(e -> e.saga() != null).extracting(Event::engine).hasSize(7)
-                    .containsOnly(stepEvents.getFirst().engine())
-                    .first().isIn(one.id(), two.id());
+                    .allMatch(engine -> engine.equals(one.id()) || engine.equals(two.id()));
             recorder.assertEachStepRanOnce();
             assertThat(recorder.total()).isEqualTo(5);
         }
