@@ -15,6 +15,8 @@ import dev.coop.internal.Uuids;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -65,7 +67,25 @@ public final class CoopClient {
      * it, as the root of a new hierarchy.
      */
     public <P> MessageId launch(Topic<P> topic, P payload) {
-        Emission emission = emission(topic, payload);
+        return launch(topic, payload, CooperationContext.empty(), null);
+    }
+
+    /** Launches a message as {@link #launch(Topic, Object)} whose runs start with {@code context}. */
+    public <P> MessageId launch(Topic<P> topic, P payload, CooperationContext context) {
+        return launch(topic, payload, context, null);
+    }
+
+    /**
+     * Launches a message now whose runs start at {@code at} (by the database's clock), not before: a delayed
+     * launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
+     */
+    public <P> MessageId launch(Topic<P> topic, P payload, Instant at) {
+        return launch(topic, payload, CooperationContext.empty(), Objects.requireNonNull(at, "at"));
+    }
+
+    /** Launches a message with a context, whose runs start at {@code at} (null: at once). */
+    public <P> MessageId launch(Topic<P> topic, P payload, CooperationContext context, Instant at) {
+        Emission emission = emission(topic, payload, context, at);
         Map<String, Integer> created = inTransaction("launch a message on topic '" + topic.name() + "'",
                 c -> emit(c, emission));
         created.keySet().forEach(localWake);
@@ -77,8 +97,17 @@ public final class CoopClient {
      * runs, only if the caller commits.
      */
     public <P> MessageId launch(Connection connection, Topic<P> topic, P payload) {
+        return launch(connection, topic, payload, CooperationContext.empty(), null);
+    }
+
+    /**
+     * Launches a message inside the caller's transaction, with a context and a start time (null: at once); see
+     * {@link #launch(Connection, Topic, Object)}.
+     */
+    public <P> MessageId launch(Connection connection, Topic<P> topic, P payload, CooperationContext context,
+            Instant at) {
         Objects.requireNonNull(connection, "connection");
-        Emission emission = emission(topic, payload);
+        Emission emission = emission(topic, payload, context, at);
         try {
             emit(connection, emission);
         } catch (SQLException e) {
@@ -88,9 +117,12 @@ public final class CoopClient {
         return new MessageId(emission.messageId());
     }
 
-    private <P> Emission emission(Topic<P> topic, P payload) {
+    private <P> Emission emission(Topic<P> topic, P payload, CooperationContext context, Instant at) {
         Objects.requireNonNull(topic, "topic");
-        return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload));
+        Objects.requireNonNull(context, "context");
+        return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload),
+                json.writeContext(context.withMapper(json.mapper())),
+                at == null ? null : at.atOffset(ZoneOffset.UTC));
     }
 
     private Map<String, Integer> emit(Connection c, Emission emission) throws SQLException {
@@ -130,7 +162,41 @@ public final class CoopClient {
         }
     }
 
-    /** The status of every run of the message (one per saga that handles it). */
+    /**
+     * What the runs of a message returned: one per saga that handles it. A run that did not commit has no result
+     * and says why.
+     */
+    public List<RunResult> results(MessageId message) {
+        Objects.requireNonNull(message, "message");
+        try (Connection c = dataSource.getConnection()) {
+            List<RunResult> results = store.results(c, message, json.mapper());
+            if (results.isEmpty() && !store.messageExists(c, message)) {
+                throw new CoopValidationException("No message " + message + " in schema '"
+                        + store.schema().value() + "'");
+            }
+            return results;
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read the results of message " + message + ": " + e.getMessage(),
+                    e);
+        }
+    }
+
+    /**
+     * The result of the one run of a message, read as {@code type}.
+     *
+     * @throws RunResult.NoResultException when the run did not commit (the message says why) or set no result
+     * @throws CoopValidationException when several sagas handle the message (use {@link #results})
+     */
+    public <T> T result(MessageId message, Class<T> type) {
+        List<RunResult> results = results(message);
+        if (results.size() != 1) {
+            throw new CoopValidationException("Message " + message + " has " + results.size() + " runs "
+                    + results.stream().map(RunResult::saga).toList() + "; read them with results()");
+        }
+        return results.getFirst().get(type);
+    }
+
+    /** The status of every run of a message (one per saga that handles it). */
     public List<RunStatus> statuses(MessageId message) {
         try (Connection c = dataSource.getConnection()) {
             List<RunStatus> statuses = store.runStatuses(c, message);

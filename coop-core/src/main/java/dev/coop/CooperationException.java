@@ -41,6 +41,7 @@ public class CooperationException extends CoopException {
             case GaveUpException.TYPE -> new GaveUpException(failure);
             case CancellationRequestedException.TYPE -> new CancellationRequestedException(failure);
             case RollbackRequestedException.TYPE -> new RollbackRequestedException(failure);
+            case DeadlineMissedException.TYPE -> new DeadlineMissedException(failure);
             default -> new CooperationException(failure);
         };
     }

@@ -58,10 +58,32 @@ public final class Saga<P> {
 
     /**
      * One step of a saga: its name, its code, and optionally how it is compensated, how it handles failures of the
-     * runs it caused, and how it retries its own failures.
+     * runs it caused, how it retries its own failures, and its finally part. Coop adds two kinds of steps of its
+     * own: sleeps ({@code wakeAt} set) and the finally part of a step run on the happy path ({@code finallyOf} set).
+     *
+     * @param finallyBody the step's finally part (see {@link Builder#andFinally}), or null
+     * @param wakeAt for a sleep step: when the next step may start, or null
+     * @param finallyOf for the step that runs a finally part on the happy path: the index of its step, or -1
      */
-    public record Step<P>(String name, StepBody<P> body, Compensation<P> compensation,
-            ChildFailureHandler<P> childFailureHandler, RetryPolicy retryPolicy) {
+    public record Step<P>(String name, FlowBody<P> body, Compensation<P> compensation,
+            ChildFailureHandler<P> childFailureHandler, RetryPolicy retryPolicy, StepBody<P> finallyBody,
+            WakeTime<P> wakeAt, int finallyOf) {
+
+        Step<P> with(Compensation<P> c, ChildFailureHandler<P> h, RetryPolicy r, StepBody<P> f) {
+            return new Step<>(name, body, c, h, r, f, wakeAt, finallyOf);
+        }
+
+        /** Whether this step only runs another step's finally part. */
+        public boolean isFinallyPart() {
+            return finallyOf >= 0;
+        }
+    }
+
+    /** When a sleep step ends: computed when the step runs. */
+    @FunctionalInterface
+    public interface WakeTime<P> {
+        /** @return the instant, or null to compute it as {@code duration} after the step started */
+        java.time.Instant at(StepContext<P> step) throws Exception;
     }
 
     /** Collects the steps of a saga; each call validates its input at once. */
@@ -79,21 +101,79 @@ public final class Saga<P> {
         /** Adds a step. Step names are unique within the saga and recorded in the event log. */
         public Builder<P> step(String stepName, StepBody<P> body) {
             Objects.requireNonNull(body, "body of step '" + stepName + "'");
+            return add(stepName, step -> {
+                body.run(step);
+                return Flow.CONTINUE;
+            }, null, -1);
+        }
+
+        /**
+         * Adds a step that decides where the run goes next: {@link Flow#next()}, {@link Flow#repeat()} (a loop; the
+         * step sees its {@link StepContext#iteration()}) or {@link Flow#goTo(String)}.
+         */
+        public Builder<P> flowStep(String stepName, FlowBody<P> body) {
+            Objects.requireNonNull(body, "body of step '" + stepName + "'");
+            return add(stepName, body, null, -1);
+        }
+
+        /**
+         * Adds a step that waits {@code duration} before the next step starts. The wait holds no thread and no
+         * connection, and survives restarts.
+         */
+        public Builder<P> sleep(String stepName, java.time.Duration duration) {
+            Objects.requireNonNull(duration, "duration of sleep step '" + stepName + "'");
+            if (duration.isNegative()) {
+                throw new CoopValidationException("Sleep step '" + stepName + "' of saga '" + name
+                        + "' has a negative duration " + duration);
+            }
+            return sleepUntil(stepName, step -> step.startedAt().plus(duration));
+        }
+
+        /**
+         * Adds a step that waits until the instant {@code wakeAt} computes (from the payload or the context, say)
+         * before the next step starts; an instant in the past does not wait. Compared with the database's clock.
+         */
+        public Builder<P> sleepUntil(String stepName, WakeTime<P> wakeAt) {
+            Objects.requireNonNull(wakeAt, "wake time of sleep step '" + stepName + "'");
+            return add(stepName, step -> Flow.CONTINUE, wakeAt, -1);
+        }
+
+        /**
+         * Gives the step added last a finally part, which runs exactly once per run: after the step (and the runs
+         * it caused) succeeded, as a step of its own named {@code "<step> (finally)"}; in the failing transaction,
+         * after the step's own writes were undone, when the step fails and the run rolls back; or after the step's
+         * compensation, when the run rolls back before the finally part ran. It cannot launch messages.
+         */
+        public Builder<P> andFinally(StepBody<P> finallyBody) {
+            Objects.requireNonNull(finallyBody, "finally part");
+            Step<P> s = last("andFinally");
+            if (s.finallyBody() != null || s.isFinallyPart() || s.wakeAt() != null) {
+                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
+                        + "' cannot take a finally part" + (s.finallyBody() != null ? ": it already has one" : ""));
+            }
+            int index = lastIndex();
+            replaceLast(s.with(s.compensation(), s.childFailureHandler(), s.retryPolicy(), finallyBody));
+            return add(s.name() + dev.coop.internal.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
+        }
+
+        private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
             if (stepName == null || stepName.isBlank() || stepName.length() > MAX_STEP_NAME
                     || stepName.chars().anyMatch(Character::isISOControl)) {
                 throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
                         + "': use 1 to " + MAX_STEP_NAME + " printable characters");
             }
-            if (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)) {
+            if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
+                    || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.LogNames.FINALLY_SUFFIX))) {
                 throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
-                        + "' imitates the names Coop logs for rollbacks and child-failure handlers; choose another");
+                        + "' imitates the names Coop logs for rollbacks, child-failure handlers and finally parts;"
+                        + " choose another");
             }
             if (!stepNames.add(stepName)) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' already has a step named '" + stepName + "'");
             }
-            steps.add(new Step<>(stepName, body, null, null, null));
+            steps.add(new Step<>(stepName, body, null, null, null, null, wakeAt, finallyOf));
             return this;
         }
 
@@ -105,7 +185,7 @@ public final class Saga<P> {
                 throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
                         + "' already has a compensation");
             }
-            return replaceLast(new Step<>(s.name(), s.body(), compensation, s.childFailureHandler(), s.retryPolicy()));
+            return replaceLast(s.with(compensation, s.childFailureHandler(), s.retryPolicy(), s.finallyBody()));
         }
 
         /** Sets what the step added last does when runs it caused fail (default: roll back this run too). */
@@ -116,7 +196,7 @@ public final class Saga<P> {
                 throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
                         + "' already has a child failure handler");
             }
-            return replaceLast(new Step<>(s.name(), s.body(), s.compensation(), handler, s.retryPolicy()));
+            return replaceLast(s.with(s.compensation(), handler, s.retryPolicy(), s.finallyBody()));
         }
 
         /** Sets how the step added last retries its own failures (default: no retry, the run rolls back). */
@@ -127,7 +207,7 @@ public final class Saga<P> {
                 throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
                         + "' already has a retry policy");
             }
-            return replaceLast(new Step<>(s.name(), s.body(), s.compensation(), s.childFailureHandler(), policy));
+            return replaceLast(s.with(s.compensation(), s.childFailureHandler(), policy, s.finallyBody()));
         }
 
         private Step<P> last(String method) {
@@ -135,11 +215,17 @@ public final class Saga<P> {
                 throw new CoopValidationException(method + "() applies to the step added last, but saga '" + name
                         + "' has no step yet");
             }
-            return steps.getLast();
+            return steps.get(lastIndex());
+        }
+
+        /** The step added last; after {@link #andFinally}, the step the finally part belongs to. */
+        private int lastIndex() {
+            Step<P> last = steps.getLast();
+            return last.isFinallyPart() ? last.finallyOf() : steps.size() - 1;
         }
 
         private Builder<P> replaceLast(Step<P> step) {
-            steps.set(steps.size() - 1, step);
+            steps.set(lastIndex(), step);
             return this;
         }
 

@@ -1,6 +1,9 @@
 package dev.coop;
 
 import java.sql.Connection;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 
 /**
@@ -31,6 +34,60 @@ public interface StepContext<P> {
     int attempt();
 
     /**
+     * How many times this run executed this step, this time included, starting at 1: loops ({@link Flow#repeat()},
+     * {@link Flow#goTo(String)} back) count up. In a compensation: the iteration being undone.
+     */
+    int iteration();
+
+    /** When this step's transaction started, by the database's clock. */
+    Instant startedAt();
+
+    /** The run's cooperation context as this step sees it, with the changes the step made so far. */
+    CooperationContext context();
+
+    /**
+     * Replaces the run's context. The change is kept when the step commits (the run's later steps and the children
+     * launched after this call see it) and dropped when the step fails. Deadlines can only be tightened.
+     */
+    void setContext(CooperationContext context);
+
+    /** Sets one context entry; see {@link #setContext(CooperationContext)}. */
+    default <T> void putContext(ContextKey<T> key, T value) {
+        setContext(context().with(key, value));
+    }
+
+    /**
+     * The deadline that applies now: the earlier of the happy-path (or, in a compensation, the rollback-path) and
+     * the absolute deadline of the context.
+     */
+    Optional<Deadline> deadline();
+
+    /**
+     * Sets the run's result, read by the parent's next step ({@link #childResults()}) and by clients
+     * ({@link CoopClient#results(MessageId)}). The value set last before the run commits counts.
+     */
+    void setResult(Object result);
+
+    /**
+     * The results of the runs caused by this run's previous step (for a step after a child-failure handler: by the
+     * step and its handler runs), one per message and saga, oldest first. A run that did not commit has none and
+     * says why.
+     */
+    List<RunResult> childResults();
+
+    /**
+     * The result of the one run handling {@code message} among {@link #childResults()}, read as {@code type}.
+     *
+     * @throws RunResult.NoResultException when that run rolled back (the message says why) or set no result
+     * @throws CoopValidationException when the message was not launched by the previous step, or several sagas
+     *         handled it (name the saga then)
+     */
+    <T> T childResult(MessageId message, Class<T> type);
+
+    /** The result of the run of saga {@code saga} handling {@code message}; see {@link #childResult}. */
+    <T> T childResult(MessageId message, String saga, Class<T> type);
+
+    /**
      * Throws a {@link GaveUpException} when this run's scope (or one above it) was cancelled, so a long step can
      * stop early. The step's transaction then rolls back and the run rolls back. Coop also checks at every step
      * boundary.
@@ -53,6 +110,18 @@ public interface StepContext<P> {
      */
     <T> MessageId launch(Topic<T> topic, T payload);
 
-    /** Launches a message that starts a new, independent hierarchy; this run does not wait for it. */
+    /**
+     * Launches a message in this run's scope, as {@link #launch(Topic, Object)}; its runs start with this run's
+     * context plus {@code context} ({@code context} winning, except that deadlines can only be tightened).
+     */
+    <T> MessageId launch(Topic<T> topic, T payload, CooperationContext context);
+
+    /**
+     * Launches a message that starts a new, independent hierarchy; this run does not wait for it. Its runs start
+     * with an empty context.
+     */
     <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload);
+
+    /** Launches a message that starts a new, independent hierarchy with the context {@code context}. */
+    <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext context);
 }

@@ -1,77 +1,195 @@
 package dev.coop.internal;
 
 import dev.coop.RunStatus;
+import java.time.OffsetDateTime;
 
 /**
- * The state a run moves to at the end of a transaction. Built from the claimed state with the {@code with...}
- * methods, so that each transition names only what it changes.
- *
- * @param nextStep the name of the step at {@code stepIndex}, or null after the last
- * @param finalStep once the last step ran: the step name its COMMITTED will carry (null keeps what the run has)
- * @param historyAppend an instance to append to the run's history (step index, or -1-index for a handler run)
- * @param delayMillis how long from now until the run may be claimed again
- * @param checkCancellation whether the update must fail (SQLSTATE CP001) when the run's scope was cancelled
+ * The state a run moves to at the end of a transaction. Built from the claimed state with {@link #from} and the
+ * fluent setters, so that each transition names only what it changes. Each setter returns this object.
  */
-record Advance(
-        RunStatus status,
-        boolean rollback,
-        int stepIndex,
-        String nextStep,
-        String finalStep,
-        int stepsDone,
-        Integer historyAppend,
-        int attempt,
-        int pendingChildren,
-        Integer rollbackSeq,
-        String rollbackStage,
-        String rollbackCause,
-        long delayMillis,
-        String failure,
-        boolean checkCancellation) {
+final class Advance {
+    private RunStatus status = RunStatus.RUNNABLE;
+    private boolean rollback;
+    private int stepIndex;
+    private String nextStep;
+    private String finalStep;
+    private int stepsDone;
+    private Integer historyAppend;
+    private int attempt;
+    private int pendingChildren;
+    private Integer rollbackSeq;
+    private String rollbackStage;
+    private String rollbackCause;
+    private long delayMillis;
+    private OffsetDateTime runnableAt;
+    private String failure;
+    private boolean checkCancellation;
+    private String context;
+    private String result;
+    private Integer finallyDone;
+
+    private Advance() {
+    }
 
     /** The run as claimed, unchanged apart from counters that every transaction resets. */
     static Advance from(ClaimedRun run) {
-        return new Advance(RunStatus.RUNNABLE, run.rollback(), run.stepIndex(), run.nextStep(), null, run.stepsDone(),
-                null,
-                run.attempt(), 0, run.rollbackSeq(), run.rollbackStage(), run.rollbackCause(), 0, null, false);
+        Advance a = new Advance();
+        a.rollback = run.rollback();
+        a.stepIndex = run.stepIndex();
+        a.nextStep = run.nextStep();
+        a.stepsDone = run.stepsDone();
+        a.attempt = run.attempt();
+        a.rollbackSeq = run.rollbackSeq();
+        a.rollbackStage = run.rollbackStage();
+        a.rollbackCause = run.rollbackCause();
+        a.context = run.context();
+        return a;
     }
 
     Advance status(RunStatus s) {
-        return new Advance(s, rollback, stepIndex, nextStep, finalStep, stepsDone, historyAppend, attempt,
-                pendingChildren,
-                rollbackSeq, rollbackStage, rollbackCause, delayMillis, failure, checkCancellation);
+        status = s;
+        return this;
     }
 
     /** A completed step or handler instance: appended to the history, counted, children to wait for. */
     Advance executed(int instance, int nextStepIndex, String nextStepName, String finalStepName, int children) {
-        return new Advance(status, rollback, nextStepIndex, nextStepName, finalStepName, stepsDone + 1, instance, 1,
-                children,
-                rollbackSeq, rollbackStage, rollbackCause, delayMillis, failure, true);
+        stepIndex = nextStepIndex;
+        nextStep = nextStepName;
+        finalStep = finalStepName;
+        stepsDone++;
+        historyAppend = instance;
+        attempt = 1;
+        pendingChildren = children;
+        checkCancellation = true;
+        return this;
     }
 
     Advance attempt(int a, long delay, String lastFailure) {
-        return new Advance(status, rollback, stepIndex, nextStep, finalStep, stepsDone, historyAppend, a,
-                pendingChildren,
-                rollbackSeq, rollbackStage, rollbackCause, delay, lastFailure, checkCancellation);
+        attempt = a;
+        delayMillis = delay;
+        failure = lastFailure;
+        return this;
     }
 
     Advance failure(String f) {
-        return new Advance(status, rollback, stepIndex, nextStep, finalStep, stepsDone, historyAppend, attempt,
-                pendingChildren,
-                rollbackSeq, rollbackStage, rollbackCause, delayMillis, f, checkCancellation);
+        failure = f;
+        return this;
     }
 
     /** Fail the update (SQLSTATE CP001) if the run's scope was cancelled meanwhile. */
     Advance checkingCancellation() {
-        return new Advance(status, rollback, stepIndex, nextStep, finalStep, stepsDone, historyAppend, attempt,
-                pendingChildren,
-                rollbackSeq, rollbackStage, rollbackCause, delayMillis, failure, true);
+        checkCancellation = true;
+        return this;
     }
 
     /** On the rollback path, at instance {@code seq}, stage {@code stage}, waiting for {@code children}. */
     Advance rollingBack(int seq, String stage, String cause, int children) {
-        return new Advance(status, true, stepIndex, nextStep, finalStep, stepsDone, historyAppend, attempt, children,
-                seq, stage,
-                cause, delayMillis, failure, false);
+        rollback = true;
+        pendingChildren = children;
+        rollbackSeq = seq;
+        rollbackStage = stage;
+        rollbackCause = cause;
+        checkCancellation = false;
+        return this;
+    }
+
+    /** The run may be claimed again no earlier than {@code at} (null: as the delay says). */
+    Advance runnableAt(OffsetDateTime at) {
+        runnableAt = at;
+        return this;
+    }
+
+    /** The run's cooperation context from now on (JSON text, null when empty). */
+    Advance context(String json) {
+        context = json;
+        return this;
+    }
+
+    /** The run's result from now on (null keeps the present one). */
+    Advance result(String json) {
+        result = json;
+        return this;
+    }
+
+    /** Records that the finally part of step {@code index} ran. */
+    Advance finallyDone(int index) {
+        finallyDone = index;
+        return this;
+    }
+
+    RunStatus status() {
+        return status;
+    }
+
+    boolean rollback() {
+        return rollback;
+    }
+
+    int stepIndex() {
+        return stepIndex;
+    }
+
+    String nextStep() {
+        return nextStep;
+    }
+
+    String finalStep() {
+        return finalStep;
+    }
+
+    int stepsDone() {
+        return stepsDone;
+    }
+
+    Integer historyAppend() {
+        return historyAppend;
+    }
+
+    int attempt() {
+        return attempt;
+    }
+
+    int pendingChildren() {
+        return pendingChildren;
+    }
+
+    Integer rollbackSeq() {
+        return rollbackSeq;
+    }
+
+    String rollbackStage() {
+        return rollbackStage;
+    }
+
+    String rollbackCause() {
+        return rollbackCause;
+    }
+
+    long delayMillis() {
+        return delayMillis;
+    }
+
+    OffsetDateTime runnableAt() {
+        return runnableAt;
+    }
+
+    String failure() {
+        return failure;
+    }
+
+    boolean checkCancellation() {
+        return checkCancellation;
+    }
+
+    String context() {
+        return context;
+    }
+
+    String result() {
+        return result;
+    }
+
+    Integer finallyDone() {
+        return finallyDone;
     }
 }

@@ -14,6 +14,9 @@ import java.util.UUID;
  * @param version bumped by every transaction that moved the run; detects concurrent progress
  * @param claimedAt when the claim was made, by the database's clock
  * @param cancellation the failure JSON of a cancellation of this run's scope, or null
+ * @param context the run's cooperation context (JSON text), or null when empty
+ * @param parentContext when the parent asked this run to roll back: the parent's context at that moment, or null
+ * @param finallyDone the indexes of the steps whose finally part ran
  */
 public record ClaimedRun(
         UUID id,
@@ -35,6 +38,9 @@ public record ClaimedRun(
         String resolution,
         int retries,
         int version,
+        String context,
+        String parentContext,
+        int[] finallyDone,
         String cancellation,
         String topic,
         String payload,

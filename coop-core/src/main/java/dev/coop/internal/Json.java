@@ -89,4 +89,49 @@ public final class Json {
             throw new IllegalStateException("Cannot serialize " + value.getClass().getName(), e);
         }
     }
+
+    /** Serializes a value Coop stores for the user (a result), with the payload checks; {@code what} names it. */
+    public String writeValue(String what, Object value) {
+        String json;
+        try {
+            json = mapper.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new CoopValidationException("The " + what + " (type " + (value == null
+                    ? "null"
+                    : value.getClass()
+                            .getName())
+                    + ") cannot be serialized to JSON: " + e.getOriginalMessage(), e);
+        }
+        checkStorable(what, json);
+        return json;
+    }
+
+    /** A context as stored: null when empty, else its JSON text, checked like payloads. */
+    public String writeContext(dev.coop.CooperationContext context) {
+        if (context == null || context.isEmpty()) {
+            return null;
+        }
+        String json = context.toJson();
+        checkStorable("cooperation context", json);
+        return json;
+    }
+
+    /** Reads a stored context with this mapper. */
+    public dev.coop.CooperationContext readContext(String json) {
+        return dev.coop.CooperationContext.fromJson(json, mapper);
+    }
+
+    private void checkStorable(String what, String json) {
+        if (containsNul(json)) {
+            throw new CoopValidationException("The " + what
+                    + " contains a NUL character (\\u0000), which PostgreSQL cannot store");
+        }
+        if (json.length() > maxPayloadBytes / 4) {
+            int bytes = json.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > maxPayloadBytes) {
+                throw new CoopValidationException("The " + what + " is " + bytes + " bytes of JSON, over the limit of "
+                        + maxPayloadBytes + " bytes (setting maxPayloadBytes)");
+            }
+        }
+    }
 }

@@ -47,7 +47,7 @@ final class Listener implements Runnable {
                     PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
                     if (notifications != null) {
                         for (PGNotification n : notifications) {
-                            dispatcher.wake(n.getParameter());
+                            notified(n.getParameter());
                         }
                     }
                 }
@@ -69,6 +69,20 @@ final class Listener implements Runnable {
                 }
                 backoff = Math.min(backoff * 2, 5_000);
             }
+        }
+    }
+
+    /** A payload is a saga name (a run is due now), or a saga name and the milliseconds until a run is due. */
+    private void notified(String payload) {
+        int space = payload.lastIndexOf(' ');
+        if (space < 0) {
+            dispatcher.wake(payload);
+            return;
+        }
+        try {
+            dispatcher.dueIn(Long.parseLong(payload.substring(space + 1)));
+        } catch (NumberFormatException e) {
+            dispatcher.wake(payload); // not ours to parse: treat as a wake-up
         }
     }
 }

@@ -8,6 +8,8 @@ public final class LogNames {
     public static final String CHILDREN_SUFFIX = " (rolling back child scopes)";
     /** A child-failure handler run is logged as the step's name with this suffix. */
     public static final String HANDLER_SUFFIX = " (child failure handler)";
+    /** The step that runs a step's finally part on the happy path is named after the step with this suffix. */
+    public static final String FINALLY_SUFFIX = " (finally)";
 
     private LogNames() {
     }

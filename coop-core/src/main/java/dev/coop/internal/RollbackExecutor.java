@@ -3,6 +3,8 @@ package dev.coop.internal;
 import dev.coop.ChildRollbackFailedException;
 import dev.coop.CooperationException;
 import dev.coop.CoopValidationException;
+import dev.coop.CooperationContext;
+import dev.coop.Deadline;
 import dev.coop.EventType;
 import dev.coop.Failure;
 import dev.coop.ParentSaidSoException;
@@ -35,13 +37,42 @@ final class RollbackExecutor {
 
     /** @return true when the rollback continues at once */
     boolean execute(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+        CooperationContext context = context(run);
+        Deadline deadline = DeadlineRules.effective(context, true);
+        if (deadline != null && !run.claimedAt().toInstant().isBefore(deadline.at())) {
+            return deadlineMissed(c, run, saga, deadline);
+        }
         return switch (run.rollbackStage()) {
             case "START" -> start(c, run, saga);
-            case "CHILDREN" -> rollBackChildren(c, run, saga);
-            case "COMPENSATE" -> compensate(c, run, saga);
+            case "CHILDREN" -> rollBackChildren(c, run, saga, context);
+            case "COMPENSATE" -> compensate(c, run, saga, context);
             default -> throw new IllegalStateException("Unknown rollback stage " + run.rollbackStage() + " of run "
                     + run.id());
         };
+    }
+
+    /**
+     * What compensations see: the run's own last context combined with its parent's context at the moment the parent
+     * asked it to roll back, the parent winning.
+     */
+    private CooperationContext context(ClaimedRun run) {
+        CooperationContext own = engine.json().readContext(run.context());
+        return run.parentContext() == null ? own : own.plus(engine.json().readContext(run.parentContext()));
+    }
+
+    /** The rollback's deadline passed: it gives up, and the run ends ROLLBACK_FAILED. */
+    private boolean deadlineMissed(Connection c, ClaimedRun run, Saga<?> saga, Deadline deadline)
+            throws SQLException {
+        log.warn("Rollback of run {} (saga {}) missed its deadline {}; giving up", run.id(), run.saga(),
+                deadline.describe());
+        Failure missed = DeadlineRules.missed(deadline, true, transitions.source(run), run.claimedAt().toInstant())
+                .failure().withCauses(List.of(Failure.fromJson(run.rollbackCause())));
+        String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0
+                ? Transitions.rollbackOf(Transitions.instanceName(saga, run.history()[run.rollbackSeq()]))
+                : null;
+        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
+                Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(missed.toJson()));
+        return false;
     }
 
     private boolean start(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
@@ -50,7 +81,7 @@ final class RollbackExecutor {
         int seq = run.rollbackSeq();
         if (seq < 0) {
             transitions.finish(c, run, entries, Transitions.rollbackOf(saga.steps().getFirst().name()),
-                    run.rollbackCause());
+                    run.rollbackCause(), null);
             return false;
         }
         transitions.commit(c, run, entries,
@@ -58,14 +89,15 @@ final class RollbackExecutor {
         return true;
     }
 
-    private boolean rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+    private boolean rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context)
+            throws SQLException {
         int seq = run.rollbackSeq();
         String name = Transitions.instanceName(saga, run.history()[seq]);
         Failure parentSaidSo = new Failure(run.saga() + " is rolling back", ParentSaidSoException.TYPE,
                 transitions.source(run), List.of(), List.of(Failure.fromJson(run.rollbackCause())));
         String step = Transitions.childRollbackOf(name);
         Map<String, Integer> woken = engine.store().requestChildRollbacks(c, run, engine.engineId(), step,
-                parentSaidSo.toJson(), seq);
+                parentSaidSo.toJson(), seq, engine.json().writeContext(context));
         int children = woken.values().stream().mapToInt(Integer::intValue).sum();
         RunStatus status = children > 0 ? RunStatus.WAITING : RunStatus.RUNNABLE;
         return transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)),
@@ -74,7 +106,8 @@ final class RollbackExecutor {
                 woken.keySet()) == RunStatus.RUNNABLE;
     }
 
-    private boolean compensate(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+    private boolean compensate(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext runContext)
+            throws SQLException {
         int seq = run.rollbackSeq();
         int instance = run.history()[seq];
         String name = Transitions.instanceName(saga, instance);
@@ -82,14 +115,28 @@ final class RollbackExecutor {
             return childRollbacksFailed(c, run, seq, name);
         }
         if (instance < 0) {
-            return next(c, run, saga, seq, new ArrayList<>(), null); // a handler run has nothing of its own to undo
+            // a handler run has nothing of its own to undo
+            return next(c, run, saga, seq, new ArrayList<>(), null, null, null);
         }
         String step = Transitions.rollbackOf(name);
-        Compensated result = runCompensation(c, run, saga, instance, step);
-        if (result.thrown() == null) {
+        Compensated result = runCompensation(c, run, saga, seq, instance, step, runContext);
+        Integer finallyRan = null;
+        Throwable finallyFailed = null;
+        if (saga.steps().get(instance).finallyBody() != null && !StepExecutor.finallyDone(run, instance)) {
+            finallyRan = instance;
+            finallyFailed = runFinally(c, run, saga, seq, instance, result.thrown() == null && result.context() != null
+                    ? result.context().context()
+                    : runContext);
+        }
+        if (result.thrown() == null && finallyFailed == null) {
             List<LogEntry> entries = new ArrayList<>(2);
-            entries.add(LogEntry.of(EventType.SUSPENDED, step));
-            return next(c, run, saga, seq, entries, step);
+            boolean changed = result.context() != null && result.context().contextChanged();
+            String contextJson = changed ? result.context().contextJson() : null;
+            entries.add(new LogEntry(EventType.SUSPENDED, step, null, contextJson));
+            return next(c, run, saga, seq, entries, step, changed ? contextJson : run.context(), finallyRan);
+        }
+        if (result.thrown() == null) {
+            result = new Compensated(result.context(), finallyFailed);
         }
         Throwable thrown = result.thrown();
         try {
@@ -105,44 +152,82 @@ final class RollbackExecutor {
         log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
         Failure failure = Failure.of(thrown, transitions.source(run))
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause())));
-        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, failure.toJson())),
-                Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
+        Advance failed = Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson());
+        if (finallyRan != null) {
+            failed.finallyDone(finallyRan);
+        }
+        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, failure.toJson())), failed);
         return false;
+    }
+
+    /**
+     * Runs the finally part of step {@code index}, which had not run, after its compensation, in the same
+     * transaction. A failure undoes the finally part's writes and is returned.
+     */
+    private <P> Throwable runFinally(Connection c, ClaimedRun run, Saga<P> saga, int seq, int index,
+            CooperationContext context) throws SQLException {
+        Saga.Step<P> step = saga.steps().get(index);
+        StepContextImpl<P> finallyContext = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX,
+                payloadOrNull(run, saga), engine, c, StepContextImpl.Kind.FINALLY,
+                StepExecutor.iteration(run.history(), seq, index), context, new int[0]);
+        Throwable thrown = StepExecutor.invoke(() -> step.finallyBody().run(finallyContext), finallyContext);
+        if (thrown != null) {
+            finallyContext.discardWrites();
+        }
+        return thrown;
+    }
+
+    private <P> P payloadOrNull(ClaimedRun run, Saga<P> saga) {
+        try {
+            return transitions.payload(run, saga);
+        } catch (CoopValidationException e) {
+            return null; // the payload never was readable
+        }
     }
 
     /** What a compensation did: null {@code thrown} when it succeeded (or there was none). */
     private record Compensated(StepContextImpl<?> context, Throwable thrown) {
     }
 
-    private <P> Compensated runCompensation(Connection c, ClaimedRun run, Saga<P> saga, int instance, String name) {
+    private <P> Compensated runCompensation(Connection c, ClaimedRun run, Saga<P> saga, int seq, int instance,
+            String name, CooperationContext runContext) {
         Saga.Step<P> step = saga.steps().get(instance);
         if (step.compensation() == null) {
             return new Compensated(null, null);
         }
-        P payload;
-        try {
-            payload = transitions.payload(run, saga);
-        } catch (CoopValidationException e) {
-            payload = null; // the payload never was readable: the compensation gets none
-        }
-        StepContextImpl<P> context = new StepContextImpl<>(run, name, payload, engine.engineId(), c, engine.json(),
-                engine.store(), false);
+        StepContextImpl<P> context = new StepContextImpl<>(run, name, payloadOrNull(run, saga), engine, c,
+                StepContextImpl.Kind.COMPENSATION, StepExecutor.iteration(run.history(), seq, instance), runContext,
+                new int[0]);
         CooperationException cause = CooperationException.of(Failure.fromJson(run.rollbackCause()));
         return new Compensated(context,
                 StepExecutor.invoke(() -> step.compensation().compensate(context, cause), context));
     }
 
     /** Moves to the previous instance, or finishes with ROLLED_BACK after the first. */
-    private boolean next(Connection c, ClaimedRun run, Saga<?> saga, int seq, List<LogEntry> entries, String step)
-            throws SQLException {
+    private boolean next(Connection c, ClaimedRun run, Saga<?> saga, int seq, List<LogEntry> entries, String step,
+            String contextJson, Integer finallyRan) throws SQLException {
+        ClaimedRun current = contextJson == null ? run : withContext(run, contextJson);
         if (seq == 0) {
-            transitions.finish(c, run, entries,
-                    step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause());
+            transitions.finish(c, current, entries,
+                    step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
+                    finallyRan);
             return false;
         }
-        return transitions.commit(c, run, entries, Advance.from(run)
-                .rollingBack(seq - 1, "CHILDREN", run.rollbackCause(), 0)
-                .failure(run.rollbackCause())) == RunStatus.RUNNABLE;
+        Advance advance = Advance.from(current).rollingBack(seq - 1, "CHILDREN", run.rollbackCause(), 0)
+                .failure(run.rollbackCause());
+        if (finallyRan != null) {
+            advance.finallyDone(finallyRan);
+        }
+        return transitions.commit(c, run, entries, advance) == RunStatus.RUNNABLE;
+    }
+
+    /** The claimed run with another context (what a compensation left), for the transition that follows. */
+    private static ClaimedRun withContext(ClaimedRun r, String context) {
+        return new ClaimedRun(r.id(), r.saga(), r.messageId(), r.lineage(), r.parentId(), r.rollback(), r.stepIndex(),
+                r.nextStep(), r.stepsDone(), r.history(), r.attempt(), r.started(), r.failedChildren(),
+                r.rollbackSeq(), r.rollbackStage(), r.rollbackCause(), r.resolution(), r.retries(), r.version(),
+                context, r.parentContext(), r.finallyDone(), r.cancellation(), r.topic(), r.payload(),
+                r.claimedAt());
     }
 
     private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name) throws SQLException {

@@ -17,7 +17,7 @@ final class Sql {
                      r.next_step,
                      r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
-                     r.version, clock_timestamp() AS claimed_at
+                     r.version, r.context, r.parent_context, r.finally_done, clock_timestamp() AS claimed_at
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -38,19 +38,21 @@ final class Sql {
      */
     static final String EMIT = """
             WITH input AS (
-              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.n
-                FROM unnest(?::uuid[], ?::text[], ?::text[]) WITH ORDINALITY AS u(id, topic, payload, n)
+              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.n
+                FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
+                     WITH ORDINALITY AS u(id, topic, payload, context, due, n)
             ), msg AS (
               INSERT INTO {schema}.message (id, topic, payload)
               SELECT id, topic, payload FROM input ORDER BY n
             ), emitted AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage)
-              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]) FROM input ORDER BY n
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
+              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM input ORDER BY n
             ), runs AS (
-              INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status)
+              INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
+                                        runnable_at)
               SELECT x.id, x.message_id, x.saga, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid, ?::int,
-                     'RUNNABLE'
-                FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga
+                     'RUNNABLE', x.context, coalesce(x.due, clock_timestamp())
+                FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga, input.context, input.due
                         FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
                        ORDER BY input.n, reg.saga) x
               RETURNING saga
@@ -65,9 +67,9 @@ final class Sql {
      */
     static final String ADVANCE = ("""
             WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at)
-              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?
-                FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, n)
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context
+                FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
                ORDER BY e.n
               RETURNING 1
             ), advanced AS (
@@ -77,9 +79,13 @@ final class Sql {
                      history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
                      attempt = ?, pending_children = ?, failed_children = 0,
                      rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
-                     runnable_at = CASE WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
+                     runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, clock_timestamp())
+                                        WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
                                         THEN runnable_at -- unchanged keeps the update HOT (no index writes)
                                         ELSE clock_timestamp() + ? * interval '1 millisecond' END,
+                     context = ?,
+                     result = coalesce(?, result),
+                     finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
                      started_at = coalesce(started_at, ?),
                      finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0,
                      version = version + 1
@@ -87,7 +93,8 @@ final class Sql {
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
             ), %s
-            """).formatted(Sql.COUNT_OFF_PARENT.formatted("AND (SELECT count(*) FROM events) >= 0"));
+            """)
+            .formatted(Sql.COUNT_OFF_PARENT.formatted("AND (SELECT count(*) FROM events) >= 0"));
 
     /**
      * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
@@ -143,7 +150,7 @@ final class Sql {
                 FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
             ), woken AS (
               UPDATE {schema}.run r
-                 SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                 SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = ?,
                      rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM targets t
@@ -159,6 +166,14 @@ final class Sql {
                    version = version + 1,
                    started_at = CASE WHEN ? THEN coalesce(started_at, clock_timestamp()) ELSE started_at END
              WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+            """;
+
+    /** The runs caused by the given step instances of a run, with their results or failures. */
+    static final String CHILD_RESULTS = """
+            SELECT r.id, r.message_id, r.saga, r.status, r.result, r.failure::text
+              FROM {schema}.run r
+             WHERE r.parent_id = ? AND r.parent_seq = ANY(?::int[])
+             ORDER BY r.parent_seq, r.created_at, r.saga
             """;
 
     static final String CHILD_FAILURES = """

@@ -1,39 +1,71 @@
 package dev.coop.internal;
 
+import dev.coop.CoopStoreException;
+import dev.coop.CoopValidationException;
+import dev.coop.CooperationContext;
+import dev.coop.Deadline;
+import dev.coop.Failure;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
+import dev.coop.RunResult;
 import dev.coop.StepContext;
 import dev.coop.Topic;
 import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 
-/** The context a step runs with; collects the messages the step launches until the step commits. */
+/**
+ * The context a step (or compensation, handler, finally part) runs with; collects what the step launches, its
+ * context changes and its result until the step commits.
+ */
 final class StepContextImpl<P> implements StepContext<P> {
+    /** What user code may do in this context. */
+    enum Kind {
+        /** A step or child-failure handler: launches, context changes and results. */
+        STEP,
+        /** A compensation: context changes only; deadlines are the rollback path's. */
+        COMPENSATION,
+        /** A finally part: no launches. */
+        FINALLY
+    }
+
     private final ClaimedRun run;
     private final String step;
     private final P payload;
-    private final String engineId;
+    private final EngineContext engine;
     private final GuardedConnection.Guard guard;
-    private final Json json;
-    private final Store store;
-    private final boolean launchAllowed;
+    private final Kind kind;
+    private final int iteration;
+    private final int[] childSeqs;
     private volatile boolean ended;
+    private CooperationContext context;
+    private final CooperationContext initialContext;
+    private String result;
+    private List<RunResult> childResults;
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
 
-    StepContextImpl(ClaimedRun run, String step, P payload, String engineId, Connection connection, Json json,
-            Store store, boolean launchAllowed) {
+    /**
+     * @param childSeqs the step instances whose children {@link #childResults()} reads
+     */
+    StepContextImpl(ClaimedRun run, String step, P payload, EngineContext engine, Connection connection, Kind kind,
+            int iteration, CooperationContext context, int[] childSeqs) {
         this.run = run;
-        this.store = store;
-        this.launchAllowed = launchAllowed;
         this.step = step;
         this.payload = payload;
-        this.engineId = engineId;
+        this.engine = engine;
         this.guard = GuardedConnection.wrap(connection);
-        this.json = json;
+        this.kind = kind;
+        this.iteration = iteration;
+        this.context = context;
+        this.initialContext = context;
+        this.childSeqs = childSeqs;
     }
 
     @Override
@@ -72,24 +104,121 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     @Override
+    public int iteration() {
+        return iteration;
+    }
+
+    @Override
+    public Instant startedAt() {
+        return run.claimedAt().toInstant();
+    }
+
+    @Override
+    public CooperationContext context() {
+        return context;
+    }
+
+    @Override
+    public void setContext(CooperationContext replacement) {
+        Objects.requireNonNull(replacement, "context");
+        checkOpen("set the context");
+        CooperationContext next = replacement.withMapper(engine.json().mapper());
+        // deadlines can only be tightened: keep the present ones, the earlier winning
+        this.context = next.plus(DeadlineRules.only(context));
+    }
+
+    @Override
+    public Optional<Deadline> deadline() {
+        return Optional.ofNullable(DeadlineRules.effective(context, kind == Kind.COMPENSATION));
+    }
+
+    @Override
+    public void setResult(Object value) {
+        checkOpen("set the result");
+        if (kind != Kind.STEP) {
+            throw new IllegalStateException("Only steps set a run's result, not a " + kind.name().toLowerCase()
+                    + " (saga " + run.saga() + ", step " + step + ")");
+        }
+        result = engine.json().writeValue("result of saga '" + run.saga() + "'", value);
+    }
+
+    @Override
+    public List<RunResult> childResults() {
+        checkOpen("read child results");
+        if (childResults == null) {
+            if (childSeqs.length == 0) {
+                childResults = List.of();
+            } else {
+                try {
+                    List<RunResult> results = new ArrayList<>();
+                    for (Store.ChildRun r : engine.store().childRuns(guard.connection(), run.id(), childSeqs)) {
+                        results.add(new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(),
+                                r.result(), r.failure() == null ? null : Failure.fromJson(r.failure()),
+                                engine.json().mapper()));
+                    }
+                    childResults = List.copyOf(results);
+                } catch (SQLException e) {
+                    throw new CoopStoreException("Could not read the child results of run " + run.id(), e);
+                }
+            }
+        }
+        return childResults;
+    }
+
+    @Override
+    public <T> T childResult(MessageId message, Class<T> type) {
+        List<RunResult> runs = childResults().stream().filter(r -> r.message().equals(message)).toList();
+        if (runs.size() > 1) {
+            throw new CoopValidationException("Message " + message + " was handled by " + runs.size()
+                    + " sagas " + runs.stream().map(RunResult::saga).toList() + "; name the saga");
+        }
+        return only(runs, message, null).get(type);
+    }
+
+    @Override
+    public <T> T childResult(MessageId message, String saga, Class<T> type) {
+        List<RunResult> runs = childResults().stream()
+                .filter(r -> r.message().equals(message) && r.saga().equals(saga)).toList();
+        return only(runs, message, saga).get(type);
+    }
+
+    private RunResult only(List<RunResult> runs, MessageId message, String saga) {
+        if (runs.isEmpty()) {
+            throw new CoopValidationException("No run " + (saga == null ? "" : "of saga '" + saga + "' ")
+                    + "handled message " + message + " among the children of the previous step of saga "
+                    + run.saga() + " (" + childResults().size() + " children)");
+        }
+        return runs.getFirst();
+    }
+
+    @Override
     public void giveUpIfRequested() {
-        if (!launchAllowed) {
-            return; // a compensation: rollbacks are not cancellable, compensation always runs to the end
+        checkOpen("check for a cancellation");
+        if (kind == Kind.COMPENSATION) {
+            return; // rollbacks are not cancellable; their deadline is checked between compensations
         }
-        String cancellation;
+        Store.Liveness liveness;
         try {
-            cancellation = store.cancellation(guard.connection(), run.lineage());
-        } catch (java.sql.SQLException e) {
-            throw new dev.coop.CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
+            liveness = engine.store().liveness(guard.connection(), run.lineage());
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
         }
-        if (cancellation != null) {
-            throw Failures.gaveUp(cancellation, run.saga() + "[" + engineId + "]");
+        if (liveness.cancellation() != null) {
+            throw Failures.gaveUp(liveness.cancellation(), source());
         }
+        Deadline deadline = DeadlineRules.effective(context, false);
+        if (deadline != null && !liveness.now().isBefore(deadline.at())) {
+            throw DeadlineRules.missed(deadline, false, source(), liveness.now());
+        }
+    }
+
+    private String source() {
+        return run.saga() + "[" + engine.engineId() + "]";
     }
 
     @Override
     public String engineId() {
-        return engineId;
+        return engine.engineId();
     }
 
     @Override
@@ -99,27 +228,58 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     @Override
     public <T> MessageId launch(Topic<T> topic, T payload) {
-        return add(scoped, topic, payload);
+        return add(scoped, topic, payload, context);
+    }
+
+    @Override
+    public <T> MessageId launch(Topic<T> topic, T payload, CooperationContext extra) {
+        Objects.requireNonNull(extra, "context");
+        return add(scoped, topic, payload, context.plus(extra.withMapper(engine.json().mapper())));
     }
 
     @Override
     public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload) {
-        return add(global, topic, payload);
+        return add(global, topic, payload, CooperationContext.empty());
     }
 
-    private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload) {
-        java.util.Objects.requireNonNull(topic, "topic");
-        if (ended) {
-            throw new IllegalStateException("Step '" + step + "' of saga " + run.saga()
-                    + " has ended; launch messages while the step runs");
-        }
-        if (!launchAllowed) {
-            throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
-                    + step + ")");
+    @Override
+    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext extra) {
+        return add(global, topic, payload, Objects.requireNonNull(extra, "context"));
+    }
+
+    private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload, CooperationContext childContext) {
+        Objects.requireNonNull(topic, "topic");
+        checkOpen("launch messages");
+        if (kind != Kind.STEP) {
+            throw new IllegalStateException("A " + kind.name().toLowerCase() + " cannot launch messages (saga "
+                    + run.saga() + ", step " + step + ")");
         }
         UUID id = Uuids.v7();
-        into.add(new Emission(id, topic.name(), json.writePayload(topic, payload)));
+        into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
+                engine.json().writeContext(childContext), null));
         return new MessageId(id);
+    }
+
+    private void checkOpen(String what) {
+        if (ended) {
+            throw new IllegalStateException("Step '" + step + "' of saga " + run.saga() + " has ended; " + what
+                    + " while the step runs");
+        }
+    }
+
+    /** The context to store when the step commits (JSON text, null when empty). */
+    String contextJson() {
+        return engine.json().writeContext(context);
+    }
+
+    /** Whether the step changed the context. */
+    boolean contextChanged() {
+        return !context.equals(initialContext);
+    }
+
+    /** The result the step set (JSON text), or null. */
+    String result() {
+        return result;
     }
 
     /** Ends the step: the connection handed out can no longer be used. */
@@ -128,10 +288,12 @@ final class StepContextImpl<P> implements StepContext<P> {
         guard.close();
     }
 
-    /** The step failed: undo its writes (and forget what it launched), keeping the transaction and its locks. */
-    void discardWrites() throws java.sql.SQLException {
+    /** The step failed: undo its writes (and forget what it launched and changed), keeping the transaction. */
+    void discardWrites() throws SQLException {
         scoped.clear();
         global.clear();
+        context = initialContext;
+        result = null;
         guard.discardWrites();
     }
 }

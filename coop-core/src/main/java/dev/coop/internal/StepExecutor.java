@@ -4,14 +4,21 @@ import dev.coop.ChildRollbackFailedException;
 import dev.coop.ChildRolledBackException;
 import dev.coop.CooperationException;
 import dev.coop.CoopValidationException;
+import dev.coop.CooperationContext;
+import dev.coop.Deadline;
 import dev.coop.EventType;
 import dev.coop.Failure;
+import dev.coop.Flow;
 import dev.coop.RetryPolicy;
 import dev.coop.RunStatus;
 import dev.coop.Saga;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -70,68 +77,180 @@ final class StepExecutor {
         }
         if (run.cancellation() != null) { // gave up between steps: no step failed, so none is named
             return transitions.startRollback(c, run, saga, null,
-                    Failures.gaveUp(run.cancellation(), transitions.source(run)).failure());
+                    Failures.gaveUp(run.cancellation(), transitions.source(run)).failure(), null);
         }
         String unknown = unknownStep(run, saga);
         if (unknown != null) {
             park(c, run, unknown);
             return false;
         }
+        CooperationContext context = engine.json().readContext(run.context());
+        Deadline deadline = DeadlineRules.effective(context, false);
+        if (deadline != null && !run.claimedAt().toInstant().isBefore(deadline.at())) {
+            log.info("Run {} (saga {}) missed its deadline {}; giving up", run.id(), run.saga(), deadline.describe());
+            return transitions.startRollback(c, run, saga, null, DeadlineRules.missed(deadline, false,
+                    transitions.source(run), run.claimedAt().toInstant()).failure(), null);
+        }
         if (run.failedChildren() > 0) {
-            return handleChildFailures(c, run, saga);
+            return handleChildFailures(c, run, saga, context);
         }
         if (run.stepIndex() == saga.steps().size()) {
             transitions.commit(c, run, List.of(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name())),
                     Advance.from(run).status(RunStatus.COMMITTED));
             return false;
         }
-        return runStep(c, run, saga);
+        return runStep(c, run, saga, context);
     }
 
-    private <P> boolean runStep(Connection c, ClaimedRun run, Saga<P> saga) throws SQLException {
+    private <P> boolean runStep(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+            throws SQLException {
         Saga.Step<P> step = saga.steps().get(run.stepIndex());
         P payload;
         try {
             payload = transitions.payload(run, saga);
         } catch (CoopValidationException e) {
-            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)));
+            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
-        StepContextImpl<P> context = context(c, run, step.name(), payload);
+        int iteration = iteration(run.history(), run.history().length, run.stepIndex());
+        if (step.isFinallyPart()) {
+            return runFinallyPart(c, run, saga, step, payload, runContext, iteration);
+        }
+        StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
+                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(run));
         if ("SKIP".equals(run.resolution())) {
             log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
                     step.name());
-            return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), step.retryPolicy());
+            return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), run.stepIndex() + 1, null,
+                    null);
         }
-        Throwable thrown = invoke(() -> step.body().run(context), context);
+        Flow[] flow = new Flow[1];
+        Instant[] wake = new Instant[1];
+        Throwable thrown = invoke(() -> {
+            flow[0] = step.body().run(context);
+            if (step.wakeAt() != null) {
+                wake[0] = step.wakeAt().at(context);
+            }
+        }, context);
+        int next = thrown == null ? -1 : 0;
+        if (thrown == null) {
+            try {
+                next = nextStep(saga, run.stepIndex(), flow[0]);
+            } catch (CoopValidationException e) {
+                thrown = e;
+            }
+        }
         if (thrown != null) {
-            return stepFailed(c, run, saga, step.name(), step.retryPolicy(), context, thrown);
+            return stepFailed(c, run, saga, step, step.name(), step.retryPolicy(), context, thrown);
         }
-        return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), step.retryPolicy());
+        return commitInstance(c, run, saga, step.name(), context, run.stepIndex(), next,
+                wakeTime(wake[0], context), null);
+    }
+
+    /** The finally part of a step, on the happy path: runs unless it already ran in this run. */
+    private <P> boolean runFinallyPart(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<P> part, P payload,
+            CooperationContext runContext, int iteration) throws SQLException {
+        Saga.Step<P> owner = saga.steps().get(part.finallyOf());
+        StepContextImpl<P> context = new StepContextImpl<>(run, part.name(), payload, engine, c,
+                StepContextImpl.Kind.FINALLY, iteration, runContext, new int[0]);
+        if (!finallyDone(run, part.finallyOf())) {
+            Throwable thrown = invoke(() -> owner.finallyBody().run(context), context);
+            if (thrown != null) {
+                return stepFailed(c, run, saga, part, part.name(), null, context, thrown);
+            }
+        } else {
+            context.close();
+        }
+        return commitInstance(c, run, saga, part.name(), context, run.stepIndex(), run.stepIndex() + 1, null,
+                part.finallyOf());
+    }
+
+    static boolean finallyDone(ClaimedRun run, int index) {
+        return Arrays.stream(run.finallyDone()).anyMatch(i -> i == index);
+    }
+
+    /** How many times step {@code index} appears among the first {@code upTo} executed instances, plus one. */
+    static int iteration(int[] history, int upTo, int index) {
+        int n = 1;
+        for (int i = 0; i < upTo; i++) {
+            if (history[i] == index) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** The latest instance and, when it was a child-failure handler run, those back to the step it handled. */
+    private static int[] childSeqs(ClaimedRun run) {
+        List<Integer> seqs = new ArrayList<>();
+        for (int seq = run.stepsDone() - 1; seq >= 0; seq--) {
+            seqs.add(seq);
+            if (run.history()[seq] >= 0) {
+                break;
+            }
+        }
+        return seqs.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** The index of the step to run after step {@code index} returned {@code flow}. */
+    private static int nextStep(Saga<?> saga, int index, Flow flow) {
+        return switch (flow == null ? Flow.CONTINUE : flow) {
+            case Flow.Continue ignored -> index + 1;
+            case Flow.Repeat ignored -> index;
+            case Flow.GoTo goTo -> {
+                for (int i = 0; i < saga.steps().size(); i++) {
+                    Saga.Step<?> candidate = saga.steps().get(i);
+                    if (candidate.name().equals(goTo.step())) {
+                        if (candidate.isFinallyPart()) {
+                            throw new CoopValidationException("Step '" + saga.steps().get(index).name()
+                                    + "' of saga '" + saga.name() + "' returned GoTo('" + goTo.step()
+                                    + "'), which is a finally part; go to its step instead");
+                        }
+                        yield i;
+                    }
+                }
+                throw new CoopValidationException("Step '" + saga.steps().get(index).name() + "' of saga '"
+                        + saga.name() + "' returned GoTo('" + goTo.step() + "'), but the saga has no such step; "
+                        + "its steps are " + saga.steps().stream().map(Saga.Step::name).toList());
+            }
+        };
+    }
+
+    /** When the next step may start: the sleep's wake time, brought forward to the deadline so that it fires. */
+    private static OffsetDateTime wakeTime(Instant wake, StepContextImpl<?> context) {
+        if (wake == null) {
+            return null;
+        }
+        Deadline deadline = context.deadline().orElse(null);
+        Instant at = deadline != null && deadline.at().isBefore(wake) ? deadline.at() : wake;
+        return at.atOffset(ZoneOffset.UTC);
     }
 
     /** The runs caused by the latest instance did not all commit: ask the step's handler, or roll back. */
-    private <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga) throws SQLException {
+    private <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+            throws SQLException {
         int seq = run.stepsDone() - 1;
         int instance = run.history()[seq];
         int index = instance >= 0 ? instance : -1 - instance;
         Saga.Step<P> step = saga.steps().get(index);
         Failure failure = childFailure(c, run, step.name(), seq);
         if (step.childFailureHandler() == null) {
-            return transitions.startRollback(c, run, saga, step.name(), failure);
+            return transitions.startRollback(c, run, saga, step.name(), failure, null);
         }
         P payload;
         try {
             payload = transitions.payload(run, saga);
         } catch (CoopValidationException e) {
-            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)));
+            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
-        StepContextImpl<P> context = context(c, run, step.name(), payload);
+        StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
+                StepContextImpl.Kind.STEP, iteration(run.history(), seq, index), runContext, childSeqs(run));
         CooperationException exception = CooperationException.of(failure);
         Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
         if (thrown != null) {
-            return stepFailed(c, run, saga, step.name(), null, context, thrown);
+            return stepFailed(c, run, saga, null, step.name(), null, context, thrown);
         }
-        return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index, null);
+        return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index,
+                run.stepIndex(), null, null);
     }
 
     private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
@@ -149,7 +268,7 @@ final class StepExecutor {
 
     /** A step or handler instance succeeded: write what it launched, record it, and move the run on. */
     private boolean commitInstance(Connection c, ClaimedRun run, Saga<?> saga, String name, StepContextImpl<?> context,
-            int instance, RetryPolicy policy) throws SQLException {
+            int instance, int nextStep, OffsetDateTime wakeAt, Integer finallyDone) throws SQLException {
         try {
             List<String> woken = new ArrayList<>();
             int children = 0;
@@ -163,9 +282,9 @@ final class StepExecutor {
                 woken.addAll(engine.store()
                         .emit(c, null, null, null, saga.name(), engine.engineId(), name, context.global).keySet());
             }
-            int nextStep = instance >= 0 ? instance + 1 : run.stepIndex();
+            String contextJson = context.contextJson();
             List<LogEntry> entries = new ArrayList<>(2);
-            entries.add(LogEntry.of(EventType.SUSPENDED, name));
+            entries.add(new LogEntry(EventType.SUSPENDED, name, null, context.contextChanged() ? contextJson : null));
             RunStatus status = children > 0
                     ? RunStatus.WAITING
                     : nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE;
@@ -174,11 +293,20 @@ final class StepExecutor {
             }
             String nextName = nextStep < saga.steps().size() ? saga.steps().get(nextStep).name() : null;
             String finalName = nextName == null ? saga.steps().getLast().name() : null;
-            return transitions.commit(c, run, entries,
-                    Advance.from(run).executed(instance, nextStep, nextName, finalName, children).status(status),
-                    woken) == RunStatus.RUNNABLE;
+            Advance advance = Advance.from(run).executed(instance, nextStep, nextName, finalName, children)
+                    .status(status).context(contextJson).result(context.result()).runnableAt(wakeAt);
+            if (finallyDone != null) {
+                advance.finallyDone(finallyDone);
+            }
+            boolean delayed = wakeAt != null && wakeAt.isAfter(run.claimedAt());
+            boolean runnable = transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
+            if (delayed && runnable) {
+                engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), wakeAt).toMillis());
+                return false;
+            }
+            return runnable;
         } catch (SQLException | RuntimeException e) {
-            return writeFailed(c, run, saga, name, e);
+            return writeFailed(c, run, saga, instance >= 0 ? saga.steps().get(instance) : null, name, e);
         }
     }
 
@@ -188,8 +316,8 @@ final class StepExecutor {
      * same transaction: database trouble is retried later, a cancellation makes the run give up, a retry policy may
      * schedule another attempt or park the run, and anything else rolls the run back.
      */
-    private boolean stepFailed(Connection c, ClaimedRun run, Saga<?> saga, String step, RetryPolicy policy,
-            StepContextImpl<?> context, Throwable thrown) throws SQLException {
+    private boolean stepFailed(Connection c, ClaimedRun run, Saga<?> saga, Saga.Step<?> stepDef, String step,
+            RetryPolicy policy, StepContextImpl<?> context, Throwable thrown) throws SQLException {
         try {
             context.discardWrites();
         } catch (SQLException e) {
@@ -203,8 +331,8 @@ final class StepExecutor {
         }
         String cancellation = engine.store().cancellation(c, run.lineage());
         if (cancellation != null) {
-            return transitions.startRollback(c, run, saga, step,
-                    Failures.gaveUp(cancellation, transitions.source(run)).failure());
+            Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
+            return transitions.startRollback(c, run, saga, step, gaveUp, finallyBeforeRollback(c, run, saga, stepDef));
         }
         Failure failure = Failure.of(thrown, transitions.source(run));
         String json = failure.toJson();
@@ -227,18 +355,57 @@ final class StepExecutor {
                 return false;
             }
         } catch (SQLException e) {
-            return writeFailed(c, run, saga, step, e); // cancelled meanwhile, or database trouble
+            return writeFailed(c, run, saga, stepDef, step, e); // cancelled meanwhile, or database trouble
         }
         log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
-        return transitions.startRollback(c, run, saga, step, failure);
+        return transitions.startRollback(c, run, saga, step, failure, finallyBeforeRollback(c, run, saga, stepDef));
+    }
+
+    /**
+     * A step failed and its run rolls back: when the step has a finally part that has not run, run it now, in the
+     * failing transaction (the step's own writes are already undone). A failing finally part is logged and its
+     * writes undone; it counts as run either way.
+     *
+     * @return the index of the step whose finally part ran (to record), or null
+     */
+    private <P> Integer finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<?> failed)
+            throws SQLException {
+        if (failed == null) {
+            return null;
+        }
+        if (failed.isFinallyPart()) {
+            return failed.finallyOf(); // the finally part itself failed: it ran
+        }
+        int index = saga.steps().indexOf(failed);
+        if (failed.finallyBody() == null || index < 0 || finallyDone(run, index)) {
+            return null;
+        }
+        @SuppressWarnings("unchecked")
+        Saga.Step<P> step = (Saga.Step<P>) failed;
+        P payload;
+        try {
+            payload = transitions.payload(run, saga);
+        } catch (CoopValidationException e) {
+            payload = null;
+        }
+        StepContextImpl<P> context = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX, payload,
+                engine, c, StepContextImpl.Kind.FINALLY, iteration(run.history(), run.history().length, index),
+                engine.json().readContext(run.context()), new int[0]);
+        Throwable thrown = invoke(() -> step.finallyBody().run(context), context);
+        if (thrown != null) {
+            log.warn("Finally part of step '{}' of run {} (saga {}) failed: {}", step.name(), run.id(), run.saga(),
+                    thrown.toString());
+            context.discardWrites();
+        }
+        return index;
     }
 
     /**
      * Writing a transition failed (database trouble, a cancellation detected at commit, or data the database
      * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
      */
-    private boolean writeFailed(Connection c, ClaimedRun run, Saga<?> saga, String step, Throwable thrown)
-            throws SQLException {
+    private boolean writeFailed(Connection c, ClaimedRun run, Saga<?> saga, Saga.Step<?> stepDef, String step,
+            Throwable thrown) throws SQLException {
         Worker.rollbackQuietly(c);
         if (!Failures.isCancelled(thrown) && Failures.isInfrastructure(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);
@@ -249,13 +416,15 @@ final class StepExecutor {
             c.commit(); // another engine took the run meanwhile and moved it on
             return false;
         }
-        if (again.cancellation() != null) {
-            return transitions.startRollback(c, again, saga, step,
-                    Failures.gaveUp(again.cancellation(), transitions.source(run)).failure());
+        Failure failure = again.cancellation() != null
+                ? Failures.gaveUp(again.cancellation(), transitions.source(run)).failure()
+                : Failure.of(thrown, transitions.source(run));
+        if (again.cancellation() == null) {
+            log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
+                    thrown.toString());
         }
-        log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
-                thrown.toString());
-        return transitions.startRollback(c, again, saga, step, Failure.of(thrown, transitions.source(run)));
+        return transitions.startRollback(c, again, saga, step, failure,
+                finallyBeforeRollback(c, again, saga, stepDef));
     }
 
     private void park(Connection c, ClaimedRun run, String reason) throws SQLException {
@@ -286,10 +455,6 @@ final class StepExecutor {
             }
         }
         return null;
-    }
-
-    private <P> StepContextImpl<P> context(Connection c, ClaimedRun run, String step, P payload) {
-        return new StepContextImpl<>(run, step, payload, engine.engineId(), c, engine.json(), engine.store(), true);
     }
 
     /** Runs user code, turning anything it throws into a value; the context's connection is closed afterwards. */

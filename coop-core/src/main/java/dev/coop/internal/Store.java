@@ -34,6 +34,7 @@ public final class Store {
     private final String requestChildRollbacksSql;
     private final String countOffSql;
     private final String childFailuresSql;
+    private final String childResultsSql;
     private final String probeSql;
     private final String runStatusesSql;
     private final String eventsSql;
@@ -43,7 +44,8 @@ public final class Store {
         this.claimSql = schema.sql(Sql.CLAIM
                 .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"
                         + " ORDER BY r.runnable_at"));
-        this.reclaimSql = schema.sql(Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE'"));
+        this.reclaimSql = schema.sql(Sql.CLAIM
+                .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"));
         this.reclaimUnchangedSql = schema.sql(
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
@@ -52,6 +54,7 @@ public final class Store {
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
         this.childFailuresSql = schema.sql(Sql.CHILD_FAILURES);
+        this.childResultsSql = schema.sql(Sql.CHILD_RESULTS);
         this.probeSql = schema.sql(Sql.PROBE);
         this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
         this.eventsSql = schema.sql(Sql.EVENTS);
@@ -103,9 +106,15 @@ public final class Store {
                     rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
                     rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
                     rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
-                    rs.getInt("version"), rs.getString("cancellation"), rs.getString("topic"), rs.getString("payload"),
+                    rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
+                    ints(rs.getArray("finally_done")), rs.getString("cancellation"), rs.getString("topic"),
+                    rs.getString("payload"),
                     rs.getObject("claimed_at", OffsetDateTime.class));
         }
+    }
+
+    private static int[] ints(Array array) throws SQLException {
+        return Arrays.stream((Integer[]) array.getArray()).mapToInt(Integer::intValue).toArray();
     }
 
     /**
@@ -121,27 +130,33 @@ public final class Store {
         UUID[] ids = new UUID[n];
         String[] topics = new String[n];
         String[] payloads = new String[n];
+        String[] contexts = new String[n];
+        OffsetDateTime[] dues = new OffsetDateTime[n];
         for (int i = 0; i < n; i++) {
             Emission e = emissions.get(i);
             ids[i] = e.messageId();
             topics[i] = e.topic();
             payloads[i] = e.payload();
+            contexts[i] = e.context();
+            dues[i] = e.due();
         }
         try (PreparedStatement ps = c.prepareStatement(emitSql)) {
             Array scopeArray = scope == null ? null : c.createArrayOf("uuid", scope);
             ps.setArray(1, c.createArrayOf("uuid", ids));
             ps.setArray(2, c.createArrayOf("text", topics));
             ps.setArray(3, c.createArrayOf("text", payloads));
-            ps.setString(4, saga);
-            ps.setString(5, engine);
-            ps.setString(6, step);
-            setArrayOrNull(ps, 7, scopeArray);
-            setArrayOrNull(ps, 8, scopeArray);
-            ps.setObject(9, parentId, Types.OTHER);
+            ps.setArray(4, c.createArrayOf("text", contexts));
+            ps.setArray(5, c.createArrayOf("timestamptz", dues));
+            ps.setString(6, saga);
+            ps.setString(7, engine);
+            ps.setString(8, step);
+            setArrayOrNull(ps, 9, scopeArray);
+            setArrayOrNull(ps, 10, scopeArray);
+            ps.setObject(11, parentId, Types.OTHER);
             if (parentSeq == null) {
-                ps.setNull(10, Types.INTEGER);
+                ps.setNull(12, Types.INTEGER);
             } else {
-                ps.setInt(10, parentSeq);
+                ps.setInt(12, parentSeq);
             }
             Map<String, Integer> created = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
@@ -174,10 +189,12 @@ public final class Store {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
         String[] exceptions = new String[entries.size()];
+        String[] contexts = new String[entries.size()];
         for (int i = 0; i < entries.size(); i++) {
             types[i] = entries.get(i).type().name();
             steps[i] = entries.get(i).step();
             exceptions[i] = entries.get(i).exception();
+            contexts[i] = entries.get(i).context();
         }
         boolean finished = next.status().isFinished();
         try (PreparedStatement ps = c.prepareStatement(advanceSql)) {
@@ -190,6 +207,7 @@ public final class Store {
             ps.setArray(++i, c.createArrayOf("text", types));
             ps.setArray(++i, c.createArrayOf("text", steps));
             ps.setArray(++i, c.createArrayOf("text", exceptions));
+            ps.setArray(++i, c.createArrayOf("text", contexts));
             ps.setString(++i, next.status().name());
             ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
             ps.setInt(++i, next.stepIndex());
@@ -203,9 +221,15 @@ public final class Store {
             setInteger(ps, ++i, next.rollbackSeq());
             ps.setString(++i, next.rollbackStage());
             ps.setString(++i, next.rollbackCause());
+            ps.setObject(++i, next.runnableAt());
+            ps.setObject(++i, next.runnableAt());
             ps.setLong(++i, next.delayMillis());
             ps.setString(++i, next.status().name());
             ps.setLong(++i, next.delayMillis());
+            ps.setString(++i, next.context());
+            ps.setString(++i, next.result());
+            setInteger(ps, ++i, next.finallyDone());
+            setInteger(ps, ++i, next.finallyDone());
             ps.setObject(++i, run.claimedAt());
             ps.setBoolean(++i, finished);
             ps.setString(++i, next.failure());
@@ -266,7 +290,7 @@ public final class Store {
      * @return the runs asked, per saga; the caller waits for all of them
      */
     public Map<String, Integer> requestChildRollbacks(Connection c, ClaimedRun run, String engine, String step,
-            String cause, int seq) throws SQLException {
+            String cause, int seq, String parentContext) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(requestChildRollbacksSql)) {
             ps.setObject(1, run.id());
             ps.setInt(2, seq);
@@ -275,7 +299,8 @@ public final class Store {
             ps.setString(5, step);
             ps.setArray(6, c.createArrayOf("uuid", run.lineage()));
             ps.setString(7, cause);
-            ps.setString(8, cause);
+            ps.setString(8, parentContext);
+            ps.setString(9, cause);
             Map<String, Integer> woken = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -299,6 +324,46 @@ public final class Store {
             ps.setObject(3, run.id());
             ps.setInt(4, run.version());
             ps.executeUpdate();
+        }
+    }
+
+    /** The results of the runs of a message, by saga. */
+    public List<dev.coop.RunResult> results(Connection c, MessageId message,
+            com.fasterxml.jackson.databind.ObjectMapper mapper) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT id, saga, status, result, failure::text FROM {schema}.run WHERE message_id = ? ORDER BY saga"))) {
+            ps.setObject(1, message.value());
+            List<dev.coop.RunResult> results = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String failure = rs.getString(5);
+                    results.add(new dev.coop.RunResult(message, rs.getString(2), rs.getObject(1, UUID.class),
+                            RunStatus.valueOf(rs.getString(3)), rs.getString(4),
+                            failure == null ? null : dev.coop.Failure.fromJson(failure), mapper));
+                }
+            }
+            return results;
+        }
+    }
+
+    /** A run caused by a step instance: its result, or its failure. */
+    public record ChildRun(UUID runId, UUID messageId, String saga, RunStatus status, String result,
+            String failure) {
+    }
+
+    /** The runs caused by the given step instances of a run, in launch order. */
+    public List<ChildRun> childRuns(Connection c, UUID runId, int[] seqs) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(childResultsSql)) {
+            ps.setObject(1, runId);
+            ps.setArray(2, c.createArrayOf("integer", Arrays.stream(seqs).boxed().toArray()));
+            List<ChildRun> runs = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    runs.add(new ChildRun(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class), rs.getString(3),
+                            RunStatus.valueOf(rs.getString(4)), rs.getString(5), rs.getString(6)));
+                }
+            }
+            return runs;
         }
     }
 
@@ -346,6 +411,22 @@ public final class Store {
             ps.setArray(1, c.createArrayOf("uuid", lineage));
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    /** A cancellation of the scope (failure JSON, or null) and the database's clock, in one round trip. */
+    public record Liveness(String cancellation, java.time.Instant now) {
+    }
+
+    public Liveness liveness(Connection c, UUID[] lineage) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT (SELECT failure::text FROM {schema}.cancellation WHERE scope_id = ANY(?)"
+                        + " ORDER BY cardinality(lineage) LIMIT 1), clock_timestamp()"))) {
+            ps.setArray(1, c.createArrayOf("uuid", lineage));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new Liveness(rs.getString(1), rs.getObject(2, OffsetDateTime.class).toInstant());
             }
         }
     }

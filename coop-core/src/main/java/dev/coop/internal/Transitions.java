@@ -67,19 +67,24 @@ final class Transitions {
      * Records ROLLING_BACK for a run whose step (or child-failure handling, or give-up) failed in this transaction,
      * then either finishes it at once (nothing was completed) or moves it to the rollback path.
      *
+     * @param finallyDone the index of a step whose finally part ran in this transaction, or null
      * @return true when the rollback continues at once
      */
-    boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure)
-            throws SQLException {
+    boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
+            Integer finallyDone) throws SQLException {
         String json = failure.toJson();
         List<LogEntry> entries = new ArrayList<>(2);
         entries.add(new LogEntry(EventType.ROLLING_BACK, step, json));
         int seq = run.stepsDone() - 1;
         if (seq < 0) {
-            finish(c, run, entries, rollbackOf(saga.steps().getFirst().name()), json);
+            finish(c, run, entries, rollbackOf(saga.steps().getFirst().name()), json, finallyDone);
             return false;
         }
-        commit(c, run, entries, Advance.from(run).rollingBack(seq, "CHILDREN", json, 0).failure(json));
+        Advance next = Advance.from(run).rollingBack(seq, "CHILDREN", json, 0).failure(json);
+        if (finallyDone != null) {
+            next.finallyDone(finallyDone);
+        }
+        commit(c, run, entries, next);
         return true;
     }
 
@@ -88,15 +93,20 @@ final class Transitions {
      * {@link dev.coop.ChildRollbackFailedException}): then part of the tree could not be undone, and the run ends
      * ROLLBACK_FAILED so that its parent, and the outcome, say so.
      */
-    void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause) throws SQLException {
+    void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
+            throws SQLException {
         boolean childRollbackFailed = dev.coop.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
         if (childRollbackFailed) {
             entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
         } else {
             entries.add(LogEntry.of(EventType.ROLLED_BACK, step));
         }
-        commit(c, run, entries, Advance.from(run).rollingBack(-1, null, cause, 0)
-                .status(childRollbackFailed ? RunStatus.ROLLBACK_FAILED : RunStatus.ROLLED_BACK).failure(cause));
+        Advance next = Advance.from(run).rollingBack(-1, null, cause, 0)
+                .status(childRollbackFailed ? RunStatus.ROLLBACK_FAILED : RunStatus.ROLLED_BACK).failure(cause);
+        if (finallyDone != null) {
+            next.finallyDone(finallyDone);
+        }
+        commit(c, run, entries, next);
     }
 
     /**

@@ -33,7 +33,7 @@ CREATE TABLE {schema}.event (
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   started_at timestamptz,                     -- when the transaction that wrote it started its work (steps)
   exception  jsonb,
-  context    jsonb
+  context    text                             -- the cooperation context (JSON object text, kept byte for byte)
 );
 CREATE INDEX event_message ON {schema}.event (message_id);
 CREATE INDEX event_root ON {schema}.event ((lineage[1]));
@@ -85,7 +85,10 @@ CREATE TABLE {schema}.run (
   runnable_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
   retries          int         NOT NULL DEFAULT 0,  -- bookkeeping retries (database trouble), never step failures
   version          int         NOT NULL DEFAULT 0,  -- bumped by every transaction that moves the run
-  context          jsonb,
+  context          text,                            -- the cooperation context after the latest transaction (JSON text)
+  parent_context   text,                            -- rollback asked by the parent: its context at that moment
+  result           text,                            -- the value the run returns (JSON text), read by its parent
+  finally_done     int[]       NOT NULL DEFAULT '{}', -- steps whose finally part ran
   failure          jsonb,                           -- why it rolled back, failed to, or is parked
   created_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
   started_at       timestamptz,
@@ -125,11 +128,16 @@ BEGIN
   RETURN true;
 END $$;
 
--- Wake-ups: a run that becomes runnable notifies channel coop_<schema> with its saga name as payload.
+-- Wake-ups: a run that becomes runnable notifies channel coop_<schema> with its saga name as payload; a run that
+-- becomes due later (a delayed launch, a sleep) sends "<saga> <milliseconds until due>", so that idle engines
+-- elsewhere set a timer instead of polling.
 CREATE FUNCTION {schema}.notify_new_runs() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA, s.saga)
-     FROM (SELECT DISTINCT saga FROM new_runs WHERE status = 'RUNNABLE') s;
+  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA,
+                    CASE WHEN s.due <= clock_timestamp() THEN s.saga
+                         ELSE s.saga || ' ' || ceil(extract(epoch FROM (s.due - clock_timestamp())) * 1000)::bigint
+                    END)
+     FROM (SELECT saga, min(runnable_at) AS due FROM new_runs WHERE status = 'RUNNABLE' GROUP BY saga) s;
   RETURN NULL;
 END $$;
 CREATE TRIGGER run_created_notify AFTER INSERT ON {schema}.run
@@ -137,9 +145,14 @@ CREATE TRIGGER run_created_notify AFTER INSERT ON {schema}.run
 
 CREATE FUNCTION {schema}.notify_woken_run() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA, NEW.saga);
+  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA,
+                    CASE WHEN NEW.runnable_at <= clock_timestamp() THEN NEW.saga
+                         ELSE NEW.saga || ' '
+                              || ceil(extract(epoch FROM (NEW.runnable_at - clock_timestamp())) * 1000)::bigint
+                    END);
   RETURN NULL;
 END $$;
-CREATE TRIGGER run_woken_notify AFTER UPDATE OF status ON {schema}.run
-  FOR EACH ROW WHEN (NEW.status = 'RUNNABLE' AND OLD.status <> 'RUNNABLE')
+-- Fires when a run becomes runnable, and when a runnable run is put to sleep (its due time moves into the future).
+CREATE TRIGGER run_woken_notify AFTER UPDATE OF status, runnable_at ON {schema}.run
+  FOR EACH ROW WHEN (NEW.status = 'RUNNABLE' AND (OLD.status <> 'RUNNABLE' OR NEW.runnable_at > OLD.runnable_at))
   EXECUTE FUNCTION {schema}.notify_woken_run();
