@@ -190,6 +190,7 @@ public final class CooperationContext {
                 p.nextToken();
                 int start = (int) p.currentTokenLocation().getCharOffset();
                 p.skipChildren();
+                p.finishToken(); // strings are read lazily: read to the end of the value
                 int end = (int) p.currentLocation().getCharOffset();
                 entries.put(name, json.substring(start, end));
             }

@@ -95,7 +95,8 @@ class ContextTest {
                     .orElseThrow();
             assertThat(childEmitted.context()).isEqualTo("{\"extra\":\"for the child\",\"mark\":\"set by first\","
                     + "\"opaque\":" + OPAQUE + ",\"tenant\":{\"id\":\"acme\"}}");
-            assertThat(events.getFirst().context()).isEqualTo("{\"opaque\":" + OPAQUE + ",\"tenant\":{\"id\":\"acme\"}}");
+            assertThat(events.getFirst().context())
+                    .isEqualTo("{\"opaque\":" + OPAQUE + ",\"tenant\":{\"id\":\"acme\"}}");
         }
     }
 
