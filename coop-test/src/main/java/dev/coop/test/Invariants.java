@@ -150,17 +150,7 @@ public final class Invariants {
                 violations.add(name + " has lineage " + EventLog.shortLineage(run.getKey())
                         + " but its message was emitted in scope " + EventLog.shortLineage(emission.lineage().ids()));
             }
-            Map<String, Integer> suspendedPerStep = new LinkedHashMap<>();
-            for (Event e : own) {
-                if (e.type() == EventType.SUSPENDED) {
-                    suspendedPerStep.merge(String.valueOf(e.step()), 1, Integer::sum);
-                }
-            }
-            suspendedPerStep.forEach((step, n) -> {
-                if (n > 1) {
-                    violations.add(name + " committed step '" + step + "' " + n + " times");
-                }
-            });
+            // a step may commit more than once: loops (Flow.repeat, Flow.goTo back) run it again
             int commits = 0;
             for (int i = 0; i < own.size(); i++) {
                 Event e = own.get(i);
