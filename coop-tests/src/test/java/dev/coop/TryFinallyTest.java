@@ -1,0 +1,167 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.Payloads.Empty;
+import dev.coop.test.CoopDatabase;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** The finally part of a step runs exactly once per run, in each of the four situations. */
+class TryFinallyTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(20);
+
+    final List<String> trace = new CopyOnWriteArrayList<>();
+
+    @BeforeEach
+    void table(DataSource dataSource) throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
+            st.execute("CREATE TABLE IF NOT EXISTS released (run text, note text)");
+            st.execute("TRUNCATE released");
+        }
+    }
+
+    private StepBody<Empty> release(String note) {
+        return step -> {
+            trace.add("finally " + note);
+            try (java.sql.PreparedStatement ps = step.connection()
+                    .prepareStatement("INSERT INTO released VALUES (?, ?)")) {
+                ps.setString(1, step.runId().toString());
+                ps.setString(2, note);
+                ps.executeUpdate();
+            }
+        };
+    }
+
+    @Test
+    void after_the_try_part_and_its_children_succeeded(DataSource dataSource) throws SQLException {
+        Topic<Empty> topic = Topic.of("finally-ok", Empty.class);
+        Topic<Empty> childTopic = Topic.of("finally-ok-child", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "finally-ok-handler")
+                .step("acquire", step -> {
+                    trace.add("acquire");
+                    step.launch(childTopic, new Empty());
+                })
+                .andFinally(release("ok"))
+                .step("after", step -> trace.add("after"))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "finally-ok-child-handler")
+                .step("use", step -> trace.add("child uses it")).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga, child).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(trace).containsExactly("acquire", "child uses it", "finally ok", "after");
+            assertThat(engine.client().events(id)).filteredOn(e -> e.type() == EventType.SUSPENDED)
+                    .extracting(Event::step).contains("acquire (finally)");
+            assertThat(released(dataSource)).containsExactly("ok");
+        }
+    }
+
+    @Test
+    void when_the_try_part_fails_it_runs_in_the_failing_transaction_and_its_writes_are_kept(DataSource dataSource)
+            throws SQLException {
+        Topic<Empty> topic = Topic.of("finally-throws", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "finally-throws-handler")
+                .step("first", step -> trace.add("first"))
+                .compensateWith((step, cause) -> trace.add("undo first"))
+                .step("acquire", step -> {
+                    trace.add("acquire");
+                    try (Statement st = step.connection().createStatement()) {
+                        st.executeUpdate("INSERT INTO released VALUES ('x', 'written by the failing try part')");
+                    }
+                    throw new IllegalStateException("try part failed");
+                })
+                .andFinally(release("after failure"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(trace).containsExactly("first", "acquire", "finally after failure", "undo first");
+            assertThat(released(dataSource)).containsExactly("after failure"); // the try part's write is gone
+        }
+    }
+
+    @Test
+    void when_the_try_parts_children_fail_it_runs_after_the_compensation(DataSource dataSource) throws SQLException {
+        Topic<Empty> topic = Topic.of("finally-children", Empty.class);
+        Topic<Empty> childTopic = Topic.of("finally-children-child", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "finally-children-handler")
+                .step("acquire", step -> {
+                    trace.add("acquire");
+                    step.launch(childTopic, new Empty());
+                })
+                .compensateWith((step, cause) -> trace.add("undo acquire"))
+                .andFinally(release("after rollback"))
+                .step("never", step -> trace.add("never"))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "finally-children-child-handler")
+                .step("fail", step -> {
+                    throw new IllegalStateException("child failed");
+                }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga, child).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(trace).containsExactly("acquire", "undo acquire", "finally after rollback");
+            assertThat(released(dataSource)).containsExactly("after rollback");
+        }
+    }
+
+    @Test
+    void when_a_later_step_fails_it_does_not_run_again(DataSource dataSource) throws SQLException {
+        Topic<Empty> topic = Topic.of("finally-later", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "finally-later-handler")
+                .step("acquire", step -> trace.add("acquire"))
+                .compensateWith((step, cause) -> trace.add("undo acquire"))
+                .andFinally(release("once"))
+                .step("later", step -> {
+                    throw new IllegalStateException("later step failed");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(trace).containsExactly("acquire", "finally once", "undo acquire");
+            assertThat(released(dataSource)).containsExactly("once");
+        }
+    }
+
+    @Test
+    void a_finally_part_cannot_launch_messages_and_compensate_with_applies_to_its_step() {
+        Topic<Empty> topic = Topic.of("finally-shape", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "finally-shape-handler")
+                .step("a", step -> {
+                })
+                .andFinally(step -> {
+                })
+                .compensateWith((step, cause) -> {
+                })
+                .build();
+        assertThat(saga.steps()).extracting(Saga.Step::name).containsExactly("a", "a (finally)");
+        assertThat(saga.steps().getFirst().compensation()).isNotNull();
+        assertThat(saga.steps().get(1).isFinallyPart()).isTrue();
+    }
+
+    private static List<String> released(DataSource dataSource) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT note FROM released ORDER BY note")) {
+            List<String> notes = new java.util.ArrayList<>();
+            while (rs.next()) {
+                notes.add(rs.getString(1));
+            }
+            return notes;
+        }
+    }
+}
