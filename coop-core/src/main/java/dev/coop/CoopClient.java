@@ -163,6 +163,21 @@ public final class CoopClient {
     }
 
     /**
+     * The database's clock: the one clock Coop compares due times and deadlines with. Use it to compute instants
+     * for {@link #launch(Topic, Object, Instant)}, sleeps and deadlines when the JVM's clock may differ.
+     */
+    public Instant databaseTime() {
+        try (Connection c = dataSource.getConnection();
+                java.sql.Statement st = c.createStatement();
+                java.sql.ResultSet rs = st.executeQuery("SELECT clock_timestamp()")) {
+            rs.next();
+            return rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read the database's clock: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * What the runs of a message returned: one per saga that handles it. A run that did not commit has no result
      * and says why.
      */
