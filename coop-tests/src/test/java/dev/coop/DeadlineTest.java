@@ -1,0 +1,158 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.Payloads.Empty;
+import dev.coop.test.CoopDatabase;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Deadlines are context entries: inherited, only tightened, and missing one makes the run give up. */
+class DeadlineTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(20);
+    static final Duration SPIN_LIMIT = Duration.ofSeconds(15);
+
+    @Test
+    void a_child_inherits_and_tightens_a_deadline_misses_it_and_the_parent_sees_source_and_trace(
+            DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("deadline-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("deadline-child", Empty.class);
+        Topic<Empty> looseTopic = Topic.of("deadline-loose", Empty.class);
+        Map<String, Deadline> seen = new ConcurrentHashMap<>();
+        List<String> trace = new CopyOnWriteArrayList<>();
+        Saga<Empty> root = Saga.on(rootTopic, "deadline-root-handler")
+                .step("loosen", step -> step.launch(looseTopic, new Empty(), CooperationContext
+                        .of(Deadlines.HAPPY_PATH, Deadline.at(step.startedAt().plus(Duration.ofDays(2)), "too late"))))
+                .step("tighten", step -> step.launch(childTopic, new Empty(), CooperationContext.of(
+                        Deadlines.HAPPY_PATH, Deadline.at(step.startedAt().plusMillis(500), "root tighten step"))))
+                .compensateWith((step, cause) -> trace.add("root compensates"))
+                .build();
+        Saga<Empty> loose = Saga.on(looseTopic, "deadline-loose-handler")
+                .step("look", step -> seen.put("loose", step.deadline().orElseThrow()))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "deadline-child-handler")
+                .step("look", step -> seen.put("child", step.deadline().orElseThrow()))
+                .compensateWith((step, cause) -> trace.add("child compensates"))
+                .sleep("too long", Duration.ofMinutes(10)) // woken at the deadline instead, to give up
+                .step("never", step -> trace.add("never"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child, loose).start()) {
+            Instant apiDeadline = engine.client().databaseTime().plus(Duration.ofDays(1));
+            MessageId id = engine.client().launch(rootTopic, new Empty(),
+                    CooperationContext.of(Deadlines.HAPPY_PATH, Deadline.at(apiDeadline, "checkout-api")));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+
+            assertThat(seen.get("loose").at()).isEqualTo(apiDeadline); // a child cannot loosen it
+            assertThat(seen.get("loose").source()).isEqualTo("checkout-api");
+            Deadline tightened = seen.get("child");
+            assertThat(tightened.source()).isEqualTo("root tighten step");
+            assertThat(tightened.trace()).containsExactly(apiDeadline + " from checkout-api");
+            assertThat(trace).containsExactly("child compensates", "root compensates");
+
+            Hierarchy tree = engine.client().tree(id);
+            String rendered = tree.toString() + engine.client().events(id).stream()
+                    .filter(e -> e.exception() != null).map(Event::exception).toList();
+            assertThat(rendered).contains("DeadlineMissedException").contains("root tighten step")
+                    .contains("tightened from " + apiDeadline + " from checkout-api");
+            Event childGaveUp = engine.client().events(id).stream()
+                    .filter(e -> e.type() == EventType.ROLLING_BACK && "deadline-child-handler".equals(e.saga()))
+                    .findFirst().orElseThrow();
+            Failure failure = Failure.fromJson(childGaveUp.exception());
+            assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
+            assertThat(failure.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(failure.causes().getFirst().message()).startsWith("Happy-path deadline " + tightened.at()
+                    + " (set by root tighten step; tightened from " + apiDeadline + " from checkout-api)");
+        }
+    }
+
+    @Test
+    void a_long_step_gives_up_cooperatively_when_its_deadline_passes(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("deadline-cooperative", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "deadline-cooperative-handler")
+                .step("long", step -> {
+                    long limit = System.nanoTime() + SPIN_LIMIT.toNanos();
+                    while (System.nanoTime() < limit) {
+                        step.giveUpIfRequested(); // throws once the deadline passed
+                        Thread.onSpinWait();
+                    }
+                    throw new AssertionError("the deadline never fired");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            Instant at = engine.client().databaseTime().plusMillis(300);
+            MessageId id = engine.client().launch(topic, new Empty(),
+                    CooperationContext.of(Deadlines.ABSOLUTE, Deadline.at(at, "test")));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            Event rollingBack = engine.client().events(id).stream()
+                    .filter(e -> e.type() == EventType.ROLLING_BACK).findFirst().orElseThrow();
+            Failure failure = Failure.fromJson(rollingBack.exception());
+            assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
+            assertThat(failure.causes().getFirst().message()).contains("deadline " + at + " (set by test)");
+        }
+    }
+
+    @Test
+    void the_rollback_deadline_fires(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("deadline-rollback", Empty.class);
+        List<String> trace = new CopyOnWriteArrayList<>();
+        Saga<Empty> saga = Saga.on(topic, "deadline-rollback-handler")
+                .step("first", step -> {
+                })
+                .compensateWith((step, cause) -> trace.add("undo first"))
+                .step("second", step -> {
+                })
+                .compensateWith((step, cause) -> {
+                    trace.add("undo second (slow)");
+                    Instant deadline = step.deadline().orElseThrow().at();
+                    long limit = System.nanoTime() + SPIN_LIMIT.toNanos();
+                    while (!Instant.now().isAfter(deadline.plusMillis(50)) && System.nanoTime() < limit) {
+                        Thread.onSpinWait(); // a compensation that takes longer than the rollback may
+                    }
+                })
+                .step("fails", step -> {
+                    throw new IllegalStateException("start the rollback");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            Instant at = engine.client().databaseTime().plusMillis(400);
+            MessageId id = engine.client().launch(topic, new Empty(),
+                    CooperationContext.of(Deadlines.ROLLBACK_PATH, Deadline.at(at, "ops policy")));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLBACK_FAILED);
+            assertThat(trace).containsExactly("undo second (slow)"); // the rollback gave up before "first"
+            Event failed = engine.client().events(id).stream()
+                    .filter(e -> e.type() == EventType.ROLLBACK_FAILED).findFirst().orElseThrow();
+            Failure failure = Failure.fromJson(failed.exception());
+            assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
+            assertThat(failure.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(failure.causes().getFirst().message()).startsWith("Rollback deadline " + at
+                    + " (set by ops policy)");
+            assertThat(failure.causes()).extracting(Failure::message).contains("start the rollback");
+        }
+    }
+
+    @Test
+    void deadlines_only_tighten_and_the_absolute_one_applies_to_both_paths() {
+        Instant t = Instant.parse("2030-01-01T00:00:00Z");
+        CooperationContext context = CooperationContext.of(Deadlines.HAPPY_PATH, Deadline.at(t, "a"))
+                .with(Deadlines.HAPPY_PATH, Deadline.at(t.plusSeconds(5), "later"))
+                .with(Deadlines.HAPPY_PATH, Deadline.at(t.minusSeconds(5), "earlier"));
+        Deadline d = context.get(Deadlines.HAPPY_PATH).orElseThrow();
+        assertThat(d.at()).isEqualTo(t.minusSeconds(5));
+        assertThat(d.source()).isEqualTo("earlier");
+        assertThat(d.trace()).containsExactly(t + " from a");
+        assertThat(context.plus(CooperationContext.of(Deadlines.HAPPY_PATH, Deadline.at(t, "plus"))))
+                .isEqualTo(context);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> context.without(Deadlines.HAPPY_PATH.name()))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("only tightened");
+    }
+}
