@@ -67,6 +67,7 @@ public final class CoopEngine implements AutoCloseable {
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private ObjectMapper objectMapper;
+        private CooperationStrategy strategy = Strategies.standard();
 
         Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -159,6 +160,15 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * The strategy for the five decisions of the event loop, for sagas that do not set their own (default:
+         * {@link Strategies#standard()}).
+         */
+        public Builder strategy(CooperationStrategy strategy) {
+            this.strategy = Objects.requireNonNull(strategy, "strategy");
+            return this;
+        }
+
         /** Migrates (unless turned off), registers the sagas, and starts the threads. */
         public CoopEngine start() {
             if (sagas.isEmpty()) {
@@ -175,7 +185,7 @@ public final class CoopEngine implements AutoCloseable {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
-                            Map.copyOf(sagas), workers, pollInterval, notifications));
+                            Map.copyOf(sagas), workers, pollInterval, notifications, strategy));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
                     runtime::wake, true);

@@ -18,11 +18,18 @@ public final class Saga<P> {
     private final Topic<P> topic;
     private final String name;
     private final List<Step<P>> steps;
+    private final CooperationStrategy strategy;
 
-    private Saga(Topic<P> topic, String name, List<Step<P>> steps) {
+    private Saga(Topic<P> topic, String name, List<Step<P>> steps, CooperationStrategy strategy) {
         this.topic = topic;
         this.name = name;
         this.steps = List.copyOf(steps);
+        this.strategy = strategy;
+    }
+
+    /** The saga's own strategy, or null to use the engine's. */
+    public CooperationStrategy strategy() {
+        return strategy;
     }
 
     /** Starts a saga named {@code name} that handles every message on {@code topic}. */
@@ -92,6 +99,7 @@ public final class Saga<P> {
         private final String name;
         private final List<Step<P>> steps = new ArrayList<>();
         private final Set<String> stepNames = new HashSet<>();
+        private CooperationStrategy strategy;
 
         private Builder(Topic<P> topic, String name) {
             this.topic = topic;
@@ -229,12 +237,18 @@ public final class Saga<P> {
             return this;
         }
 
+        /** This saga's own strategy for the event loop's decisions, instead of the engine's. */
+        public Builder<P> strategy(CooperationStrategy strategy) {
+            this.strategy = Objects.requireNonNull(strategy, "strategy");
+            return this;
+        }
+
         public Saga<P> build() {
             if (steps.isEmpty()) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' has no steps; add at least one with step()");
             }
-            return new Saga<>(topic, name, steps);
+            return new Saga<>(topic, name, steps, strategy);
         }
     }
 }

@@ -27,6 +27,7 @@ final class Advance {
     private String context;
     private String result;
     private Integer finallyDone;
+    private boolean keepFailedChildren;
 
     private Advance() {
     }
@@ -187,6 +188,23 @@ final class Advance {
 
     String result() {
         return result;
+    }
+
+    /** A barrier re-check: the run keeps waiting, so the failures counted so far are kept. */
+    Advance stillWaiting(int pending) {
+        pendingChildren = pending;
+        keepFailedChildren = true;
+        return this;
+    }
+
+    /** How many children the run waits for. */
+    Advance pending(int children) {
+        pendingChildren = children;
+        return this;
+    }
+
+    boolean keepFailedChildren() {
+        return keepFailedChildren;
     }
 
     Integer finallyDone() {

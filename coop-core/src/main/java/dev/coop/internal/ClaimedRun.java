@@ -17,6 +17,9 @@ import java.util.UUID;
  * @param context the run's cooperation context (JSON text), or null when empty
  * @param parentContext when the parent asked this run to roll back: the parent's context at that moment, or null
  * @param finallyDone the indexes of the steps whose finally part ran
+ * @param pendingChildren awaited runs caused by the latest instance that have not finished (a barrier timer fired)
+ * @param awaited false when the parent stopped waiting for this run (its count-off is skipped)
+ * @param waitingSince when the run started waiting for its pending children
  */
 public record ClaimedRun(
         UUID id,
@@ -41,8 +44,12 @@ public record ClaimedRun(
         String context,
         String parentContext,
         int[] finallyDone,
+        int pendingChildren,
+        boolean awaited,
+        java.time.OffsetDateTime waitingSince,
         String cancellation,
         String topic,
         String payload,
+        java.time.OffsetDateTime messageCreatedAt,
         java.time.OffsetDateTime claimedAt) {
 }

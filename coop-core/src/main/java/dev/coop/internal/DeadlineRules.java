@@ -2,13 +2,8 @@ package dev.coop.internal;
 
 import dev.coop.ContextKey;
 import dev.coop.CooperationContext;
-import dev.coop.CooperationException;
 import dev.coop.Deadline;
-import dev.coop.DeadlineMissedException;
 import dev.coop.Deadlines;
-import dev.coop.Failure;
-import dev.coop.GaveUpException;
-import java.time.Instant;
 import java.util.List;
 
 /** Which deadline of a context applies, and the failure of a run that missed it. */
@@ -42,14 +37,5 @@ final class DeadlineRules {
             return absolute;
         }
         return absolute == null || !absolute.at().isBefore(path.at()) ? path : absolute;
-    }
-
-    /** The failure of a run that gives up because {@code deadline} passed ({@code now}, the database's clock). */
-    static CooperationException missed(Deadline deadline, boolean rollbackPath, String source, Instant now) {
-        Failure missed = new Failure(
-                (rollbackPath ? "Rollback" : "Happy-path") + " deadline " + deadline.describe() + " passed at " + now,
-                DeadlineMissedException.TYPE, source, List.of(), List.of());
-        return CooperationException.of(new Failure("Gave up: " + missed.message(), GaveUpException.TYPE, source,
-                List.of(), List.of(missed)));
     }
 }

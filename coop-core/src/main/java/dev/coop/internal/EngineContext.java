@@ -12,5 +12,11 @@ record EngineContext(
         Json json,
         Map<String, Saga<?>> sagas,
         Dispatcher dispatcher,
-        Completions completions) {
+        Completions completions,
+        dev.coop.CooperationStrategy strategy) {
+
+    /** The saga's own strategy, or the engine's. */
+    dev.coop.CooperationStrategy strategyOf(Saga<?> saga) {
+        return saga.strategy() != null ? saga.strategy() : strategy;
+    }
 }

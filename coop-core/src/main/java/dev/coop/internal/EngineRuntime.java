@@ -23,7 +23,8 @@ public final class EngineRuntime {
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
-            Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications) {
+            Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
+            dev.coop.CooperationStrategy strategy) {
     }
 
     private final Config config;
@@ -33,7 +34,7 @@ public final class EngineRuntime {
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
         this.context = new EngineContext(config.engineId(), config.dataSource(), new Store(config.schema()),
-                config.json(), config.sagas(), dispatcher, new Completions());
+                config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
         this.topology = new Topology(config.schema());
     }
 

@@ -30,17 +30,24 @@ final class RollbackExecutor {
     private final Transitions transitions;
     private final EngineContext engine;
 
-    RollbackExecutor(Transitions transitions) {
+    private final Decisions decisions;
+
+    RollbackExecutor(Transitions transitions, Decisions decisions) {
         this.transitions = transitions;
         this.engine = transitions.engine();
+        this.decisions = decisions;
     }
 
     /** @return true when the rollback continues at once */
     boolean execute(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+        if (run.pendingChildren() > 0) { // the time its strategy asked for came while child rollbacks still run
+            return decisions.recheck(c, run, saga, true);
+        }
         CooperationContext context = context(run);
-        Deadline deadline = DeadlineRules.effective(context, true);
-        if (deadline != null && !run.claimedAt().toInstant().isBefore(deadline.at())) {
-            return deadlineMissed(c, run, saga, deadline);
+        Failure giveUp = decisions.strategy(saga).giveUpOnRollbackPath(
+                Decisions.facts(run, saga, context, run.claimedAt().toInstant(), run.cancellation())).orElse(null);
+        if (giveUp != null) {
+            return gaveUp(c, run, saga, giveUp);
         }
         return switch (run.rollbackStage()) {
             case "START" -> start(c, run, saga);
@@ -60,13 +67,11 @@ final class RollbackExecutor {
         return run.parentContext() == null ? own : own.plus(engine.json().readContext(run.parentContext()));
     }
 
-    /** The rollback's deadline passed: it gives up, and the run ends ROLLBACK_FAILED. */
-    private boolean deadlineMissed(Connection c, ClaimedRun run, Saga<?> saga, Deadline deadline)
-            throws SQLException {
-        log.warn("Rollback of run {} (saga {}) missed its deadline {}; giving up", run.id(), run.saga(),
-                deadline.describe());
-        Failure missed = DeadlineRules.missed(deadline, true, transitions.source(run), run.claimedAt().toInstant())
-                .failure().withCauses(List.of(Failure.fromJson(run.rollbackCause())));
+    /** The rollback gives up (its deadline passed, say): the run ends ROLLBACK_FAILED. */
+    private boolean gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
+        log.warn("Rollback of run {} (saga {}) gives up: {}", run.id(), run.saga(), reason.message());
+        Failure missed = Decisions.gaveUp(reason, transitions.source(run))
+                .withCauses(List.of(reason, Failure.fromJson(run.rollbackCause())));
         String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0
                 ? Transitions.rollbackOf(Transitions.instanceName(saga, run.history()[run.rollbackSeq()]))
                 : null;
@@ -99,11 +104,18 @@ final class RollbackExecutor {
         Map<String, Integer> woken = engine.store().requestChildRollbacks(c, run, engine.engineId(), step,
                 parentSaidSo.toJson(), seq, engine.json().writeContext(context));
         int children = woken.values().stream().mapToInt(Integer::intValue).sum();
-        RunStatus status = children > 0 ? RunStatus.WAITING : RunStatus.RUNNABLE;
-        return transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)),
-                Advance.from(run).rollingBack(seq, "COMPENSATE", run.rollbackCause(), children).status(status)
-                        .failure(run.rollbackCause()),
-                woken.keySet()) == RunStatus.RUNNABLE;
+        Advance advance = Advance.from(run).rollingBack(seq, "COMPENSATE", run.rollbackCause(), children)
+                .status(RunStatus.RUNNABLE).failure(run.rollbackCause());
+        if (children > 0) {
+            decisions.onWait(c, run, saga, context, true, seq, children, advance);
+        }
+        RunStatus status = transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance,
+                woken.keySet());
+        if (status == RunStatus.RUNNABLE && advance.runnableAt() != null) {
+            engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), advance.runnableAt()).toMillis());
+            return false;
+        }
+        return status == RunStatus.RUNNABLE;
     }
 
     private boolean compensate(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext runContext)
@@ -226,8 +238,8 @@ final class RollbackExecutor {
         return new ClaimedRun(r.id(), r.saga(), r.messageId(), r.lineage(), r.parentId(), r.rollback(), r.stepIndex(),
                 r.nextStep(), r.stepsDone(), r.history(), r.attempt(), r.started(), r.failedChildren(),
                 r.rollbackSeq(), r.rollbackStage(), r.rollbackCause(), r.resolution(), r.retries(), r.version(),
-                context, r.parentContext(), r.finallyDone(), r.cancellation(), r.topic(), r.payload(),
-                r.claimedAt());
+                context, r.parentContext(), r.finallyDone(), r.pendingChildren(), r.awaited(), r.waitingSince(),
+                r.cancellation(), r.topic(), r.payload(), r.messageCreatedAt(), r.claimedAt());
     }
 
     private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name) throws SQLException {

@@ -17,7 +17,8 @@ final class Sql {
                      r.next_step,
                      r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
-                     r.version, r.context, r.parent_context, r.finally_done, clock_timestamp() AS claimed_at
+                     r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
+                     r.waiting_since, clock_timestamp() AS claimed_at
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -26,7 +27,7 @@ final class Sql {
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
               SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
             )
-            SELECT c.*, m.topic, m.payload::text AS payload,
+            SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
@@ -77,7 +78,9 @@ final class Sql {
                  SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
                      steps_done = ?,
                      history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
-                     attempt = ?, pending_children = ?, failed_children = 0,
+                     attempt = ?, pending_children = ?,
+                     failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
+                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
                      rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
                      runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, clock_timestamp())
                                         WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
@@ -123,7 +126,7 @@ final class Sql {
                                         THEN clock_timestamp() ELSE p.finished_at END,
                      runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
                      version = p.version + 1
-               WHERE p.id = ?::uuid AND p.status = 'WAITING'
+               WHERE p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
               RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.final_step
             ), parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
@@ -150,7 +153,7 @@ final class Sql {
                 FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
             ), woken AS (
               UPDATE {schema}.run r
-                 SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = ?,
+                 SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = ?, awaited = true,
                      rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM targets t
@@ -176,10 +179,31 @@ final class Sql {
              ORDER BY r.parent_seq, r.created_at, r.saga
             """;
 
+    /** How many awaited runs caused by a step instance have not started yet. */
+    static final String COUNT_UNSTARTED = """
+            SELECT count(*)::int FROM {schema}.run
+             WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status = 'RUNNABLE' AND awaited
+            """;
+
+    /**
+     * Stops awaiting the runs caused by a step instance that have not started; runs being started right now (locked)
+     * count as started. Returns how many.
+     */
+    static final String DETACH_UNSTARTED = """
+            WITH d AS (
+              SELECT id FROM {schema}.run
+               WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status = 'RUNNABLE' AND awaited
+               FOR UPDATE SKIP LOCKED
+            ), detached AS (
+              UPDATE {schema}.run r SET awaited = false, version = r.version + 1 FROM d WHERE r.id = d.id RETURNING 1
+            )
+            SELECT count(*)::int FROM detached
+            """;
+
     static final String CHILD_FAILURES = """
             SELECT status, coalesce(failure, '{}'::jsonb)::text
               FROM {schema}.run
-             WHERE parent_id = ? AND parent_seq = ? AND status <> 'COMMITTED'
+             WHERE parent_id = ? AND parent_seq = ? AND status <> 'COMMITTED' AND awaited
              ORDER BY created_at
             """;
 

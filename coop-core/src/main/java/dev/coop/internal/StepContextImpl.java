@@ -203,12 +203,12 @@ final class StepContextImpl<P> implements StepContext<P> {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
         }
-        if (liveness.cancellation() != null) {
-            throw Failures.gaveUp(liveness.cancellation(), source());
-        }
-        Deadline deadline = DeadlineRules.effective(context, false);
-        if (deadline != null && !liveness.now().isBefore(deadline.at())) {
-            throw DeadlineRules.missed(deadline, false, source(), liveness.now());
+        dev.coop.Saga<?> saga = engine.sagas().get(run.saga());
+        Failure reason = engine.strategyOf(saga)
+                .giveUpOnHappyPath(Decisions.facts(run, saga, context, liveness.now(), liveness.cancellation()))
+                .orElse(null);
+        if (reason != null) {
+            throw dev.coop.CooperationException.of(Decisions.gaveUp(reason, source()));
         }
     }
 

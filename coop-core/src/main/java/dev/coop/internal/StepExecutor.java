@@ -5,6 +5,9 @@ import dev.coop.ChildRolledBackException;
 import dev.coop.CooperationException;
 import dev.coop.CoopValidationException;
 import dev.coop.CooperationContext;
+import dev.coop.CooperationStrategy;
+import dev.coop.RunFacts;
+import dev.coop.StartDecision;
 import dev.coop.Deadline;
 import dev.coop.EventType;
 import dev.coop.Failure;
@@ -35,11 +38,13 @@ final class StepExecutor {
     private final EngineContext engine;
     private final Transitions transitions;
     private final RollbackExecutor rollback;
+    private final Decisions decisions;
 
     StepExecutor(EngineContext engine) {
         this.engine = engine;
         this.transitions = new Transitions(engine);
-        this.rollback = new RollbackExecutor(transitions);
+        this.decisions = new Decisions(transitions);
+        this.rollback = new RollbackExecutor(transitions, decisions);
     }
 
     /** @return true when the run is runnable again at once and may continue on this connection */
@@ -75,21 +80,26 @@ final class StepExecutor {
         if (run.rollback()) {
             return rollback.execute(c, run, saga);
         }
-        if (run.cancellation() != null) { // gave up between steps: no step failed, so none is named
-            return transitions.startRollback(c, run, saga, null,
-                    Failures.gaveUp(run.cancellation(), transitions.source(run)).failure(), null);
+        if (run.pendingChildren() > 0) { // the time its strategy asked for came while children still run
+            return decisions.recheck(c, run, saga, false);
+        }
+        CooperationContext context = engine.json().readContext(run.context());
+        CooperationStrategy strategy = decisions.strategy(saga);
+        RunFacts facts = Decisions.facts(run, saga, context, run.claimedAt().toInstant(), run.cancellation());
+        if (!run.started() && strategy.start(facts) instanceof StartDecision.Ignore ignore) {
+            park(c, run, ignore.reason(), "dev.coop.Ignored");
+            return false;
+        }
+        Failure giveUp = strategy.giveUpOnHappyPath(facts).orElse(null);
+        if (giveUp != null) { // gave up between steps: no step failed, so none is named
+            log.info("Run {} (saga {}) gives up: {}", run.id(), run.saga(), giveUp.message());
+            return transitions.startRollback(c, run, saga, null, Decisions.gaveUp(giveUp, transitions.source(run)),
+                    null);
         }
         String unknown = unknownStep(run, saga);
         if (unknown != null) {
-            park(c, run, unknown);
+            park(c, run, unknown, "dev.coop.UnknownStep");
             return false;
-        }
-        CooperationContext context = engine.json().readContext(run.context());
-        Deadline deadline = DeadlineRules.effective(context, false);
-        if (deadline != null && !run.claimedAt().toInstant().isBefore(deadline.at())) {
-            log.info("Run {} (saga {}) missed its deadline {}; giving up", run.id(), run.saga(), deadline.describe());
-            return transitions.startRollback(c, run, saga, null, DeadlineRules.missed(deadline, false,
-                    transitions.source(run), run.claimedAt().toInstant()).failure(), null);
         }
         if (run.failedChildren() > 0) {
             return handleChildFailures(c, run, saga, context);
@@ -285,23 +295,31 @@ final class StepExecutor {
             String contextJson = context.contextJson();
             List<LogEntry> entries = new ArrayList<>(2);
             entries.add(new LogEntry(EventType.SUSPENDED, name, null, context.contextChanged() ? contextJson : null));
-            RunStatus status = children > 0
-                    ? RunStatus.WAITING
-                    : nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE;
-            if (status == RunStatus.COMMITTED) {
-                entries.add(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name()));
-            }
             String nextName = nextStep < saga.steps().size() ? saga.steps().get(nextStep).name() : null;
             String finalName = nextName == null ? saga.steps().getLast().name() : null;
             Advance advance = Advance.from(run).executed(instance, nextStep, nextName, finalName, children)
-                    .status(status).context(contextJson).result(context.result()).runnableAt(wakeAt);
+                    .context(contextJson).result(context.result());
+            if (children > 0) {
+                children = decisions.onWait(c, run, saga, context.context(), false, run.stepsDone(), children,
+                        advance);
+                advance.pending(children);
+            }
+            if (children == 0) {
+                advance.status(nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE)
+                        .runnableAt(wakeAt);
+            }
+            RunStatus status = advance.status();
+            if (status == RunStatus.COMMITTED) {
+                entries.add(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name()));
+            }
+            OffsetDateTime due = advance.runnableAt();
             if (finallyDone != null) {
                 advance.finallyDone(finallyDone);
             }
-            boolean delayed = wakeAt != null && wakeAt.isAfter(run.claimedAt());
+            boolean delayed = due != null && due.isAfter(run.claimedAt());
             boolean runnable = transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
             if (delayed && runnable) {
-                engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), wakeAt).toMillis());
+                engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), due).toMillis());
                 return false;
             }
             return runnable;
@@ -427,9 +445,9 @@ final class StepExecutor {
                 finallyBeforeRollback(c, again, saga, stepDef));
     }
 
-    private void park(Connection c, ClaimedRun run, String reason) throws SQLException {
+    private void park(Connection c, ClaimedRun run, String reason, String type) throws SQLException {
         log.warn("Run {} (saga {}) parked: {}", run.id(), run.saga(), reason);
-        Failure failure = new Failure(reason, "dev.coop.UnknownStep", transitions.source(run), List.of(), List.of());
+        Failure failure = new Failure(reason, type, transitions.source(run), List.of(), List.of());
         transitions.commit(c, run, List.of(),
                 Advance.from(run).status(RunStatus.PARKED).failure(failure.toJson()));
     }

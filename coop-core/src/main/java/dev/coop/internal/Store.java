@@ -35,6 +35,8 @@ public final class Store {
     private final String countOffSql;
     private final String childFailuresSql;
     private final String childResultsSql;
+    private final String countUnstartedSql;
+    private final String detachUnstartedSql;
     private final String probeSql;
     private final String runStatusesSql;
     private final String eventsSql;
@@ -55,6 +57,8 @@ public final class Store {
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
         this.childFailuresSql = schema.sql(Sql.CHILD_FAILURES);
         this.childResultsSql = schema.sql(Sql.CHILD_RESULTS);
+        this.countUnstartedSql = schema.sql(Sql.COUNT_UNSTARTED);
+        this.detachUnstartedSql = schema.sql(Sql.DETACH_UNSTARTED);
         this.probeSql = schema.sql(Sql.PROBE);
         this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
         this.eventsSql = schema.sql(Sql.EVENTS);
@@ -107,8 +111,10 @@ public final class Store {
                     rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
                     rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
                     rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
-                    ints(rs.getArray("finally_done")), rs.getString("cancellation"), rs.getString("topic"),
-                    rs.getString("payload"),
+                    ints(rs.getArray("finally_done")), rs.getInt("pending_children"), rs.getBoolean("awaited"),
+                    rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
+                    rs.getString("topic"), rs.getString("payload"),
+                    rs.getObject("message_created_at", OffsetDateTime.class),
                     rs.getObject("claimed_at", OffsetDateTime.class));
         }
     }
@@ -218,6 +224,8 @@ public final class Store {
             setInteger(ps, ++i, next.historyAppend());
             ps.setInt(++i, next.attempt());
             ps.setInt(++i, next.pendingChildren());
+            ps.setBoolean(++i, next.keepFailedChildren());
+            ps.setInt(++i, next.pendingChildren());
             setInteger(ps, ++i, next.rollbackSeq());
             ps.setString(++i, next.rollbackStage());
             ps.setString(++i, next.rollbackCause());
@@ -235,7 +243,8 @@ public final class Store {
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());
             ps.setBoolean(++i, next.checkCancellation());
-            bindCountOff(ps, i, next.status(), finished ? run.parentId() : null, engine, run.claimedAt());
+            bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
+                    run.claimedAt());
             return readCounted(ps);
         }
     }
@@ -364,6 +373,27 @@ public final class Store {
                 }
             }
             return runs;
+        }
+    }
+
+    /** How many awaited runs caused by step instance {@code seq} of the run have not started. */
+    public int countUnstarted(Connection c, UUID runId, int seq) throws SQLException {
+        return count(c, countUnstartedSql, runId, seq);
+    }
+
+    /** Stops awaiting the runs caused by step instance {@code seq} that have not started; returns how many. */
+    public int detachUnstarted(Connection c, UUID runId, int seq) throws SQLException {
+        return count(c, detachUnstartedSql, runId, seq);
+    }
+
+    private static int count(Connection c, String sql, UUID runId, int seq) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setObject(1, runId);
+            ps.setInt(2, seq);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
         }
     }
 

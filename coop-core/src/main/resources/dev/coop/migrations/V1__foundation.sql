@@ -76,7 +76,9 @@ CREATE TABLE {schema}.run (
   steps_done       int         NOT NULL DEFAULT 0,  -- executed step instances (the next one's sequence number)
   history          int[]       NOT NULL DEFAULT '{}', -- per instance: step index, or -1-index for a handler run
   attempt          int         NOT NULL DEFAULT 1,  -- attempt of the next step under its retry policy
-  pending_children int         NOT NULL DEFAULT 0,  -- unfinished runs caused by the latest instance
+  pending_children int         NOT NULL DEFAULT 0,  -- unfinished awaited runs caused by the latest instance
+  waiting_since    timestamptz,                     -- when the run started waiting for them
+  awaited          boolean     NOT NULL DEFAULT true, -- false: the parent stopped waiting for this run (strategy)
   failed_children  int         NOT NULL DEFAULT 0,  -- of those, how many failed (rolled back / rollback failed)
   rollback_seq     int,                             -- rollback path: the instance being rolled back
   rollback_stage   text CHECK (rollback_stage IN ('START', 'CHILDREN', 'COMPENSATE')),
@@ -152,7 +154,8 @@ BEGIN
                     END);
   RETURN NULL;
 END $$;
--- Fires when a run becomes runnable, and when a runnable run is put to sleep (its due time moves into the future).
+-- Fires when a run becomes runnable, and when a runnable run's due time moves (a sleep, a retry, a barrier timer).
 CREATE TRIGGER run_woken_notify AFTER UPDATE OF status, runnable_at ON {schema}.run
-  FOR EACH ROW WHEN (NEW.status = 'RUNNABLE' AND (OLD.status <> 'RUNNABLE' OR NEW.runnable_at > OLD.runnable_at))
+  FOR EACH ROW WHEN (NEW.status = 'RUNNABLE'
+                     AND (OLD.status <> 'RUNNABLE' OR NEW.runnable_at IS DISTINCT FROM OLD.runnable_at))
   EXECUTE FUNCTION {schema}.notify_woken_run();

@@ -1,0 +1,38 @@
+package dev.coop;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * What a {@link CooperationStrategy} knows about a run when it decides.
+ *
+ * @param root whether the run handles a message launched on the global scope (it has no parent run)
+ * @param started whether the run executed anything yet
+ * @param nextStep the step it would execute next (null when only its commit or rollback is left)
+ * @param messageCreatedAt when its message was launched
+ * @param now the database's clock, now
+ * @param cancellation the cancellation of its scope (or one above), if any
+ */
+public record RunFacts(UUID runId, String saga, MessageId message, Lineage lineage, boolean root, boolean started,
+        String nextStep, Instant messageCreatedAt, Instant now, CooperationContext context,
+        Optional<Failure> cancellation) {
+
+    /**
+     * The deadline of the path (happy or rollback; the absolute one applies to both) when it passed, as a
+     * {@link DeadlineMissedException} failure naming it, its source and its trace.
+     */
+    public Optional<Failure> missedDeadline(boolean rollbackPath) {
+        Deadline path = context.get(rollbackPath ? Deadlines.ROLLBACK_PATH : Deadlines.HAPPY_PATH).orElse(null);
+        Deadline absolute = context.get(Deadlines.ABSOLUTE).orElse(null);
+        Deadline d = path == null
+                ? absolute
+                : absolute == null || !absolute.at().isBefore(path.at()) ? path : absolute;
+        if (d == null || now.isBefore(d.at())) {
+            return Optional.empty();
+        }
+        return Optional.of(new Failure((rollbackPath ? "Rollback" : "Happy-path") + " deadline " + d.describe()
+                + " passed at " + now, DeadlineMissedException.TYPE, saga, List.of(), List.of()));
+    }
+}
