@@ -1,0 +1,152 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.Payloads.Empty;
+import dev.coop.test.Await;
+import dev.coop.test.CoopDatabase;
+import dev.coop.test.StepGate;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+class StrategyTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(20);
+
+    /** Registers a saga in the topology and leaves no engine running it: its service is "down". */
+    private static void registerWithoutRunning(DataSource dataSource, Saga<?> saga) {
+        Coop.engine(dataSource).name("gone").register(saga).start().close();
+    }
+
+    @Test
+    void the_time_window_strategy_waits_only_for_children_that_start_within_the_window(DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("window-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("window-child", Empty.class);
+        List<String> trace = new CopyOnWriteArrayList<>();
+        StepGate fastChild = new StepGate();
+        Saga<Empty> root = Saga.on(rootTopic, "window-root-handler")
+                .strategy(Strategies.timeWindow(Duration.ofMillis(300)))
+                .step("emit", step -> step.launch(childTopic, new Empty()))
+                .step("after", step -> trace.add("root resumed"))
+                .build();
+        Saga<Empty> fast = Saga.on(childTopic, "window-fast-handler")
+                .step("work", step -> {
+                    fastChild.pass(); // started within the window, finishes after it
+                    trace.add("fast child done");
+                })
+                .build();
+        Saga<Empty> down = Saga.on(childTopic, "window-down-handler")
+                .step("work", step -> trace.add("late child ran"))
+                .build();
+        registerWithoutRunning(dataSource, down);
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, fast).start()) {
+            MessageId id = engine.client().launch(rootTopic, new Empty());
+            fastChild.awaitArrivals(1, WAIT);
+            // the window ends while the fast child is still running: the root keeps waiting for it, not the other
+            Await.until("the root to stop waiting for the child that never started", WAIT,
+                    () -> engine.client().tree(id).toString().contains("WAITING"));
+            assertThat(trace).isEmpty();
+            fastChild.open();
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(trace).containsExactly("fast child done", "root resumed");
+        }
+        // the late child still runs when its service comes back; the root, long done, is not affected
+        try (CoopEngine late = Coop.engine(dataSource).register(down).start()) {
+            Await.until("the late child to run", WAIT, () -> trace.contains("late child ran"));
+        }
+    }
+
+    @Test
+    void a_custom_strategy_gives_up_and_times_the_barrier(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("custom-strategy", Empty.class);
+        Topic<Empty> childTopic = Topic.of("custom-strategy-child", Empty.class);
+        ContextKey<Boolean> killSwitch = ContextKey.of("kill-switch", Boolean.class);
+        List<String> barrierCalls = new CopyOnWriteArrayList<>();
+        CooperationStrategy strategy = new CooperationStrategy() {
+            @Override
+            public Optional<Failure> giveUpOnHappyPath(RunFacts run) {
+                if ("dangerous".equals(run.nextStep()) && run.context().get(killSwitch).orElse(false)) {
+                    return Optional.of(new Failure("the kill switch is on", "example.KillSwitch", run.saga(),
+                            List.of(), List.of()));
+                }
+                return CooperationStrategy.super.giveUpOnHappyPath(run);
+            }
+
+            @Override
+            public BarrierDecision resumeHappyPath(Barrier barrier) {
+                barrierCalls.add("pending " + barrier.pending());
+                return barrierCalls.size() == 1
+                        ? BarrierDecision.waitUntil(barrier.run().now().plusMillis(200))
+                        : BarrierDecision.WAIT;
+            }
+        };
+        StepGate child = new StepGate();
+        Saga<Empty> saga = Saga.on(topic, "custom-strategy-handler")
+                .step("safe", step -> step.launch(childTopic, new Empty()))
+                .step("dangerous", step -> {
+                })
+                .build();
+        Saga<Empty> childSaga = Saga.on(childTopic, "custom-strategy-child-handler")
+                .step("slow", step -> child.pass())
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).strategy(strategy).register(saga, childSaga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty(), CooperationContext.of(killSwitch, true));
+            child.awaitArrivals(1, WAIT);
+            Await.until("the barrier to be asked again after 200 ms", WAIT, () -> barrierCalls.size() == 2);
+            child.open();
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(barrierCalls).containsExactly("pending 1", "pending 1");
+            Event rollingBack = engine.client().events(id).stream()
+                    .filter(e -> e.type() == EventType.ROLLING_BACK && "custom-strategy-handler".equals(e.saga()))
+                    .findFirst().orElseThrow();
+            Failure failure = Failure.fromJson(rollingBack.exception());
+            assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
+            assertThat(failure.causes().getFirst().message()).isEqualTo("the kill switch is on");
+
+            MessageId off = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(off, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+    }
+
+    @Test
+    void the_cut_off_start_rule_ignores_old_hierarchies_without_stranding_those_in_flight(DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("cutoff-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("cutoff-child", Empty.class);
+        Saga<Empty> root = Saga.on(rootTopic, "cutoff-root-handler")
+                .step("emit", step -> step.launch(childTopic, new Empty()))
+                .step("after", step -> {
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "cutoff-child-handler").step("work", step -> {
+        }).build();
+        registerWithoutRunning(dataSource, child);
+        CoopClient client = Coop.client(dataSource);
+        MessageId inFlight;
+        try (CoopEngine before = Coop.engine(dataSource).register(root).start()) {
+            inFlight = client.launch(rootTopic, new Empty());
+            Await.until("the in-flight root to wait for its child", WAIT,
+                    () -> client.statuses(inFlight).contains(RunStatus.WAITING));
+        }
+        MessageId backlog = client.launch(rootTopic, new Empty()); // launched while no engine ran: the backlog
+        Instant cutoff = client.databaseTime();
+        MessageId fresh = client.launch(rootTopic, new Empty());
+        CooperationStrategy rule = Strategies.ignoringHierarchiesOlderThan(cutoff, Strategies.standard());
+        try (CoopEngine after = Coop.engine(dataSource).strategy(rule).register(root, child).start()) {
+            assertThat(client.awaitCompletion(fresh, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.awaitCompletion(inFlight, WAIT)).isEqualTo(Outcome.COMMITTED); // its child started
+            Await.until("the backlog to be parked", WAIT,
+                    () -> client.statuses(backlog).contains(RunStatus.PARKED));
+            ParkedRun parked = client.parkedRuns(10).stream().filter(p -> p.messageId().equals(backlog))
+                    .findFirst().orElseThrow();
+            assertThat(parked.failure().message()).contains("before the cut-off " + cutoff);
+        }
+    }
+}
