@@ -83,9 +83,9 @@ public final class Demo {
         }
         long designed = results.stream().filter(Result::asDesigned).count();
         out.println();
-        out.printf("%d of %d scenarios ended as designed (%d skipped); they took %.1f s.%n", designed, results.size(),
-                results.stream().filter(r -> r.verdict() == Scenarios.Verdict.SKIPPED).count(),
-                (System.nanoTime() - start) / 1e9);
+        long skipped = results.stream().filter(r -> r.verdict() == Scenarios.Verdict.SKIPPED).count();
+        out.printf("%d of %d scenarios ended as designed%s; they took %.1f s.%n", designed, results.size(),
+                skipped == 0 ? "" : " (" + skipped + " skipped)", (System.nanoTime() - start) / 1e9);
         return designed == results.size();
     }
 

@@ -6,6 +6,10 @@ import dev.coop.CancellationRequestedException;
 import dev.coop.Coop;
 import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
+import dev.coop.CooperationContext;
+import dev.coop.Deadline;
+import dev.coop.DeadlineMissedException;
+import dev.coop.Deadlines;
 import dev.coop.Failure;
 import dev.coop.Hierarchy;
 import dev.coop.MessageId;
@@ -211,10 +215,53 @@ public final class Scenarios implements AutoCloseable {
         return result(3, "a flaky step is retried", run, summary, checks);
     }
 
-    /** 4: deadlines do not exist yet. */
-    public Result deadlineIsMissed() {
-        return new Result(4, "a deadline is missed", Verdict.SKIPPED, null,
-                "skipped: deadlines arrive with the context/time issue", null, List.of());
+    /**
+     * 4: the customer is promised an answer within three seconds (a happy-path deadline in the launch's context,
+     * inherited by every run of the onboarding); the ERP is slow, billing's invoicing step notices the deadline
+     * passed, gives up, and everything rolls back.
+     */
+    public Result deadlineIsMissed() throws Exception {
+        NewCustomer customer = customer("alan", "Alan Turing", "basic");
+        Hold erp = world.erpHangs(customer.accountId());
+        progress.restart();
+        String source = "onboarding web form (answers within 3 s)";
+        CooperationContext context = CooperationContext.of(Deadlines.HAPPY_PATH,
+                Deadline.at(client.databaseTime().plusSeconds(3), source));
+        MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer, context);
+        Outcome outcome;
+        try {
+            outcome = client.awaitCompletion(id, WAIT);
+        } finally {
+            erp.release();
+        }
+        Run run = new Run(id, outcome, client.tree(id));
+        Hierarchy tree = run.tree();
+        List<Check> checks = new ArrayList<>();
+        checks.add(new Check("the onboarding rolled back", outcome == Outcome.ROLLED_BACK));
+        RunView invoicing = find(tree, "invoicing");
+        checks.add(new Check("billing's invoicing step, waiting for the ERP, gave up when the deadline passed",
+                invoicing != null && invoicing.status() == RunStatus.ROLLED_BACK && invoicing.failure() != null
+                        && mentionsType(invoicing.failure(), DeadlineMissedException.TYPE, source)));
+        RunView onboarding = tree.runs().getFirst();
+        checks.add(new Check("the onboarding's failure names the missed deadline",
+                onboarding.failure() != null && mentionsType(onboarding.failure(), DeadlineMissedException.TYPE,
+                        source)));
+        List<String> order = compensationOrderViolations(tree);
+        checks.add(new Check("every run was compensated after the runs it caused" + details(order), order.isEmpty()));
+        Map<String, Integer> rows = Onboarding.rowsOf(data, customer.accountId());
+        checks.add(new Check("nothing is left in any service and no welcome e-mail went out " + rows,
+                rows.values().stream().allMatch(n -> n == 0)));
+        String summary = outcome + ": the web form's 3 s deadline passed while billing waited for the ERP; the "
+                + "waiting step gave up, " + compensations(tree) + " compensations ran, children first";
+        return result(4, "a deadline is missed", run, summary, checks);
+    }
+
+    /** Whether the failure or one of its causes is of {@code type} and mentions {@code text}. */
+    private static boolean mentionsType(Failure failure, String type, String text) {
+        if (failure.type().equals(type) && failure.message().contains(text)) {
+            return true;
+        }
+        return failure.causes().stream().anyMatch(c -> mentionsType(c, type, text));
     }
 
     /** 5: an operator cancels an onboarding while billing waits for the ERP; everything rolls back. */

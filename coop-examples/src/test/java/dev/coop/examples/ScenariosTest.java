@@ -72,11 +72,11 @@ class ScenariosTest {
     }
 
     @Test
-    void the_deadline_scenario_is_skipped_until_deadlines_exist() {
+    void a_missed_deadline_makes_the_waiting_step_give_up_and_everything_roll_back() throws Exception {
         Result result = scenarios.deadlineIsMissed();
-        assertThat(result.verdict()).isEqualTo(Verdict.SKIPPED);
-        assertThat(result.asDesigned()).isTrue();
-        assertThat(result.summary()).isEqualTo("skipped: deadlines arrive with the context/time issue");
+        assertAsDesigned(result, Outcome.ROLLED_BACK);
+        assertThat(Renderers.text().render(result.tree())).contains("DeadlineMissedException: Happy-path deadline")
+                .contains("set by onboarding web form (answers within 3 s)");
     }
 
     @Test
@@ -97,7 +97,7 @@ class ScenariosTest {
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertThat(ok).as(output).isTrue();
         assertThat(output).contains("`- onboarding on onboarding-requested", "4  a deadline is missed",
-                "5 of 5 scenarios ended as designed (1 skipped)");
+                "5 of 5 scenarios ended as designed;");
         assertThat(progress.toString(StandardCharsets.UTF_8)).contains("accounts  onboarding / create-account",
                 "operator  operator / cancel");
         assertThat(output.chars().allMatch(c -> c < 128)).as("ASCII only").isTrue();
