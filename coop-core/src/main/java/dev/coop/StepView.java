@@ -12,9 +12,17 @@ import java.util.List;
  * @param endedAt when it committed, or when its failure was recorded
  * @param launched the messages it launched
  * @param failure what it failed with, or null
+ * @param iteration which execution of the step this was (loops run a step more than once), starting at 1; for
+ *        rollback transactions, the iteration they undo
  */
 public record StepView(String name, Kind kind, String engine, OffsetDateTime startedAt, OffsetDateTime endedAt,
-        List<MessageId> launched, Failure failure) {
+        List<MessageId> launched, Failure failure, int iteration) {
+
+    /** A transaction of a step that ran once. */
+    public StepView(String name, Kind kind, String engine, OffsetDateTime startedAt, OffsetDateTime endedAt,
+            List<MessageId> launched, Failure failure) {
+        this(name, kind, engine, startedAt, endedAt, launched, failure, 1);
+    }
 
     /** What kind of transaction it was. */
     public enum Kind {

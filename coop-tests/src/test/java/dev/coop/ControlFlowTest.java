@@ -90,6 +90,9 @@ class ControlFlowTest {
             MessageId id = engine.client().launch(topic, new Empty());
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(compensated).containsExactly("loop 3", "loop 2", "loop 1");
+            String tree = dev.coop.render.Renderers.text().render(engine.client().tree(id));
+            assertThat(tree).contains("loop #2  step", "loop #3  step", "loop #3  compensation",
+                    "loop #2  compensation").doesNotContain("skipped");
         }
     }
 

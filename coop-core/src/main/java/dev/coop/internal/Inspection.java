@@ -166,7 +166,49 @@ public final class Inspection {
                 }
             }
         }
-        return steps;
+        return numbered(steps);
+    }
+
+    /**
+     * Numbers the executions of steps run more than once (loops): the n-th execution of a step is iteration n; the
+     * rollback transactions of a step undo its iterations newest first.
+     */
+    private static List<StepView> numbered(List<StepView> steps) {
+        Map<String, Integer> executed = new HashMap<>();
+        for (StepView s : steps) {
+            if (s.kind() == StepView.Kind.STEP && s.failure() == null) {
+                executed.merge(s.name(), 1, Integer::sum);
+            }
+        }
+        if (executed.values().stream().allMatch(n -> n == 1)) {
+            return steps;
+        }
+        Map<String, Integer> seen = new HashMap<>();
+        Map<String, Integer> undone = new HashMap<>();
+        List<StepView> numbered = new ArrayList<>(steps.size());
+        for (StepView s : steps) {
+            int iteration = switch (s.kind()) {
+                case STEP, CHILD_FAILURE_HANDLER -> s.kind() == StepView.Kind.STEP
+                        ? seen.merge(s.name(), 1, Integer::sum)
+                        : Math.max(1, seen.getOrDefault(s.name().replace(LogNames.HANDLER_SUFFIX, ""), 1));
+                case ROLLBACK_CHILDREN -> executed.getOrDefault(undoneStep(s.name(), LogNames.CHILDREN_SUFFIX), 1)
+                        - undone.getOrDefault(undoneStep(s.name(), LogNames.CHILDREN_SUFFIX), 0);
+                case COMPENSATION -> {
+                    String step = undoneStep(s.name(), "");
+                    int n = executed.getOrDefault(step, 1) - undone.getOrDefault(step, 0);
+                    undone.merge(step, 1, Integer::sum);
+                    yield n;
+                }
+            };
+            numbered.add(new StepView(s.name(), s.kind(), s.engine(), s.startedAt(), s.endedAt(), s.launched(),
+                    s.failure(), Math.max(1, iteration)));
+        }
+        return numbered;
+    }
+
+    private static String undoneStep(String name, String suffix) {
+        String s = name.startsWith(LogNames.ROLLBACK_PREFIX) ? name.substring(LogNames.ROLLBACK_PREFIX.length()) : name;
+        return !suffix.isEmpty() && s.endsWith(suffix) ? s.substring(0, s.length() - suffix.length()) : s;
     }
 
     private static StepView step(Event e, List<MessageId> launched, Failure failure) {

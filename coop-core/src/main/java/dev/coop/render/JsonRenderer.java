@@ -104,6 +104,9 @@ public final class JsonRenderer {
         ArrayNode launched = n.putArray("launched");
         s.launched().forEach(m -> launched.add(m.toString()));
         n.set("failure", failure(s.failure()));
+        if (s.iteration() > 1) {
+            n.put("iteration", s.iteration());
+        }
         return n;
     }
 
@@ -131,7 +134,7 @@ public final class JsonRenderer {
         return new StepView(text(n, "name"), StepView.Kind.valueOf(text(n, "kind")), text(n, "engine"),
                 readTime(n, "startedAt"), readTime(n, "endedAt"),
                 list(n.get("launched"), m -> new MessageId(UUID.fromString(m.asText()))),
-                readFailure(n.get("failure")));
+                readFailure(n.get("failure")), n.path("iteration").asInt(1));
     }
 
     // ---- event logs

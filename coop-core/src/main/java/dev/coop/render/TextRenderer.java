@@ -305,7 +305,11 @@ public final class TextRenderer {
             marker = yellow(marker);
         }
         StringBuilder s = new StringBuilder();
-        s.append(marker).append(' ').append(name).append("  ").append(kind);
+        s.append(marker).append(' ').append(name);
+        if (step.iteration() > 1) {
+            s.append(" #").append(step.iteration());
+        }
+        s.append("  ").append(kind);
         if (step.engine() != null) {
             s.append("  ").append(dim(step.engine()));
         }
