@@ -199,6 +199,20 @@ public final class Bench {
                 }
                 report.workloads.put("wakeup", all);
             }
+            case "timers" -> {
+                int samples = o.quick ? 50 : 200;
+                Runs runs = Runs.repeat("timers", o.warmups, o.runs, (i, warm) -> {
+                    try (RunEnv env = RunEnv.fresh(o, "timers", false)) {
+                        return Timers.once(o, env, samples, "r" + i);
+                    }
+                });
+                report.workloads.put("timers", runs.toMap());
+                String name = "due times, " + samples + " delayed launches over 2 s, idle engine";
+                report.row(name, "start after due p50 ms", runs, "latenessP50Ms", null, null, null);
+                double p99 = runs.median("latenessP99Ms");
+                report.row(name, "start after due p99 ms", runs, "latenessP99Ms", null, "<= 100 ms", p99 <= 100);
+                report.row(name, "start after due max ms", runs, "latenessMaxMs", null, null, null);
+            }
             case "history" -> History.run(o, report);
             case "idle" -> Idle.run(o, report);
             case "bigfanout" -> {

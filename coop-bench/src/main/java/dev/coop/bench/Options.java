@@ -12,8 +12,8 @@ import java.util.Set;
 
 /** The benchmark's parameters: defaults from the benchmark issue, {@code --quick} for a smoke run, then overrides. */
 final class Options {
-    static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "history", "idle",
-            "bigfanout", "profile");
+    static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
+            "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
     static final List<String> OPTIONAL_WORKLOADS = List.of("experiments");
 

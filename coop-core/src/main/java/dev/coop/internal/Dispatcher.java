@@ -121,17 +121,21 @@ final class Dispatcher {
     }
 
     /** Records a probe: sagas due now become ready; the next probe is at the earliest future due time. */
-    void probed(Map<String, Long> dueMillis) {
+    void probed(Map<String, Store.Due> dues) {
         lock.lock();
         try {
             probing = false;
             long now = System.nanoTime();
             long next = now + pollNanos;
-            for (Map.Entry<String, Long> e : dueMillis.entrySet()) {
-                if (e.getValue() <= 0) {
+            for (Map.Entry<String, Store.Due> e : dues.entrySet()) {
+                Store.Due due = e.getValue();
+                if (due.firstMillis() <= 0) {
                     markReady(e.getKey());
                 } else {
-                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(e.getValue()));
+                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(due.firstMillis()));
+                }
+                if (due.nextMillis() != null) {
+                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(Math.max(0, due.nextMillis())));
                 }
             }
             nextProbe = next;

@@ -207,12 +207,19 @@ final class Sql {
              ORDER BY created_at
             """;
 
-    /** Probe: per saga, milliseconds until its earliest runnable run is due; one index probe per saga. */
+    /**
+     * Probe: per saga, milliseconds until its earliest runnable run is due, and until the earliest one due in the
+     * future (which the first hides when it is due now); two index probes per saga.
+     */
     static final String PROBE = """
-            SELECT s.saga, floor(extract(epoch FROM (d.due - clock_timestamp())) * 1000)::bigint
+            SELECT s.saga, floor(extract(epoch FROM (d.due - clock_timestamp())) * 1000)::bigint,
+                   ceil(extract(epoch FROM (f.due - clock_timestamp())) * 1000)::bigint
               FROM unnest(?::text[]) AS s(saga)
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
                                    WHERE r.saga = s.saga AND r.status = 'RUNNABLE') d
+              CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
+                                   WHERE r.saga = s.saga AND r.status = 'RUNNABLE'
+                                     AND r.runnable_at > clock_timestamp()) f
              WHERE d.due IS NOT NULL
             """;
 

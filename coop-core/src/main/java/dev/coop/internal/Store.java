@@ -417,16 +417,22 @@ public final class Store {
     }
 
     /**
-     * For each saga, how many milliseconds until its earliest runnable run is due (zero or less: due now); sagas
-     * without runnable runs are absent. One index probe per saga.
+     * When a saga's runnable runs are due.
+     *
+     * @param firstMillis milliseconds until the earliest is due (zero or less: due now)
+     * @param nextMillis milliseconds until the earliest due in the future, or null when none is
      */
-    public Map<String, Long> probe(Connection c, List<String> sagas) throws SQLException {
+    public record Due(long firstMillis, Long nextMillis) {
+    }
+
+    /** For each saga with runnable runs, when they are due; two index probes per saga. */
+    public Map<String, Due> probe(Connection c, List<String> sagas) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(probeSql)) {
             ps.setArray(1, c.createArrayOf("text", sagas.toArray()));
-            Map<String, Long> due = new HashMap<>();
+            Map<String, Due> due = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    due.put(rs.getString(1), rs.getLong(2));
+                    due.put(rs.getString(1), new Due(rs.getLong(2), rs.getObject(3, Long.class)));
                 }
             }
             return due;

@@ -57,7 +57,7 @@ final class Worker implements Runnable {
     }
 
     private void probe() throws SQLException {
-        Map<String, Long> due;
+        Map<String, Store.Due> due;
         try (Connection c = engine.dataSource().getConnection()) {
             due = engine.store().probe(c, engine.sagas().keySet().stream().toList());
         }
