@@ -141,7 +141,7 @@ final class StepExecutor {
                 wake[0] = step.wakeAt().at(context);
             }
         }, context);
-        int next = thrown == null ? -1 : 0;
+        int next = -1;
         if (thrown == null) {
             try {
                 next = nextStep(saga, run.stepIndex(), flow[0]);

@@ -24,6 +24,10 @@ import java.util.UUID;
  * launched a message in its scope when an EMITTED row carries the run's lineage and the step's name and was written
  * in the step's transaction (after the run's previous SUSPENDED, before the step's own). A message launched on the
  * global scope has a lineage of one element and is nobody's child.
+ *
+ * <p>
+ * The barrier check assumes every child is awaited, as under the standard strategy; a strategy that stops waiting for
+ * children that did not start in time ({@code Strategies.timeWindow}) lets a parent go on before those finish.
  */
 public final class Invariants {
     private static final Set<EventType> RUN_EVENTS = EnumSet.of(EventType.SEEN, EventType.SUSPENDED,
