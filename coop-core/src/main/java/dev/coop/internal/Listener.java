@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -23,12 +24,16 @@ final class Listener implements Runnable {
     private final SchemaName schema;
     private final Dispatcher dispatcher;
     private final String engineId;
+    private final Consumer<String> wake;
 
-    Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId) {
+    /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
+    Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId,
+            Consumer<String> wake) {
         this.dataSource = dataSource;
         this.schema = schema;
         this.dispatcher = dispatcher;
         this.engineId = engineId;
+        this.wake = wake;
     }
 
     @Override
@@ -41,13 +46,14 @@ final class Listener implements Runnable {
                     st.execute("LISTEN " + schema.channel());
                 }
                 dispatcher.probeNow(); // anything that happened while we were not listening
+                wake.accept(ScheduleTimer.NOTIFICATION); // schedules too
                 backoff = 50;
                 PGConnection pg = c.unwrap(PGConnection.class);
                 while (!dispatcher.stopped()) {
                     PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
                     if (notifications != null) {
                         for (PGNotification n : notifications) {
-                            dispatcher.wake(n.getParameter());
+                            wake.accept(n.getParameter());
                         }
                     }
                 }
