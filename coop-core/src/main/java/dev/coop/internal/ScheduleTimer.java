@@ -69,41 +69,56 @@ final class ScheduleTimer implements Runnable {
         }
     }
 
-    /** Fires every due period, then returns how long to wait before looking again. */
+    /**
+     * Reads how long until the next period is due (one index probe, the only statement of an idle cycle); when one
+     * is due, fires every due period, each in its own transaction, and reads again. Returns how long to wait.
+     */
     private long fireDueAndMeasure() throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            int handled = 0;
+            boolean autoCommit = c.getAutoCommit();
             try {
-                while (handled < BATCH && !stopped()) {
-                    Schedules.Fired fired = schedules.fireNext(c, store, engineId);
-                    c.commit();
-                    if (fired == null) {
-                        break;
+                for (int round = 0; round < BATCH && !stopped(); round++) {
+                    c.setAutoCommit(true);
+                    Long millis = schedules.millisUntilNextDue(c);
+                    if (millis == null) {
+                        return pollNanos;
                     }
-                    handled++;
-                    if (fired.message() != null) {
-                        log.debug("Engine {} fired schedule '{}': message {}", engineId, fired.schedule(),
-                                fired.message());
+                    if (millis > 0) {
+                        return Math.min(pollNanos, TimeUnit.MILLISECONDS.toNanos(millis));
                     }
-                    fired.created().keySet().forEach(localWake);
+                    c.setAutoCommit(false);
+                    if (fireDue(c) == 0) {
+                        return BUSY_PAUSE_NANOS; // due, but locked by another engine firing it right now
+                    }
                 }
-                if (handled == BATCH) {
-                    return 0;
-                }
-                Long millis = schedules.millisUntilNextDue(c);
-                c.commit();
-                if (millis == null) {
-                    return pollNanos;
-                }
-                if (millis <= 0) {
-                    return BUSY_PAUSE_NANOS; // due, but locked by another engine firing it right now
-                }
-                return Math.min(pollNanos, TimeUnit.MILLISECONDS.toNanos(millis));
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
+                return 0;
+            } finally {
+                c.setAutoCommit(autoCommit);
             }
+        }
+    }
+
+    /** Fires due periods, one transaction each, until none is left (or a batch is done); returns how many. */
+    private int fireDue(Connection c) throws SQLException {
+        int handled = 0;
+        try {
+            while (handled < BATCH && !stopped()) {
+                Schedules.Fired fired = schedules.fireNext(c, store, engineId);
+                c.commit();
+                if (fired == null) {
+                    break;
+                }
+                handled++;
+                if (fired.message() != null) {
+                    log.debug("Engine {} fired schedule '{}': message {}", engineId, fired.schedule(),
+                            fired.message());
+                }
+                fired.created().keySet().forEach(localWake);
+            }
+            return handled;
+        } catch (SQLException | RuntimeException e) {
+            c.rollback();
+            throw e;
         }
     }
 
