@@ -7,6 +7,9 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.ScheduleTimes;
 import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
+import dev.coop.test.CoopTables;
+import dev.coop.test.EventLog;
+import dev.coop.test.Invariants;
 import dev.coop.test.StepGate;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -77,6 +80,11 @@ class ScheduleTest {
             Await.until("the messages to commit", WAIT,
                     () -> fires.stream().limit(3).allMatch(f -> engine.client().statuses(new MessageId(f.id()))
                             .equals(List.of(RunStatus.COMMITTED))));
+            List<Event> log = engine.client().events(new MessageId(fires.getFirst().id()));
+            assertThat(EventLog.rows(log)).containsExactly("EMITTED - -", "SEEN period-counter -",
+                    "SUSPENDED period-counter count", "COMMITTED period-counter count");
+            assertThat(log.getFirst().engine()).isEqualTo(engine.id());
+            assertThat(engine.client().tree(new MessageId(fires.getFirst().id())).runs()).hasSize(1);
             ScheduleSummary now = summary(engine.client(), "every-second");
             assertThat(now.lastMessage()).isNotNull();
             assertThat(now.nextDue()).isAfter(now.lastFiredAt());
@@ -336,6 +344,10 @@ class ScheduleTest {
             }
             assertThat(fires(dataSource, topic)).extracting(Fire::engine)
                     .allMatch(id -> engines.stream().anyMatch(engine -> engine.id().equals(id)));
+            for (Fire fire : fires(dataSource, topic)) {
+                client.awaitCompletion(new MessageId(fire.id()), WAIT);
+            }
+            Invariants.assertAll(CoopTables.of(dataSource).allEvents());
         } finally {
             engines.forEach(CoopEngine::close);
         }
