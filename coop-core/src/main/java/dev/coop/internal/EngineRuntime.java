@@ -23,7 +23,7 @@ public final class EngineRuntime {
     private final Topology topology;
     private final List<Thread> workers = new ArrayList<>();
     private Thread listenerThread;
-    private ScheduleTimer timer;
+    private final ScheduleTimer timer;
     private Thread timerThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
@@ -41,6 +41,10 @@ public final class EngineRuntime {
         this.context = new EngineContext(config.engineId(), config.dataSource(), new Store(config.schema()),
                 config.json(), config.sagas(), dispatcher, new Completions());
         this.topology = new Topology(config.schema());
+        this.timer = config.schedules()
+                ? new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
+                        config.pollInterval().toNanos(), context.dispatcher()::wake)
+                : null;
     }
 
     /** Registers the sagas in the topology, then starts the listener and the workers. */
@@ -56,9 +60,7 @@ public final class EngineRuntime {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
                     config.engineId(), this::wake), "listener");
         }
-        if (config.schedules()) {
-            timer = new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
-                    config.pollInterval().toNanos(), context.dispatcher()::wake);
+        if (timer != null) {
             timerThread = thread(timer, "schedules");
         }
         for (int i = 0; i < config.workers(); i++) {
