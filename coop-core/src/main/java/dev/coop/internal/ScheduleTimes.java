@@ -2,6 +2,7 @@ package dev.coop.internal;
 
 import com.cronutils.model.Cron;
 import com.cronutils.model.CronType;
+import com.cronutils.model.definition.CronDefinition;
 import com.cronutils.model.definition.CronDefinitionBuilder;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
@@ -21,11 +22,15 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code #} supported). Both number days of the week 0-7 with Sunday as 0 and 7.
  */
 public final class ScheduleTimes {
-    private static final CronParser UNIX = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
-    private static final CronParser WITH_SECONDS = new CronParser(
-            CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING53));
+    private static final CronDefinition UNIX = CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX);
+    private static final CronDefinition WITH_SECONDS = CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING53);
+    /**
+     * Parsed expressions. cron-utils' execution times are immutable once built (final fields; computing a time
+     * allocates), so they are shared; parsers are not cached. Parsing costs up to milliseconds in code that runs once
+     * per period and so stays cold, which would make every cron period fire that much late.
+     */
     private static final Map<String, ExecutionTime> PARSED = new ConcurrentHashMap<>();
-    private static final int MAX_CACHED = 1_000;
+    private static final int MAX_CACHED = 10_000;
 
     private ScheduleTimes() {
     }
@@ -42,16 +47,16 @@ public final class ScheduleTimes {
         }
         String text = expression.strip();
         int fields = text.isEmpty() ? 0 : text.split("\\s+").length;
-        CronParser parser;
+        CronDefinition definition;
         if (fields == 5) {
-            parser = UNIX;
+            definition = UNIX;
         } else if (fields == 6 || (fields == 1 && text.startsWith("@"))) {
-            parser = WITH_SECONDS;
+            definition = WITH_SECONDS;
         } else {
             throw new IllegalArgumentException("expected 5 fields (minute hour day-of-month month day-of-week) or 6"
                     + " (a seconds field first), found " + fields);
         }
-        Cron cron = parser.parse(text);
+        Cron cron = new CronParser(definition).parse(text);
         cron.validate();
         ExecutionTime parsed = ExecutionTime.forCron(cron);
         if (PARSED.size() < MAX_CACHED) {
@@ -97,9 +102,10 @@ public final class ScheduleTimes {
         ZoneId zone = schedule.zone();
         // cron-utils keeps the fraction of a second of its reference time; cron times are whole seconds
         ZonedDateTime from = after.truncatedTo(ChronoUnit.SECONDS).atZone(zone);
-        ZonedDateTime next = parse(schedule.cron()).nextExecution(from).orElse(null);
+        ExecutionTime times = parse(schedule.cron());
+        ZonedDateTime next = times.nextExecution(from).orElse(null);
         for (int i = 0; next != null && !next.toInstant().isAfter(after) && i < 3; i++) {
-            next = parse(schedule.cron()).nextExecution(next).orElse(null); // defensive: strictly after
+            next = times.nextExecution(next).orElse(null); // defensive: strictly after
         }
         return next == null || !next.toInstant().isAfter(after) ? null : next.toInstant();
     }
