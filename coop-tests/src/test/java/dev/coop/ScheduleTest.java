@@ -354,6 +354,20 @@ class ScheduleTest {
     }
 
     @Test
+    void only_engines_with_schedules_on_fire_them(DataSource dataSource) {
+        Topic<Tick> topic = Topic.of("opt-out-ticks", Tick.class);
+        Saga<Tick> saga = Saga.on(topic, "opt-out-handler").step("count", step -> {
+        }).build();
+        try (CoopEngine quiet = Coop.engine(db.newDataSource(12)).name("quiet").schedules(false).register(saga)
+                .start();
+                CoopEngine firing = Coop.engine(db.newDataSource(12)).name("firing").register(saga).start()) {
+            quiet.client().schedule("opt-out", topic, new Tick("q"), Schedule.every(SECOND));
+            Await.until("three periods", WAIT, () -> fires(dataSource, topic).size() >= 3);
+            assertThat(fires(dataSource, topic)).extracting(Fire::engine).containsOnly(firing.id());
+        }
+    }
+
+    @Test
     void a_schedule_survives_an_engine_restart_and_fires_missed_periods_once(DataSource dataSource) {
         Topic<Tick> topic = Topic.of("restart-ticks", Tick.class);
         Saga<Tick> saga = Saga.on(topic, "restart-handler").step("count", step -> {
