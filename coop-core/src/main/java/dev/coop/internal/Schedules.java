@@ -62,6 +62,7 @@ public final class Schedules {
         // the due schedule waiting longest; several engines never take the same one (row lock until commit)
         this.claimDueSql = schema.sql("""
                 SELECT %s, clock_timestamp() AS now,
+                       coalesce(last_skipped_at > last_fired_at, false) AS skipping,
                        (overlap OR last_message_id IS NULL OR NOT EXISTS (
                           SELECT 1 FROM {schema}.run r
                            WHERE r.message_id = s.last_message_id
@@ -181,8 +182,12 @@ public final class Schedules {
             Instant next = ScheduleTimes.next(schedule, due, now);
             if (!rs.getBoolean("may_fire")) {
                 UUID last = rs.getObject("last_message_id", UUID.class);
-                log.info("Schedule '{}' skipped the period due at {}: message {} of the previous period still runs",
-                        name, due, last);
+                if (rs.getBoolean("skipping")) {
+                    log.debug("Schedule '{}' skipped the period due at {}: message {} still runs", name, due, last);
+                } else {
+                    log.info("Schedule '{}' skips its periods until message {} of the period due at {} finished",
+                            name, last, rs.getObject("last_due_at", OffsetDateTime.class));
+                }
                 try (PreparedStatement up = c.prepareStatement(schema.sql("""
                         UPDATE {schema}.schedule SET next_at = ?, skipped = skipped + 1, last_skipped_at = ?
                          WHERE name = ?"""))) {
