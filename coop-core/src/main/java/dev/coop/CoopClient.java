@@ -3,11 +3,13 @@ package dev.coop;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
+import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
 import dev.coop.internal.Operations;
 import dev.coop.internal.SchemaName;
+import dev.coop.internal.Schedules;
 import dev.coop.internal.Store;
 import dev.coop.internal.Topology;
 import dev.coop.internal.Tx;
@@ -39,6 +41,7 @@ public final class CoopClient {
     private final Topology topology;
     private final Operations operations;
     private final Inspection inspection;
+    private final Schedules schedules;
     private final Json json;
     private final Completions completions;
     private final Consumer<String> localWake;
@@ -51,6 +54,7 @@ public final class CoopClient {
         this.topology = new Topology(schema);
         this.operations = new Operations(schema);
         this.inspection = new Inspection(schema);
+        this.schedules = new Schedules(schema);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -343,6 +347,58 @@ public final class CoopClient {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not retire saga '" + saga + "': " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Creates or replaces the schedule {@code name}: at each of its times an engine launches {@code payload} on
+     * {@code topic} on the global scope. Idempotent: declaring the same schedule again (at every start of a service)
+     * keeps its next due time; changing its times makes it due again from now. See {@link Schedule} for overlap and
+     * missed periods.
+     *
+     * @param name 1 to 200 letters, digits or {@code . _ - : /}, starting with a letter or digit
+     */
+    public <P> ScheduleSummary schedule(String name, Topic<P> topic, P payload, Schedule schedule) {
+        ScheduleSummary summary = inTransaction("schedule '" + name + "'",
+                c -> schedule(c, name, topic, payload, schedule, false));
+        localWake.accept(EngineRuntime.SCHEDULES_CHANGED);
+        return summary;
+    }
+
+    /** Like {@link #schedule(String, Topic, Object, Schedule)}, inside the caller's transaction. */
+    public <P> ScheduleSummary schedule(Connection connection, String name, Topic<P> topic, P payload,
+            Schedule schedule) {
+        Objects.requireNonNull(connection, "connection");
+        try {
+            return schedule(connection, name, topic, payload, schedule, true);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not schedule '" + name + "': " + e.getMessage(), e);
+        }
+    }
+
+    private <P> ScheduleSummary schedule(Connection c, String name, Topic<P> topic, P payload, Schedule schedule,
+            boolean wake) throws SQLException {
+        Schedules.validateName(name);
+        Objects.requireNonNull(topic, "topic");
+        Objects.requireNonNull(schedule, "schedule");
+        ScheduleSummary summary = schedules.upsert(c, name, topic.name(), json.writePayload(topic, payload),
+                schedule);
+        if (wake) {
+            localWake.accept(EngineRuntime.SCHEDULES_CHANGED); // again at commit, by notification
+        }
+        return summary;
+    }
+
+    /** Removes a schedule. Messages it launched already go on (cancel them to stop them). */
+    public void unschedule(String name) {
+        inTransaction("unschedule '" + name + "'", c -> {
+            schedules.delete(c, name);
+            return null;
+        });
+    }
+
+    /** Every schedule, by name, with its next due time and the last message it launched. */
+    public List<ScheduleSummary> schedules() {
+        return inTransaction("list schedules", schedules::list);
     }
 
     /** Settings of a client; each is validated as it is set. */

@@ -63,6 +63,7 @@ public final class CoopEngine implements AutoCloseable {
         private int workers = Coop.DEFAULT_WORKERS;
         private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
         private boolean notifications = true;
+        private boolean schedules = true;
         private boolean migrate = true;
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
@@ -133,6 +134,14 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Whether this engine fires due schedules (default true). Any number of engines may: each period fires once.
+         */
+        public Builder schedules(boolean enabled) {
+            this.schedules = enabled;
+            return this;
+        }
+
         /** Whether to apply schema migrations at start (default true). Off for teams that run them themselves. */
         public Builder migrate(boolean migrate) {
             this.migrate = migrate;
@@ -185,7 +194,7 @@ public final class CoopEngine implements AutoCloseable {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
-                            Map.copyOf(sagas), workers, pollInterval, notifications, strategy));
+                            Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
                     runtime::wake, true);

@@ -12,7 +12,10 @@ import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The threads of a started engine: workers, the notification listener, and their shared dispatcher. */
+/**
+ * The threads of a started engine: workers, the notification listener, their shared dispatcher, and the schedule
+ * timer.
+ */
 public final class EngineRuntime {
     private static final Logger log = LoggerFactory.getLogger(EngineRuntime.class);
 
@@ -20,11 +23,13 @@ public final class EngineRuntime {
     private final Topology topology;
     private final List<Thread> workers = new ArrayList<>();
     private Thread listenerThread;
+    private final ScheduleTimer timer;
+    private Thread timerThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
-            dev.coop.CooperationStrategy strategy) {
+            dev.coop.CooperationStrategy strategy, boolean schedules) {
     }
 
     private final Config config;
@@ -36,6 +41,10 @@ public final class EngineRuntime {
         this.context = new EngineContext(config.engineId(), config.dataSource(), new Store(config.schema()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
         this.topology = new Topology(config.schema());
+        this.timer = config.schedules()
+                ? new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
+                        config.pollInterval().toNanos(), context.dispatcher()::wake)
+                : null;
     }
 
     /** Registers the sagas in the topology, then starts the listener and the workers. */
@@ -49,15 +58,18 @@ public final class EngineRuntime {
         });
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId()), "listener");
+                    config.engineId(), this::wake), "listener");
+        }
+        if (timer != null) {
+            timerThread = thread(timer, "schedules");
         }
         for (int i = 0; i < config.workers(); i++) {
             workers.add(thread(new Worker(context), "worker-" + i));
         }
-        log.info("Engine {} started: {} workers, sagas {}, notifications {}, poll every {} ms",
+        log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
-                config.pollInterval().toMillis());
+                config.schedules() ? "on" : "off", config.pollInterval().toMillis());
     }
 
     private Thread thread(Runnable body, String role) {
@@ -67,10 +79,22 @@ public final class EngineRuntime {
         return t;
     }
 
-    /** Wakes this engine's workers for a saga (ignored when the engine does not run it). */
+    /**
+     * Wakes this engine's workers for a saga (ignored when the engine does not run it), or its schedule timer for
+     * {@link #SCHEDULES_CHANGED}.
+     */
     public void wake(String saga) {
-        context.dispatcher().wake(saga);
+        if (ScheduleTimer.NOTIFICATION.equals(saga)) {
+            if (timer != null) {
+                timer.nudge();
+            }
+        } else {
+            context.dispatcher().wake(saga);
+        }
     }
+
+    /** What {@link #wake(String)} takes to make the schedule timer read the next due time again. */
+    public static final String SCHEDULES_CHANGED = ScheduleTimer.NOTIFICATION;
 
     public Completions completions() {
         return context.completions();
@@ -82,6 +106,9 @@ public final class EngineRuntime {
      */
     public void stop(Duration timeout) {
         context.dispatcher().stop();
+        if (timer != null) {
+            timer.stop();
+        }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Thread worker : workers) {
             join(worker, deadline);
@@ -100,6 +127,9 @@ public final class EngineRuntime {
         }
         if (listenerThread != null) {
             join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+        }
+        if (timerThread != null) {
+            join(timerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }
         try (Connection c = config.dataSource().getConnection()) {
             topology.engineStopped(c, config.engineId());

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
@@ -23,12 +24,16 @@ final class Listener implements Runnable {
     private final SchemaName schema;
     private final Dispatcher dispatcher;
     private final String engineId;
+    private final Consumer<String> wake;
 
-    Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId) {
+    /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
+    Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId,
+            Consumer<String> wake) {
         this.dataSource = dataSource;
         this.schema = schema;
         this.dispatcher = dispatcher;
         this.engineId = engineId;
+        this.wake = wake;
     }
 
     @Override
@@ -41,6 +46,7 @@ final class Listener implements Runnable {
                     st.execute("LISTEN " + schema.channel());
                 }
                 dispatcher.probeNow(); // anything that happened while we were not listening
+                wake.accept(ScheduleTimer.NOTIFICATION); // schedules too
                 backoff = 50;
                 PGConnection pg = c.unwrap(PGConnection.class);
                 while (!dispatcher.stopped()) {
@@ -76,13 +82,13 @@ final class Listener implements Runnable {
     private void notified(String payload) {
         int space = payload.lastIndexOf(' ');
         if (space < 0) {
-            dispatcher.wake(payload);
+            wake.accept(payload);
             return;
         }
         try {
             dispatcher.dueIn(Long.parseLong(payload.substring(space + 1)));
         } catch (NumberFormatException e) {
-            dispatcher.wake(payload); // not ours to parse: treat as a wake-up
+            wake.accept(payload); // not ours to parse: treat as a wake-up
         }
     }
 }
