@@ -20,6 +20,8 @@ public final class EngineRuntime {
     private final Topology topology;
     private final List<Thread> workers = new ArrayList<>();
     private Thread listenerThread;
+    private JoinTimer joinTimer;
+    private Thread joinTimerThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
@@ -54,6 +56,10 @@ public final class EngineRuntime {
         for (int i = 0; i < config.workers(); i++) {
             workers.add(thread(new Worker(context), "worker-" + i));
         }
+        joinTimer = new JoinTimer(config.engineId(), config.dataSource(), config.schema(),
+                new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
+                context.dispatcher()::wake);
+        joinTimerThread = thread(joinTimer, "join-timer");
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
@@ -82,6 +88,9 @@ public final class EngineRuntime {
      */
     public void stop(Duration timeout) {
         context.dispatcher().stop();
+        if (joinTimer != null) {
+            joinTimer.stop();
+        }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Thread worker : workers) {
             join(worker, deadline);
@@ -100,6 +109,9 @@ public final class EngineRuntime {
         }
         if (listenerThread != null) {
             join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+        }
+        if (joinTimerThread != null) {
+            join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }
         try (Connection c = config.dataSource().getConnection()) {
             topology.engineStopped(c, config.engineId());
