@@ -40,11 +40,13 @@ import java.util.UUID;
  * <li>a transaction that finishes runs first locks the pending member rows of their messages (and their joins), and
  * only then, in a new statement (a fresh snapshot), reads whether every run of each message finished: of two runs of
  * one message finishing at once, the second to take the member lock sees the first one committed;</li>
- * <li>attach share-locks the message's run rows before it inserts the member, so a transaction finishing one of them
- * either committed before (attach sees the runs finished and settles the member itself) or waits until the member
- * is committed (and then finds it).</li>
+ * <li>attach takes the message's advisory lock exclusively before it reads the runs and inserts the member, and a
+ * transaction finishing runs takes it shared before it looks for members: the finishing transaction either committed
+ * before attach read the runs (attach sees them finished and settles the member itself), or finds the member after
+ * attach committed. Attach waits only for the few statements between a finishing transaction's lookup and its
+ * commit, never for a running step.</li>
  * </ul>
- * Lock order is run rows, then member rows, then join rows (by join id), everywhere.
+ * Lock order is advisory lock, then member rows, then join rows (by join id), everywhere.
  */
 public final class JoinBook {
     /** The largest metadata accepted, in bytes of JSON. */
@@ -61,14 +63,11 @@ public final class JoinBook {
             VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, clock_timestamp() + ?::bigint * interval '1 millisecond')
             """;
 
-    /** The engine's probe when runs finish: lock the pending memberships of their messages, and their joins. */
-    private static final String LOCK_PENDING = """
-            SELECT m.join_id, m.message_id
-              FROM {schema}.join_member m JOIN {schema}.join_group g ON g.id = m.join_id
-             WHERE m.message_id = ANY(?) AND m.state = 'PENDING'
-             ORDER BY m.join_id, m.message_id
-               FOR UPDATE
-            """;
+    /**
+     * The engine's probe when runs finish: take the messages' advisory locks shared, then lock their pending
+     * memberships and the joins (the function is in V2__joins.sql).
+     */
+    private static final String LOCK_PENDING = "SELECT join_id, message_id FROM {schema}.join_pending_members(?)";
 
     /** Per message: whether every run finished, and whether any failed. A message without runs has no row. */
     private static final String OUTCOMES = """
@@ -110,7 +109,9 @@ public final class JoinBook {
             RETURNING g.id, g.status, g.outcome_message_id, e.ends
             """;
 
-    private static final String ATTACH_RUNS = "SELECT status, saga FROM {schema}.run WHERE message_id = ? FOR SHARE";
+    private static final String ATTACH_LOCK_MESSAGE = "SELECT pg_advisory_xact_lock({schema}.join_lock_key(?))";
+
+    private static final String ATTACH_RUNS = "SELECT status FROM {schema}.run WHERE message_id = ?";
 
     private static final String ATTACH_LOCK_JOIN = """
             SELECT g.status, g.expected, g.attached,
@@ -340,18 +341,18 @@ public final class JoinBook {
      * pending until reported, or until runs of a message with that id finish.
      */
     public AttachResult attach(Connection c, JoinId join, MessageId message) throws SQLException {
-        // 1. share-lock the message's runs: a transaction finishing one of them commits before we read them, or
-        // waits for our commit (and then sees the member)
+        // 1. the message's advisory lock: transactions finishing its runs take it shared before they look for
+        // members, so each one either committed before we read the runs below, or finds our member after our commit
+        try (PreparedStatement ps = c.prepareStatement(sql(ATTACH_LOCK_MESSAGE))) {
+            ps.setObject(1, message.value());
+            ps.execute();
+        }
         List<RunStatus> statuses = new ArrayList<>();
-        Set<String> runnableSagas = new LinkedHashSet<>();
         try (PreparedStatement ps = c.prepareStatement(sql(ATTACH_RUNS))) {
             ps.setObject(1, message.value());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     statuses.add(RunStatus.valueOf(rs.getString(1)));
-                    if ("RUNNABLE".equals(rs.getString(1))) {
-                        runnableSagas.add(rs.getString(2));
-                    }
                 }
             }
         }
@@ -397,14 +398,6 @@ public final class JoinBook {
         }
         if (state != null) {
             settle(c, List.of(new Settlement(join.value(), message.value(), state)), false);
-        }
-        if (!runnableSagas.isEmpty()) {
-            // our share lock made engines skip these runs when claiming; tell them to look again after our commit
-            try (PreparedStatement ps = c.prepareStatement("SELECT pg_notify(?, s) FROM unnest(?::text[]) s")) {
-                ps.setString(1, store.schema().channel());
-                ps.setArray(2, c.createArrayOf("text", runnableSagas.toArray()));
-                ps.execute();
-            }
         }
         return AttachResult.ATTACHED;
     }

@@ -40,3 +40,28 @@ CREATE TABLE {schema}.join_member (
 -- The engine's lookup when a run finishes: pending members of a message. Settled members leave this index, so a
 -- message in no join (or only in settled memberships) costs one probe of a small index.
 CREATE INDEX join_member_pending ON {schema}.join_member (message_id) WHERE state = 'PENDING';
+
+-- Attaching a message and finishing its runs must not miss each other: attach takes this transaction-level advisory
+-- lock exclusively, a transaction finishing runs takes it shared (in join_pending_members) before it looks for
+-- members. Memory only; nothing is written.
+CREATE FUNCTION {schema}.join_lock_key(message uuid) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT hashtextextended('{schema}.join_member:' || message::text, 0)
+$$;
+
+-- Called, before it commits, by every transaction that finishes runs, with the messages whose runs it finished (the
+-- run's own and those of parents it committed by cascading completion). Takes the advisory locks shared, then, in a
+-- new statement (a fresh snapshot: a volatile function's statements each get one), locks the pending memberships of
+-- those messages and their joins, in join order, and returns them. When none is pending this is one probe of the
+-- index join_member_pending.
+CREATE FUNCTION {schema}.join_pending_members(messages uuid[])
+  RETURNS TABLE (join_id uuid, message_id uuid) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared({schema}.join_lock_key(x)) FROM unnest(messages) AS x;
+  RETURN QUERY
+    SELECT m.join_id, m.message_id
+      FROM {schema}.join_member m JOIN {schema}.join_group g ON g.id = m.join_id
+     WHERE m.message_id = ANY(messages) AND m.state = 'PENDING'
+     ORDER BY m.join_id, m.message_id
+       FOR UPDATE;
+END $$;
