@@ -109,6 +109,8 @@ public final class JoinBook {
             RETURNING g.id, g.status, g.outcome_message_id, e.ends
             """;
 
+    private static final String IS_MEMBER = "SELECT 1 FROM {schema}.join_member WHERE join_id = ? AND message_id = ?";
+
     private static final String ATTACH_LOCK_MESSAGE = "SELECT pg_advisory_xact_lock({schema}.join_lock_key(?))";
 
     private static final String ATTACH_RUNS = "SELECT status FROM {schema}.run WHERE message_id = ?";
@@ -341,6 +343,16 @@ public final class JoinBook {
      * pending until reported, or until runs of a message with that id finish.
      */
     public AttachResult attach(Connection c, JoinId join, MessageId message) throws SQLException {
+        // 0. a member already (committed, or attached earlier in this transaction): nothing to lock or check
+        try (PreparedStatement ps = c.prepareStatement(sql(IS_MEMBER))) {
+            ps.setObject(1, join.value());
+            ps.setObject(2, message.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    return AttachResult.ALREADY_ATTACHED;
+                }
+            }
+        }
         // 1. the message's advisory lock: transactions finishing its runs take it shared before they look for
         // members, so each one either committed before we read the runs below, or finds our member after our commit
         try (PreparedStatement ps = c.prepareStatement(sql(ATTACH_LOCK_MESSAGE))) {
