@@ -112,6 +112,10 @@ public final class EngineRuntime {
         }
         if (joinTimerThread != null) {
             join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            if (joinTimerThread.isAlive()) { // stuck waiting for a connection or the database
+                joinTimerThread.interrupt();
+                join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            }
         }
         try (Connection c = config.dataSource().getConnection()) {
             topology.engineStopped(c, config.engineId());
