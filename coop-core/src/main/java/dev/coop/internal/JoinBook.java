@@ -161,8 +161,13 @@ public final class JoinBook {
             """;
 
     private static final String MEMBERS = """
-            SELECT message_id, state, settled_by = 'REPORT', attached_at, settled_at
+            SELECT message_id, state, settled_by IS NOT DISTINCT FROM 'REPORT', attached_at, settled_at
               FROM {schema}.join_member WHERE join_id = ? ORDER BY attached_at, message_id
+            """;
+
+    private static final String MEMBERS_OF_JOINS = """
+            SELECT message_id, state, settled_by IS NOT DISTINCT FROM 'REPORT', attached_at, settled_at, join_id
+              FROM {schema}.join_member WHERE join_id = ANY(?) ORDER BY join_id, attached_at, message_id
             """;
 
     private final Store store;
@@ -512,11 +517,19 @@ public final class JoinBook {
                 }
             }
         }
-        List<JoinView> withMembers = new ArrayList<>(views.size());
-        for (JoinView v : views) {
-            withMembers.add(withMembers(v, members(c, v.id().value())));
+        if (views.isEmpty()) {
+            return views;
         }
-        return withMembers;
+        Map<UUID, List<JoinView.Member>> members = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(sql(MEMBERS_OF_JOINS))) {
+            ps.setArray(1, c.createArrayOf("uuid", views.stream().map(v -> v.id().value()).toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    members.computeIfAbsent(rs.getObject(6, UUID.class), k -> new ArrayList<>()).add(member(rs));
+                }
+            }
+        }
+        return views.stream().map(v -> withMembers(v, members.getOrDefault(v.id().value(), List.of()))).toList();
     }
 
     private JoinView read(Connection c, UUID joinId) throws SQLException {
@@ -561,12 +574,16 @@ public final class JoinBook {
             ps.setObject(1, joinId);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    members.add(new JoinView.Member(new MessageId(rs.getObject(1, UUID.class)),
-                            JoinMemberState.valueOf(rs.getString(2)), rs.getBoolean(3),
-                            rs.getObject(4, OffsetDateTime.class), rs.getObject(5, OffsetDateTime.class)));
+                    members.add(member(rs));
                 }
             }
         }
         return members;
+    }
+
+    private static JoinView.Member member(ResultSet rs) throws SQLException {
+        return new JoinView.Member(new MessageId(rs.getObject(1, UUID.class)),
+                JoinMemberState.valueOf(rs.getString(2)), rs.getBoolean(3), rs.getObject(4, OffsetDateTime.class),
+                rs.getObject(5, OffsetDateTime.class));
     }
 }

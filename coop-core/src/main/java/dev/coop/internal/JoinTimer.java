@@ -1,5 +1,7 @@
 package dev.coop.internal;
 
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -105,24 +107,36 @@ public final class JoinTimer implements Runnable {
         }
     }
 
-    /** Fires what is due, then returns how long until the next join is due (at most the poll interval). */
+    /**
+     * Reads when the next join is due; fires what is due, then reads again. Returns how long to wait (at most the poll
+     * interval). An idle cycle is one index probe in auto-commit mode.
+     */
     private long fireAndProbe() {
-        while (true) {
-            JoinBook.Fired fired = Tx.run(dataSource, "fire join timeouts", book::fireTimeouts);
-            fired.sagas().forEach(wake);
-            if (fired.count() > 0) {
-                log.debug("Engine {} timed out {} join(s)", engineId, fired.count());
-            }
-            if (fired.count() < JoinBook.TIMEOUT_BATCH || isStopped()) {
-                break;
-            }
+        Long millis = probe();
+        if (millis != null && millis <= 0) {
+            JoinBook.Fired fired;
+            do {
+                fired = Tx.run(dataSource, "fire join timeouts", book::fireTimeouts);
+                fired.sagas().forEach(wake);
+                if (fired.count() > 0) {
+                    log.debug("Engine {} timed out {} join(s)", engineId, fired.count());
+                }
+            } while (fired.count() == JoinBook.TIMEOUT_BATCH && !isStopped());
+            millis = probe();
         }
-        Long millis = Tx.run(dataSource, "read the next join timeout", book::millisUntilNextTimeout);
         if (millis == null) {
             return pollNanos;
         }
-        // still due: another transaction holds it; else wake a millisecond after it is due
+        // still due: another transaction holds the join; else wake a millisecond after it is due
         return millis <= 0 ? BUSY_PAUSE_NANOS : TimeUnit.MILLISECONDS.toNanos(millis + 1);
+    }
+
+    private Long probe() {
+        try (Connection c = dataSource.getConnection()) {
+            return book.millisUntilNextTimeout(c);
+        } catch (SQLException e) {
+            throw new dev.coop.CoopStoreException("Could not read the next join timeout: " + e.getMessage(), e);
+        }
     }
 
     /** Waits {@code nanos}, or less when {@link #expect} asks for it; false when stopped. */
