@@ -192,6 +192,10 @@ public final class JoinBook {
     private record Settlement(UUID joinId, UUID messageId, JoinMemberState state) {
     }
 
+    /** A join that left OPEN in this transaction, and the id of the message that announces it. */
+    private record Ended(UUID joinId, UUID outcomeMessageId) {
+    }
+
     // ---- the engine's hook
 
     /**
@@ -207,12 +211,13 @@ public final class JoinBook {
         for (int i = 0; i < alsoFinished.size(); i++) {
             messages[i + 1] = alsoFinished.get(i);
         }
-        List<UUID[]> pending = new ArrayList<>();
+        List<Settlement> pending = new ArrayList<>(); // state: still PENDING
         try (PreparedStatement ps = c.prepareStatement(lockPendingSql)) {
             ps.setArray(1, c.createArrayOf("uuid", messages));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    pending.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                    pending.add(new Settlement(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class),
+                            JoinMemberState.PENDING));
                 }
             }
         }
@@ -224,7 +229,7 @@ public final class JoinBook {
         Map<UUID, JoinMemberState> outcomes = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement(outcomesSql)) {
             ps.setArray(1, c.createArrayOf("uuid",
-                    pending.stream().map(p -> p[1]).distinct().toArray()));
+                    pending.stream().map(Settlement::messageId).distinct().toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     if (rs.getBoolean(2)) {
@@ -235,10 +240,10 @@ public final class JoinBook {
             }
         }
         List<Settlement> settlements = new ArrayList<>();
-        for (UUID[] p : pending) {
-            JoinMemberState state = outcomes.get(p[1]);
+        for (Settlement p : pending) {
+            JoinMemberState state = outcomes.get(p.messageId());
             if (state != null) {
-                settlements.add(new Settlement(p[0], p[1], state));
+                settlements.add(new Settlement(p.joinId(), p.messageId(), state));
             }
         }
         return settle(c, settlements, false);
@@ -258,7 +263,7 @@ public final class JoinBook {
             messages[i] = settlements.get(i).messageId();
             states[i] = settlements.get(i).state().name();
         }
-        List<Object[]> ended = new ArrayList<>();
+        List<Ended> ended = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(settleSql)) {
             ps.setArray(1, c.createArrayOf("uuid", joins));
             ps.setArray(2, c.createArrayOf("uuid", messages));
@@ -267,14 +272,14 @@ public final class JoinBook {
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     if (rs.getBoolean(4)) {
-                        ended.add(new Object[]{rs.getObject(1, UUID.class), rs.getObject(3, UUID.class)});
+                        ended.add(new Ended(rs.getObject(1, UUID.class), rs.getObject(3, UUID.class)));
                     }
                 }
             }
         }
         Set<String> sagas = new LinkedHashSet<>();
-        for (Object[] e : ended) {
-            sagas.addAll(publish(c, (UUID) e[0], (UUID) e[1]));
+        for (Ended e : ended) {
+            sagas.addAll(publish(c, e));
         }
         return sagas;
     }
@@ -283,14 +288,14 @@ public final class JoinBook {
      * Publishes the outcome message of a join that just left OPEN (its row is locked by this transaction): on the
      * on-complete topic when it completed, else on the on-fail topic, on the global scope.
      */
-    private Set<String> publish(Connection c, UUID joinId, UUID outcomeMessageId) throws SQLException {
-        JoinView join = read(c, joinId);
+    private Set<String> publish(Connection c, Ended ended) throws SQLException {
+        JoinView join = read(c, ended.joinId());
         List<JoinResult.Member> members = join.members().stream()
                 .map(m -> new JoinResult.Member(m.message().value(), m.state())).toList();
-        JoinResult result = new JoinResult(joinId, join.key(), join.status(), join.metadata(), join.expected(),
+        JoinResult result = new JoinResult(ended.joinId(), join.key(), join.status(), join.metadata(), join.expected(),
                 join.attached(), join.completed(), join.failed(), members);
         String topic = join.status() == JoinStatus.COMPLETED ? join.onCompleteTopic() : join.onFailTopic();
-        Emission emission = new Emission(outcomeMessageId, topic, json.write(result));
+        Emission emission = new Emission(ended.outcomeMessageId(), topic, json.write(result));
         return store.emit(c, null, null, null, null, null, null, List.of(emission)).keySet();
     }
 
@@ -468,18 +473,18 @@ public final class JoinBook {
      * transaction holds, and publishes their on-fail messages.
      */
     public Fired fireTimeouts(Connection c) throws SQLException {
-        List<UUID[]> fired = new ArrayList<>();
+        List<Ended> fired = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(sql(FIRE_TIMEOUTS))) {
             ps.setInt(1, TIMEOUT_BATCH);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    fired.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                    fired.add(new Ended(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)));
                 }
             }
         }
         Set<String> sagas = new LinkedHashSet<>();
-        for (UUID[] f : fired) {
-            sagas.addAll(publish(c, f[0], f[1]));
+        for (Ended f : fired) {
+            sagas.addAll(publish(c, f));
         }
         return new Fired(fired.size(), sagas);
     }
