@@ -401,6 +401,11 @@ public final class CoopClient {
         return inTransaction("list schedules", schedules::list);
     }
 
+    /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
+    public Joins joins() {
+        return new Joins(dataSource, store.schema(), json);
+    }
+
     /** Settings of a client; each is validated as it is set. */
     public static final class Builder {
         private final DataSource dataSource;

@@ -25,6 +25,8 @@ public final class EngineRuntime {
     private Thread listenerThread;
     private final ScheduleTimer timer;
     private Thread timerThread;
+    private JoinTimer joinTimer;
+    private Thread joinTimerThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
@@ -66,6 +68,10 @@ public final class EngineRuntime {
         for (int i = 0; i < config.workers(); i++) {
             workers.add(thread(new Worker(context), "worker-" + i));
         }
+        joinTimer = new JoinTimer(config.engineId(), config.dataSource(), config.schema(),
+                new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
+                context.dispatcher()::wake);
+        joinTimerThread = thread(joinTimer, "join-timer");
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
@@ -109,6 +115,9 @@ public final class EngineRuntime {
         if (timer != null) {
             timer.stop();
         }
+        if (joinTimer != null) {
+            joinTimer.stop();
+        }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Thread worker : workers) {
             join(worker, deadline);
@@ -130,6 +139,13 @@ public final class EngineRuntime {
         }
         if (timerThread != null) {
             join(timerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+        }
+        if (joinTimerThread != null) {
+            join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            if (joinTimerThread.isAlive()) { // stuck waiting for a connection or the database
+                joinTimerThread.interrupt();
+                join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            }
         }
         try (Connection c = config.dataSource().getConnection()) {
             topology.engineStopped(c, config.engineId());

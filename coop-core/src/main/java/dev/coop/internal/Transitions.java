@@ -23,9 +23,11 @@ final class Transitions {
     private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
 
     private final EngineContext engine;
+    private final JoinBook joins;
 
     Transitions(EngineContext engine) {
         this.engine = engine;
+        this.joins = new JoinBook(engine.store(), engine.json());
     }
 
     EngineContext engine() {
@@ -34,7 +36,8 @@ final class Transitions {
 
     /**
      * Appends the events, moves the run, counts it off at its parent when it finished (a parent whose last step
-     * already ran commits here too, and so on up), commits, then wakes whoever the commit made runnable.
+     * already ran commits here too, and so on up), settles the join memberships of the messages that finished,
+     * commits, then wakes whoever the commit made runnable.
      */
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
@@ -47,8 +50,12 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
+        java.util.Set<String> joined = next.status().isFinished()
+                ? joins.runsFinished(c, run.messageId(), committedAbove) // joins with these messages as members
+                : java.util.Set.of();
         c.commit();
         woken.forEach(engine.dispatcher()::wake);
+        joined.forEach(engine.dispatcher()::wake);
         if (next.status().isFinished()) {
             engine.completions().finished(run.messageId());
             committedAbove.forEach(engine.completions()::finished);
