@@ -187,23 +187,6 @@ public final class Joins {
     }
 
     private static <T> T inCallerTransaction(Connection c, String what, Tx.Work<T> work) {
-        try {
-            if (!c.getAutoCommit()) {
-                return work.run(c);
-            }
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(true);
-            }
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
-        }
+        return Tx.onCallersConnection(c, what, work);
     }
 }

@@ -23,20 +23,36 @@ public final class Tx {
      */
     public static <T> T run(DataSource dataSource, String what, Work<T> work) {
         try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                T result = work.run(c);
-                c.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                c.rollback();
-                throw e;
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
+            return inTransaction(c, work);
         } catch (SQLException e) {
             throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Runs {@code work} on the caller's connection: inside the caller's transaction when one is open (the caller
+     * commits), else in a transaction of its own, committed here.
+     */
+    public static <T> T onCallersConnection(Connection c, String what, Work<T> work) {
+        try {
+            return c.getAutoCommit() ? inTransaction(c, work) : work.run(c);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static <T> T inTransaction(Connection c, Work<T> work) throws SQLException {
+        boolean autoCommit = c.getAutoCommit();
+        c.setAutoCommit(false);
+        try {
+            T result = work.run(c);
+            c.commit();
+            return result;
+        } catch (SQLException | RuntimeException e) {
+            c.rollback();
+            throw e;
+        } finally {
+            c.setAutoCommit(autoCommit);
         }
     }
 }
