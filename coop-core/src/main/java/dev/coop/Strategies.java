@@ -29,6 +29,10 @@ public final class Strategies {
      * Seed 001's "train schedule": a run waits for the children that start within {@code window} after its step
      * committed, then only for those to finish; children whose engines did not pick them up in time (a service that
      * is down) still run later, but nobody waits for them. Otherwise {@code base}.
+     *
+     * <p>
+     * Children nobody waits for are fire-and-forget: their failures do not reach the parent, and one that commits
+     * after the parent's rollback passed its step is not compensated.
      */
     public static CooperationStrategy timeWindow(Duration window, CooperationStrategy base) {
         Objects.requireNonNull(window, "window");
