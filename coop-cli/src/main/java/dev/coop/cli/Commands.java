@@ -188,6 +188,70 @@ final class Commands {
         }
     }
 
+    @Command(name = "schedules", mixinStandardHelpOptions = true, description = "List the schedules (periodic"
+            + " launches): their times, next due time, and the last message each launched.")
+    static final class Schedules extends Base {
+        @Override
+        public void run() {
+            List<dev.coop.ScheduleSummary> all = database().client.schedules();
+            if (cli.json) {
+                com.fasterxml.jackson.databind.node.ArrayNode array = JsonNodeFactory.instance.arrayNode();
+                for (dev.coop.ScheduleSummary s : all) {
+                    ObjectNode n = array.addObject();
+                    n.put("name", s.name());
+                    n.put("topic", s.topic());
+                    n.put("schedule", s.schedule().toString());
+                    n.put("paused", s.paused());
+                    n.put("nextDue", time(s.nextDue()));
+                    n.put("lastFiredAt", time(s.lastFiredAt()));
+                    n.put("lastMessage", s.lastMessage() == null ? null : s.lastMessage().toString());
+                    n.put("skipped", s.skipped());
+                }
+                cli.out().println(cli.jsonRenderer().write(array));
+            } else if (all.isEmpty()) {
+                cli.out().println("No schedules.");
+            } else {
+                cli.out().printf("%-24s %-24s %-26s %-22s %s%n", "NAME", "TOPIC", "NEXT DUE", "SKIPPED", "SCHEDULE");
+                for (dev.coop.ScheduleSummary s : all) {
+                    cli.out().printf("%-24s %-24s %-26s %-22s %s%n", s.name(), s.topic(),
+                            s.paused() ? "paused" : String.valueOf(time(s.nextDue())), s.skipped(), s.schedule());
+                }
+            }
+        }
+    }
+
+    @Command(name = "join", mixinStandardHelpOptions = true, description = "Show a join: its status, counters and"
+            + " members.")
+    static final class Join extends Base {
+        @Parameters(paramLabel = "<join-id>", description = "The id of the join (a UUID)")
+        dev.coop.JoinId join;
+
+        @Override
+        public void run() {
+            dev.coop.JoinView v = operate(() -> database().client.joins().get(join));
+            if (cli.json) {
+                cli.out().println(cli.jsonRenderer().write(
+                        dev.coop.internal.Json.defaultMapper().valueToTree(v)));
+                return;
+            }
+            cli.out().printf("Join %s%s: %s, %d of %d attached, %d completed, %d failed%s%n", v.id(),
+                    v.key() == null ? "" : " (" + v.key() + ")", v.status(), v.attached(), v.expected(),
+                    v.completed(), v.failed(), v.timeoutAt() == null ? "" : ", times out at " + time(v.timeoutAt()));
+            for (dev.coop.JoinView.Member m : v.members()) {
+                cli.out().printf("  %s  %s%s%n", m.message(), m.state(), m.reported() ? " (reported)" : "");
+            }
+            if (v.outcomeMessage() != null) {
+                cli.out().println("Published " + v.outcomeMessage() + " on '"
+                        + (v.status() == dev.coop.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic())
+                        + "'");
+            }
+        }
+    }
+
+    private static String time(OffsetDateTime t) {
+        return t == null ? null : t.withOffsetSameInstant(ZoneOffset.UTC).toString();
+    }
+
     private static void resolved(CoopCli cli, java.util.UUID run, boolean done, String what) {
         if (!done) {
             throw new CliException(CoopCli.EXIT_FAILURE, "Run " + run + " is not parked; nothing changed");

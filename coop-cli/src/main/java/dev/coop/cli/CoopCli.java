@@ -31,6 +31,7 @@ import picocli.CommandLine.TypeConversionException;
 @Command(name = "coop", mixinStandardHelpOptions = true, version = "coop 0.1.0-SNAPSHOT", description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
         Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
         Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
+        Commands.Schedules.class, Commands.Join.class,
         Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",
@@ -92,6 +93,7 @@ public final class CoopCli implements Runnable {
         CommandLine commandLine = new CommandLine(cli);
         commandLine.setCaseInsensitiveEnumValuesAllowed(true);
         commandLine.registerConverter(MessageId.class, MESSAGE_ID);
+        commandLine.registerConverter(dev.coop.JoinId.class, JOIN_ID);
         commandLine.setParameterExceptionHandler((e, args) -> {
             CommandLine c = e.getCommandLine();
             c.getErr().println("coop: " + Database.oneLine(e.getMessage()) + " (see 'coop "
@@ -158,6 +160,14 @@ public final class CoopCli implements Runnable {
     static final ITypeConverter<MessageId> MESSAGE_ID = value -> {
         try {
             return MessageId.parse(value);
+        } catch (CoopValidationException e) {
+            throw new TypeConversionException(e.getMessage());
+        }
+    };
+
+    static final ITypeConverter<dev.coop.JoinId> JOIN_ID = value -> {
+        try {
+            return dev.coop.JoinId.parse(value);
         } catch (CoopValidationException e) {
             throw new TypeConversionException(e.getMessage());
         }

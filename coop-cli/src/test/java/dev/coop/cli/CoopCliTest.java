@@ -243,6 +243,32 @@ class CoopCliTest {
         assertFailure(coop("retry", run.toString()), 1, "Run " + run + " is not parked; nothing changed");
     }
 
+    // ---- schedules and joins
+
+    @Test
+    void schedules_lists_the_schedules_and_join_shows_a_join() {
+        client.schedule("cli-nightly", ORDERS, new Order("nightly", false), dev.coop.Schedule.cron("0 3 * * *"));
+        Result list = coop("schedules");
+        assertThat(list.exit()).as(list.err()).isZero();
+        assertThat(list.out()).startsWith("NAME").contains("cli-nightly", "cli-order", "cron '0 3 * * *' in UTC");
+        Result json = coop("schedules", "--json");
+        assertThat(json.out()).contains("\"name\" : \"cli-nightly\"", "\"paused\" : false");
+        client.unschedule("cli-nightly");
+
+        dev.coop.JoinId join = client.joins().start(dev.coop.JoinSpec.expecting(2).key("cli-join")
+                .onComplete(Topic.of("cli-join-done", dev.coop.JoinResult.class))
+                .onFail(Topic.of("cli-join-failed", dev.coop.JoinResult.class)));
+        client.joins().attach(join, committed);
+        Result shown = coop("join", join.toString());
+        assertThat(shown.exit()).as(shown.err()).isZero();
+        assertThat(shown.out()).contains("Join " + join + " (cli-join): OPEN, 1 of 2 attached, 1 completed, 0 failed",
+                committed + "  COMPLETED");
+        Result shownJson = coop("join", join.toString(), "--json");
+        assertThat(shownJson.out()).contains("\"status\" : \"OPEN\"");
+        assertFailure(coop("join", "not-a-uuid"), 2, "not-a-uuid");
+        assertFailure(coop("join", java.util.UUID.randomUUID().toString()), 1, "join");
+    }
+
     // ---- cancel and rollback
 
     @Test
