@@ -70,8 +70,8 @@ public interface StepContext<P> {
 
     /**
      * The results of the runs caused by this run's previous step (for a step after a child-failure handler: by the
-     * step and its handler runs), one per message and saga, oldest first. A run that did not commit has none and
-     * says why.
+     * step and its handler runs; a finally part in between, which launches nothing, is passed over), one per message
+     * and saga, oldest first. A run that did not commit has none and says why.
      */
     List<RunResult> childResults();
 

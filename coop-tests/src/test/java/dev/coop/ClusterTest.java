@@ -146,6 +146,68 @@ class ClusterTest {
     }
 
     @Test
+    void loops_sleeps_finally_parts_and_results_on_three_engines_run_each_iteration_once(DataSource dataSource)
+            throws Exception {
+        Topic<Root> rootTopic = Topic.of("cluster-loop-root", Root.class);
+        Topic<Child> childTopic = Topic.of("cluster-loop-child", Child.class);
+        ContextKey<Integer> rootKey = ContextKey.of("root", Integer.class);
+        Map<String, Integer> executions = new ConcurrentHashMap<>();
+        Map<Integer, Integer> sums = new ConcurrentHashMap<>();
+        int iterations = 3;
+        Saga<Root> root = Saga.on(rootTopic, "cluster-loop-root-handler")
+                .flowStep("loop", step -> {
+                    executions.merge(step.runId() + "/loop/" + step.iteration(), 1, Integer::sum);
+                    step.putContext(rootKey, step.payload().index());
+                    step.launch(childTopic, new Child(step.payload().index(), step.iteration()));
+                    return step.iteration() < iterations ? Flow.repeat() : Flow.next();
+                })
+                .andFinally(step -> executions.merge(step.runId() + "/finally", 1, Integer::sum))
+                .step("sum", step -> { // the finally part in between launches nothing: these are the loop's children
+                    int sum = step.childResults().stream().mapToInt(r -> r.get(Integer.class)).sum();
+                    sums.put(step.payload().index(), sum);
+                    executions.merge(step.runId() + "/sum", 1, Integer::sum);
+                })
+                .sleep("pause", Duration.ofMillis(20))
+                .step("after", step -> executions.merge(step.runId() + "/after", 1, Integer::sum))
+                .build();
+        Saga<Child> child = Saga.on(childTopic, "cluster-loop-child-handler")
+                .step("answer", step -> {
+                    executions.merge(step.runId() + "/answer", 1, Integer::sum);
+                    if (step.context().get(rootKey).orElseThrow() != step.payload().root()) {
+                        throw new IllegalStateException("the child got another hierarchy's context");
+                    }
+                    step.setResult(step.payload().index() * 10);
+                })
+                .build();
+        int hierarchies = 40;
+        List<CoopEngine> engines = new ArrayList<>();
+        try {
+            for (int i = 0; i < ENGINES; i++) {
+                HikariDataSource pool = db.newDataSource(WORKERS + 2);
+                engines.add(Coop.engine(pool).name("cluster-loop-" + i).workers(WORKERS).register(root, child)
+                        .start());
+            }
+            List<MessageId> launched = new ArrayList<>();
+            for (int i = 0; i < hierarchies; i++) {
+                launched.add(engines.get(i % ENGINES).client().launch(rootTopic, new Root(i)));
+            }
+            CoopClient observer = Coop.client(dataSource);
+            for (MessageId id : launched) {
+                assertThat(observer.awaitCompletion(id, WAIT)).as("hierarchy %s", id).isEqualTo(Outcome.COMMITTED);
+            }
+            assertThat(executions.values()).as("every iteration, finally part and step ran once")
+                    .allMatch(n -> n == 1);
+            // per root: 3 loop iterations, 1 finally part, 1 sum, 1 after; per child: 1 answer
+            assertThat(executions).hasSize(hierarchies * (iterations + 3 + iterations));
+            // the last iteration's child answers 3 * 10: results are those of the previous step's children only
+            assertThat(sums).hasSize(hierarchies).allSatisfy((i, sum) -> assertThat(sum).isEqualTo(iterations * 10));
+            Invariants.assertAll(CoopTables.of(dataSource).allEvents());
+        } finally {
+            engines.forEach(CoopEngine::close);
+        }
+    }
+
+    @Test
     void a_run_whose_engine_lost_its_connection_mid_step_is_taken_over_by_another_engine(DataSource dataSource)
             throws Exception {
         Topic<Empty> topic = Topic.of("takeover", Empty.class);

@@ -126,7 +126,7 @@ final class StepExecutor {
             return runFinallyPart(c, run, saga, step, payload, runContext, iteration);
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(run));
+                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(run, saga));
         if ("SKIP".equals(run.resolution())) {
             log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
                     step.name());
@@ -189,12 +189,19 @@ final class StepExecutor {
         return n;
     }
 
-    /** The latest instance and, when it was a child-failure handler run, those back to the step it handled. */
-    private static int[] childSeqs(ClaimedRun run) {
+    /**
+     * The instances whose children the next step's results come from: the latest step instance (a finally part in
+     * between, which launches nothing, is passed over) and the child-failure handler runs that followed it.
+     */
+    private static int[] childSeqs(ClaimedRun run, Saga<?> saga) {
         List<Integer> seqs = new ArrayList<>();
         for (int seq = run.stepsDone() - 1; seq >= 0; seq--) {
+            int instance = run.history()[seq];
+            if (instance >= 0 && instance < saga.steps().size() && saga.steps().get(instance).isFinallyPart()) {
+                continue;
+            }
             seqs.add(seq);
-            if (run.history()[seq] >= 0) {
+            if (instance >= 0) {
                 break;
             }
         }
@@ -253,7 +260,7 @@ final class StepExecutor {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration(run.history(), seq, index), runContext, childSeqs(run));
+                StepContextImpl.Kind.STEP, iteration(run.history(), seq, index), runContext, childSeqs(run, saga));
         CooperationException exception = CooperationException.of(failure);
         Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
         if (thrown != null) {
