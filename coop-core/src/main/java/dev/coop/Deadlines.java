@@ -18,6 +18,21 @@ public final class Deadlines {
     private Deadlines() {
     }
 
+    /**
+     * The deadline that applies on a path: the earlier of the path's own (happy or rollback) and the absolute one.
+     */
+    public static java.util.Optional<Deadline> applying(CooperationContext context, boolean rollbackPath) {
+        if (context.isEmpty()) {
+            return java.util.Optional.empty();
+        }
+        Deadline path = context.get(rollbackPath ? ROLLBACK_PATH : HAPPY_PATH).orElse(null);
+        Deadline absolute = context.get(ABSOLUTE).orElse(null);
+        if (path == null) {
+            return java.util.Optional.ofNullable(absolute);
+        }
+        return java.util.Optional.of(absolute == null || !absolute.at().isBefore(path.at()) ? path : absolute);
+    }
+
     static boolean isDeadline(String key) {
         return key.equals(HAPPY_PATH.name()) || key.equals(ROLLBACK_PATH.name()) || key.equals(ABSOLUTE.name());
     }

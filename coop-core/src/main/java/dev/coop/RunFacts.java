@@ -24,11 +24,7 @@ public record RunFacts(UUID runId, String saga, MessageId message, Lineage linea
      * {@link DeadlineMissedException} failure naming it, its source and its trace.
      */
     public Optional<Failure> missedDeadline(boolean rollbackPath) {
-        Deadline path = context.get(rollbackPath ? Deadlines.ROLLBACK_PATH : Deadlines.HAPPY_PATH).orElse(null);
-        Deadline absolute = context.get(Deadlines.ABSOLUTE).orElse(null);
-        Deadline d = path == null
-                ? absolute
-                : absolute == null || !absolute.at().isBefore(path.at()) ? path : absolute;
+        Deadline d = Deadlines.applying(context, rollbackPath).orElse(null);
         if (d == null || now.isBefore(d.at())) {
             return Optional.empty();
         }

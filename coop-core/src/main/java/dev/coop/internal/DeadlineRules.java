@@ -6,7 +6,7 @@ import dev.coop.Deadline;
 import dev.coop.Deadlines;
 import java.util.List;
 
-/** Which deadline of a context applies, and the failure of a run that missed it. */
+/** The deadline entries of a context. */
 final class DeadlineRules {
     private static final List<ContextKey<Deadline>> ALL = List.of(Deadlines.HAPPY_PATH, Deadlines.ROLLBACK_PATH,
             Deadlines.ABSOLUTE);
@@ -24,18 +24,5 @@ final class DeadlineRules {
             }
         }
         return deadlines;
-    }
-
-    /** The earlier of the path's deadline (happy or rollback) and the absolute one; null when there is none. */
-    static Deadline effective(CooperationContext context, boolean rollbackPath) {
-        if (context.isEmpty()) {
-            return null;
-        }
-        Deadline path = context.get(rollbackPath ? Deadlines.ROLLBACK_PATH : Deadlines.HAPPY_PATH).orElse(null);
-        Deadline absolute = context.get(Deadlines.ABSOLUTE).orElse(null);
-        if (path == null) {
-            return absolute;
-        }
-        return absolute == null || !absolute.at().isBefore(path.at()) ? path : absolute;
     }
 }

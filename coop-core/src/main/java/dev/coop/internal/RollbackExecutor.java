@@ -4,7 +4,6 @@ import dev.coop.ChildRollbackFailedException;
 import dev.coop.CooperationException;
 import dev.coop.CoopValidationException;
 import dev.coop.CooperationContext;
-import dev.coop.Deadline;
 import dev.coop.EventType;
 import dev.coop.Failure;
 import dev.coop.ParentSaidSoException;

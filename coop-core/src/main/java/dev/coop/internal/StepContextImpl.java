@@ -129,7 +129,7 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     @Override
     public Optional<Deadline> deadline() {
-        return Optional.ofNullable(DeadlineRules.effective(context, kind == Kind.COMPENSATION));
+        return dev.coop.Deadlines.applying(context, kind == Kind.COMPENSATION);
     }
 
     @Override
@@ -269,6 +269,9 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     /** The context to store when the step commits (JSON text, null when empty). */
     String contextJson() {
+        if (context == initialContext && kind != Kind.COMPENSATION) {
+            return run.context(); // unchanged: the text it was read from (a compensation's is merged with the parent's)
+        }
         return engine.json().writeContext(context);
     }
 
