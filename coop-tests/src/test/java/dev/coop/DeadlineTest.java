@@ -34,7 +34,7 @@ class DeadlineTest {
                 .step("loosen", step -> step.launch(looseTopic, new Empty(), CooperationContext
                         .of(Deadlines.HAPPY_PATH, Deadline.at(step.startedAt().plus(Duration.ofDays(2)), "too late"))))
                 .step("tighten", step -> step.launch(childTopic, new Empty(), CooperationContext.of(
-                        Deadlines.HAPPY_PATH, Deadline.at(step.startedAt().plusMillis(500), "root tighten step"))))
+                        Deadlines.HAPPY_PATH, Deadline.at(step.startedAt().plusSeconds(2), "root tighten step"))))
                 .compensateWith((step, cause) -> trace.add("root compensates"))
                 .build();
         Saga<Empty> loose = Saga.on(looseTopic, "deadline-loose-handler")
@@ -124,7 +124,8 @@ class DeadlineTest {
                 })
                 .build();
         try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
-            Instant at = engine.client().databaseTime().plusMillis(400);
+            // long enough for the steps and the first compensation to start on a loaded machine
+            Instant at = engine.client().databaseTime().plusSeconds(2);
             MessageId id = engine.client().launch(topic, new Empty(),
                     CooperationContext.of(Deadlines.ROLLBACK_PATH, Deadline.at(at, "ops policy")));
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLBACK_FAILED);

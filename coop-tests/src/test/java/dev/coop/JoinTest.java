@@ -215,7 +215,7 @@ class JoinTest {
                 .register(lateSaga, outcomes.onDone, outcomes.onFailed).start()) {
             CoopClient client = engine.client();
             Joins joins = client.joins();
-            JoinId join = joins.start(outcomes.expecting(2).timeout(Duration.ofMillis(300)));
+            JoinId join = joins.start(outcomes.expecting(2).timeout(Duration.ofSeconds(1)));
             MessageId member = client.launch(work, new Order("late", 1));
             joins.attach(join, member);
             late.awaitArrivals(1, WAIT);
@@ -230,7 +230,7 @@ class JoinTest {
             assertThat(view.status()).isEqualTo(JoinStatus.TIMED_OUT);
             assertThat(Duration.between(view.createdAt(), view.finishedAt()))
                     .as("timed out by the database's clock, not before the timeout")
-                    .isGreaterThanOrEqualTo(Duration.ofMillis(300));
+                    .isGreaterThanOrEqualTo(Duration.ofSeconds(1));
             assertThat(view.timeoutAt()).isNotNull();
 
             assertThatThrownBy(() -> joins.attach(join, client.launch(work, new Order("too-late", 1))))

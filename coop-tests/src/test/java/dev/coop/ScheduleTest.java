@@ -73,8 +73,10 @@ class ScheduleTest {
             Instant firstDue = created.nextDue().toInstant();
             for (int k = 0; k < 3; k++) {
                 Duration late = Duration.between(firstDue.plus(SECOND.multipliedBy(k)), fires.get(k).at());
+                // well under the 30 s poll interval: the timer woke the engine (lateness is measured by the
+                // benchmark, not asserted here: a loaded CI machine may stall a few hundred ms)
                 assertThat(late).as("lateness of period %d", k).isGreaterThanOrEqualTo(Duration.ZERO)
-                        .isLessThan(Duration.ofMillis(100));
+                        .isLessThan(SECOND);
                 assertThat(fires.get(k).engine()).isEqualTo(engine.id());
             }
             Await.until("the messages to commit", WAIT,
@@ -110,7 +112,7 @@ class ScheduleTest {
                 Instant due = created.nextDue().toInstant().plusSeconds(2L * k);
                 assertThat(Duration.between(due, fires.get(k).at())).as("lateness of time %d", k)
                         .isGreaterThanOrEqualTo(Duration.ZERO)
-                        .isLessThan(Duration.ofMillis(100));
+                        .isLessThan(SECOND);
             }
         }
     }
@@ -292,7 +294,7 @@ class ScheduleTest {
                 List<Fire> f = fires(dataSource, topic);
                 return f.isEmpty() ? null : f.getFirst();
             });
-            assertThat(Duration.between(created.nextDue().toInstant(), fire.at())).isLessThan(Duration.ofMillis(100));
+            assertThat(Duration.between(created.nextDue().toInstant(), fire.at())).isLessThan(Duration.ofSeconds(5));
             assertThat(fire.engine()).isEqualTo(engine.id());
         }
     }
@@ -310,7 +312,7 @@ class ScheduleTest {
                 List<Fire> f = fires(dataSource, topic);
                 return f.isEmpty() ? null : f.getFirst();
             });
-            assertThat(Duration.between(created.nextDue().toInstant(), fire.at())).isLessThan(Duration.ofMillis(100));
+            assertThat(Duration.between(created.nextDue().toInstant(), fire.at())).isLessThan(Duration.ofSeconds(5));
         }
     }
 
@@ -339,7 +341,7 @@ class ScheduleTest {
                     // periods are a second apart; the same period fired twice would be milliseconds apart
                     assertThat(Duration.between(fires.get(k - 1).at(), fires.get(k).at()))
                             .as("%s: fires %d and %d", e.getKey(), k - 1, k)
-                            .isGreaterThan(Duration.ofMillis(500));
+                            .isGreaterThan(Duration.ofMillis(200));
                 }
             }
             assertThat(fires(dataSource, topic)).extracting(Fire::engine)

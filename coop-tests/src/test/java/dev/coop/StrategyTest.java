@@ -33,7 +33,7 @@ class StrategyTest {
         List<String> trace = new CopyOnWriteArrayList<>();
         StepGate fastChild = new StepGate();
         Saga<Empty> root = Saga.on(rootTopic, "window-root-handler")
-                .strategy(Strategies.timeWindow(Duration.ofMillis(300)))
+                .strategy(Strategies.timeWindow(Duration.ofMillis(1500))) // ample for the fast child to start
                 .step("emit", step -> step.launch(childTopic, new Empty()))
                 .step("after", step -> trace.add("root resumed"))
                 .build();
