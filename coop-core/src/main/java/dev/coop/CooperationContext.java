@@ -71,6 +71,10 @@ public final class CooperationContext {
      */
     public <T> CooperationContext with(ContextKey<T> key, T value) {
         Objects.requireNonNull(key, "key");
+        if (value == null && Deadlines.isDeadline(key.name())) {
+            throw new CoopValidationException("Deadline '" + key.name() + "' cannot be set to null (removed), only "
+                    + "tightened");
+        }
         if (value instanceof Deadline d && Deadlines.isDeadline(key.name())) {
             Deadline present = deadline(key.name());
             if (present != null) {

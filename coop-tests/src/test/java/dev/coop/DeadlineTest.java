@@ -155,5 +155,10 @@ class DeadlineTest {
                 .isEqualTo(context);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> context.without(Deadlines.HAPPY_PATH.name()))
                 .isInstanceOf(CoopValidationException.class).hasMessageContaining("only tightened");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> context.with(Deadlines.HAPPY_PATH, null))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("only tightened");
+        org.assertj.core.api.Assertions
+                .assertThatThrownBy(() -> context.withRawJson(Deadlines.ABSOLUTE.name(), "null"))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("only tightened");
     }
 }
