@@ -246,6 +246,44 @@ class JoinTest {
     }
 
     @Test
+    void a_join_started_in_another_process_wakes_an_idle_engines_timer_by_notification(DataSource dataSource)
+            throws Exception {
+        Outcomes outcomes = new Outcomes("jtn");
+        // the engine never polls within this test: only the notification of the new join can wake its timer
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(Duration.ofSeconds(60))
+                .register(outcomes.onDone, outcomes.onFailed).start()) {
+            Await.until("the engine's listener", WAIT, () -> listening(dataSource));
+            UUID join = UUID.randomUUID();
+            try (Connection c = dataSource.getConnection();
+                    PreparedStatement ps = c.prepareStatement("""
+                            INSERT INTO coop.join_group (id, expected, fail_if_any_failed, on_complete_topic,
+                                                         on_fail_topic, timeout_at)
+                            VALUES (?, 1, false, ?, ?, clock_timestamp() + interval '300 milliseconds')""")) {
+                // written as another process would: no client of this JVM hints the timer
+                ps.setObject(1, join);
+                ps.setString(2, outcomes.done.name());
+                ps.setString(3, outcomes.failed.name());
+                ps.executeUpdate();
+            }
+            JoinResult result = outcomes.awaitFailure();
+            assertThat(result.joinId()).isEqualTo(join);
+            assertThat(result.status()).isEqualTo(JoinStatus.TIMED_OUT);
+        }
+    }
+
+    private static boolean listening(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN coop_%'");
+                java.sql.ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1) > 0;
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
     void several_engines_time_a_join_out_once(DataSource dataSource) {
         Outcomes outcomes = new Outcomes("jte");
         List<CoopEngine> engines = new ArrayList<>();

@@ -58,6 +58,10 @@ public final class EngineRuntime {
             topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(sagaTopics.keySet()));
             return null;
         });
+        // created before the listener starts, so that its nudges always reach the timer
+        joinTimer = new JoinTimer(config.engineId(), config.dataSource(), config.schema(),
+                new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
+                context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
                     config.engineId(), this::wake), "listener");
@@ -68,9 +72,6 @@ public final class EngineRuntime {
         for (int i = 0; i < config.workers(); i++) {
             workers.add(thread(new Worker(context), "worker-" + i));
         }
-        joinTimer = new JoinTimer(config.engineId(), config.dataSource(), config.schema(),
-                new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
-                context.dispatcher()::wake);
         joinTimerThread = thread(joinTimer, "join-timer");
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
@@ -93,6 +94,10 @@ public final class EngineRuntime {
         if (ScheduleTimer.NOTIFICATION.equals(saga)) {
             if (timer != null) {
                 timer.nudge();
+            }
+        } else if (JoinTimer.NOTIFICATION.equals(saga)) {
+            if (joinTimer != null) {
+                joinTimer.nudge();
             }
         } else {
             context.dispatcher().wake(saga);

@@ -15,9 +15,13 @@ import org.slf4j.LoggerFactory;
  * index {@code join_group_due}), sleeps until then or for the poll interval, whichever comes first, and fires the due
  * joins with {@code FOR UPDATE SKIP LOCKED}, so that engines sharing a schema never publish a join's outcome twice.
  * Due decisions use the database's clock. A join started in this JVM moves the next wake-up earlier
- * ({@link #expect}); joins started elsewhere are seen at the next probe, within the poll interval.
+ * ({@link #expect}); joins started elsewhere announce themselves with the {@value #NOTIFICATION} notification (or are
+ * seen at the next probe, within the poll interval).
  */
 public final class JoinTimer implements Runnable {
+    /** The notification payload that announces a join with a timeout; never a saga name. */
+    static final String NOTIFICATION = "#joins";
+
     private static final Logger log = LoggerFactory.getLogger(JoinTimer.class);
     /** Timers running in this JVM, so that clients can tell them about new timeouts. */
     private static final Set<JoinTimer> RUNNING = ConcurrentHashMap.newKeySet();
@@ -72,6 +76,11 @@ public final class JoinTimer implements Runnable {
                 monitor.notifyAll();
             }
         }
+    }
+
+    /** Read the earliest timeout again now (a join with a timeout was started, maybe in another process). */
+    void nudge() {
+        wakeBy(System.nanoTime());
     }
 
     void stop() {

@@ -47,6 +47,7 @@ final class Listener implements Runnable {
                 }
                 dispatcher.probeNow(); // anything that happened while we were not listening
                 wake.accept(ScheduleTimer.NOTIFICATION); // schedules too
+                wake.accept(JoinTimer.NOTIFICATION); // and join timeouts
                 backoff = 50;
                 PGConnection pg = c.unwrap(PGConnection.class);
                 while (!dispatcher.stopped()) {

@@ -65,3 +65,13 @@ BEGIN
      ORDER BY m.join_id, m.message_id
        FOR UPDATE;
 END $$;
+
+-- A join started with a timeout (by any client, in any process) wakes idle engines' join timers: the payload
+-- "#joins" (never a saga name) on the engines' channel makes each timer read the earliest timeout again.
+CREATE FUNCTION {schema}.notify_join_timeout() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('coop_' || TG_TABLE_SCHEMA, '#joins');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER join_group_timeout_notify AFTER INSERT ON {schema}.join_group
+  FOR EACH ROW WHEN (NEW.timeout_at IS NOT NULL) EXECUTE FUNCTION {schema}.notify_join_timeout();
