@@ -150,7 +150,9 @@ public final class Saga<P> {
          * Gives the step added last a finally part, which runs exactly once per run: after the step (and the runs
          * it caused) succeeded, as a step of its own named {@code "<step> (finally)"}; in the failing transaction,
          * after the step's own writes were undone, when the step fails and the run rolls back; or after the step's
-         * compensation, when the run rolls back before the finally part ran. It cannot launch messages.
+         * compensation (even a failed one), when the run rolls back before the finally part ran. It cannot launch
+         * messages. When it throws: on the happy path it fails like a step; in a failing step's transaction it is
+         * logged and its writes undone; during a rollback it ends the run ROLLBACK_FAILED.
          */
         public Builder<P> andFinally(StepBody<P> finallyBody) {
             Objects.requireNonNull(finallyBody, "finally part");

@@ -138,6 +138,50 @@ class TryFinallyTest {
     }
 
     @Test
+    void during_a_rollback_it_runs_even_when_the_compensation_fails_and_its_own_failure_ends_the_rollback(
+            DataSource dataSource) throws SQLException {
+        Topic<Empty> compensationFails = Topic.of("finally-comp-fails", Empty.class);
+        Topic<Empty> finallyFails = Topic.of("finally-fails", Empty.class);
+        Topic<Empty> childTopic = Topic.of("finally-failing-child", Empty.class);
+        Saga<Empty> one = Saga.on(compensationFails, "finally-comp-fails-handler")
+                .step("acquire", step -> step.launch(childTopic, new Empty()))
+                .compensateWith((step, cause) -> {
+                    trace.add("compensation that fails");
+                    throw new IllegalStateException("compensation failed");
+                })
+                .andFinally(release("after failed compensation"))
+                .build();
+        Saga<Empty> two = Saga.on(finallyFails, "finally-fails-handler")
+                .step("acquire", step -> step.launch(childTopic, new Empty())) // no compensation
+                .andFinally(step -> {
+                    trace.add("finally that fails");
+                    throw new IllegalStateException("finally failed");
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "finally-failing-child-handler").step("fail", step -> {
+            throw new IllegalStateException("child failed");
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(one, two, child).start()) {
+            MessageId first = engine.client().launch(compensationFails, new Empty());
+            assertThat(engine.client().awaitCompletion(first, WAIT)).isEqualTo(Outcome.ROLLBACK_FAILED);
+            assertThat(trace).containsExactly("compensation that fails", "finally after failed compensation");
+            assertThat(released(dataSource)).containsExactly("after failed compensation");
+            assertThat(failureOf(engine, first).message()).isEqualTo("compensation failed");
+
+            trace.clear();
+            MessageId second = engine.client().launch(finallyFails, new Empty());
+            assertThat(engine.client().awaitCompletion(second, WAIT)).isEqualTo(Outcome.ROLLBACK_FAILED);
+            assertThat(trace).containsExactly("finally that fails");
+            assertThat(failureOf(engine, second).message()).isEqualTo("finally failed");
+        }
+    }
+
+    private static Failure failureOf(CoopEngine engine, MessageId id) {
+        return engine.client().events(id).stream().filter(e -> e.type() == EventType.ROLLBACK_FAILED)
+                .map(e -> Failure.fromJson(e.exception())).findFirst().orElseThrow();
+    }
+
+    @Test
     void a_finally_part_cannot_launch_messages_and_compensate_with_applies_to_its_step() {
         Topic<Empty> topic = Topic.of("finally-shape", Empty.class);
         Saga<Empty> saga = Saga.on(topic, "finally-shape-handler")

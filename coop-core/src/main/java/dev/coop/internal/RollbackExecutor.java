@@ -131,36 +131,44 @@ final class RollbackExecutor {
         }
         String step = Transitions.rollbackOf(name);
         Compensated result = runCompensation(c, run, saga, seq, instance, step, runContext);
+        Throwable thrown = result.thrown();
+        if (thrown != null) {
+            try {
+                result.context().discardWrites();
+            } catch (SQLException e) {
+                transitions.retryLater(c, run, step, e, false);
+                return false;
+            }
+            if (Failures.isInfrastructure(thrown)) {
+                transitions.retryLater(c, run, step, thrown, true);
+                return false;
+            }
+            log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(),
+                    thrown.toString());
+        }
+        // the step's finally part, if it never ran: after the compensation (its writes undone if it failed)
         Integer finallyRan = null;
-        Throwable finallyFailed = null;
         if (saga.steps().get(instance).finallyBody() != null && !StepExecutor.finallyDone(run, instance)) {
             finallyRan = instance;
-            finallyFailed = runFinally(c, run, saga, seq, instance, result.thrown() == null && result.context() != null
-                    ? result.context().context()
-                    : runContext);
+            Throwable finallyFailed = runFinally(c, run, saga, seq, instance,
+                    thrown == null && result.context() != null ? result.context().context() : runContext);
+            if (finallyFailed != null && Failures.isInfrastructure(finallyFailed)) {
+                transitions.retryLater(c, run, step, finallyFailed, false); // compensation and finally: later
+                return false;
+            }
+            if (finallyFailed != null) {
+                log.warn("Finally part of step '{}' of run {} (saga {}) failed during its rollback: {}", name,
+                        run.id(), run.saga(), finallyFailed.toString());
+                thrown = thrown != null ? thrown : finallyFailed;
+            }
         }
-        if (result.thrown() == null && finallyFailed == null) {
+        if (thrown == null) {
             List<LogEntry> entries = new ArrayList<>(2);
             boolean changed = result.context() != null && result.context().contextChanged();
             String contextJson = changed ? result.context().contextJson() : null;
             entries.add(new LogEntry(EventType.SUSPENDED, step, null, contextJson));
             return next(c, run, saga, seq, entries, step, changed ? contextJson : run.context(), finallyRan);
         }
-        if (result.thrown() == null) {
-            result = new Compensated(result.context(), finallyFailed);
-        }
-        Throwable thrown = result.thrown();
-        try {
-            result.context().discardWrites();
-        } catch (SQLException e) {
-            transitions.retryLater(c, run, step, e, false);
-            return false;
-        }
-        if (Failures.isInfrastructure(thrown)) {
-            transitions.retryLater(c, run, step, thrown, true);
-            return false;
-        }
-        log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
         Failure failure = Failure.of(thrown, transitions.source(run))
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause())));
         Advance failed = Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson());
