@@ -180,11 +180,7 @@ public final class Scenarios implements AutoCloseable {
                 access != null && access.status() == RunStatus.ROLLED_BACK && access.failure() != null
                         && access.failure().message().contains("'platinum' does not exist")));
         checks.add(new Check("the contract was never created", step(onboarding, "create-contract") == null));
-        List<String> order = compensationOrderViolations(tree);
-        checks.add(new Check("every run was compensated after the runs it caused" + details(order), order.isEmpty()));
-        Map<String, Integer> rows = Onboarding.rowsOf(data, customer.accountId());
-        checks.add(new Check("nothing is left in any service and no welcome e-mail went out " + rows,
-                rows.values().stream().allMatch(n -> n == 0)));
+        checks.addAll(undoneChildrenFirst(tree, customer));
         String summary = run.outcome() + ": access provisioning failed (" + firstCause(access)
                 + "); " + compensations(tree) + " compensations ran, children first; no contract, no welcome"
                 + " e-mail, no rows left";
@@ -241,27 +237,15 @@ public final class Scenarios implements AutoCloseable {
         RunView invoicing = find(tree, "invoicing");
         checks.add(new Check("billing's invoicing step, waiting for the ERP, gave up when the deadline passed",
                 invoicing != null && invoicing.status() == RunStatus.ROLLED_BACK && invoicing.failure() != null
-                        && mentionsType(invoicing.failure(), DeadlineMissedException.TYPE, source)));
+                        && mentions(invoicing.failure(), DeadlineMissedException.TYPE, m -> m.contains(source))));
         RunView onboarding = tree.runs().getFirst();
         checks.add(new Check("the onboarding's failure names the missed deadline",
-                onboarding.failure() != null && mentionsType(onboarding.failure(), DeadlineMissedException.TYPE,
-                        source)));
-        List<String> order = compensationOrderViolations(tree);
-        checks.add(new Check("every run was compensated after the runs it caused" + details(order), order.isEmpty()));
-        Map<String, Integer> rows = Onboarding.rowsOf(data, customer.accountId());
-        checks.add(new Check("nothing is left in any service and no welcome e-mail went out " + rows,
-                rows.values().stream().allMatch(n -> n == 0)));
+                onboarding.failure() != null && mentions(onboarding.failure(), DeadlineMissedException.TYPE,
+                        m -> m.contains(source))));
+        checks.addAll(undoneChildrenFirst(tree, customer));
         String summary = outcome + ": the web form's 3 s deadline passed while billing waited for the ERP; the "
                 + "waiting step gave up, " + compensations(tree) + " compensations ran, children first";
         return result(4, "a deadline is missed", run, summary, checks);
-    }
-
-    /** Whether the failure or one of its causes is of {@code type} and mentions {@code text}. */
-    private static boolean mentionsType(Failure failure, String type, String text) {
-        if (failure.type().equals(type) && failure.message().contains(text)) {
-            return true;
-        }
-        return failure.causes().stream().anyMatch(c -> mentionsType(c, type, text));
     }
 
     /** 5: an operator cancels an onboarding while billing waits for the ERP; everything rolls back. */
@@ -294,11 +278,7 @@ public final class Scenarios implements AutoCloseable {
         RunView invoicing = find(tree, "invoicing");
         checks.add(new Check("the waiting invoicing step gave up and rolled back",
                 invoicing != null && invoicing.status() == RunStatus.ROLLED_BACK));
-        List<String> order = compensationOrderViolations(tree);
-        checks.add(new Check("every run was compensated after the runs it caused" + details(order), order.isEmpty()));
-        Map<String, Integer> rows = Onboarding.rowsOf(data, customer.accountId());
-        checks.add(new Check("nothing is left in any service and no welcome e-mail went out " + rows,
-                rows.values().stream().allMatch(n -> n == 0)));
+        checks.addAll(undoneChildrenFirst(tree, customer));
         String summary = outcome + ": an operator cancelled while billing waited for the ERP; the waiting step gave "
                 + "up, " + compensations(tree) + " compensations ran, children first; no welcome e-mail";
         return result(5, "an operator cancels", run, summary, checks);
@@ -423,10 +403,25 @@ public final class Scenarios implements AutoCloseable {
     }
 
     private static boolean mentions(Failure failure, String type, String message) {
-        if (failure.type().equals(type) && failure.message().equals(message)) {
+        return mentions(failure, type, message::equals);
+    }
+
+    /** Whether the failure or one of its causes is of {@code type} with a message that {@code matches}. */
+    private static boolean mentions(Failure failure, String type, java.util.function.Predicate<String> matches) {
+        if (failure.type().equals(type) && matches.test(failure.message())) {
             return true;
         }
-        return failure.causes().stream().anyMatch(c -> mentions(c, type, message));
+        return failure.causes().stream().anyMatch(c -> mentions(c, type, matches));
+    }
+
+    /** The checks of a hierarchy that rolled back: compensated children first, nothing left in any service. */
+    private List<Check> undoneChildrenFirst(Hierarchy tree, NewCustomer customer) throws SQLException {
+        List<String> order = compensationOrderViolations(tree);
+        Map<String, Integer> rows = Onboarding.rowsOf(data, customer.accountId());
+        return List.of(
+                new Check("every run was compensated after the runs it caused" + details(order), order.isEmpty()),
+                new Check("nothing is left in any service and no welcome e-mail went out " + rows,
+                        rows.values().stream().allMatch(n -> n == 0)));
     }
 
     private static String firstCause(RunView run) {
