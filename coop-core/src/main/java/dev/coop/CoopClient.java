@@ -3,6 +3,7 @@ package dev.coop;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
+import dev.coop.internal.Limits;
 import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
@@ -124,6 +125,10 @@ public final class CoopClient {
     private <P> Emission emission(Topic<P> topic, P payload, CooperationContext context, Instant at) {
         Objects.requireNonNull(topic, "topic");
         Objects.requireNonNull(context, "context");
+        json.checkLaunchContext(context);
+        if (at != null) {
+            Limits.instant("The start time of a message on topic '" + topic.name() + "'", at);
+        }
         return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload),
                 json.writeContext(context.withMapper(json.mapper())),
                 at == null ? null : at.atOffset(ZoneOffset.UTC));
@@ -141,7 +146,7 @@ public final class CoopClient {
      */
     public Outcome awaitCompletion(MessageId message, Duration timeout) {
         Objects.requireNonNull(message, "message");
-        long deadline = System.nanoTime() + Objects.requireNonNull(timeout, "timeout").toNanos();
+        long deadline = System.nanoTime() + Limits.timeoutNanos(Objects.requireNonNull(timeout, "timeout"));
         long pause = firstPauseNanos;
         try (Completions.Waiter waiter = completions.watch(message.value())) {
             while (true) {
@@ -154,7 +159,7 @@ public final class CoopClient {
                 if (left <= 0) {
                     long running = statuses.stream().filter(s -> !s.isFinished()).count();
                     throw new CoopTimeoutException(
-                            "Message " + message + " did not finish within " + timeout.toMillis() + " ms: "
+                            "Message " + message + " did not finish within " + timeout + ": "
                                     + running + " of its " + statuses.size() + " runs are still running");
                 }
                 waiter.await(seen, Math.min(pause, left));
@@ -232,8 +237,14 @@ public final class CoopClient {
 
     /** The event log of the hierarchy below a message, in the order it was written. */
     public List<Event> events(MessageId message) {
+        Objects.requireNonNull(message, "message");
         try (Connection c = dataSource.getConnection()) {
-            return store.events(c, message);
+            List<Event> events = store.events(c, message);
+            if (events.isEmpty() && !store.messageExists(c, message)) {
+                throw new CoopValidationException("No message " + message + " in schema '"
+                        + store.schema().value() + "'");
+            }
+            return events;
         } catch (SQLException e) {
             throw new CoopStoreException(
                     "Could not read the events of message " + message + ": " + e.getMessage(),
@@ -306,6 +317,14 @@ public final class CoopClient {
     private static String reason(String reason) {
         if (reason == null || reason.isBlank()) {
             throw new CoopValidationException("A reason is required; it is recorded in the event log");
+        }
+        if (reason.length() > dev.coop.internal.Limits.MAX_REASON_LENGTH) {
+            throw new CoopValidationException("A reason is at most " + dev.coop.internal.Limits.MAX_REASON_LENGTH
+                    + " characters (every run of the hierarchy records it); this one has " + reason.length());
+        }
+        if (reason.indexOf('\0') >= 0 || dev.coop.internal.Limits.loneSurrogateAt(reason) >= 0) {
+            throw new CoopValidationException("A reason cannot contain a NUL character or an unpaired UTF-16"
+                    + " surrogate: PostgreSQL cannot store them");
         }
         return reason;
     }

@@ -12,7 +12,7 @@ public record JoinId(UUID value) {
     /** Parses the canonical UUID text form; a malformed id is a {@link CoopValidationException}. */
     public static JoinId parse(String text) {
         try {
-            return new JoinId(UUID.fromString(Objects.requireNonNull(text, "join id").strip()));
+            return new JoinId(Ids.uuid(Objects.requireNonNull(text, "join id")));
         } catch (IllegalArgumentException e) {
             throw new CoopValidationException("Not a join id (a UUID was expected): '" + text + "'", e);
         }

@@ -12,7 +12,7 @@ public record MessageId(UUID value) {
     /** Parses the canonical UUID text form; a malformed id is a {@link CoopValidationException}. */
     public static MessageId parse(String text) {
         try {
-            return new MessageId(UUID.fromString(Objects.requireNonNull(text, "message id").strip()));
+            return new MessageId(Ids.uuid(Objects.requireNonNull(text, "message id")));
         } catch (IllegalArgumentException e) {
             throw new CoopValidationException("Not a message id (a UUID was expected): '" + text + "'", e);
         }

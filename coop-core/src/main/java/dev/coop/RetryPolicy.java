@@ -45,9 +45,7 @@ public final class RetryPolicy {
 
     /** The wait before the second attempt. */
     public RetryPolicy initialDelay(Duration delay) {
-        if (delay == null || delay.isNegative()) {
-            throw new CoopValidationException("initialDelay must be zero or positive, was " + delay);
-        }
+        dev.coop.internal.Limits.delay("initialDelay", delay);
         return new RetryPolicy(maxAttempts, delay, multiplier, maxDelay, retryOn, abortOn, park);
     }
 
@@ -61,9 +59,7 @@ public final class RetryPolicy {
 
     /** No wait is longer than this. */
     public RetryPolicy maxDelay(Duration delay) {
-        if (delay == null || delay.isNegative()) {
-            throw new CoopValidationException("maxDelay must be zero or positive, was " + delay);
-        }
+        dev.coop.internal.Limits.delay("maxDelay", delay);
         return new RetryPolicy(maxAttempts, initialDelay, multiplier, delay, retryOn, abortOn, park);
     }
 

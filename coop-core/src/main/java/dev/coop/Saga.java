@@ -130,10 +130,8 @@ public final class Saga<P> {
          */
         public Builder<P> sleep(String stepName, java.time.Duration duration) {
             Objects.requireNonNull(duration, "duration of sleep step '" + stepName + "'");
-            if (duration.isNegative()) {
-                throw new CoopValidationException("Sleep step '" + stepName + "' of saga '" + name
-                        + "' has a negative duration " + duration);
-            }
+            dev.coop.internal.Limits.delay("The duration of sleep step '" + stepName + "' of saga '" + name + "'",
+                    duration);
             return sleepUntil(stepName, step -> step.startedAt().plus(duration));
         }
 
@@ -168,9 +166,11 @@ public final class Saga<P> {
 
         private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
             if (stepName == null || stepName.isBlank() || stepName.length() > MAX_STEP_NAME
-                    || stepName.chars().anyMatch(Character::isISOControl)) {
+                    || stepName.chars().anyMatch(Character::isISOControl)
+                    || dev.coop.internal.Limits.loneSurrogateAt(stepName) >= 0) {
                 throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
-                        + "': use 1 to " + MAX_STEP_NAME + " printable characters");
+                        + "': use 1 to " + MAX_STEP_NAME + " printable characters (no control characters, no unpaired"
+                        + " UTF-16 surrogates)");
             }
             if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
                     || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)

@@ -80,6 +80,10 @@ public final class Schedule {
         if (expression == null || expression.isBlank()) {
             throw new CoopValidationException("The cron expression of a schedule is missing");
         }
+        if (expression.length() > 1_000 || expression.chars().anyMatch(c -> c < 0x20 && c != '\t' && c != '\n')) {
+            throw new CoopValidationException("Invalid cron expression: at most 1000 characters and no control"
+                    + " characters such as NUL (" + expression.length() + " characters given)");
+        }
         String text = expression.strip().replaceAll("\\s+", " ");
         try {
             ScheduleTimes.parse(text);

@@ -13,6 +13,7 @@ import dev.coop.ParkedRun;
 import dev.coop.RunQuery;
 import dev.coop.RunStatus;
 import dev.coop.RunSummary;
+import dev.coop.render.TerminalText;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
@@ -213,8 +214,10 @@ final class Commands {
             } else {
                 cli.out().printf("%-24s %-24s %-26s %-22s %s%n", "NAME", "TOPIC", "NEXT DUE", "SKIPPED", "SCHEDULE");
                 for (dev.coop.ScheduleSummary s : all) {
-                    cli.out().printf("%-24s %-24s %-26s %-22s %s%n", s.name(), s.topic(),
-                            s.paused() ? "paused" : String.valueOf(time(s.nextDue())), s.skipped(), s.schedule());
+                    cli.out().printf("%-24s %-24s %-26s %-22s %s%n", TerminalText.escape(s.name()),
+                            TerminalText.escape(s.topic()),
+                            s.paused() ? "paused" : String.valueOf(time(s.nextDue())), s.skipped(),
+                            TerminalText.escape(String.valueOf(s.schedule())));
                 }
             }
         }
@@ -235,15 +238,15 @@ final class Commands {
                 return;
             }
             cli.out().printf("Join %s%s: %s, %d of %d attached, %d completed, %d failed%s%n", v.id(),
-                    v.key() == null ? "" : " (" + v.key() + ")", v.status(), v.attached(), v.expected(),
+                    v.key() == null ? "" : " (" + TerminalText.escape(v.key()) + ")", v.status(), v.attached(),
+                    v.expected(),
                     v.completed(), v.failed(), v.timeoutAt() == null ? "" : ", times out at " + time(v.timeoutAt()));
             for (dev.coop.JoinView.Member m : v.members()) {
                 cli.out().printf("  %s  %s%s%n", m.message(), m.state(), m.reported() ? " (reported)" : "");
             }
             if (v.outcomeMessage() != null) {
-                cli.out().println("Published " + v.outcomeMessage() + " on '"
-                        + (v.status() == dev.coop.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic())
-                        + "'");
+                cli.out().println("Published " + v.outcomeMessage() + " on '" + TerminalText.escape(
+                        v.status() == dev.coop.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic()) + "'");
             }
         }
     }

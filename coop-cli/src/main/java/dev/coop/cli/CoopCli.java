@@ -7,10 +7,10 @@ import dev.coop.MessageId;
 import dev.coop.render.JsonRenderer;
 import dev.coop.render.RenderOptions;
 import dev.coop.render.Renderers;
+import dev.coop.render.TerminalText;
 import dev.coop.render.TextRenderer;
 import java.io.PrintWriter;
 import java.sql.SQLException;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import picocli.CommandLine;
@@ -66,8 +66,13 @@ public final class CoopCli implements Runnable {
     @Option(names = "--ascii", scope = ScopeType.INHERIT, description = "Draw with ASCII only")
     boolean ascii;
 
+    /** When to colour: validated while parsing, so {@code --color rainbow} is a usage error even if nothing prints. */
+    enum ColorMode {
+        AUTO, ALWAYS, NEVER
+    }
+
     @Option(names = "--color", scope = ScopeType.INHERIT, paramLabel = "auto|always|never", defaultValue = "auto", description = "Colours: auto (on a terminal, unless NO_COLOR is set), always, never")
-    String color;
+    ColorMode color;
 
     @Option(names = {"-v", "--verbose"}, scope = ScopeType.INHERIT, description = "Print stack traces of errors")
     boolean verbose;
@@ -93,18 +98,21 @@ public final class CoopCli implements Runnable {
         CommandLine commandLine = new CommandLine(cli);
         commandLine.setCaseInsensitiveEnumValuesAllowed(true);
         commandLine.registerConverter(MessageId.class, MESSAGE_ID);
+        commandLine.registerConverter(java.util.UUID.class, RUN_ID);
         commandLine.registerConverter(dev.coop.JoinId.class, JOIN_ID);
         commandLine.setParameterExceptionHandler((e, args) -> {
             CommandLine c = e.getCommandLine();
-            c.getErr().println("coop: " + Database.oneLine(e.getMessage()) + " (see 'coop "
+            c.getErr().println("coop: " + cli.redact(Database.oneLine(e.getMessage())) + " (see 'coop "
                     + (c.getCommandSpec().parent() == null ? "" : c.getCommandName() + " ") + "--help')");
             return EXIT_USAGE;
         });
         commandLine.setExecutionExceptionHandler((e, c, parseResult) -> {
             int code = exitCode(e);
-            c.getErr().println("coop: " + message(e));
+            c.getErr().println("coop: " + cli.redact(message(e)));
             if (cli.verbose) {
-                e.printStackTrace(c.getErr());
+                java.io.StringWriter trace = new java.io.StringWriter();
+                e.printStackTrace(new PrintWriter(trace));
+                c.getErr().print(cli.redact(trace.toString()));
             }
             return code;
         });
@@ -125,16 +133,34 @@ public final class CoopCli implements Runnable {
                 user != null ? user : env.get("COOP_JDBC_USER"), password, schema);
     }
 
+    /**
+     * Error text as it may be printed: passwords masked (in URLs, and the password given to this command wherever it
+     * appears) and control characters escaped, line feeds kept.
+     */
+    String redact(String text) {
+        String s = Database.masked(text);
+        String secret = this.password != null ? this.password : env.get("COOP_JDBC_PASSWORD");
+        if (secret != null && secret.length() >= 3) {
+            s = s.replace(secret, "***");
+        }
+        StringBuilder out = new StringBuilder();
+        for (String line : s.split("\n", -1)) {
+            if (!out.isEmpty()) {
+                out.append('\n');
+            }
+            out.append(TerminalText.escape(line));
+        }
+        return out.toString();
+    }
+
     RenderOptions renderOptions() {
-        RenderOptions options = switch (color.toLowerCase(Locale.ROOT)) {
-            case "always" -> RenderOptions.defaults().withColors(true);
-            case "never" -> RenderOptions.defaults();
-            case "auto" -> {
+        RenderOptions options = switch (color) {
+            case ALWAYS -> RenderOptions.defaults().withColors(true);
+            case NEVER -> RenderOptions.defaults();
+            case AUTO -> {
                 RenderOptions terminal = Renderers.terminalOptions();
                 yield terminal.withColors(terminal.colors() && !env.containsKey("NO_COLOR"));
             }
-            default -> throw new ParameterException(spec.commandLine(),
-                    "--color must be auto, always or never, was '" + color + "'");
         };
         return ascii ? options.withUnicode(false) : options;
     }
@@ -162,6 +188,15 @@ public final class CoopCli implements Runnable {
             return MessageId.parse(value);
         } catch (CoopValidationException e) {
             throw new TypeConversionException(e.getMessage());
+        }
+    };
+
+    /** Run ids, as strict as message ids (picocli's own UUID converter takes "1-1-1-1-1"). */
+    static final ITypeConverter<java.util.UUID> RUN_ID = value -> {
+        try {
+            return MessageId.parse(value).value();
+        } catch (CoopValidationException e) {
+            throw new TypeConversionException("Not a run id (a UUID was expected): '" + value + "'");
         }
     };
 

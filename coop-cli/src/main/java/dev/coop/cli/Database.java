@@ -39,13 +39,13 @@ final class Database {
         String u = url.strip();
         if (!u.regionMatches(true, 0, SCHEME, 0, SCHEME.length())) {
             throw new CliException(CoopCli.EXIT_USAGE,
-                    "Not a PostgreSQL JDBC URL: '" + u + "' (expected jdbc:postgresql://host:port/database)");
+                    "Not a PostgreSQL JDBC URL: '" + masked(u) + "' (expected jdbc:postgresql://host:port/database)");
         }
         PGSimpleDataSource ds = new PGSimpleDataSource();
         try {
             ds.setURL(u);
         } catch (IllegalArgumentException e) {
-            throw new CliException(CoopCli.EXIT_USAGE, "Not a valid PostgreSQL JDBC URL: '" + u + "': "
+            throw new CliException(CoopCli.EXIT_USAGE, "Not a valid PostgreSQL JDBC URL: '" + masked(u) + "': "
                     + e.getMessage(), e);
         }
         if (!u.contains("connectTimeout=")) {
@@ -104,7 +104,8 @@ final class Database {
         try {
             return dataSource.getConnection();
         } catch (SQLException e) {
-            throw new CliException(CoopCli.EXIT_UNREACHABLE, "Cannot connect to " + url + ": " + describe(e), e);
+            throw new CliException(CoopCli.EXIT_UNREACHABLE, "Cannot connect to " + masked(url) + ": " + describe(e),
+                    e);
         }
     }
 
@@ -112,7 +113,8 @@ final class Database {
     CliException failure(String what, SQLException e) {
         String state = e.getSQLState();
         if (state != null && (state.startsWith("08") || state.startsWith("28") || state.equals("3D000"))) {
-            return new CliException(CoopCli.EXIT_UNREACHABLE, "Cannot connect to " + url + ": " + describe(e), e);
+            return new CliException(CoopCli.EXIT_UNREACHABLE, "Cannot connect to " + masked(url) + ": " + describe(e),
+                    e);
         }
         return new CliException(CoopCli.EXIT_FAILURE, "Could not " + what + ": " + describe(e), e);
     }
@@ -120,7 +122,7 @@ final class Database {
     private String databaseName() {
         int slash = url.indexOf('/', SCHEME.length() + 2);
         if (slash < 0) {
-            return url;
+            return masked(url);
         }
         String rest = url.substring(slash + 1);
         int q = rest.indexOf('?');
@@ -138,6 +140,20 @@ final class Database {
             message += " (" + root.getClass().getSimpleName() + ": " + oneLine(root.getMessage()) + ")";
         }
         return message;
+    }
+
+    private static final java.util.regex.Pattern PASSWORD_PARAMETER = java.util.regex.Pattern
+            .compile("(?i)(password=)[^&;\\s]*");
+    private static final java.util.regex.Pattern USER_INFO = java.util.regex.Pattern
+            .compile("(//[^/@\\s:]*:)[^@/\\s]*@");
+
+    /** {@code text} with passwords in URLs ({@code ?password=...}, {@code user:pw@host}) replaced by {@code ***}. */
+    static String masked(String text) {
+        if (text == null) {
+            return null;
+        }
+        String s = PASSWORD_PARAMETER.matcher(text).replaceAll("$1***");
+        return USER_INFO.matcher(s).replaceAll("$1***@");
     }
 
     static String oneLine(String s) {

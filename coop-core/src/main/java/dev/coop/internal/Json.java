@@ -48,6 +48,13 @@ public final class Json {
                             + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(),
                     e);
         }
+        int surrogate = Limits.loneSurrogateAt(json);
+        if (surrogate >= 0) {
+            throw new CoopValidationException("Payload for topic '" + topic.name() + "' contains an unpaired UTF-16"
+                    + " surrogate (\\u" + Integer.toHexString(json.charAt(surrogate)).toUpperCase(java.util.Locale.ROOT)
+                    + ") at character " + surrogate + " of its JSON; PostgreSQL cannot store it and would replace it"
+                    + " with '?'");
+        }
         if (containsNul(json)) {
             throw new CoopValidationException("Payload for topic '" + topic.name()
                     + "' contains a NUL character (\\u0000), which PostgreSQL cannot store in jsonb");
@@ -114,6 +121,34 @@ public final class Json {
         String json = context.toJson();
         checkStorable("cooperation context", json);
         return json;
+    }
+
+    /** Coop's own context entries; any other name with the reserved prefix is refused at launch. */
+    private static final java.util.List<dev.coop.ContextKey<dev.coop.Deadline>> COOP_ENTRIES = java.util.List
+            .of(dev.coop.Deadlines.HAPPY_PATH, dev.coop.Deadlines.ROLLBACK_PATH, dev.coop.Deadlines.ABSOLUTE);
+
+    /**
+     * Refuses, when a message is launched, a context that would fail later (when a step reads it): invalid entry
+     * names (e.g. read with {@code CooperationContext.fromJson}), names with Coop's reserved {@code coop.} prefix that
+     * are not Coop's, and deadline entries that are not deadlines.
+     */
+    public void checkLaunchContext(dev.coop.CooperationContext context) {
+        for (String name : context.names()) {
+            new dev.coop.ContextKey<>(name, Object.class); // validates the name
+            if (!name.startsWith("coop.")) {
+                continue;
+            }
+            var key = COOP_ENTRIES.stream().filter(k -> k.name().equals(name)).findFirst()
+                    .orElseThrow(() -> new CoopValidationException("Context entry '" + name + "' uses the prefix"
+                            + " 'coop.', which is reserved for Coop's own entries "
+                            + COOP_ENTRIES.stream().map(dev.coop.ContextKey::name).toList()));
+            try {
+                context.get(key);
+            } catch (RuntimeException e) {
+                throw new CoopValidationException("Context entry '" + name + "' is not a deadline: "
+                        + e.getMessage(), e);
+            }
+        }
     }
 
     /** Reads a stored context with this mapper. */

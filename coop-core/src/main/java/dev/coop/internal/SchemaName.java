@@ -1,6 +1,7 @@
 package dev.coop.internal;
 
 import dev.coop.CoopValidationException;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -11,10 +12,30 @@ import java.util.regex.Pattern;
 public record SchemaName(String value) {
     private static final Pattern VALID = Pattern.compile("[a-z_][a-z0-9_]{0,49}");
 
+    /**
+     * PostgreSQL's reserved key words (categories R and T of {@code pg_get_keywords()}): unquoted, they cannot name a
+     * schema, so {@code select.run} would be a syntax error deep inside the migration.
+     */
+    private static final Set<String> RESERVED = Set.of("all", "analyse", "analyze", "and", "any", "array", "as", "asc",
+            "asymmetric", "authorization", "binary", "both", "case", "cast", "check", "collate", "collation", "column",
+            "concurrently", "constraint", "create", "cross", "current_catalog", "current_date", "current_role",
+            "current_schema", "current_time", "current_timestamp", "current_user", "default", "deferrable", "desc",
+            "distinct", "do", "else", "end", "except", "false", "fetch", "for", "foreign", "freeze", "from", "full",
+            "grant", "group", "having", "ilike", "in", "initially", "inner", "intersect", "into", "is", "isnull",
+            "join", "lateral", "leading", "left", "like", "limit", "localtime", "localtimestamp", "natural", "not",
+            "notnull", "null", "offset", "on", "only", "or", "order", "outer", "overlaps", "placing", "primary",
+            "references", "returning", "right", "select", "session_user", "similar", "some", "symmetric",
+            "system_user", "table", "tablesample", "then", "to", "trailing", "true", "union", "unique", "user",
+            "using", "variadic", "verbose", "when", "where", "window", "with");
+
     public SchemaName {
         if (value == null || !VALID.matcher(value).matches()) {
             throw new CoopValidationException("Invalid schema name '" + value
                     + "': use 1 to 50 lower-case letters, digits or underscores, starting with a letter or underscore");
+        }
+        if (RESERVED.contains(value)) {
+            throw new CoopValidationException("Invalid schema name '" + value + "': it is a reserved word in SQL;"
+                    + " choose another, e.g. 'coop_" + value + "'");
         }
     }
 

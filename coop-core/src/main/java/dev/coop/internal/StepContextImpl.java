@@ -254,6 +254,7 @@ final class StepContextImpl<P> implements StepContext<P> {
             throw new IllegalStateException("A " + kind.name().toLowerCase() + " cannot launch messages (saga "
                     + run.saga() + ", step " + step + ")");
         }
+        engine.json().checkLaunchContext(childContext);
         UUID id = Uuids.v7();
         into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
                 engine.json().writeContext(childContext), null));

@@ -138,7 +138,8 @@ final class StepExecutor {
         Throwable thrown = invoke(() -> {
             flow[0] = step.body().run(context);
             if (step.wakeAt() != null) {
-                wake[0] = step.wakeAt().at(context);
+                wake[0] = Limits.instant("The wake-up time of step '" + step.name() + "'",
+                        step.wakeAt().at(context));
             }
         }, context);
         int next = -1;

@@ -86,7 +86,7 @@ public final class TextRenderer {
             run(out, runs.get(i), "", i == runs.size() - 1);
         }
         epilogue(out, runs);
-        return out.toString();
+        return safe(out.toString());
     }
 
     /** The tree below one run, then (if anything failed) its distributed stack trace and compensations. */
@@ -97,7 +97,7 @@ public final class TextRenderer {
                 .append(run.messageId()).append('\n');
         run(out, run, "", true);
         epilogue(out, List.of(run));
-        return out.toString();
+        return safe(out.toString());
     }
 
     /**
@@ -107,7 +107,7 @@ public final class TextRenderer {
     public String render(Failure failure) {
         StringBuilder out = new StringBuilder();
         chain(out, failure, "", true, new HashSet<>());
-        return out.toString();
+        return safe(out.toString());
     }
 
     /**
@@ -164,7 +164,8 @@ public final class TextRenderer {
     }
 
     /** Left-aligned columns separated by two spaces; the header row bold; colours on the status column. */
-    private String table(List<List<String>> rows, int statusColumn, UnaryOperator<String> color) {
+    private String table(List<List<String>> raw, int statusColumn, UnaryOperator<String> color) {
+        List<List<String>> rows = raw.stream().map(row -> row.stream().map(TerminalText::escape).toList()).toList();
         int columns = rows.getFirst().size();
         int[] width = new int[columns];
         for (List<String> row : rows) {
@@ -188,6 +189,11 @@ public final class TextRenderer {
             out.append(line.toString().stripTrailing()).append('\n');
         }
         return out.toString();
+    }
+
+    /** The rendered text with user-provided control characters escaped; only this renderer's colours kept. */
+    private String safe(String rendered) {
+        return TerminalText.escape(rendered, true, options.colors());
     }
 
     private static String orDash(String s) {

@@ -1,0 +1,71 @@
+package dev.coop.internal;
+
+import dev.coop.CoopValidationException;
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * The limits Coop puts on user-supplied values, checked where they enter (a builder, a launch, a call) so that
+ * nothing fails later inside a run: text PostgreSQL would refuse or alter, and times PostgreSQL cannot store.
+ */
+public final class Limits {
+    /** The longest reason (cancellation, rollback) kept; every run of a hierarchy copies it into its failure. */
+    public static final int MAX_REASON_LENGTH = 2_000;
+
+    private Limits() {
+    }
+
+    /**
+     * The index of the first unpaired UTF-16 surrogate in {@code s}, or -1. PostgreSQL stores UTF-8, which has no
+     * encoding for a lone surrogate: the driver would silently replace it with '?'.
+     */
+    public static int loneSurrogateAt(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c)) {
+                if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                    i++;
+                    continue;
+                }
+                return i;
+            }
+            if (Character.isLowSurrogate(c)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The longest wait Coop takes: sleeps, retry delays (100 years). */
+    public static final Duration MAX_DELAY = Duration.ofDays(36_525);
+    /** The latest instant Coop stores (due times, launches); PostgreSQL itself goes further, java.time less far. */
+    public static final Instant LATEST = Instant.parse("9999-12-31T23:59:59Z");
+    /** The earliest instant Coop stores. */
+    public static final Instant EARLIEST = Instant.parse("0001-01-01T00:00:00Z");
+
+    /** {@code delay}, refused when negative or longer than {@link #MAX_DELAY}; {@code what} names it. */
+    public static Duration delay(String what, Duration delay) {
+        if (delay == null || delay.isNegative() || delay.compareTo(MAX_DELAY) > 0) {
+            throw new CoopValidationException(what + " must be between zero and " + MAX_DELAY.toDays()
+                    + " days, was " + delay);
+        }
+        return delay;
+    }
+
+    /** {@code at}, refused outside {@link #EARLIEST}..{@link #LATEST}; {@code what} names it. */
+    public static Instant instant(String what, Instant at) {
+        if (at == null || at.isBefore(EARLIEST) || at.isAfter(LATEST)) {
+            throw new CoopValidationException(what + " must be between " + EARLIEST + " and " + LATEST + ", was "
+                    + at);
+        }
+        return at;
+    }
+
+    /** A timeout in nanoseconds, saturated: a negative one is zero, a huge one (e.g. 10,000 years) is "forever". */
+    public static long timeoutNanos(Duration timeout) {
+        if (timeout.isNegative()) {
+            return 0;
+        }
+        return timeout.compareTo(Duration.ofNanos(Long.MAX_VALUE / 4)) > 0 ? Long.MAX_VALUE / 4 : timeout.toNanos();
+    }
+}
