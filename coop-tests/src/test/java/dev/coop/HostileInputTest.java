@@ -1,0 +1,203 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.coop.Payloads.Empty;
+import dev.coop.render.RenderOptions;
+import dev.coop.render.TextRenderer;
+import dev.coop.test.CoopDatabase;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Odd and hostile values are refused where they enter, with a message naming the value, instead of failing later
+ * inside a run (or, for text shown on a terminal, are shown harmlessly).
+ */
+class HostileInputTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(30);
+
+    record Text(String text) {
+    }
+
+    /** A topic of its own for each test: a saga stays registered for its topic after its engine stopped. */
+    static Topic<Text> topic(String name) {
+        return Topic.of(name, Text.class);
+    }
+
+    static Saga<Empty> anySaga(String name) {
+        return Saga.on(Topic.of(name + "-topic", Empty.class), name).step("one", step -> {
+        }).build();
+    }
+
+    @Test
+    void reserved_words_are_refused_as_schema_names_and_every_accepted_keyword_works_unquoted() throws Exception {
+        for (String word : List.of("select", "user", "order", "table")) {
+            assertThatThrownBy(() -> CoopClient.builder(db.dataSource()).schema(word).build())
+                    .as(word).isInstanceOf(CoopValidationException.class)
+                    .hasMessageContaining("'" + word + "'").hasMessageContaining("reserved word");
+        }
+        // every other key word PostgreSQL knows is accepted, so it must work as an unquoted schema qualifier
+        List<String> accepted = new java.util.ArrayList<>();
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement();
+                var rs = st.executeQuery("SELECT word FROM pg_get_keywords() WHERE word ~ '^[a-z_][a-z0-9_]*$'")) {
+            while (rs.next()) {
+                String word = rs.getString(1);
+                try {
+                    new dev.coop.internal.SchemaName(word);
+                    accepted.add(word);
+                } catch (CoopValidationException refused) {
+                    // refused up front: fine
+                }
+            }
+        }
+        assertThat(accepted).contains("abort", "action").doesNotContain("select", "user");
+        try (Connection c = db.dataSource().getConnection(); Statement st = c.createStatement()) {
+            c.setAutoCommit(false);
+            for (String word : accepted) {
+                st.execute("SAVEPOINT s");
+                st.execute("CREATE SCHEMA " + word);
+                st.execute("CREATE TABLE " + word + ".run (id int)");
+                st.execute("SELECT id FROM " + word + ".run");
+                st.execute("ROLLBACK TO SAVEPOINT s");
+            }
+            c.rollback();
+        }
+    }
+
+    @Test
+    void lone_surrogates_are_refused_in_payloads_and_step_names() {
+        Topic<Text> texts = topic("hostile-text");
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(Saga.on(texts, "texts").step("one", step -> {
+        }).build()).start()) {
+            assertThatThrownBy(() -> engine.client().launch(texts, new Text("broken \uD800 half")))
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("unpaired UTF-16 surrogate")
+                    .hasMessageContaining("hostile-text");
+            // a whole pair (an emoji) is fine
+            MessageId ok = engine.client().launch(texts, new Text("fine \uD83D\uDE00"));
+            assertThat(engine.client().awaitCompletion(ok, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+        assertThatThrownBy(() -> Saga.on(texts, "texts-2").step("half \uDC00", step -> {
+        })).isInstanceOf(CoopValidationException.class).hasMessageContaining("surrogate");
+    }
+
+    @Test
+    void launch_contexts_with_invalid_names_or_fake_deadlines_are_refused_at_launch() {
+        Topic<Text> texts = topic("hostile-context");
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(Saga.on(texts, "ctx").step("one", step -> {
+        }).build()).start()) {
+            CoopClient client = engine.client();
+            CooperationContext longKey = CooperationContext.fromJson("{\"" + "k".repeat(10_000) + "\": 1}");
+            assertThatThrownBy(() -> client.launch(texts, new Text("x"), longKey))
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("Invalid context key");
+            CooperationContext reserved = CooperationContext.fromJson("{\"coop.secret\": 1}");
+            assertThatThrownBy(() -> client.launch(texts, new Text("x"), reserved))
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("'coop.secret'")
+                    .hasMessageContaining("reserved");
+            CooperationContext fake = CooperationContext.fromJson("{\"coop.deadline.happy-path\": \"tomorrow\"}");
+            assertThatThrownBy(() -> client.launch(texts, new Text("x"), fake))
+                    .isInstanceOf(CoopValidationException.class)
+                    .hasMessageContaining("'coop.deadline.happy-path' is not a deadline");
+            // nothing was launched by the refused calls
+            assertThat(client.runs(RunQuery.newest().saga("ctx"))).isEmpty();
+        }
+    }
+
+    @Test
+    void reasons_are_validated_and_capped() {
+        Topic<Text> texts = topic("hostile-reasons");
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(Saga.on(texts, "reasons").step("one", step -> {
+        }).build()).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(texts, new Text("x"));
+            client.awaitCompletion(id, WAIT);
+            assertThatThrownBy(() -> client.cancel(id, "nul \0 inside")).isInstanceOf(CoopValidationException.class)
+                    .hasMessageContaining("NUL");
+            assertThatThrownBy(() -> client.cancel(id, "r".repeat(10_000_000)))
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("at most 2000 characters");
+            assertThatThrownBy(() -> client.rollback(id, "r".repeat(2_001)))
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("at most 2000 characters");
+        }
+        assertThatThrownBy(() -> Schedule.cron("0 9 * * \0")).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("control characters");
+    }
+
+    @Test
+    void out_of_range_instants_and_durations_are_refused_when_built_or_called() {
+        Topic<Text> texts = topic("hostile-time");
+        assertThatThrownBy(() -> Saga.on(texts, "sleepy").sleep("forever", Duration.ofSeconds(Long.MAX_VALUE)))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("sleep step 'forever'")
+                .hasMessageContaining("36525 days");
+        assertThatThrownBy(() -> RetryPolicy.attempts(3).initialDelay(Duration.ofDays(400_000L * 365)))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("initialDelay");
+        assertThatThrownBy(() -> RetryPolicy.attempts(3).maxDelay(Duration.ofDays(400_000L * 365)))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("maxDelay");
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(Saga.on(texts, "late").step("one", step -> {
+        }).build()).start()) {
+            CoopClient client = engine.client();
+            for (Instant at : List.of(Instant.MAX, Instant.parse("+300000-01-01T00:00:00Z"), Instant.MIN)) {
+                assertThatThrownBy(() -> client.launch(texts, new Text("x"), at)).as(at.toString())
+                        .isInstanceOf(CoopValidationException.class).hasMessageContaining("start time")
+                        .hasMessageContaining("9999-12-31");
+            }
+            MessageId id = client.launch(texts, new Text("x"));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            // a huge timeout is "forever", not an ArithmeticException
+            assertThat(client.awaitCompletion(id, Duration.ofSeconds(Long.MAX_VALUE))).isEqualTo(Outcome.COMMITTED);
+        }
+    }
+
+    @Test
+    void the_events_of_an_unknown_message_are_refused_like_every_other_read() {
+        CoopClient client = CoopClient.builder(db.dataSource()).build();
+        MessageId unknown = new MessageId(UUID.randomUUID());
+        assertThatThrownBy(() -> client.events(unknown)).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("No message " + unknown);
+    }
+
+    @Test
+    void ids_are_parsed_strictly() {
+        assertThatThrownBy(() -> MessageId.parse("1-1-1-1-1")).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("'1-1-1-1-1'");
+        assertThatThrownBy(() -> JoinId.parse("1-1-1-1-1")).isInstanceOf(CoopValidationException.class);
+        UUID any = UUID.randomUUID();
+        assertThat(MessageId.parse(" " + any.toString().toUpperCase() + " ").value()).isEqualTo(any);
+    }
+
+    @Test
+    void failure_messages_with_terminal_control_sequences_are_printed_escaped() {
+        Topic<Text> texts = topic("hostile-failure");
+        String hostile = "\u001b]0;pwned\u0007\u001b[2J\u009b31mred\u202eevil";
+        Saga<Text> failing = Saga.on(texts, "hostile-failure").step("fail", step -> {
+            throw new IllegalStateException(step.payload().text());
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(failing).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(texts, new Text(hostile));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            Hierarchy tree = client.tree(id);
+            for (boolean colors : List.of(false, true)) {
+                TextRenderer text = new TextRenderer(RenderOptions.defaults().withColors(colors));
+                for (String out : List.of(text.render(tree), text.renderEvents(client.events(id)),
+                        text.renderRuns(client.runs(RunQuery.newest().saga("hostile-failure"))))) {
+                    assertThat(out).as("colours %s", colors).doesNotContain("\u0007", "\u009b", "\u202e", "\u001b]",
+                            "\u001b[2J");
+                    assertThat(out).contains("\\u001B]0;pwned\\u0007");
+                    if (!colors) {
+                        assertThat(out).doesNotContain("\u001b");
+                    }
+                }
+            }
+        }
+    }
+}
