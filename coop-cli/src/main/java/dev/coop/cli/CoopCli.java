@@ -139,18 +139,15 @@ public final class CoopCli implements Runnable {
      */
     String redact(String text) {
         String s = Database.masked(text);
-        String secret = this.password != null ? this.password : env.get("COOP_JDBC_PASSWORD");
-        if (secret != null && secret.length() >= 3) {
-            s = s.replace(secret, "***");
-        }
-        StringBuilder out = new StringBuilder();
-        for (String line : s.split("\n", -1)) {
-            if (!out.isEmpty()) {
-                out.append('\n');
+        java.util.List<String> secrets = new java.util.ArrayList<>(
+                Database.passwordsIn(url != null ? url : env.get("COOP_JDBC_URL")));
+        secrets.add(this.password != null ? this.password : env.get("COOP_JDBC_PASSWORD"));
+        for (String secret : secrets) {
+            if (secret != null && secret.length() >= 3) {
+                s = s.replace(secret, "***");
             }
-            out.append(TerminalText.escape(line));
         }
-        return out.toString();
+        return TerminalText.escapeKeepingLines(s);
     }
 
     RenderOptions renderOptions() {

@@ -145,7 +145,7 @@ final class Database {
     private static final java.util.regex.Pattern PASSWORD_PARAMETER = java.util.regex.Pattern
             .compile("(?i)(password=)[^&;\\s]*");
     private static final java.util.regex.Pattern USER_INFO = java.util.regex.Pattern
-            .compile("(//[^/@\\s:]*:)[^@/\\s]*@");
+            .compile("((?://)?[^/@\\s:]+:)[^@/\\s]*@");
 
     /** {@code text} with passwords in URLs ({@code ?password=...}, {@code user:pw@host}) replaced by {@code ***}. */
     static String masked(String text) {
@@ -154,6 +154,22 @@ final class Database {
         }
         String s = PASSWORD_PARAMETER.matcher(text).replaceAll("$1***");
         return USER_INFO.matcher(s).replaceAll("$1***@");
+    }
+
+    /** The passwords written into {@code url}, to be masked wherever they appear (a driver may echo them). */
+    static java.util.List<String> passwordsIn(String url) {
+        java.util.List<String> found = new java.util.ArrayList<>();
+        if (url != null) {
+            var p = java.util.regex.Pattern.compile("(?i)password=([^&;\\s]+)").matcher(url);
+            while (p.find()) {
+                found.add(p.group(1));
+            }
+            var u = java.util.regex.Pattern.compile("//[^/@\\s:]*:([^@/\\s]+)@").matcher(url);
+            while (u.find()) {
+                found.add(u.group(1));
+            }
+        }
+        return found;
     }
 
     static String oneLine(String s) {

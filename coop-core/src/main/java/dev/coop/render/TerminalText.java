@@ -20,8 +20,13 @@ public final class TerminalText {
         return escape(text, false, false);
     }
 
+    /** {@code text} with control characters escaped except line feeds and tabs (for multi-line messages). */
+    public static String escapeKeepingLines(String text) {
+        return escape(text, true, false);
+    }
+
     /**
-     * {@code text} with control characters escaped; line feeds kept when {@code keepLines}, and the renderer's own
+     * {@code text} with control characters escaped; line feeds and tabs kept when {@code keepLines}, and the renderer's own
      * colour sequences kept when {@code keepColours}.
      */
     static String escape(String text, boolean keepLines, boolean keepColours) {
@@ -31,7 +36,7 @@ public final class TerminalText {
         StringBuilder out = null;
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
-            boolean unsafe = isUnsafe(c) && !(keepLines && c == '\n');
+            boolean unsafe = isUnsafe(c) && !(keepLines && (c == '\n' || c == '\t'));
             if (unsafe && keepColours && c == '\u001b') {
                 var m = OWN_COLOUR.matcher(text).region(i + 1, text.length());
                 if (m.lookingAt()) {

@@ -1,0 +1,103 @@
+package dev.coop.cli;
+
+import static dev.coop.cli.CoopCliTest.coopWith;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.Coop;
+import dev.coop.CoopEngine;
+import dev.coop.MessageId;
+import dev.coop.Outcome;
+import dev.coop.Saga;
+import dev.coop.Topic;
+import dev.coop.cli.CoopCliTest.Result;
+import dev.coop.test.CoopDatabase;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** The command line never echoes a password, never prints raw control sequences, and refuses sloppy input. */
+class HostileCliTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    record Text(String text) {
+    }
+
+    static final String SECRET = "s3cret-Pw-42";
+
+    private Map<String, String> env(String url) {
+        Map<String, String> env = new HashMap<>();
+        env.put("COOP_JDBC_URL", url);
+        return env;
+    }
+
+    private Result database(String... args) {
+        Map<String, String> env = env(db.jdbcUrl());
+        env.put("COOP_JDBC_USER", db.server().user());
+        env.put("COOP_JDBC_PASSWORD", db.server().password());
+        return coopWith(env, args);
+    }
+
+    @Test
+    void passwords_in_urls_are_masked_in_errors_and_stack_traces() {
+        for (String url : new String[]{"jdbc:postgresql://localhost:1/x?user=bob&password=" + SECRET,
+                "jdbc:postgresql://localhost:1/x?sslpassword=" + SECRET + "&password=" + SECRET,
+                "jdbc:postgresql://bob:" + SECRET + "@localhost:1/x", "postgresql://bob:" + SECRET + "@localhost/x",
+                "jdbc:mysql://localhost/x?password=" + SECRET}) {
+            for (String verbose : new String[]{"--color=never", "--verbose"}) {
+                Result r = coopWith(env(url), "runs", verbose);
+                assertThat(r.exit()).as(url).isNotZero();
+                assertThat(r.err()).as(url).isNotEmpty().doesNotContain(SECRET);
+                assertThat(r.out()).doesNotContain(SECRET);
+            }
+        }
+        Result r = coopWith(env("jdbc:postgresql://localhost:1/x?password=" + SECRET), "runs");
+        assertThat(r.err()).contains("password=***");
+    }
+
+    @Test
+    void the_password_given_by_option_or_environment_is_never_printed() {
+        Map<String, String> env = env("jdbc:postgresql://localhost:1/" + SECRET);
+        env.put("COOP_JDBC_PASSWORD", SECRET);
+        Result r = coopWith(env, "runs", "--verbose");
+        assertThat(r.exit()).isEqualTo(CoopCli.EXIT_UNREACHABLE);
+        assertThat(r.err()).doesNotContain(SECRET).contains("***");
+    }
+
+    @Test
+    void malformed_ids_and_colour_modes_are_usage_errors() {
+        assertThat(database("tree", "1-1-1-1-1").exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        assertThat(database("retry", "1-1-1-1-1").exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        assertThat(database("retry", "1-1-1-1-1").err()).contains("Not a run id");
+        assertThat(database("join", "1-1-1-1-1").exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        Result rainbow = coopWith(Map.of(), "migrate", "--print", "--color", "rainbow");
+        assertThat(rainbow.exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        assertThat(rainbow.err()).contains("rainbow");
+        assertThat(coopWith(Map.of(), "migrate", "--print", "--color", "NEVER").exit()).isZero();
+    }
+
+    @Test
+    void control_sequences_in_failure_messages_are_printed_escaped() {
+        Topic<Text> topic = Topic.of("cli-hostile", Text.class);
+        Saga<Text> saga = Saga.on(topic, "cli-hostile").step("fail", step -> {
+            throw new IllegalStateException(step.payload().text());
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Text("\u001b]0;pwned\u0007\u001b[2Jgone"));
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(30))).isEqualTo(Outcome.ROLLED_BACK);
+            for (String color : new String[]{"--color=never", "--color=always"}) {
+                for (String[] command : new String[][]{{"tree", id.toString()}, {"events", id.toString()},
+                        {"runs", "--saga", "cli-hostile"}}) {
+                    String[] args = java.util.stream.Stream.concat(java.util.Arrays.stream(command),
+                            java.util.stream.Stream.of(color)).toArray(String[]::new);
+                    Result r = database(args);
+                    assertThat(r.exit()).as(String.join(" ", args) + ": " + r.err()).isZero();
+                    assertThat(r.out()).as(String.join(" ", args)).doesNotContain("\u0007", "\u001b]", "\u001b[2J")
+                            .contains("\\u001B]0;pwned\\u0007");
+                }
+            }
+        }
+    }
+}
