@@ -114,33 +114,162 @@ public final class Failure {
         this.causes = causes == null ? null : List.copyOf(causes);
     }
 
-    /** A failure of a Java throwable raised in {@code source}, with its causes and suppressed exceptions. */
+    /** The longest cause chain kept from a Java throwable: the first and the last causes, and a note of the cut. */
+    static final int MAX_CAUSES = 100;
+    /** How many causes of a chain are kept from its end (the root cause, usually the telling one). */
+    private static final int KEPT_FROM_END = 10;
+    /** How far a cause chain is followed at all (a hostile getCause() may invent causes forever). */
+    private static final int MAX_WALK = 1_000_000;
+    private static final int MAX_SUPPRESSED = 10;
+    private static final int MAX_MESSAGE = 10_000;
+    /** The deepest failure document stored (the distributed trace of a deep hierarchy nests); deeper parts are cut. */
+    static final int MAX_DEPTH = 200;
+    static final String OMITTED_TYPE = "dev.coop.OmittedCauses";
+
+    /**
+     * A failure of a Java throwable raised in {@code source}, with its causes and suppressed exceptions. Always
+     * succeeds and is always storable: causes are walked without recursion and stop at a cycle, a chain longer than
+     * {@value #MAX_CAUSES} keeps its first and last causes with a note saying how many were cut, messages are cut at
+     * {@value #MAX_MESSAGE} characters, and a throwable whose methods throw is described as such.
+     */
     public static Failure of(Throwable t, String source) {
-        return of(t, source, new IdentityHashMap<>());
+        return of(t, source, true);
     }
 
-    private static Failure of(Throwable t, String source, Map<Throwable, Boolean> seen) {
+    private static Failure of(Throwable t, String source, boolean withSuppressed) {
         if (t instanceof CooperationException ce) {
             return ce.failure();
         }
-        seen.put(t, true);
-        StackTraceElement[] trace = t.getStackTrace();
+        Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+        List<Throwable> chain = new java.util.ArrayList<>();
+        Throwable walkedTo = null;
+        for (Throwable c = t; c != null && !seen.containsKey(c); c = causeOf(c)) {
+            if (chain.size() == MAX_WALK) {
+                walkedTo = c;
+                break;
+            }
+            seen.put(c, true);
+            chain.add(c);
+            if (c instanceof CooperationException) {
+                break; // a remote failure: its document already holds its causes
+            }
+        }
+        int omitted = 0;
+        List<Throwable> kept = chain;
+        if (chain.size() > MAX_CAUSES) {
+            omitted = chain.size() - MAX_CAUSES;
+            kept = new java.util.ArrayList<>(chain.subList(0, MAX_CAUSES - KEPT_FROM_END));
+            kept.add(null); // where the note goes
+            kept.addAll(chain.subList(chain.size() - KEPT_FROM_END, chain.size()));
+        }
+        Failure below = null;
+        for (int i = kept.size() - 1; i >= 0; i--) {
+            Throwable c = kept.get(i);
+            List<Failure> causes = new java.util.ArrayList<>();
+            if (below != null) {
+                causes.add(below);
+            }
+            if (c == null) {
+                below = new Failure(omitted + " causes omitted" + (walkedTo != null
+                        ? " (the chain goes on beyond "
+                                + MAX_WALK + ")"
+                        : ""), OMITTED_TYPE, source, List.of(), causes);
+                continue;
+            }
+            if (c instanceof CooperationException ce) {
+                below = causes.isEmpty() ? ce.failure() : ce.failure().withCauses(causes);
+                continue;
+            }
+            if (withSuppressed) {
+                Throwable[] suppressed = suppressedOf(c);
+                for (int s = 0; s < Math.min(suppressed.length, MAX_SUPPRESSED); s++) {
+                    if (suppressed[s] != null && !seen.containsKey(suppressed[s])) {
+                        causes.add(of(suppressed[s], source, false));
+                    }
+                }
+            }
+            below = new Failure(messageOf(c), c.getClass().getName(), source, framesOf(c), causes);
+        }
+        return below;
+    }
+
+    private static Throwable causeOf(Throwable t) {
+        try {
+            return t.getCause();
+        } catch (Throwable e) {
+            return null;
+        }
+    }
+
+    private static Throwable[] suppressedOf(Throwable t) {
+        try {
+            Throwable[] s = t.getSuppressed();
+            return s == null ? new Throwable[0] : s;
+        } catch (Throwable e) {
+            return new Throwable[0];
+        }
+    }
+
+    private static String messageOf(Throwable t) {
+        String m;
+        try {
+            m = t.getMessage();
+        } catch (Throwable e) {
+            return "<getMessage() of " + t.getClass().getName() + " threw " + e.getClass().getName() + ">";
+        }
+        if (m != null && m.length() > MAX_MESSAGE) {
+            m = m.substring(0, MAX_MESSAGE) + "... (" + (m.length() - MAX_MESSAGE) + " more characters cut)";
+        }
+        return m;
+    }
+
+    private static List<Frame> framesOf(Throwable t) {
+        StackTraceElement[] trace;
+        try {
+            trace = t.getStackTrace();
+        } catch (Throwable e) {
+            return List.of();
+        }
         List<Frame> frames = new java.util.ArrayList<>();
-        for (int i = 0; i < Math.min(trace.length, MAX_FRAMES); i++) {
+        for (int i = 0; trace != null && i < Math.min(trace.length, MAX_FRAMES); i++) {
             StackTraceElement e = trace[i];
+            if (e == null) {
+                continue;
+            }
             frames.add(new Frame(e.getFileName() == null ? "<unknown filename>" : e.getFileName(), e.getLineNumber(),
                     e.getClassName(), e.getMethodName()));
         }
-        List<Failure> causes = new java.util.ArrayList<>();
-        if (t.getCause() != null && !seen.containsKey(t.getCause())) {
-            causes.add(of(t.getCause(), source, seen));
+        return frames;
+    }
+
+    /**
+     * This failure cut to at most {@code depth} levels of causes: below that, one note says how many levels were
+     * left out. Recursion is bounded by {@code depth}.
+     */
+    Failure limitedTo(int depth) {
+        if (causes == null || causes.isEmpty()) {
+            return this;
         }
-        for (Throwable s : t.getSuppressed()) {
-            if (!seen.containsKey(s)) {
-                causes.add(of(s, source, seen));
-            }
+        if (depth <= 1) {
+            Failure copy = new Failure(message, type, source, stackTrace, List.of(new Failure(
+                    "deeper causes omitted (failure documents are cut at " + MAX_DEPTH + " levels)", OMITTED_TYPE,
+                    source, List.of(), List.of())));
+            copy.extensions.putAll(extensions);
+            return copy;
         }
-        return new Failure(t.getMessage(), t.getClass().getName(), source, frames, causes);
+        List<Failure> limited = new java.util.ArrayList<>(causes.size());
+        boolean changed = false;
+        for (Failure c : causes) {
+            Failure l = c.limitedTo(depth - 1);
+            changed |= l != c;
+            limited.add(l);
+        }
+        if (!changed) {
+            return this;
+        }
+        Failure copy = new Failure(message, type, source, stackTrace, limited);
+        copy.extensions.putAll(extensions);
+        return copy;
     }
 
     /** Reads the JSON form; a malformed document is a {@link CoopValidationException}. */
@@ -155,7 +284,7 @@ public final class Failure {
     /** The JSON form, including properties written by others that this class does not know. */
     public String toJson() {
         try {
-            return JSON.writeValueAsString(this);
+            return JSON.writeValueAsString(limitedTo(MAX_DEPTH));
         } catch (Exception e) {
             throw new IllegalStateException("Cannot serialize failure " + type, e);
         }

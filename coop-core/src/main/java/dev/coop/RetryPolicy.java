@@ -113,7 +113,8 @@ public final class RetryPolicy {
     }
 
     private static boolean matches(List<Class<? extends Throwable>> types, Throwable failure) {
-        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable t = failure; t != null && seen.size() < 1_000 && seen.add(t); t = t.getCause()) {
             for (Class<? extends Throwable> type : types) {
                 if (type.isInstance(t)) {
                     return true;

@@ -133,7 +133,9 @@ final class Database {
     static String describe(Throwable e) {
         String message = oneLine(e.getMessage());
         Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        seen.add(e);
+        while (root.getCause() != null && seen.size() < 1_000 && seen.add(root.getCause())) { // a cycle ends it
             root = root.getCause();
         }
         if (root != e && root.getMessage() != null && !message.contains(oneLine(root.getMessage()))) {

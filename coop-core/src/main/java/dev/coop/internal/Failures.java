@@ -1,6 +1,5 @@
 package dev.coop.internal;
 
-import dev.coop.CoopStoreException;
 import dev.coop.CooperationException;
 import dev.coop.Failure;
 import dev.coop.GaveUpException;
@@ -17,12 +16,14 @@ public final class Failures {
     /**
      * True when {@code t} says the database or the connection failed rather than the step's logic: lost
      * connections (SQLSTATE class 08), serialization failures and deadlocks (40), resource exhaustion (53),
-     * operator intervention such as a restart (57P), or an {@link OutOfMemoryError}.
+     * operator intervention such as a restart (57P). Decided by SQL state and connection state only: a unique
+     * violation a step wrapped in its own exception, or an {@link OutOfMemoryError} in step code, fails the step.
+     * The cause chain is walked at most {@code 100} deep and stops at a cycle.
      */
     public static boolean isInfrastructure(Throwable t) {
-        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-            if (c instanceof OutOfMemoryError || c instanceof CoopStoreException
-                    || c instanceof SQLRecoverableException || c instanceof SQLTransientException) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLRecoverableException || c instanceof SQLTransientException) {
                 return true;
             }
             if (c instanceof SQLException sql && isInfrastructureState(sql.getSQLState())) {
@@ -30,6 +31,23 @@ public final class Failures {
             }
         }
         return false;
+    }
+
+    /**
+     * {@code t.toString()} for a log line, safe with hostile throwables: one whose message cannot be read, or is
+     * megabytes long, or holds terminal control sequences.
+     */
+    public static String describe(Throwable t) {
+        String text;
+        try {
+            text = String.valueOf(t);
+        } catch (Throwable e) {
+            text = t.getClass().getName() + " (its message cannot be read: " + e.getClass().getName() + ")";
+        }
+        if (text.length() > 1_000) {
+            text = text.substring(0, 1_000) + "... (" + (text.length() - 1_000) + " more characters)";
+        }
+        return dev.coop.render.TerminalText.escape(text);
     }
 
     /** The failure of a run that gives up because of the cancellation {@code cancellationJson}. */
@@ -41,7 +59,8 @@ public final class Failures {
 
     /** True when the statement failed because the run's scope was cancelled (see assert_not_cancelled). */
     public static boolean isCancelled(Throwable t) {
-        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
             if (c instanceof SQLException sql && Store.CANCELLED.equals(sql.getSQLState())) {
                 return true;
             }

@@ -100,10 +100,10 @@ public final class JoinTimer implements Runnable {
                 try {
                     pause = Math.min(pollNanos, fireAndProbe());
                     failing = false;
-                } catch (RuntimeException e) {
-                    if (!failing) {
+                } catch (Throwable e) { // an Error too: the timer thread lives on
+                    if (!failing || e instanceof Error) {
                         log.warn("Engine {} could not fire join timeouts; trying again in {} ms: {}", engineId,
-                                TimeUnit.NANOSECONDS.toMillis(pollNanos), e.toString());
+                                TimeUnit.NANOSECONDS.toMillis(pollNanos), e.toString(), e instanceof Error ? e : null);
                     }
                     failing = true;
                 }

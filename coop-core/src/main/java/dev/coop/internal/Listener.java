@@ -61,13 +61,13 @@ final class Listener implements Runnable {
                 try (Statement st = c.createStatement()) {
                     st.execute("UNLISTEN *"); // the connection goes back to a pool: leave it as we found it
                 }
-            } catch (SQLException | RuntimeException e) {
+            } catch (Throwable e) { // an Error too: the listener lives on
                 if (dispatcher.stopped()) {
                     return;
                 }
                 log.warn(
                         "Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
-                        engineId, e.getMessage(), backoff);
+                        engineId, e.toString(), backoff, e instanceof Error ? e : null);
                 try {
                     dispatcher.pause(TimeUnit.MILLISECONDS.toNanos(backoff));
                 } catch (InterruptedException ie) {

@@ -144,7 +144,7 @@ final class RollbackExecutor {
                 return false;
             }
             log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(),
-                    thrown.toString());
+                    Failures.describe(thrown));
         }
         // the step's finally part, if it never ran: after the compensation (its writes undone if it failed)
         Integer finallyRan = null;

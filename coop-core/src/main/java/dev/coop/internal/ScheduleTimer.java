@@ -56,12 +56,12 @@ final class ScheduleTimer implements Runnable {
             try {
                 waitNanos = fireDueAndMeasure();
                 backoffNanos = TimeUnit.MILLISECONDS.toNanos(100);
-            } catch (SQLException | RuntimeException e) {
+            } catch (Throwable e) { // an Error too: the timer thread lives on
                 if (stopped()) {
                     return;
                 }
                 log.warn("Engine {} could not fire due schedules ({}); trying again in {} ms", engineId,
-                        e.getMessage(), TimeUnit.NANOSECONDS.toMillis(backoffNanos));
+                        e.toString(), TimeUnit.NANOSECONDS.toMillis(backoffNanos), e instanceof Error ? e : null);
                 waitNanos = backoffNanos;
                 backoffNanos = Math.min(backoffNanos * 2, Math.max(pollNanos, TimeUnit.SECONDS.toNanos(5)));
             }
@@ -93,6 +93,7 @@ final class ScheduleTimer implements Runnable {
                 }
                 return 0;
             } finally {
+                Worker.rollbackQuietly(c); // restoring auto-commit must not commit a half-fired period
                 c.setAutoCommit(autoCommit);
             }
         }
@@ -116,8 +117,8 @@ final class ScheduleTimer implements Runnable {
                 fired.created().keySet().forEach(localWake);
             }
             return handled;
-        } catch (SQLException | RuntimeException e) {
-            c.rollback();
+        } catch (Throwable e) {
+            Worker.rollbackQuietly(c);
             throw e;
         }
     }

@@ -51,7 +51,9 @@ final class StepExecutor {
     boolean execute(Connection c, ClaimedRun run) throws SQLException {
         try {
             return executeClaimed(c, run);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | StackOverflowError | AssertionError | LinkageError e) {
+            // Coop's own code, or a strategy the engine called, failed: park the run with the cause. (User step code
+            // never gets here: invoke() turns whatever it throws into a step failure.)
             engineFailed(c, run, e);
             return false;
         }
@@ -61,7 +63,7 @@ final class StepExecutor {
      * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
      * neither blocks the runs behind it nor is retried in a tight loop.
      */
-    private void engineFailed(Connection c, ClaimedRun run, RuntimeException e) throws SQLException {
+    private void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
         Worker.rollbackQuietly(c);
         log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
                 e);
@@ -367,7 +369,7 @@ final class StepExecutor {
             if (retryable && policy.shouldRetry(thrown, run.attempt())) {
                 long delay = policy.delayAfter(run.attempt()).toMillis();
                 log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
-                        run.saga(), run.attempt(), thrown.toString(), delay);
+                        run.saga(), run.attempt(), Failures.describe(thrown), delay);
                 transitions.commit(c, run, List.of(),
                         Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
                 engine.dispatcher().dueIn(delay);
@@ -375,7 +377,7 @@ final class StepExecutor {
             }
             if (retryable && policy.parksWhenExhausted()) {
                 log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
-                        step, run.id(), run.saga(), run.attempt(), thrown.toString());
+                        step, run.id(), run.saga(), run.attempt(), Failures.describe(thrown));
                 transitions.commit(c, run, List.of(),
                         Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
                 return false;
@@ -383,7 +385,7 @@ final class StepExecutor {
         } catch (SQLException e) {
             return writeFailed(c, run, saga, stepDef, step, e); // cancelled meanwhile, or database trouble
         }
-        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), thrown.toString());
+        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
         return transitions.startRollback(c, run, saga, step, failure, finallyBeforeRollback(c, run, saga, stepDef));
     }
 
@@ -420,7 +422,7 @@ final class StepExecutor {
         Throwable thrown = invoke(() -> step.finallyBody().run(context), context);
         if (thrown != null) {
             log.warn("Finally part of step '{}' of run {} (saga {}) failed: {}", step.name(), run.id(), run.saga(),
-                    thrown.toString());
+                    Failures.describe(thrown));
             context.discardWrites();
         }
         return index;
@@ -447,7 +449,7 @@ final class StepExecutor {
                 : Failure.of(thrown, transitions.source(run));
         if (again.cancellation() == null) {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
-                    thrown.toString());
+                    Failures.describe(thrown));
         }
         return transitions.startRollback(c, again, saga, step, failure,
                 finallyBeforeRollback(c, again, saga, stepDef));

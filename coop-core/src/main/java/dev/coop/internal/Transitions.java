@@ -135,7 +135,7 @@ final class Transitions {
             log.error("Run {} (saga {}, {}) ran out of memory; retrying in {} ms", run.id(), run.saga(), step, delay);
         } else {
             log.warn("Run {} (saga {}, {}) hit a database problem ({}); retrying in {} ms", run.id(), run.saga(),
-                    step, cause.toString(), delay);
+                    step, Failures.describe(cause), delay);
         }
         if (cause instanceof InterruptedException) {
             Thread.currentThread().interrupt();

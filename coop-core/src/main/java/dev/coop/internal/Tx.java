@@ -48,10 +48,11 @@ public final class Tx {
             T result = work.run(c);
             c.commit();
             return result;
-        } catch (SQLException | RuntimeException e) {
-            c.rollback();
+        } catch (Throwable e) {
+            Worker.rollbackQuietly(c);
             throw e;
         } finally {
+            Worker.rollbackQuietly(c); // never let restoring auto-commit commit what is left open
             c.setAutoCommit(autoCommit);
         }
     }

@@ -47,7 +47,7 @@ final class Worker implements Runnable {
                     work(task);
                 }
                 consecutiveFailures = 0;
-            } catch (SQLException | RuntimeException e) {
+            } catch (Throwable e) { // an Error too: this thread lives on, and says so loudly
                 if (task.isProbe()) {
                     dispatcher.probeFailed(backoffNanos());
                 }
@@ -93,18 +93,30 @@ final class Worker implements Runnable {
                         engine.dispatcher().wake(saga); // still runnable: back to the queue, fairly
                     }
                 }
-            } catch (SQLException | RuntimeException e) {
+            } catch (Throwable e) {
                 rollbackQuietly(c);
                 throw e;
             } finally {
+                // Turning auto-commit back on commits an open transaction: whatever happened above (an Error
+                // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
+                rollbackQuietly(c);
                 c.setAutoCommit(true);
             }
         }
     }
 
-    private void backOff(Dispatcher.Task task, Exception e) {
+    private void backOff(Dispatcher.Task task, Throwable e) {
         consecutiveFailures++;
         long nanos = backoffNanos();
+        if (e instanceof Error) {
+            log.error("Engine {} hit {} while it tried to {}; nothing of that transaction was committed, and this"
+                    + " worker goes on", engine.engineId(), e,
+                    task.isProbe()
+                            ? "look for work"
+                            : "work on saga "
+                                    + task.saga(),
+                    e);
+        }
         log.warn("Engine {} failed to {} ({}); pausing this worker for {} ms", engine.engineId(),
                 task.isProbe() ? "look for work" : "work on saga " + task.saga(), e.toString(),
                 TimeUnit.NANOSECONDS.toMillis(nanos));
@@ -123,8 +135,10 @@ final class Worker implements Runnable {
 
     static void rollbackQuietly(Connection c) {
         try {
-            c.rollback();
-        } catch (SQLException ignored) {
+            if (!c.getAutoCommit()) {
+                c.rollback();
+            }
+        } catch (SQLException | RuntimeException ignored) {
             // the connection is likely gone; the transaction dies with it
         }
     }
