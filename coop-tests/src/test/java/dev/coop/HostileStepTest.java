@@ -159,4 +159,42 @@ class HostileStepTest {
             assertWorkerAlive(engine, "pathological");
         }
     }
+    @Test
+    void a_step_that_ends_its_transaction_fails_and_never_commits_twice() {
+        Topic<String> topic = Topic.of("ends-transaction", String.class);
+        Topic<Empty> childTopic = Topic.of("ends-transaction-child", Empty.class);
+        AtomicInteger childSteps = new AtomicInteger();
+        Saga<String> saga = Saga.on(topic, "ends-transaction").step("sneaky", step -> {
+            step.launch(childTopic, new Empty());
+            switch (step.payload()) {
+                case "unwrap" -> step.connection().unwrap(java.sql.Connection.class).commit();
+                default -> {
+                    try (var st = step.connection().createStatement()) {
+                        st.execute(step.payload());
+                    }
+                }
+            }
+        }).compensateWith((step, cause) -> {
+        }).step("after", step -> {
+        }).build();
+        Saga<Empty> child = Saga.on(childTopic, "ends-transaction-child").step("one", step -> {
+            childSteps.incrementAndGet();
+        }).build();
+        try (CoopEngine a = Coop.engine(db.dataSource()).register(saga, child, probe("ends-transaction")).workers(2)
+                .start();
+                CoopEngine b = Coop.engine(db.dataSource()).register(saga, child).workers(2).start()) {
+            CoopClient client = a.client();
+            for (String sql : java.util.List.of("COMMIT", "ROLLBACK", "END", "unwrap")) {
+                MessageId id = client.launch(topic, sql);
+                assertThat(client.awaitCompletion(id, WAIT)).as(sql).isEqualTo(Outcome.ROLLED_BACK);
+                java.util.List<Event> events = client.events(id);
+                assertThat(events.stream().filter(e -> "sneaky".equals(e.step()) && (e.type() == EventType.SUSPENDED
+                        || e.type() == EventType.COMMITTED))).as(sql + ": the step never completed").isEmpty();
+                String trace = dev.coop.render.Renderers.text().render(client.tree(id));
+                assertThat(trace).as(sql).containsAnyOf("ended the transaction that claimed its run",
+                        "must not call Connection.commit()");
+            }
+            assertWorkerAlive(a, "ends-transaction");
+        }
+    }
 }

@@ -20,6 +20,7 @@ import java.util.UUID;
  * @param pendingChildren awaited runs caused by the latest instance that have not finished (a barrier timer fired)
  * @param awaited false when the parent stopped waiting for this run (its count-off is skipped)
  * @param waitingSince when the run started waiting for its pending children
+ * @param xact the id of the transaction that claimed the run; advancing the run in another one fails (CP002)
  */
 public record ClaimedRun(
         UUID id,
@@ -51,5 +52,6 @@ public record ClaimedRun(
         String topic,
         String payload,
         java.time.OffsetDateTime messageCreatedAt,
-        java.time.OffsetDateTime claimedAt) {
+        java.time.OffsetDateTime claimedAt,
+        String xact) {
 }

@@ -69,6 +69,9 @@ final class GuardedConnection implements InvocationHandler {
         if (!open) {
             throw new IllegalStateException("This step's connection can only be used while the step runs");
         }
+        if (name.equals("unwrap") && args != null && args[0] instanceof Class<?> type && type.isInstance(proxy)) {
+            return proxy; // unwrap(Connection.class) is this guard, never the raw connection
+        }
         if ((name.equals("releaseSavepoint") || name.equals("rollback")) && args != null && args[0] == savepoint) {
             throw new IllegalStateException("A step must not release or roll back to Coop's own savepoint");
         }

@@ -29,7 +29,8 @@ final class Sql {
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
-                     ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
+                     ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
+                   pg_current_xact_id()::text AS xact
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
             """;
 
@@ -92,7 +93,8 @@ final class Sql {
                      started_at = coalesce(started_at, ?),
                      finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0,
                      version = version + 1
-               WHERE id = ? AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+               WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
+                 AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
             ), %s

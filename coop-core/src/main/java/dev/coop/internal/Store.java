@@ -115,7 +115,7 @@ public final class Store {
                     rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
                     rs.getString("topic"), rs.getString("payload"),
                     rs.getObject("message_created_at", OffsetDateTime.class),
-                    rs.getObject("claimed_at", OffsetDateTime.class));
+                    rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
         }
     }
 
@@ -242,6 +242,7 @@ public final class Store {
             ps.setBoolean(++i, finished);
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());
+            ps.setString(++i, run.xact());
             ps.setBoolean(++i, next.checkCancellation());
             bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
                     run.claimedAt());
