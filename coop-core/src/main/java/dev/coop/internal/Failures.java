@@ -57,6 +57,27 @@ public final class Failures {
                 List.of(), List.of(cancellation)));
     }
 
+    /**
+     * True when one of Coop's own statements (the emit, the advance, the join lookup, the commit: everything after the
+     * user's code returned) failed for a reason that is not the step's: database trouble as above, or the server
+     * cancelling the statement ({@code lock_timeout}: 55P03, {@code statement_timeout} or {@code pg_cancel_backend}:
+     * 57014). The same SQL states raised by the user's own statements fail the step, as the user's own code decided
+     * to run them under those settings.
+     */
+    public static boolean isBookkeepingTrouble(Throwable t) {
+        if (isInfrastructure(t)) {
+            return true;
+        }
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLException sql && ("55P03".equals(sql.getSQLState())
+                    || "57014".equals(sql.getSQLState()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** True when the statement failed because the run's scope was cancelled (see assert_not_cancelled). */
     public static boolean isCancelled(Throwable t) {
         java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());

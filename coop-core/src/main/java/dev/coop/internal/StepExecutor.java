@@ -435,7 +435,7 @@ final class StepExecutor {
     private boolean writeFailed(Connection c, ClaimedRun run, Saga<?> saga, Saga.Step<?> stepDef, String step,
             Throwable thrown) throws SQLException {
         Worker.rollbackQuietly(c);
-        if (!Failures.isCancelled(thrown) && Failures.isInfrastructure(thrown)) {
+        if (!Failures.isCancelled(thrown) && Failures.isBookkeepingTrouble(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);
             return false;
         }
