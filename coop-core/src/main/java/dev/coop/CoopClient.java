@@ -149,18 +149,22 @@ public final class CoopClient {
         long deadline = System.nanoTime() + Limits.timeoutNanos(Objects.requireNonNull(timeout, "timeout"));
         long pause = firstPauseNanos;
         try (Completions.Waiter waiter = completions.watch(message.value())) {
+            CoopStoreException trouble = null;
             while (true) {
                 long seen = waiter.version();
-                List<RunStatus> statuses = statuses(message);
-                if (statuses.stream().allMatch(RunStatus::isFinished)) {
+                List<RunStatus> statuses = null;
+                try {
+                    statuses = statuses(message);
+                    trouble = null;
+                } catch (CoopStoreException e) { // the database is away (a restart, say): keep waiting
+                    trouble = e;
+                }
+                if (statuses != null && statuses.stream().allMatch(RunStatus::isFinished)) {
                     return Outcome.of(statuses);
                 }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    long running = statuses.stream().filter(s -> !s.isFinished()).count();
-                    throw new CoopTimeoutException(
-                            "Message " + message + " did not finish within " + timeout + ": "
-                                    + running + " of its " + statuses.size() + " runs are still running");
+                    throw timedOut(message, timeout, trouble);
                 }
                 waiter.await(seen, Math.min(pause, left));
                 pause = Math.min(pause * 2, MAX_CHECK_PAUSE_NANOS);
@@ -169,6 +173,25 @@ public final class CoopClient {
             Thread.currentThread().interrupt();
             throw new CoopException("Interrupted while waiting for message " + message, e);
         }
+    }
+
+    private CoopTimeoutException timedOut(MessageId message, Duration timeout, CoopStoreException trouble) {
+        String why;
+        if (trouble != null) {
+            why = "the database could not be read (" + trouble.getMessage() + ")";
+        } else {
+            try (Connection c = dataSource.getConnection()) {
+                why = inspection.whyUnfinished(c, message);
+            } catch (SQLException | RuntimeException e) {
+                why = "its runs are still running";
+            }
+        }
+        CoopTimeoutException e = new CoopTimeoutException(
+                "Message " + message + " did not finish within " + timeout + ": " + why);
+        if (trouble != null) {
+            e.initCause(trouble);
+        }
+        return e;
     }
 
     /**

@@ -200,4 +200,55 @@ class HostileInputTest {
             }
         }
     }
+
+    @Test
+    void a_wait_that_times_out_says_which_runs_are_parked_or_have_no_engine() {
+        Topic<Text> texts = topic("hostile-wait");
+        Saga<Text> parks = Saga.on(texts, "wait-parks").step("call", step -> {
+            throw new java.io.IOException("bank unreachable");
+        }).retry(RetryPolicy.attempts(1).parkWhenExhausted()).build();
+        Saga<Text> orphan = Saga.on(texts, "wait-orphan").step("one", step -> {
+        }).build();
+        try (CoopEngine gone = Coop.engine(db.dataSource()).register(orphan).start()) {
+            // registers 'wait-orphan' for the topic, then stops: its runs will wait for an engine
+        }
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parks).start()) {
+            MessageId id = engine.client().launch(texts, new Text("x"));
+            dev.coop.test.Await.until("the run parked", WAIT,
+                    () -> engine.client().statuses(id).contains(RunStatus.PARKED));
+            assertThatThrownBy(() -> engine.client().awaitCompletion(id, Duration.ofMillis(200)))
+                    .isInstanceOf(CoopTimeoutException.class)
+                    .hasMessageContaining("1 run of saga 'wait-parks' parked")
+                    .hasMessageContaining("1 run of saga 'wait-orphan' runnable with no running engine");
+        }
+    }
+
+    @Test
+    void a_wait_goes_on_through_lost_connections_until_the_hierarchy_finishes() throws Exception {
+        Topic<Text> texts = topic("hostile-reconnect");
+        dev.coop.test.StepGate gate = new dev.coop.test.StepGate(WAIT);
+        Saga<Text> slow = Saga.on(texts, "reconnect").step("slow", step -> gate.pass()).build();
+        com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+        config.setJdbcUrl(db.jdbcUrl());
+        config.setUsername(db.server().user());
+        config.setPassword(db.server().password());
+        config.setMaximumPoolSize(1);
+        config.addDataSourceProperty("ApplicationName", "coop-awaiter");
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(slow).start();
+                com.zaxxer.hikari.HikariDataSource awaiterPool = new com.zaxxer.hikari.HikariDataSource(config)) {
+            CoopClient awaiter = CoopClient.builder(awaiterPool).build();
+            MessageId id = engine.client().launch(texts, new Text("x"));
+            gate.awaitArrivals(1, WAIT);
+            var outcome = java.util.concurrent.CompletableFuture.supplyAsync(() -> awaiter.awaitCompletion(id, WAIT));
+            for (int i = 0; i < 5; i++) { // the awaiter's connection dies again and again
+                try (Connection c = db.dataSource().getConnection(); Statement st = c.createStatement()) {
+                    st.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                            + " WHERE application_name = 'coop-awaiter'");
+                }
+            }
+            gate.open();
+            assertThat(outcome.get(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS))
+                    .isEqualTo(Outcome.COMMITTED);
+        }
+    }
 }

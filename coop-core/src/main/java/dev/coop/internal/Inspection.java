@@ -275,4 +275,44 @@ public final class Inspection {
             return runs;
         }
     }
+
+    /**
+     * Why a hierarchy has not finished, for a timeout's message: its unfinished runs by saga and status, saying which
+     * are parked and which are runnable with no running engine for their saga (engines that stopped cleanly do not
+     * count; crashed ones still do). Walks the runs by {@code parent_id}; only used when a wait gives up.
+     */
+    public String whyUnfinished(Connection c, MessageId message) throws SQLException {
+        List<String> parts = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH RECURSIVE h AS (
+                  SELECT id, saga, status FROM {schema}.run WHERE message_id = ?
+                  UNION ALL
+                  SELECT r.id, r.saga, r.status FROM {schema}.run r JOIN h ON r.parent_id = h.id
+                )
+                SELECT saga, status, count(*)::int AS n,
+                       EXISTS (SELECT 1 FROM {schema}.engine e WHERE e.stopped_at IS NULL AND h.saga = ANY(e.sagas))
+                         AS served
+                  FROM h WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED')
+                 GROUP BY saga, status ORDER BY saga, status
+                """))) {
+            ps.setObject(1, message.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String saga = rs.getString("saga");
+                    String status = rs.getString("status");
+                    int n = rs.getInt("n");
+                    String runs = n + (n == 1 ? " run" : " runs") + " of saga '" + saga + "'";
+                    if (status.equals("PARKED")) {
+                        parts.add(runs + " parked (an operator must retry or resolve: see parkedRuns)");
+                    } else if (!rs.getBoolean("served")) {
+                        parts.add(runs + " " + status.toLowerCase(java.util.Locale.ROOT)
+                                + " with no running engine for that saga");
+                    } else {
+                        parts.add(runs + " " + status.toLowerCase(java.util.Locale.ROOT));
+                    }
+                }
+            }
+        }
+        return parts.isEmpty() ? "nothing left to run" : String.join("; ", parts);
+    }
 }
