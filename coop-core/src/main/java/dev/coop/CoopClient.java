@@ -453,6 +453,7 @@ public final class CoopClient {
         private final DataSource dataSource;
         private String schema = Coop.DEFAULT_SCHEMA;
         private ObjectMapper objectMapper;
+        private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private boolean migrate = true;
 
@@ -469,6 +470,23 @@ public final class CoopClient {
         /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
         public Builder objectMapper(ObjectMapper objectMapper) {
             this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
+            return this;
+        }
+
+        /**
+         * Packages (or class name prefixes, e.g. {@code "com.acme.orders."}) whose classes payloads may name as their
+         * type ({@code @JsonTypeInfo(use = Id.CLASS)}). By default none: a type id naming a class is refused, so that
+         * no producer can make Coop instantiate an arbitrary class. Type ids by name ({@code Id.NAME} with
+         * {@code @JsonSubTypes}) need nothing here. Ignored when your mapper has a validator of its own.
+         */
+        public Builder allowPolymorphicTypes(String... prefixes) {
+            for (String prefix : prefixes) {
+                if (prefix == null || prefix.isBlank()) {
+                    throw new CoopValidationException("A polymorphic type prefix cannot be empty: it would allow"
+                            + " every class");
+                }
+                polymorphicPrefixes.add(prefix);
+            }
             return this;
         }
 
@@ -489,7 +507,8 @@ public final class CoopClient {
             if (migrate) {
                 Migrations.apply(dataSource, name);
             }
-            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
+            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
+                    List.copyOf(polymorphicPrefixes));
             return new CoopClient(dataSource, name, json, new Completions(), saga -> {
             }, false);
         }

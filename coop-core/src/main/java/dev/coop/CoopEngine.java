@@ -68,6 +68,7 @@ public final class CoopEngine implements AutoCloseable {
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private ObjectMapper objectMapper;
+        private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
 
         Builder(DataSource dataSource) {
@@ -170,6 +171,23 @@ public final class CoopEngine implements AutoCloseable {
         }
 
         /**
+         * Packages (or class name prefixes, e.g. {@code "com.acme.orders."}) whose classes payloads may name as their
+         * type ({@code @JsonTypeInfo(use = Id.CLASS)}). By default none: a type id naming a class is refused, so that
+         * no producer can make Coop instantiate an arbitrary class. Type ids by name ({@code Id.NAME} with
+         * {@code @JsonSubTypes}) need nothing here. Ignored when your mapper has a validator of its own.
+         */
+        public Builder allowPolymorphicTypes(String... prefixes) {
+            for (String prefix : prefixes) {
+                if (prefix == null || prefix.isBlank()) {
+                    throw new CoopValidationException("A polymorphic type prefix cannot be empty: it would allow"
+                            + " every class");
+                }
+                polymorphicPrefixes.add(prefix);
+            }
+            return this;
+        }
+
+        /**
          * The strategy for the five decisions of the event loop, for sagas that do not set their own (default:
          * {@link Strategies#standard()}).
          */
@@ -191,7 +209,8 @@ public final class CoopEngine implements AutoCloseable {
                 Migrations.apply(dataSource, schemaName);
             }
             String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
-            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes);
+            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
+                    java.util.List.copyOf(polymorphicPrefixes));
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules));

@@ -251,4 +251,49 @@ class HostileInputTest {
                     .isEqualTo(Outcome.COMMITTED);
         }
     }
+
+    /** A payload whose field names its own class: the shape that lets a producer pick any class. */
+    record Envelope(
+            @com.fasterxml.jackson.annotation.JsonTypeInfo(use = com.fasterxml.jackson.annotation.JsonTypeInfo.Id.CLASS) Object data) {
+    }
+
+    @Test
+    void payload_types_named_by_class_are_instantiated_only_from_allowed_packages() {
+        Topic<Envelope> refused = Topic.of("hostile-class", Envelope.class);
+        Topic<Envelope> allowed = Topic.of("allowed-class", Envelope.class);
+        java.util.concurrent.atomic.AtomicInteger ran = new java.util.concurrent.atomic.AtomicInteger();
+        Saga<Envelope> strict = Saga.on(refused, "class-strict").step("read", step -> ran.incrementAndGet()).build();
+        Saga<Envelope> open = Saga.on(allowed, "class-allowed").step("read", step -> {
+            assertThat(step.payload().data()).isInstanceOf(java.util.concurrent.atomic.AtomicLong.class);
+            ran.incrementAndGet();
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(strict).start()) {
+            MessageId id = engine.client().launch(refused, new Envelope(new java.util.concurrent.atomic.AtomicLong(7)));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isNotEqualTo(Outcome.COMMITTED);
+            assertThat(ran).as("the step never saw the payload").hasValue(0);
+            assertThat(dev.coop.render.Renderers.text().render(engine.client().tree(id))).contains("AtomicLong");
+        }
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(open)
+                .allowPolymorphicTypes("java.util.concurrent.atomic.").start()) {
+            MessageId id = engine.client().launch(allowed, new Envelope(new java.util.concurrent.atomic.AtomicLong(7)));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).hasValue(1);
+        }
+        assertThatThrownBy(() -> Coop.engine(db.dataSource()).allowPolymorphicTypes(""))
+                .isInstanceOf(CoopValidationException.class);
+    }
+
+    @Test
+    void a_payload_under_the_size_limit_is_readable_whatever_its_longest_string() {
+        Topic<Text> texts = topic("hostile-long-string");
+        int length = 21_000_000; // longer than Jackson's default read limit for one string (20,000,000)
+        java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+        Saga<Text> saga = Saga.on(texts, "long-string").step("read", step -> seen.set(step.payload().text().length()))
+                .build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(saga).maxPayloadBytes(24_000_000).start()) {
+            MessageId id = engine.client().launch(texts, new Text("y".repeat(length)));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(seen).hasValue(length);
+        }
+    }
 }

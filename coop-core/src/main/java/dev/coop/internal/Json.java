@@ -16,8 +16,42 @@ public final class Json {
     private final int maxPayloadBytes;
 
     public Json(ObjectMapper mapper, int maxPayloadBytes) {
-        this.mapper = mapper;
+        this(mapper, maxPayloadBytes, java.util.List.of());
+    }
+
+    /**
+     * Payloads are read and written with a copy of {@code mapper} (the caller's stays as it is) whose read limits
+     * accept everything the write limit lets through (a single string may be as long as a whole payload), and which,
+     * unless the mapper already has a validator of its own, instantiates polymorphic types named by class
+     * ({@code @JsonTypeInfo(use = CLASS)}) only from the packages in {@code polymorphicPrefixes}: otherwise any
+     * producer could make the engine instantiate any class on its classpath.
+     */
+    public Json(ObjectMapper mapper, int maxPayloadBytes, java.util.List<String> polymorphicPrefixes) {
+        this.mapper = hardened(mapper, maxPayloadBytes, polymorphicPrefixes);
         this.maxPayloadBytes = maxPayloadBytes;
+    }
+
+    private static ObjectMapper hardened(ObjectMapper mapper, int maxPayloadBytes, java.util.List<String> prefixes) {
+        ObjectMapper copy;
+        try {
+            copy = mapper.copy();
+        } catch (IllegalStateException cannotCopy) { // a subclass without copy(): use it as it is
+            return mapper;
+        }
+        var read = copy.getFactory().streamReadConstraints();
+        copy.getFactory().setStreamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+                .maxStringLength(Math.max(read.getMaxStringLength(), maxPayloadBytes))
+                .maxNumberLength(Math.max(read.getMaxNumberLength(), maxPayloadBytes))
+                .maxNestingDepth(read.getMaxNestingDepth()).maxDocumentLength(read.getMaxDocumentLength())
+                .build());
+        if (copy.getPolymorphicTypeValidator() instanceof com.fasterxml.jackson.databind.jsontype.impl.LaissezFaireSubTypeValidator) {
+            var ptv = com.fasterxml.jackson.databind.jsontype.BasicPolymorphicTypeValidator.builder();
+            for (String prefix : prefixes) {
+                ptv.allowIfSubType(prefix);
+            }
+            copy.setPolymorphicTypeValidator(ptv.build());
+        }
+        return copy;
     }
 
     /** Coop's default mapper: java.time support, ISO dates, unknown properties ignored (payloads evolve). */
