@@ -68,6 +68,8 @@ public final class CoopEngine implements AutoCloseable {
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private ObjectMapper objectMapper;
+        /** HikariCP's maximumPoolSize when none is set. */
+        private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
 
@@ -222,12 +224,32 @@ public final class CoopEngine implements AutoCloseable {
 
         private void checkPoolSize() {
             int needed = workers + (notifications ? 1 : 0) + 1;
-            if (dataSource instanceof HikariDataSource hikari && hikari.getMaximumPoolSize() < needed) {
+            HikariDataSource hikari = hikari(dataSource);
+            if (hikari == null) {
+                return; // another pool: Coop cannot ask it how large it is
+            }
+            // a pool built with setters and not started yet (as Spring Boot builds it) reports -1: HikariCP then
+            // takes its default of 10 when it starts
+            int allowed = hikari.getMaximumPoolSize() > 0 ? hikari.getMaximumPoolSize() : HIKARI_DEFAULT_POOL_SIZE;
+            if (allowed < needed) {
                 throw new CoopValidationException("Connection pool '" + hikari.getPoolName() + "' allows "
-                        + hikari.getMaximumPoolSize() + " connections; this engine needs at least " + needed
-                        + " ("
-                        + workers + " workers" + (notifications ? " + 1 listener" : "")
+                        + allowed + " connections; this engine needs at least " + needed + " (" + workers
+                        + " workers" + (notifications ? " + 1 listener" : "")
                         + " + 1 for clients). Raise maximumPoolSize or lower workers");
+            }
+        }
+
+        /** The HikariCP pool behind {@code dataSource}, also behind wrappers that unwrap to it; else null. */
+        private static HikariDataSource hikari(DataSource dataSource) {
+            if (dataSource instanceof HikariDataSource hikari) {
+                return hikari;
+            }
+            try {
+                return dataSource.isWrapperFor(HikariDataSource.class)
+                        ? dataSource.unwrap(HikariDataSource.class)
+                        : null;
+            } catch (java.sql.SQLException | RuntimeException e) {
+                return null;
             }
         }
     }

@@ -338,7 +338,7 @@ class BadInputTest {
         assertThatThrownBy(() -> client.awaitCompletion(id, Duration.ofMillis(100)))
                 .isInstanceOf(CoopTimeoutException.class)
                 .hasMessageContaining("Message " + id)
-                .hasMessageContaining("1 of its 1 runs");
+                .hasMessageContaining("1 run of saga 'awaited-too-long' runnable with no running engine");
 
         assertThatThrownBy(() -> MessageId.parse("not-a-uuid"))
                 .isInstanceOf(CoopValidationException.class)

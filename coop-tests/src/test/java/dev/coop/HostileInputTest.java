@@ -296,4 +296,75 @@ class HostileInputTest {
             assertThat(seen).hasValue(length);
         }
     }
+
+    /** A DataSource wrapper such as frameworks put around pools; it unwraps to what it wraps. */
+    record Wrapper(javax.sql.DataSource target) implements javax.sql.DataSource {
+        @Override
+        public Connection getConnection() throws java.sql.SQLException {
+            return target.getConnection();
+        }
+
+        @Override
+        public Connection getConnection(String user, String password) throws java.sql.SQLException {
+            return target.getConnection(user, password);
+        }
+
+        @Override
+        public java.io.PrintWriter getLogWriter() throws java.sql.SQLException {
+            return target.getLogWriter();
+        }
+
+        @Override
+        public void setLogWriter(java.io.PrintWriter out) throws java.sql.SQLException {
+            target.setLogWriter(out);
+        }
+
+        @Override
+        public void setLoginTimeout(int seconds) throws java.sql.SQLException {
+            target.setLoginTimeout(seconds);
+        }
+
+        @Override
+        public int getLoginTimeout() throws java.sql.SQLException {
+            return target.getLoginTimeout();
+        }
+
+        @Override
+        public java.util.logging.Logger getParentLogger() throws java.sql.SQLFeatureNotSupportedException {
+            return target.getParentLogger();
+        }
+
+        @Override
+        public <T> T unwrap(Class<T> type) throws java.sql.SQLException {
+            return type.isInstance(target) ? type.cast(target) : target.unwrap(type);
+        }
+
+        @Override
+        public boolean isWrapperFor(Class<?> type) throws java.sql.SQLException {
+            return type.isInstance(target) || target.isWrapperFor(type);
+        }
+    }
+
+    @Test
+    void the_pool_check_sees_unstarted_and_wrapped_pools() {
+        Topic<Text> texts = topic("hostile-pool");
+        Saga<Text> saga = Saga.on(texts, "pool").step("one", step -> {
+        }).build();
+        // built with setters and not started, as Spring Boot builds it: HikariCP's default of 10 applies
+        try (com.zaxxer.hikari.HikariDataSource unstarted = new com.zaxxer.hikari.HikariDataSource()) {
+            unstarted.setJdbcUrl(db.jdbcUrl());
+            unstarted.setUsername(db.server().user());
+            unstarted.setPassword(db.server().password());
+            try (CoopEngine engine = Coop.engine(unstarted).register(saga).workers(8).start()) {
+                MessageId id = engine.client().launch(texts, new Text("x"));
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            }
+        }
+        // a pool of 1 behind a wrapper: the listener would hold the only connection, so it is refused up front
+        try (com.zaxxer.hikari.HikariDataSource tiny = db.newDataSource(1)) {
+            assertThatThrownBy(() -> Coop.engine(new Wrapper(tiny)).register(saga).workers(1).start())
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("allows 1 connections")
+                    .hasMessageContaining("needs at least 3");
+        }
+    }
 }

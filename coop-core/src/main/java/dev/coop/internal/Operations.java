@@ -23,6 +23,9 @@ import java.util.UUID;
  * Each method runs inside the caller's transaction.
  */
 public final class Operations {
+    /** The first key of the advisory locks that serialise operator actions per hierarchy ("coop" in ASCII). */
+    private static final int OPERATOR_LOCK = 0x636f6f70;
+
     /** The source recorded on failures that clients write. */
     public static final String CLIENT_SOURCE = "coop-client";
 
@@ -68,6 +71,7 @@ public final class Operations {
 
     /** Records cancellation requests for the scope; runs in it give up at their next step boundary. */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
+        serialise(c, scopes(c, message, lineage, false).getFirst().lineage()[0]);
         List<Scope> scopes = scopes(c, message, lineage, false);
         if (scopes.stream().noneMatch(s -> hasActiveRun(c, s, false))) {
             return CancelResult.ALREADY_FINISHED;
@@ -143,6 +147,8 @@ public final class Operations {
      * the scope or above it still runs, and for runs that already rolled back.
      */
     public void rollback(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
+        List<Scope> unlocked = scopes(c, message, lineage, false);
+        serialise(c, unlocked.getFirst().lineage()[0]);
         refuseUnlessFinished(c, scopes(c, message, lineage, false));
         List<Scope> scopes;
         try {
@@ -159,6 +165,19 @@ public final class Operations {
         Failure failure = new Failure(reason, RollbackRequestedException.TYPE, CLIENT_SOURCE, List.of(), List.of());
         for (Scope scope : scopes) {
             request(c, scope, failure);
+        }
+    }
+
+    /**
+     * Operator actions on one hierarchy take turns: a transaction-scoped advisory lock on its root, taken before any
+     * check, so that {@code rollback(root)} and {@code rollback(child)} issued together cannot both pass their checks
+     * (each would see the other's scope as finished) and roll the parent back before its child.
+     */
+    private void serialise(Connection c, UUID root) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_xact_lock(?, hashtext(?))")) {
+            ps.setInt(1, OPERATOR_LOCK);
+            ps.setString(2, root.toString());
+            ps.execute();
         }
     }
 
