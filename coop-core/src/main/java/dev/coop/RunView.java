@@ -18,8 +18,15 @@ public record RunView(UUID runId, MessageId messageId, String topic, String saga
     /** This run and every run below it, depth first. */
     public List<RunView> flatten() {
         List<RunView> all = new java.util.ArrayList<>();
-        all.add(this);
-        children.forEach(c -> all.addAll(c.flatten()));
+        java.util.ArrayDeque<RunView> stack = new java.util.ArrayDeque<>();
+        stack.push(this);
+        while (!stack.isEmpty()) { // no recursion: hierarchies may be thousands of levels deep
+            RunView r = stack.pop();
+            all.add(r);
+            for (int i = r.children().size() - 1; i >= 0; i--) {
+                stack.push(r.children().get(i));
+            }
+        }
         return all;
     }
 }

@@ -197,4 +197,29 @@ class HostileStepTest {
             assertWorkerAlive(a, "ends-transaction");
         }
     }
+
+    @Test
+    void database_trouble_is_retried_a_bounded_number_of_times_then_the_run_parks_with_the_cause() throws Exception {
+        Topic<Empty> topic = Topic.of("endless-trouble", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "endless-trouble").step("serialize", step -> {
+            throw new SQLException("could not serialize access", "40001");
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(saga, probe("endless-trouble")).workers(1)
+                .start()) {
+            CoopClient client = engine.client();
+            // due in an hour, so that its retry count can be set to the last one allowed before it runs
+            MessageId id = client.launch(topic, new Empty(), client.databaseTime().plusSeconds(3_600));
+            try (java.sql.Connection c = db.dataSource().getConnection();
+                    java.sql.PreparedStatement ps = c.prepareStatement(
+                            "UPDATE coop.run SET retries = 999, runnable_at = clock_timestamp() WHERE message_id = ?")) {
+                ps.setObject(1, id.value());
+                assertThat(ps.executeUpdate()).isEqualTo(1);
+            }
+            engine.client().launch(Topic.of("endless-trouble-probe", Empty.class), new Empty()); // wakes the engine
+            Await.until("the run parked", WAIT, () -> client.statuses(id).equals(java.util.List.of(RunStatus.PARKED)));
+            assertThat(client.parkedRuns(10)).anySatisfy(p -> assertThat(p.failure().render())
+                    .contains("Database trouble on 1000 attempts in a row", "could not serialize access"));
+            assertWorkerAlive(engine, "endless-trouble");
+        }
+    }
 }

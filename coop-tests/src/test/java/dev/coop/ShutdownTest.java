@@ -124,6 +124,53 @@ class ShutdownTest {
         }
     }
 
+    @Test
+    void a_step_that_ignores_interrupts_cannot_commit_after_close_returned(DataSource dataSource) throws Exception {
+        Topic<Empty> topic = Topic.of("shutdown-deaf", Empty.class);
+        java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch returned = new java.util.concurrent.CountDownLatch(1);
+        AtomicInteger attempts = new AtomicInteger();
+        Saga<Empty> saga = Saga.on(topic, "shutdown-deaf-handler")
+                .step("deaf", step -> {
+                    if (attempts.incrementAndGet() == 1) {
+                        running.countDown();
+                        while (true) { // swallows interrupts until the test lets it go
+                            try {
+                                if (release.await(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                                    break;
+                                }
+                            } catch (InterruptedException ignored) {
+                                // deaf
+                            }
+                        }
+                        returned.countDown();
+                    }
+                })
+                .build();
+        CoopClient client = Coop.client(dataSource);
+        MessageId id;
+        String firstId;
+        try (CoopEngine first = Coop.engine(dataSource).name("deaf").workers(1)
+                .shutdownTimeout(Duration.ofMillis(100)).register(saga).start()) {
+            firstId = first.id();
+            id = client.launch(topic, new Empty());
+            assertThat(running.await(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)).isTrue();
+        }
+        release.countDown(); // close() returned: the step goes on and tries to commit, too late
+        assertThat(returned.await(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)).isTrue();
+        try (CoopEngine second = Coop.engine(dataSource).name("after-deaf").workers(1)
+                .pollInterval(Duration.ofMillis(50)).register(saga).start()) {
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<Event> events = client.events(id);
+            assertThat(events).filteredOn(e -> e.type() == EventType.SUSPENDED || e.type() == EventType.COMMITTED)
+                    .extracting(Event::engine).containsOnly(second.id());
+            assertThat(events).filteredOn(e -> firstId.equals(e.engine())).extracting(Event::type)
+                    .doesNotContain(EventType.SUSPENDED, EventType.COMMITTED); // its session died with the claim
+            assertThat(attempts).hasValue(2);
+        }
+    }
+
     /**
      * Stopping must also stop a worker that took a task just before close() and is still on its way to claiming (here:
      * waiting for a connection of its pool). Once close() has begun, no step may start, even when the claim finds a

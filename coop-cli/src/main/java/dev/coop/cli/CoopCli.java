@@ -106,6 +106,7 @@ public final class CoopCli implements Runnable {
                     + (c.getCommandSpec().parent() == null ? "" : c.getCommandName() + " ") + "--help')");
             return EXIT_USAGE;
         });
+        commandLine.setExecutionStrategy(CoopCli::executeWithRoomyStack);
         commandLine.setExecutionExceptionHandler((e, c, parseResult) -> {
             int code = exitCode(e);
             c.getErr().println("coop: " + cli.redact(message(e)));
@@ -117,6 +118,32 @@ public final class CoopCli implements Runnable {
             return code;
         });
         return commandLine;
+    }
+
+    /** Rendering walks trees recursively; a thread with a large stack prints hierarchies thousands of levels deep. */
+    private static final long STACK_BYTES = 512L * 1024 * 1024;
+
+    private static int executeWithRoomyStack(CommandLine.ParseResult parseResult) {
+        int[] exit = new int[1];
+        RuntimeException[] failed = new RuntimeException[1];
+        Thread thread = new Thread(null, () -> {
+            try {
+                exit[0] = new CommandLine.RunLast().execute(parseResult);
+            } catch (RuntimeException e) {
+                failed[0] = e;
+            }
+        }, "coop", STACK_BYTES);
+        thread.start();
+        try {
+            thread.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CommandLine.ExecutionException(parseResult.commandSpec().commandLine(), "Interrupted", e);
+        }
+        if (failed[0] != null) {
+            throw failed[0];
+        }
+        return exit[0];
     }
 
     @Override

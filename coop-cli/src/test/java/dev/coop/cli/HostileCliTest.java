@@ -100,4 +100,24 @@ class HostileCliTest {
             }
         }
     }
+
+    @Test
+    void trees_a_thousand_levels_deep_print_as_json_and_text() {
+        Topic<Integer> topic = Topic.of("cli-deep", Integer.class);
+        Saga<Integer> deep = Saga.on(topic, "cli-deep").step("descend", step -> {
+            if (step.payload() < 1_000) {
+                step.launch(topic, step.payload() + 1);
+            }
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(deep).start()) {
+            MessageId id = engine.client().launch(topic, 1);
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(120))).isEqualTo(Outcome.COMMITTED);
+            Result json = database("tree", id.toString(), "--json");
+            assertThat(json.exit()).as(json.err()).isZero();
+            dev.coop.Hierarchy read = new dev.coop.render.JsonRenderer(false).readHierarchy(json.out());
+            assertThat(read.runs().getFirst().flatten()).hasSize(1_000);
+            Result text = database("tree", id.toString(), "--ascii");
+            assertThat(text.exit()).as(text.err()).isZero();
+        }
+    }
 }

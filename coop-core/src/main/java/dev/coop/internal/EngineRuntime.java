@@ -22,6 +22,7 @@ public final class EngineRuntime {
     private final EngineContext context;
     private final Topology topology;
     private final List<Thread> workers = new ArrayList<>();
+    private final List<Worker> workerTasks = new ArrayList<>();
     private Thread listenerThread;
     private final ScheduleTimer timer;
     private Thread timerThread;
@@ -70,7 +71,9 @@ public final class EngineRuntime {
             timerThread = thread(timer, "schedules");
         }
         for (int i = 0; i < config.workers(); i++) {
-            workers.add(thread(new Worker(context), "worker-" + i));
+            Worker task = new Worker(context);
+            workerTasks.add(task);
+            workers.add(thread(task, "worker-" + i));
         }
         joinTimerThread = thread(joinTimer, "join-timer");
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
@@ -139,6 +142,11 @@ public final class EngineRuntime {
         for (Thread worker : workers) {
             join(worker, afterInterrupt);
         }
+        for (int i = 0; i < workers.size(); i++) {
+            if (workers.get(i).isAlive()) {
+                refuseLateCommit(workers.get(i), workerTasks.get(i));
+            }
+        }
         if (listenerThread != null) {
             join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }
@@ -158,6 +166,28 @@ public final class EngineRuntime {
             log.debug("Engine {} could not record its stop: {}", config.engineId(), e.toString());
         }
         log.info("Engine {} stopped", config.engineId());
+    }
+
+    /**
+     * A step that ignores interrupts is still running after the shutdown timeout: close() must not return while it
+     * could still commit, so its session is terminated on the server. Its transaction rolls back there, its late
+     * commit fails, and another engine runs the step again.
+     */
+    private void refuseLateCommit(Thread thread, Worker task) {
+        String working = task.working();
+        int pid = task.backendPid();
+        if (working == null || pid == 0) {
+            return;
+        }
+        log.error("Engine {}: {} is still running {} and ignores interrupts; terminating its database session"
+                + " (backend {}) so that it cannot commit", config.engineId(), thread.getName(), working, pid);
+        try (Connection c = config.dataSource().getConnection();
+                java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
+            ps.setInt(1, pid);
+            ps.execute();
+        } catch (SQLException | RuntimeException e) {
+            log.error("Engine {} could not terminate backend {}: {}", config.engineId(), pid, e.toString());
+        }
     }
 
     private static void join(Thread t, long deadline) {

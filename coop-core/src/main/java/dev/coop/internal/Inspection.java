@@ -134,12 +134,25 @@ public final class Inspection {
                 roots.add(r);
             }
         }
-        return roots.stream().map(r -> view(r, byRun, children)).toList();
+        // children before parents, without recursion: a hierarchy may be thousands of levels deep
+        Map<UUID, RunView> built = new HashMap<>();
+        java.util.ArrayDeque<Object[]> stack = new java.util.ArrayDeque<>();
+        roots.forEach(r -> stack.push(new Object[]{r, false}));
+        while (!stack.isEmpty()) {
+            Object[] top = stack.pop();
+            Row r = (Row) top[0];
+            List<Row> kids = children.getOrDefault(r.id(), List.of());
+            if (!(Boolean) top[1]) {
+                stack.push(new Object[]{r, true});
+                kids.forEach(k -> stack.push(new Object[]{k, false}));
+            } else {
+                built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList()));
+            }
+        }
+        return roots.stream().map(r -> built.get(r.id())).toList();
     }
 
-    private static RunView view(Row r, Map<UUID, List<Event>> byRun, Map<UUID, List<Row>> children) {
-        List<RunView> kids = children.getOrDefault(r.id(), List.of()).stream().map(k -> view(k, byRun, children))
-                .toList();
+    private static RunView view(Row r, Map<UUID, List<Event>> byRun, List<RunView> kids) {
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()),

@@ -173,6 +173,13 @@ final class Sql {
              WHERE id = ? AND status = 'RUNNABLE' AND version = ?
             """;
 
+    /** Parks a runnable run that met database trouble too often in a row, if nobody moved it meanwhile. */
+    static final String PARK_AFTER_RETRIES = """
+            UPDATE {schema}.run
+               SET status = 'PARKED', failure = ?::jsonb, retries = retries + 1, version = version + 1
+             WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+            """;
+
     /** The runs caused by the given step instances of a run, with their results or failures. */
     static final String CHILD_RESULTS = """
             SELECT r.id, r.message_id, r.saga, r.status, r.result, r.failure::text

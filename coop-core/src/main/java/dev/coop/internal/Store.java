@@ -337,6 +337,16 @@ public final class Store {
         }
     }
 
+    /** Parks a run that met database trouble too often in a row; nothing happens if it moved meanwhile. */
+    public void parkAfterRetries(Connection c, ClaimedRun run, String failure) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.PARK_AFTER_RETRIES))) {
+            ps.setString(1, failure);
+            ps.setObject(2, run.id());
+            ps.setInt(3, run.version());
+            ps.executeUpdate();
+        }
+    }
+
     /** The results of the runs of a message, by saga. */
     public List<dev.coop.RunResult> results(Connection c, MessageId message,
             com.fasterxml.jackson.databind.ObjectMapper mapper) throws SQLException {

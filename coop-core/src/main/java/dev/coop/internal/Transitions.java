@@ -21,6 +21,11 @@ import org.slf4j.LoggerFactory;
 final class Transitions {
     private static final Logger log = LoggerFactory.getLogger(Transitions.class);
     private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
+    /**
+     * How often in a row a run may meet database trouble before it is parked: at the 30 s ceiling of the backoff,
+     * about eight hours of trouble. Each retry is counted in {@code run.retries} (reset by every transition).
+     */
+    static final int MAX_RETRIES = 1_000;
 
     private final EngineContext engine;
     private final JoinBook joins;
@@ -128,6 +133,21 @@ final class Transitions {
     void retryLater(Connection c, ClaimedRun run, String step, Throwable cause, boolean lockHeld) throws SQLException {
         if (!lockHeld) {
             Worker.rollbackQuietly(c);
+        }
+        if (run.retries() + 1 >= MAX_RETRIES) {
+            Failure failure = new Failure("Database trouble on " + MAX_RETRIES + " attempts in a row at " + step
+                    + "; parked for an operator (retry it with retryNow once the database is healthy)",
+                    "dev.coop.DatabaseTrouble", source(run), List.of(), List.of(Failure.of(cause, source(run))));
+            log.error("Run {} (saga {}, {}) met database trouble {} times in a row ({}); parking it", run.id(),
+                    run.saga(), step, MAX_RETRIES, Failures.describe(cause));
+            try {
+                engine.store().parkAfterRetries(c, run, failure.toJson());
+                c.commit();
+            } catch (SQLException e) {
+                Worker.rollbackQuietly(c);
+                throw e;
+            }
+            return;
         }
         long ceiling = Math.min(MAX_RETRY_DELAY_MILLIS, 100L << Math.min(run.retries(), 10));
         long delay = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);

@@ -21,6 +21,9 @@ final class Worker implements Runnable {
     private final EngineContext engine;
     private final StepExecutor executor;
     private int consecutiveFailures;
+    /** The database session of the connection this worker holds, and the run it executes; for shutdown. */
+    private volatile int backendPid;
+    private volatile String working;
 
     Worker(EngineContext engine) {
         this.engine = engine;
@@ -79,7 +82,9 @@ final class Worker implements Runnable {
                     return;
                 }
                 engine.dispatcher().found(task);
+                backendPid = backendPid(c);
                 for (int steps = 1; run != null; steps++) {
+                    working = "run " + run.id() + " (saga " + run.saga() + ")";
                     boolean continueNow = executor.execute(c, run);
                     UUID id = run.id();
                     String saga = run.saga();
@@ -97,6 +102,7 @@ final class Worker implements Runnable {
                 rollbackQuietly(c);
                 throw e;
             } finally {
+                working = null;
                 // Turning auto-commit back on commits an open transaction: whatever happened above (an Error
                 // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
                 rollbackQuietly(c);
@@ -131,6 +137,23 @@ final class Worker implements Runnable {
         long millis = Math.min(5_000, 50L << Math.min(consecutiveFailures, 7));
         return TimeUnit.MILLISECONDS
                 .toNanos(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
+    }
+
+    int backendPid() {
+        return backendPid;
+    }
+
+    /** What this worker executes right now, or null. */
+    String working() {
+        return working;
+    }
+
+    private static int backendPid(Connection c) {
+        try {
+            return c.unwrap(org.postgresql.PGConnection.class).getBackendPID(); // no round trip
+        } catch (SQLException | RuntimeException e) {
+            return 0;
+        }
     }
 
     static void rollbackQuietly(Connection c) {

@@ -36,7 +36,17 @@ import java.util.function.Function;
  * gives an equal value. Thread-safe.
  */
 public final class JsonRenderer {
-    private static final ObjectMapper MAPPER = new ObjectMapper();
+    /**
+     * Trees nest two or three JSON levels per level of the hierarchy, so Jackson's default limit of 1,000 levels would
+     * refuse hierarchies a few hundred deep; a tree is Coop's own data, so the limit is lifted far beyond that.
+     */
+    private static final int MAX_NESTING = 100_000;
+    private static final ObjectMapper MAPPER = new ObjectMapper(com.fasterxml.jackson.core.JsonFactory.builder()
+            .streamWriteConstraints(com.fasterxml.jackson.core.StreamWriteConstraints.builder()
+                    .maxNestingDepth(MAX_NESTING).build())
+            .streamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+                    .maxNestingDepth(MAX_NESTING).build())
+            .build());
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
     private final boolean pretty;
