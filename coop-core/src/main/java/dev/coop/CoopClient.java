@@ -49,9 +49,9 @@ public final class CoopClient {
     private final long firstPauseNanos;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled) {
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers) {
         this.dataSource = dataSource;
-        this.store = new Store(schema);
+        this.store = new Store(schema, requireHandlers);
         this.topology = new Topology(schema);
         this.operations = new Operations(schema);
         this.inspection = new Inspection(schema);
@@ -456,6 +456,7 @@ public final class CoopClient {
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private boolean migrate = true;
+        private boolean requireHandlers;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -496,6 +497,16 @@ public final class CoopClient {
             return this;
         }
 
+        /**
+         * Whether launching a message on a topic that no saga is registered for fails with a
+         * {@link CoopValidationException} (default false: the message is stored, nothing handles it, and a warning is
+         * logged once per topic). A misspelt topic then fails at once instead of vanishing.
+         */
+        public Builder requireHandlers(boolean requireHandlers) {
+            this.requireHandlers = requireHandlers;
+            return this;
+        }
+
         /** Whether to apply schema migrations when built (default true). */
         public Builder migrate(boolean migrate) {
             this.migrate = migrate;
@@ -510,7 +521,7 @@ public final class CoopClient {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
             return new CoopClient(dataSource, name, json, new Completions(), saga -> {
-            }, false);
+            }, false, requireHandlers);
         }
     }
 }

@@ -68,6 +68,7 @@ public final class CoopEngine implements AutoCloseable {
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private ObjectMapper objectMapper;
+        private boolean requireHandlers;
         /** HikariCP's maximumPoolSize when none is set. */
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
@@ -166,6 +167,16 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Whether a step (or this engine's client) that launches a message on a topic no saga is registered for fails
+         * (default false: the message is stored, nothing handles it, and a warning is logged once per topic). With it
+         * on, a misspelt topic fails the step instead of vanishing.
+         */
+        public Builder requireHandlers(boolean requireHandlers) {
+            this.requireHandlers = requireHandlers;
+            return this;
+        }
+
         /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
         public Builder objectMapper(ObjectMapper objectMapper) {
             this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
@@ -215,10 +226,11 @@ public final class CoopEngine implements AutoCloseable {
                     java.util.List.copyOf(polymorphicPrefixes));
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
-                            Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules));
+                            Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
+                            requireHandlers));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true);
+                    runtime::wake, true, requireHandlers);
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 

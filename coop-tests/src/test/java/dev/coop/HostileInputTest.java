@@ -367,4 +367,30 @@ class HostileInputTest {
                     .hasMessageContaining("needs at least 3");
         }
     }
+
+    @Test
+    void a_launch_on_a_topic_nobody_handles_is_shown_and_refused_in_strict_mode() {
+        Topic<Text> texts = topic("hostile-typo-parent");
+        Topic<Text> misspelt = topic("acount-created");
+        Saga<Text> parent = Saga.on(texts, "typo-parent").step("launch", step -> {
+            step.launch(misspelt, new Text("x"));
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent).start()) {
+            MessageId id = engine.client().launch(texts, new Text("x"));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(dev.coop.render.Renderers.text().render(engine.client().tree(id)))
+                    .contains("UNHANDLED: no saga was registered for the topic of message");
+        }
+        try (CoopEngine strict = Coop.engine(db.dataSource()).register(parent).requireHandlers(true).start()) {
+            MessageId id = strict.client().launch(texts, new Text("x"));
+            assertThat(strict.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(dev.coop.render.Renderers.text().render(strict.client().tree(id)))
+                    .contains("No saga is registered for topic 'acount-created'");
+            assertThatThrownBy(() -> strict.client().launch(misspelt, new Text("x")))
+                    .isInstanceOf(CoopValidationException.class).hasMessageContaining("'acount-created'");
+        }
+        CoopClient strictClient = CoopClient.builder(db.dataSource()).requireHandlers(true).build();
+        assertThatThrownBy(() -> strictClient.launch(misspelt, new Text("x")))
+                .isInstanceOf(CoopValidationException.class).hasMessageContaining("'acount-created'");
+    }
 }

@@ -32,7 +32,7 @@ public final class EngineRuntime {
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
-            dev.coop.CooperationStrategy strategy, boolean schedules) {
+            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers) {
     }
 
     private final Config config;
@@ -41,7 +41,8 @@ public final class EngineRuntime {
         this.config = config;
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
-        this.context = new EngineContext(config.engineId(), config.dataSource(), new Store(config.schema()),
+        this.context = new EngineContext(config.engineId(), config.dataSource(),
+                new Store(config.schema(), config.requireHandlers()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()

@@ -60,6 +60,9 @@ final class Sql {
               RETURNING saga
             )
             SELECT saga, count(*)::int FROM runs GROUP BY saga
+            UNION ALL -- topics nobody handles come back as '#topic' (saga names cannot start with '#')
+            SELECT DISTINCT '#' || input.topic, 0 FROM input
+             WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = input.topic)
             """;
 
     /**

@@ -38,10 +38,23 @@ public final class Store {
     private final String countUnstartedSql;
     private final String detachUnstartedSql;
     private final String probeSql;
+    private final boolean requireHandlers;
+    /** Topics already warned about, per schema (bounded: a warning per topic is enough). */
+    private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Store.class);
     private final String runStatusesSql;
     private final String eventsSql;
 
     public Store(SchemaName schema) {
+        this(schema, false);
+    }
+
+    /**
+     * @param requireHandlers whether launching a message on a topic no saga is registered for fails (strict) rather
+     *        than only being logged (once per topic)
+     */
+    public Store(SchemaName schema, boolean requireHandlers) {
+        this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.claimSql = schema.sql(Sql.CLAIM
                 .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"
@@ -165,11 +178,17 @@ public final class Store {
                 ps.setInt(12, parentSeq);
             }
             Map<String, Integer> created = new HashMap<>();
+            List<String> unhandled = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    created.put(rs.getString(1), rs.getInt(2));
+                    if (rs.getString(1).startsWith("#")) {
+                        unhandled.add(rs.getString(1).substring(1));
+                    } else {
+                        created.put(rs.getString(1), rs.getInt(2));
+                    }
                 }
             }
+            unhandled(unhandled, saga, step);
             return created;
         }
     }
@@ -344,6 +363,25 @@ public final class Store {
             ps.setObject(2, run.id());
             ps.setInt(3, run.version());
             ps.executeUpdate();
+        }
+    }
+
+    private void unhandled(List<String> topics, String saga, String step) {
+        if (topics.isEmpty()) {
+            return;
+        }
+        String where = saga == null ? "" : " (launched by step '" + step + "' of saga '" + saga + "')";
+        if (requireHandlers) {
+            throw new dev.coop.CoopValidationException("No saga is registered for topic" + (topics.size() == 1
+                    ? " '" + topics.getFirst() + "'"
+                    : "s " + topics) + where + "; nothing would handle the message (strict topics are on: check"
+                    + " the topic's name, or register a saga for it first)");
+        }
+        for (String topic : topics) {
+            if (WARNED.size() < 10_000 && WARNED.add(schema.value() + "." + topic)) {
+                log.warn("No saga is registered for topic '{}'{}: its messages are stored, and nothing handles them"
+                        + " (warned once per topic)", topic, where);
+            }
         }
     }
 

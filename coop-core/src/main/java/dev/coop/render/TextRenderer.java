@@ -15,6 +15,7 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,6 +39,7 @@ public final class TextRenderer {
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS 'UTC'",
             Locale.ROOT);
     private static final String ROLLBACK_PREFIX = "Rollback of ";
+    private static final int MAX_UNHANDLED_SHOWN = 5;
     private static final String CHILDREN_SUFFIX = " (rolling back child scopes)";
     private static final String HANDLER_SUFFIX = " (child failure handler)";
     private static final String GAVE_UP = "dev.coop.GaveUpException";
@@ -212,12 +214,18 @@ public final class TextRenderer {
                 || steps.stream().anyMatch(s -> run.failure().equals(s.failure()));
         List<Object> items = new ArrayList<>();
         Map<StepView, List<RunView>> caused = new LinkedHashMap<>();
+        Map<StepView, List<MessageId>> unhandled = new HashMap<>();
         Set<MessageId> placed = new HashSet<>();
         for (StepView step : steps) {
             List<RunView> kids = new ArrayList<>();
             for (MessageId m : step.launched()) {
                 if (placed.add(m)) {
-                    kids.addAll(byMessage.getOrDefault(m, List.of()));
+                    List<RunView> handlers = byMessage.get(m);
+                    if (handlers == null) {
+                        unhandled.computeIfAbsent(step, k -> new ArrayList<>()).add(m);
+                    } else {
+                        kids.addAll(handlers);
+                    }
                 }
             }
             caused.put(step, kids);
@@ -235,16 +243,28 @@ public final class TextRenderer {
         for (int i = 0; i < items.size(); i++) {
             boolean lastItem = i == items.size() - 1;
             if (items.get(i) instanceof StepView step) {
-                step(out, step, caused.get(step), inner, lastItem);
+                step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem);
             } else {
                 run(out, (RunView) items.get(i), inner, lastItem);
             }
         }
     }
 
-    private void step(StringBuilder out, StepView step, List<RunView> caused, String indent, boolean last) {
+    private void step(StringBuilder out, StepView step, List<RunView> caused, List<MessageId> unhandled,
+            String indent, boolean last) {
         out.append(indent).append(last ? glyphs.last : glyphs.branch).append(stepLabel(step)).append('\n');
         String inner = indent + (last ? glyphs.space : glyphs.pipe);
+        for (int i = 0; i < Math.min(unhandled.size(), MAX_UNHANDLED_SHOWN); i++) {
+            out.append(inner).append(caused.isEmpty() ? "  " : glyphs.pipe.substring(0, 2))
+                    .append(yellow("UNHANDLED: no saga was registered for the topic of message " + unhandled.get(i)
+                            + " when it was launched"))
+                    .append('\n');
+        }
+        if (unhandled.size() > MAX_UNHANDLED_SHOWN) {
+            out.append(inner).append(caused.isEmpty() ? "  " : glyphs.pipe.substring(0, 2))
+                    .append(yellow("UNHANDLED: " + (unhandled.size() - MAX_UNHANDLED_SHOWN) + " more messages"))
+                    .append('\n');
+        }
         if (step.failure() != null) {
             // under the step's name; the pipe continues to the runs the step caused
             out.append(inner).append(caused.isEmpty() ? "  " : glyphs.pipe.substring(0, 2))
