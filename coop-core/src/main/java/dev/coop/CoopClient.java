@@ -258,7 +258,34 @@ public final class CoopClient {
         }
     }
 
-    /** The event log of the hierarchy below a message, in the order it was written. */
+    /**
+     * One page of the event log of the hierarchy below a message, in the order it was written: the events whose id is
+     * above {@code afterId} (0 for the first page), at most {@code limit} (1 to 100,000). The next page starts after
+     * the last id of this one; an empty page is the end. Use it for hierarchies too large to read at once.
+     */
+    public List<Event> events(MessageId message, long afterId, int limit) {
+        Objects.requireNonNull(message, "message");
+        if (limit < 1 || limit > 100_000 || afterId < 0) {
+            throw new CoopValidationException("An event page needs afterId >= 0 and a limit of 1 to 100000, was "
+                    + afterId + " and " + limit);
+        }
+        try (Connection c = dataSource.getConnection()) {
+            List<Event> events = store.events(c, message, afterId, limit);
+            if (events.isEmpty() && afterId == 0 && !store.messageExists(c, message)) {
+                throw new CoopValidationException("No message " + message + " in schema '"
+                        + store.schema().value() + "'");
+            }
+            return events;
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read the events of message " + message + ": " + e.getMessage(),
+                    e);
+        }
+    }
+
+    /**
+     * The event log of the hierarchy below a message, in the order it was written, all of it (see
+     * {@link #events(MessageId, long, int)} for pages).
+     */
     public List<Event> events(MessageId message) {
         Objects.requireNonNull(message, "message");
         try (Connection c = dataSource.getConnection()) {

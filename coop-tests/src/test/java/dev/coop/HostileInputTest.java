@@ -393,4 +393,30 @@ class HostileInputTest {
         assertThatThrownBy(() -> strictClient.launch(misspelt, new Text("x")))
                 .isInstanceOf(CoopValidationException.class).hasMessageContaining("'acount-created'");
     }
+
+    @Test
+    void a_large_fan_out_is_collapsed_into_counts_with_the_failures_shown() {
+        Topic<Text> texts = topic("hostile-fan-parent");
+        Topic<Integer> items = Topic.of("hostile-fan-item", Integer.class);
+        Saga<Text> parent = Saga.on(texts, "fan-parent").step("fan-out", step -> {
+            for (int i = 0; i < 200; i++) {
+                step.launch(items, i);
+            }
+        }).onChildFailure((step, failure) -> {
+            // two items failed: carry on without them
+        }).build();
+        Saga<Integer> item = Saga.on(items, "fan-item").step("one", step -> {
+            if (step.payload() % 100 == 7) {
+                throw new IllegalStateException("item " + step.payload() + " is broken");
+            }
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent, item).start()) {
+            MessageId id = engine.client().launch(texts, new Text("x"));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            String tree = dev.coop.render.Renderers.text().render(engine.client().tree(id));
+            assertThat(tree).contains("200 runs of fan-item: 198 committed, 2 rolled back", "item 7 is broken",
+                    "item 107 is broken");
+            assertThat(tree.lines().filter(l -> l.contains("fan-item on hostile-fan-item"))).hasSize(2);
+        }
+    }
 }

@@ -78,13 +78,22 @@ final class Commands {
         @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
         MessageId message;
 
+        @Option(names = "--after", paramLabel = "<event-id>", defaultValue = "0", description = "Only events after this id (for the next page)")
+        long after;
+
+        @Option(names = "--limit", paramLabel = "<n>", defaultValue = "10000", description = "At most this many events (default ${DEFAULT-VALUE}, at most 100000)")
+        int limit;
+
         @Override
         public void run() {
             Database db = database();
-            List<Event> events = db.client.events(message);
-            if (events.isEmpty()) {
+            List<Event> events = operate(() -> db.client.events(message, after, limit));
+            if (events.isEmpty() && after == 0) {
                 throw new CliException(CoopCli.EXIT_FAILURE,
                         "No message " + message + " in schema '" + db.schema + "'");
+            }
+            if (events.size() == limit) {
+                cli.err().println("(" + limit + " events shown; later ones: --after " + events.getLast().id() + ")");
             }
             cli.out()
                     .print(cli.json ? cli.jsonRenderer().renderEvents(events) + "\n" : cli.text().renderEvents(events));

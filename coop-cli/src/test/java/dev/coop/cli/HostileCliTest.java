@@ -120,4 +120,36 @@ class HostileCliTest {
             assertThat(text.exit()).as(text.err()).isZero();
         }
     }
+
+    @Test
+    void events_are_printed_in_pages() {
+        Topic<Integer> topic = Topic.of("cli-paged", Integer.class);
+        Topic<Integer> items = Topic.of("cli-paged-item", Integer.class);
+        Saga<Integer> parent = Saga.on(topic, "cli-paged").step("fan-out", step -> {
+            for (int i = 0; i < 30; i++) {
+                step.launch(items, i);
+            }
+        }).build();
+        Saga<Integer> item = Saga.on(items, "cli-paged-item").step("one", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent, item).start()) {
+            MessageId id = engine.client().launch(topic, 1);
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(30))).isEqualTo(Outcome.COMMITTED);
+            java.util.List<dev.coop.Event> all = engine.client().events(id);
+            java.util.List<dev.coop.Event> paged = new java.util.ArrayList<>();
+            long after = 0;
+            for (java.util.List<dev.coop.Event> page; !(page = engine.client().events(id, after, 7)).isEmpty();) {
+                assertThat(page.size()).isLessThanOrEqualTo(7);
+                paged.addAll(page);
+                after = page.getLast().id();
+            }
+            assertThat(paged).isEqualTo(all);
+            Result first = database("events", id.toString(), "--limit", "10", "--json");
+            assertThat(first.exit()).as(first.err()).isZero();
+            assertThat(new dev.coop.render.JsonRenderer(false).readEvents(first.out())).hasSize(10);
+            assertThat(first.err()).contains("10 events shown; later ones: --after " + all.get(9).id());
+            Result next = database("events", id.toString(), "--after", String.valueOf(all.get(9).id()), "--json");
+            assertThat(new dev.coop.render.JsonRenderer(false).readEvents(next.out())).hasSize(all.size() - 10);
+        }
+    }
 }

@@ -250,6 +250,8 @@ final class Sql {
                     OR (ev.message_id = ?::uuid AND ev.type = 'EMITTED')
                     OR EXISTS (SELECT 1 FROM {schema}.run r
                                 WHERE r.message_id = ?::uuid AND ev.lineage[1:cardinality(r.lineage)] = r.lineage))
+               AND ev.id > ?
              ORDER BY ev.id
+             LIMIT ?
             """;
 }

@@ -40,6 +40,9 @@ public final class TextRenderer {
             Locale.ROOT);
     private static final String ROLLBACK_PREFIX = "Rollback of ";
     private static final int MAX_UNHANDLED_SHOWN = 5;
+    /** A step that caused more runs than this is shown as counts per saga, plus its runs that did not commit. */
+    private static final int COLLAPSE_OVER = 50;
+    private static final int MAX_EXCEPTIONS_SHOWN = 10;
     private static final String CHILDREN_SUFFIX = " (rolling back child scopes)";
     private static final String HANDLER_SUFFIX = " (child failure handler)";
     private static final String GAVE_UP = "dev.coop.GaveUpException";
@@ -270,8 +273,33 @@ public final class TextRenderer {
             out.append(inner).append(caused.isEmpty() ? "  " : glyphs.pipe.substring(0, 2))
                     .append(failureLine(step.failure())).append('\n');
         }
-        for (int i = 0; i < caused.size(); i++) {
-            run(out, caused.get(i), inner, i == caused.size() - 1);
+        List<RunView> shown = caused;
+        if (caused.size() > COLLAPSE_OVER) { // a fan-out: one line per saga, then only the runs that did not commit
+            Map<String, Map<String, Integer>> bySaga = new LinkedHashMap<>();
+            for (RunView r : caused) {
+                bySaga.computeIfAbsent(r.saga(), k -> new java.util.TreeMap<>()).merge(r.status().name(), 1,
+                        Integer::sum);
+            }
+            shown = caused.stream().filter(r -> r.status() != dev.coop.RunStatus.COMMITTED).limit(MAX_EXCEPTIONS_SHOWN)
+                    .toList();
+            long notCommitted = caused.stream().filter(r -> r.status() != dev.coop.RunStatus.COMMITTED).count();
+            List<String> lines = new ArrayList<>();
+            bySaga.forEach((saga, statuses) -> lines.add(statuses.values().stream().mapToInt(Integer::intValue).sum()
+                    + " runs of " + saga + ": " + String.join(", ", statuses.entrySet().stream()
+                            .map(e -> e.getValue() + " " + e.getKey().toLowerCase(java.util.Locale.ROOT)
+                                    .replace('_', ' '))
+                            .toList())));
+            if (notCommitted > shown.size()) {
+                lines.add("(showing " + shown.size() + " of the " + notCommitted + " runs that did not commit)");
+            }
+            for (int i = 0; i < lines.size(); i++) {
+                boolean lastLine = shown.isEmpty() && i == lines.size() - 1;
+                out.append(inner).append(lastLine ? glyphs.last : glyphs.branch).append(dim(lines.get(i)))
+                        .append('\n');
+            }
+        }
+        for (int i = 0; i < shown.size(); i++) {
+            run(out, shown.get(i), inner, i == shown.size() - 1);
         }
     }
 
