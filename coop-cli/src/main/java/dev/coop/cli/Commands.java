@@ -13,6 +13,7 @@ import dev.coop.ParkedRun;
 import dev.coop.RunQuery;
 import dev.coop.RunStatus;
 import dev.coop.RunSummary;
+import dev.coop.RunView;
 import dev.coop.render.TerminalText;
 import java.time.Duration;
 import java.time.Instant;
@@ -52,8 +53,12 @@ final class Commands {
     @Command(name = "tree", mixinStandardHelpOptions = true, description = "Print the cooperation tree below a message: every run, its steps, the runs they caused,"
             + " and for failures the distributed stack trace and what was compensated.")
     static final class Tree extends Base {
-        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        @Parameters(paramLabel = "<message-id>", arity = "0..1", description = "The id of the message (a UUID)")
         MessageId message;
+
+        @Option(names = "--run", paramLabel = "<run-id>", description = "Instead of a message: the tree below this run"
+                + " (run ids: coop runs, coop parked, coop tree --ids)")
+        java.util.UUID run;
 
         @Option(names = "--frames", description = "Show the stack frames of failures")
         boolean frames;
@@ -63,12 +68,20 @@ final class Commands {
 
         @Override
         public void run() {
+            if ((message == null) == (run == null)) {
+                throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id or --run <run-id>");
+            }
+            var text = new dev.coop.render.TextRenderer(cli.renderOptions().withFrames(frames).withIds(ids));
+            if (run != null) {
+                RunView view = operate(() -> database().client.tree(new dev.coop.Lineage(List.of(run))));
+                cli.out().print(cli.json ? cli.jsonRenderer().render(view) + "\n" : text.render(view));
+                return;
+            }
             Hierarchy tree = database().client.tree(message);
             if (cli.json) {
                 cli.out().println(cli.jsonRenderer().render(tree));
             } else {
-                cli.out().print(new dev.coop.render.TextRenderer(cli.renderOptions().withFrames(frames).withIds(ids))
-                        .render(tree));
+                cli.out().print(text.render(tree));
             }
         }
     }
@@ -122,6 +135,9 @@ final class Commands {
                 + RunQuery.MAX_LIMIT + " (default: ${DEFAULT-VALUE})")
         int limit;
 
+        @Option(names = "--summary", description = "One line: how many runs match, by status (of at most --limit runs)")
+        boolean summary;
+
         @Override
         public void run() {
             RunQuery query;
@@ -136,6 +152,15 @@ final class Commands {
             query = since == null ? query : query.since(since);
             query = before == null ? query : query.before(before);
             List<RunSummary> runs = database().client.runs(query);
+            if (summary) {
+                java.util.Map<RunStatus, Long> counts = new java.util.EnumMap<>(RunStatus.class);
+                runs.forEach(r -> counts.merge(r.status(), 1L, Long::sum));
+                cli.out().println(runs.size() + (runs.size() == limit ? "+" : "") + " runs" + (counts.isEmpty()
+                        ? ""
+                        : ": " + String.join(", ", counts.entrySet().stream().map(e -> e.getValue() + " "
+                                + e.getKey().name().toLowerCase(Locale.ROOT).replace('_', ' ')).toList())));
+                return;
+            }
             if (cli.json) {
                 cli.out().println(cli.jsonRenderer().renderRuns(runs));
                 return;
@@ -331,6 +356,18 @@ final class Commands {
             }
             cli.out().println("Rollback requested: every run below message " + message
                     + " rolls back, children first. Follow it with: coop tree " + message);
+        }
+    }
+
+    @Command(name = "completion", mixinStandardHelpOptions = true, description = "Print a bash/zsh completion script"
+            + " for coop: source <(coop completion)")
+    static final class Completion implements Runnable {
+        @ParentCommand
+        CoopCli cli;
+
+        @Override
+        public void run() {
+            cli.out().print(picocli.AutoComplete.bash("coop", cli.spec.commandLine()));
         }
     }
 

@@ -28,17 +28,28 @@ import picocli.CommandLine.TypeConversionException;
  * hierarchies, and migrates the schema, against a PostgreSQL database given by a JDBC URL. Data goes to standard
  * output (as JSON with {@code --json}); errors are one line on standard error, with a non-zero exit code.
  */
-@Command(name = "coop", mixinStandardHelpOptions = true, version = "coop 0.1.0-SNAPSHOT", description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
+@Command(name = "coop", mixinStandardHelpOptions = true, versionProvider = CoopCli.Version.class, description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
         Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
         Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
         Commands.Schedules.class, Commands.Join.class,
-        Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {"0:done",
+        Commands.Completion.class, Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+                "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",
                 "3:the database could not be reached (wrong URL, server down, authentication failed)"}, footer = {
                         "%nThe database comes from --url, --user and --password, or else from COOP_JDBC_URL, "
                                 + "COOP_JDBC_USER and COOP_JDBC_PASSWORD."})
 public final class CoopCli implements Runnable {
+    /** The version of the jar this runs from (its manifest), or of the build when run from classes. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = CoopCli.class.getPackage().getImplementationVersion();
+            return new String[]{"coop " + (v != null ? v : "0.1.0-SNAPSHOT") + " (Java "
+                    + System.getProperty("java.version") + ")"};
+        }
+    }
+
     static final int EXIT_OK = 0;
     static final int EXIT_FAILURE = 1;
     static final int EXIT_USAGE = 2;

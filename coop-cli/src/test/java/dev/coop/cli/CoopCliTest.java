@@ -391,7 +391,7 @@ class CoopCliTest {
     @Test
     void a_missing_command_or_option_is_a_usage_error() {
         assertUsageError(coop(), "Missing command");
-        assertUsageError(coop("tree"), "Missing required parameter: '<message-id>'");
+        assertUsageError(coop("tree"), "Give either a message id or --run <run-id>");
         assertUsageError(coop("frobnicate"), "Unmatched argument at index 0: 'frobnicate'");
     }
 

@@ -152,4 +152,32 @@ class HostileCliTest {
             assertThat(new dev.coop.render.JsonRenderer(false).readEvents(next.out())).hasSize(all.size() - 10);
         }
     }
+
+    @Test
+    void comforts_tree_by_run_version_summary_and_completion() {
+        Topic<Integer> topic = Topic.of("cli-comfort", Integer.class);
+        Topic<Integer> items = Topic.of("cli-comfort-item", Integer.class);
+        Saga<Integer> parent = Saga.on(topic, "cli-comfort").step("fan-out", step -> {
+            step.launch(items, 1);
+        }).build();
+        Saga<Integer> item = Saga.on(items, "cli-comfort-item").step("one", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent, item).start()) {
+            MessageId id = engine.client().launch(topic, 1);
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(30))).isEqualTo(Outcome.COMMITTED);
+            var child = engine.client().tree(id).runs().getFirst().children().getFirst();
+            Result byRun = database("tree", "--run", child.runId().toString());
+            assertThat(byRun.exit()).as(byRun.err()).isZero();
+            assertThat(byRun.out()).contains("cli-comfort-item").doesNotContain("fan-out");
+            assertThat(database("tree").exit()).isEqualTo(CoopCli.EXIT_USAGE);
+            Result summary = database("runs", "--saga", "cli-comfort-item", "--summary");
+            assertThat(summary.out().strip()).isEqualTo("1 runs: 1 committed");
+        }
+        Result version = coopWith(Map.of(), "--version");
+        assertThat(version.exit()).isZero();
+        assertThat(version.out()).startsWith("coop ");
+        Result completion = coopWith(Map.of(), "completion");
+        assertThat(completion.exit()).isZero();
+        assertThat(completion.out()).contains("complete", "coop", "tree", "events");
+    }
 }
