@@ -1,5 +1,9 @@
 package dev.coop;
 
+import dev.coop.failure.ChildRollbackFailedException;
+import dev.coop.failure.ChildRolledBackException;
+import dev.coop.failure.CooperationException;
+
 /**
  * Decides what a step does when runs it caused failed: like a catch block around all of them. Returning normally
  * means handled: the run goes on as if they had committed (messages launched here are awaited first, e.g. a retry).

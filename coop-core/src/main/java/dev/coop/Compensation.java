@@ -1,5 +1,7 @@
 package dev.coop;
 
+import dev.coop.failure.CooperationException;
+
 /**
  * Undoes what a step did, when the run rolls back. Runs in its own transaction ({@code step.connection()}), after
  * every run the step caused has rolled back. Throwing ends the run ROLLBACK_FAILED.

@@ -1,5 +1,12 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import java.time.Duration;
 import javax.sql.DataSource;
 
@@ -17,6 +24,18 @@ public final class Coop {
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
     private Coop() {
+    }
+
+    /**
+     * A new instance of the JSON mapper Coop uses when none is configured: Java time types as ISO-8601 text, unknown
+     * properties ignored. Start from it to configure your own.
+     */
+    public static ObjectMapper defaultObjectMapper() {
+        return JsonMapper.builder()
+                .addModule(new JavaTimeModule())
+                .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
+                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+                .build();
     }
 
     /** Configures an engine on {@code dataSource}; register sagas, then {@code start()}. */

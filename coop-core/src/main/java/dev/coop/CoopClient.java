@@ -1,5 +1,20 @@
 package dev.coop;
 
+import dev.coop.failure.CoopException;
+import dev.coop.failure.CoopStoreException;
+import dev.coop.failure.CoopTimeoutException;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.Hierarchy;
+import dev.coop.inspect.Outcome;
+import dev.coop.inspect.ParkedRun;
+import dev.coop.inspect.RunQuery;
+import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
+import dev.coop.join.Joins;
+import dev.coop.schedule.Schedule;
+import dev.coop.schedule.ScheduleSummary;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
@@ -472,7 +487,7 @@ public final class CoopClient {
 
     /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
     public Joins joins() {
-        return new Joins(dataSource, store.schema(), json);
+        return new dev.coop.internal.JoinService(dataSource, store.schema(), json);
     }
 
     /** Settings of a client; each is validated as it is set. */

@@ -1,5 +1,7 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.EngineRuntime;

@@ -1,11 +1,12 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.coop.internal.Json;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.Map;
@@ -27,7 +28,7 @@ import java.util.TreeMap;
  * the earlier one wins.
  */
 public final class CooperationContext {
-    private static final ObjectMapper DEFAULT_MAPPER = Json.defaultMapper();
+    private static final ObjectMapper DEFAULT_MAPPER = Coop.defaultObjectMapper();
     private static final JsonFactory FACTORY = new JsonFactory();
     private static final CooperationContext EMPTY = new CooperationContext(new TreeMap<>(), DEFAULT_MAPPER);
 

@@ -1,5 +1,8 @@
 package dev.coop;
 
+import dev.coop.failure.Failure;
+import dev.coop.failure.GaveUpException;
+
 import java.util.Optional;
 
 /**

@@ -1,5 +1,7 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;

@@ -1,5 +1,8 @@
 package dev.coop;
 
+import dev.coop.failure.DeadlineMissedException;
+import dev.coop.failure.Failure;
+
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;

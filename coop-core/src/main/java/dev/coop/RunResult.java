@@ -1,5 +1,10 @@
 package dev.coop;
 
+import dev.coop.failure.CoopException;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.Failure;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.Objects;

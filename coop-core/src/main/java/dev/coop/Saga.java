@@ -1,5 +1,7 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;

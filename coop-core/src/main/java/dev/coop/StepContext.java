@@ -1,5 +1,8 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.GaveUpException;
+
 import java.sql.Connection;
 import java.time.Instant;
 import java.util.List;

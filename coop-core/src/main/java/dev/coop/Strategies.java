@@ -1,5 +1,8 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.Failure;
+
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;

@@ -1,5 +1,7 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+
 import java.util.Objects;
 import java.util.regex.Pattern;
 

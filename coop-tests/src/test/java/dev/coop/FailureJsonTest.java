@@ -1,5 +1,17 @@
 package dev.coop;
 
+import dev.coop.failure.CancellationRequestedException;
+import dev.coop.failure.ChildRollbackFailedException;
+import dev.coop.failure.ChildRolledBackException;
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.Failure;
+import dev.coop.failure.GaveUpException;
+import dev.coop.failure.ParentSaidSoException;
+import dev.coop.failure.RollbackRequestedException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;

@@ -1,5 +1,13 @@
 package dev.coop;
 
+import dev.coop.failure.CoopTimeoutException;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Hierarchy;
+import dev.coop.inspect.Outcome;
+import dev.coop.inspect.RunQuery;
+import dev.coop.join.JoinId;
+import dev.coop.schedule.Schedule;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

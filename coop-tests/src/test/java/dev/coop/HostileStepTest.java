@@ -1,5 +1,11 @@
 package dev.coop;
 
+import dev.coop.failure.CoopStoreException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+import dev.coop.inspect.RunQuery;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.coop.Payloads.Empty;

@@ -1,5 +1,12 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Hierarchy;
+import dev.coop.inspect.RunQuery;
+import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
+import dev.coop.inspect.StepView;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,5 +1,11 @@
 package dev.coop;
 
+import dev.coop.failure.CoopTimeoutException;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+import dev.coop.inspect.ParkedRun;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.coop.Payloads.Empty;

@@ -1,5 +1,17 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Outcome;
+import dev.coop.join.AttachResult;
+import dev.coop.join.JoinId;
+import dev.coop.join.JoinMemberState;
+import dev.coop.join.JoinResult;
+import dev.coop.join.JoinSpec;
+import dev.coop.join.JoinStatus;
+import dev.coop.join.JoinView;
+import dev.coop.join.Joins;
+import dev.coop.join.ReportResult;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,5 +1,8 @@
 package dev.coop;
 
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Outcome;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,5 +1,9 @@
 package dev.coop;
 
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.Outcome;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.coop.Payloads.Empty;

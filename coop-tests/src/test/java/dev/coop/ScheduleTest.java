@@ -1,10 +1,15 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.Outcome;
+import dev.coop.schedule.Schedule;
+import dev.coop.schedule.ScheduleSummary;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.coop.internal.ScheduleTimes;
 import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
 import dev.coop.test.CoopTables;
@@ -122,49 +127,49 @@ class ScheduleTest {
         // a Friday; Paris is UTC+2 until the last Sunday of October
         Instant friday = Instant.parse("2026-10-16T10:00:00.500Z");
         Schedule weekdays = Schedule.cron("0 9 * * MON-FRI").inZone("Europe/Paris");
-        assertThat(ScheduleTimes.first(weekdays, friday)).isEqualTo(Instant.parse("2026-10-19T07:00:00Z"));
-        Instant monday = ScheduleTimes.first(weekdays, friday);
-        assertThat(ScheduleTimes.next(weekdays, monday, monday)).isEqualTo(Instant.parse("2026-10-20T07:00:00Z"));
+        assertThat(weekdays.firstTime(friday)).isEqualTo(Instant.parse("2026-10-19T07:00:00Z"));
+        Instant monday = weekdays.firstTime(friday);
+        assertThat(weekdays.nextTime(monday, monday)).isEqualTo(Instant.parse("2026-10-20T07:00:00Z"));
         // after the clocks went back (26 October): 09:00 Paris is 08:00 UTC
-        assertThat(ScheduleTimes.first(weekdays, Instant.parse("2026-10-23T08:00:00Z")))
+        assertThat(weekdays.firstTime(Instant.parse("2026-10-23T08:00:00Z")))
                 .isEqualTo(Instant.parse("2026-10-26T08:00:00Z"));
         // a late firing (the engines were down for three days) is followed by the next time after now, not a burst
         Instant late = Instant.parse("2026-10-22T12:00:00Z");
-        assertThat(ScheduleTimes.missedSome(weekdays, monday, late)).isTrue();
-        assertThat(ScheduleTimes.next(weekdays, monday, late)).isEqualTo(Instant.parse("2026-10-23T07:00:00Z"));
-        assertThat(ScheduleTimes.missedSome(weekdays, monday, monday.plusSeconds(5))).isFalse();
+        assertThat(weekdays.missedSome(monday, late)).isTrue();
+        assertThat(weekdays.nextTime(monday, late)).isEqualTo(Instant.parse("2026-10-23T07:00:00Z"));
+        assertThat(weekdays.missedSome(monday, monday.plusSeconds(5))).isFalse();
 
         // seconds resolution: strictly after the reference, whole seconds even from a fraction
         Schedule everySecond = Schedule.cron("* * * * * *");
-        assertThat(ScheduleTimes.first(everySecond, friday)).isEqualTo(Instant.parse("2026-10-16T10:00:01Z"));
-        assertThat(ScheduleTimes.first(everySecond, Instant.parse("2026-10-16T10:00:01Z")))
+        assertThat(everySecond.firstTime(friday)).isEqualTo(Instant.parse("2026-10-16T10:00:01Z"));
+        assertThat(everySecond.firstTime(Instant.parse("2026-10-16T10:00:01Z")))
                 .isEqualTo(Instant.parse("2026-10-16T10:00:02Z"));
 
         // daylight saving time in New York: 02:30 does not exist on 8 March 2026 and happens twice on 1 November
         ZoneId newYork = ZoneId.of("America/New_York");
         Schedule nightly = Schedule.cron("30 2 * * *").inZone(newYork);
         Instant springEve = ZonedDateTime.of(2026, 3, 7, 23, 0, 0, 0, newYork).toInstant();
-        assertThat(ScheduleTimes.first(nightly, springEve))
+        assertThat(nightly.firstTime(springEve))
                 .isEqualTo(ZonedDateTime.of(2026, 3, 9, 2, 30, 0, 0, newYork).toInstant());
         Schedule early = Schedule.cron("30 1 * * *").inZone(newYork);
         Instant fallDay = ZonedDateTime.of(2026, 11, 1, 0, 0, 0, 0, newYork).toInstant();
-        Instant firstOneThirty = ScheduleTimes.first(early, fallDay);
+        Instant firstOneThirty = early.firstTime(fallDay);
         assertThat(firstOneThirty).isEqualTo(Instant.parse("2026-11-01T05:30:00Z")); // 01:30 EDT
-        assertThat(ScheduleTimes.next(early, firstOneThirty, firstOneThirty))
+        assertThat(early.nextTime(firstOneThirty, firstOneThirty))
                 .isEqualTo(Instant.parse("2026-11-02T06:30:00Z")); // not 01:30 EST an hour later
         Schedule hourly = Schedule.cron("0 * * * *").inZone(newYork);
-        assertThat(ScheduleTimes.first(hourly, Instant.parse("2026-11-01T05:00:00Z")))
+        assertThat(hourly.firstTime(Instant.parse("2026-11-01T05:00:00Z")))
                 .isEqualTo(Instant.parse("2026-11-01T06:00:00Z")); // 01:00 EST, the second 01:00
 
         // a fixed period keeps its rhythm: due + k periods, the first one after now
         Schedule period = Schedule.every(Duration.ofSeconds(10));
         Instant due = Instant.parse("2026-10-16T10:00:00Z");
-        assertThat(ScheduleTimes.first(period, due)).isEqualTo(due.plusSeconds(10));
-        assertThat(ScheduleTimes.next(period, due, due.plusMillis(3))).isEqualTo(due.plusSeconds(10));
-        assertThat(ScheduleTimes.next(period, due, due.plusSeconds(35))).isEqualTo(due.plusSeconds(40));
-        assertThat(ScheduleTimes.next(period, due, due.plusSeconds(40))).isEqualTo(due.plusSeconds(50));
-        assertThat(ScheduleTimes.missedSome(period, due, due.plusSeconds(35))).isTrue();
-        assertThat(ScheduleTimes.missedSome(period, due, due.plusSeconds(9))).isFalse();
+        assertThat(period.firstTime(due)).isEqualTo(due.plusSeconds(10));
+        assertThat(period.nextTime(due, due.plusMillis(3))).isEqualTo(due.plusSeconds(10));
+        assertThat(period.nextTime(due, due.plusSeconds(35))).isEqualTo(due.plusSeconds(40));
+        assertThat(period.nextTime(due, due.plusSeconds(40))).isEqualTo(due.plusSeconds(50));
+        assertThat(period.missedSome(due, due.plusSeconds(35))).isTrue();
+        assertThat(period.missedSome(due, due.plusSeconds(9))).isFalse();
     }
 
     @Test

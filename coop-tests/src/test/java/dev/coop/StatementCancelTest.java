@@ -1,5 +1,8 @@
 package dev.coop;
 
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariConfig;

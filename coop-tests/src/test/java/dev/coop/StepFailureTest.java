@@ -1,5 +1,10 @@
 package dev.coop;
 
+import dev.coop.failure.ChildRolledBackException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -125,12 +130,12 @@ class StepFailureTest {
             Event rootFailure = firstRollingBack(events, "failed-child-root-handler");
             assertThat(rootFailure.step()).isEqualTo("launch");
             JsonNode failure = JSON.readTree(rootFailure.exception());
-            assertThat(failure.get("type").asText()).isEqualTo("dev.coop.ChildRolledBackException");
+            assertThat(failure.get("type").asText()).isEqualTo("dev.coop.failure.ChildRolledBackException");
             // the chain of causes leads down to what the grandchild threw
             assertThat(rootFailure.exception()).contains("grandchild exploded")
                     .contains("java.lang.IllegalStateException");
             JsonNode childFailure = failure.get("causes").get(0);
-            assertThat(childFailure.get("type").asText()).isEqualTo("dev.coop.ChildRolledBackException");
+            assertThat(childFailure.get("type").asText()).isEqualTo("dev.coop.failure.ChildRolledBackException");
             assertThat(childFailure.get("causes").get(0).get("message").asText()).isEqualTo("grandchild exploded");
 
             // each level failed only after the level below had finished

@@ -1,5 +1,14 @@
 package dev.coop;
 
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.Failure;
+import dev.coop.failure.ParentSaidSoException;
+import dev.coop.failure.RollbackRequestedException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

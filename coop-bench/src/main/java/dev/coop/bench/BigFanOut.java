@@ -4,7 +4,7 @@ import dev.coop.Coop;
 import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
 import dev.coop.MessageId;
-import dev.coop.Outcome;
+import dev.coop.inspect.Outcome;
 import dev.coop.Saga;
 import dev.coop.Topic;
 import dev.coop.bench.Payloads.Job;

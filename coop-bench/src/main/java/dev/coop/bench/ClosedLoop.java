@@ -2,7 +2,7 @@ package dev.coop.bench;
 
 import dev.coop.CoopClient;
 import dev.coop.MessageId;
-import dev.coop.Outcome;
+import dev.coop.inspect.Outcome;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

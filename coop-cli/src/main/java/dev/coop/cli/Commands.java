@@ -5,15 +5,15 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.coop.CancelResult;
 import dev.coop.Coop;
 import dev.coop.CoopClient;
-import dev.coop.CoopValidationException;
-import dev.coop.Event;
-import dev.coop.Hierarchy;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.Hierarchy;
 import dev.coop.MessageId;
-import dev.coop.ParkedRun;
-import dev.coop.RunQuery;
+import dev.coop.inspect.ParkedRun;
+import dev.coop.inspect.RunQuery;
 import dev.coop.RunStatus;
-import dev.coop.RunSummary;
-import dev.coop.RunView;
+import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
 import dev.coop.render.TerminalText;
 import java.time.Duration;
 import java.time.Instant;
@@ -228,10 +228,10 @@ final class Commands {
     static final class Schedules extends Base {
         @Override
         public void run() {
-            List<dev.coop.ScheduleSummary> all = database().client.schedules();
+            List<dev.coop.schedule.ScheduleSummary> all = database().client.schedules();
             if (cli.json) {
                 com.fasterxml.jackson.databind.node.ArrayNode array = JsonNodeFactory.instance.arrayNode();
-                for (dev.coop.ScheduleSummary s : all) {
+                for (dev.coop.schedule.ScheduleSummary s : all) {
                     ObjectNode n = array.addObject();
                     n.put("name", s.name());
                     n.put("topic", s.topic());
@@ -247,7 +247,7 @@ final class Commands {
                 cli.out().println("No schedules.");
             } else {
                 cli.out().printf("%-24s %-24s %-26s %-22s %s%n", "NAME", "TOPIC", "NEXT DUE", "SKIPPED", "SCHEDULE");
-                for (dev.coop.ScheduleSummary s : all) {
+                for (dev.coop.schedule.ScheduleSummary s : all) {
                     cli.out().printf("%-24s %-24s %-26s %-22s %s%n", TerminalText.escape(s.name()),
                             TerminalText.escape(s.topic()),
                             s.paused() ? "paused" : String.valueOf(time(s.nextDue())), s.skipped(),
@@ -261,11 +261,11 @@ final class Commands {
             + " members.")
     static final class Join extends Base {
         @Parameters(paramLabel = "<join-id>", description = "The id of the join (a UUID)")
-        dev.coop.JoinId join;
+        dev.coop.join.JoinId join;
 
         @Override
         public void run() {
-            dev.coop.JoinView v = operate(() -> database().client.joins().get(join));
+            dev.coop.join.JoinView v = operate(() -> database().client.joins().get(join));
             if (cli.json) {
                 cli.out().println(cli.jsonRenderer().write(
                         dev.coop.internal.Json.defaultMapper().valueToTree(v)));
@@ -275,12 +275,12 @@ final class Commands {
                     v.key() == null ? "" : " (" + TerminalText.escape(v.key()) + ")", v.status(), v.attached(),
                     v.expected(),
                     v.completed(), v.failed(), v.timeoutAt() == null ? "" : ", times out at " + time(v.timeoutAt()));
-            for (dev.coop.JoinView.Member m : v.members()) {
+            for (dev.coop.join.JoinView.Member m : v.members()) {
                 cli.out().printf("  %s  %s%s%n", m.message(), m.state(), m.reported() ? " (reported)" : "");
             }
             if (v.outcomeMessage() != null) {
                 cli.out().println("Published " + v.outcomeMessage() + " on '" + TerminalText.escape(
-                        v.status() == dev.coop.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic()) + "'");
+                        v.status() == dev.coop.join.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic()) + "'");
             }
         }
     }
@@ -394,7 +394,7 @@ final class Commands {
             Integer before = db.schemaVersion();
             try {
                 CoopClient.builder(db.dataSource).schema(db.schema).migrate(true).build();
-            } catch (dev.coop.CoopStoreException e) {
+            } catch (dev.coop.failure.CoopStoreException e) {
                 if (e.getCause() instanceof java.sql.SQLException sql) {
                     throw db.failure("migrate schema '" + db.schema + "'", sql);
                 }

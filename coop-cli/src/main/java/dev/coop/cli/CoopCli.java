@@ -1,8 +1,8 @@
 package dev.coop.cli;
 
-import dev.coop.CoopException;
-import dev.coop.CoopStoreException;
-import dev.coop.CoopValidationException;
+import dev.coop.failure.CoopException;
+import dev.coop.failure.CoopStoreException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.MessageId;
 import dev.coop.render.JsonRenderer;
 import dev.coop.render.RenderOptions;
@@ -110,7 +110,7 @@ public final class CoopCli implements Runnable {
         commandLine.setCaseInsensitiveEnumValuesAllowed(true);
         commandLine.registerConverter(MessageId.class, MESSAGE_ID);
         commandLine.registerConverter(java.util.UUID.class, RUN_ID);
-        commandLine.registerConverter(dev.coop.JoinId.class, JOIN_ID);
+        commandLine.registerConverter(dev.coop.join.JoinId.class, JOIN_ID);
         commandLine.setParameterExceptionHandler((e, args) -> {
             CommandLine c = e.getCommandLine();
             c.getErr().println("coop: " + cli.redact(Database.oneLine(e.getMessage())) + " (see 'coop "
@@ -235,9 +235,9 @@ public final class CoopCli implements Runnable {
         }
     };
 
-    static final ITypeConverter<dev.coop.JoinId> JOIN_ID = value -> {
+    static final ITypeConverter<dev.coop.join.JoinId> JOIN_ID = value -> {
         try {
-            return dev.coop.JoinId.parse(value);
+            return dev.coop.join.JoinId.parse(value);
         } catch (CoopValidationException e) {
             throw new TypeConversionException(e.getMessage());
         }

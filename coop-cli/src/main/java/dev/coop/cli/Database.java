@@ -1,7 +1,7 @@
 package dev.coop.cli;
 
 import dev.coop.CoopClient;
-import dev.coop.CoopValidationException;
+import dev.coop.failure.CoopValidationException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -5,13 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.coop.Coop;
 import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
-import dev.coop.Hierarchy;
+import dev.coop.inspect.Hierarchy;
 import dev.coop.MessageId;
-import dev.coop.Outcome;
+import dev.coop.inspect.Outcome;
 import dev.coop.RetryPolicy;
-import dev.coop.RunQuery;
+import dev.coop.inspect.RunQuery;
 import dev.coop.RunStatus;
-import dev.coop.RunSummary;
+import dev.coop.inspect.RunSummary;
 import dev.coop.Saga;
 import dev.coop.Topic;
 import dev.coop.render.JsonRenderer;
@@ -247,7 +247,7 @@ class CoopCliTest {
 
     @Test
     void schedules_lists_the_schedules_and_join_shows_a_join() {
-        client.schedule("cli-nightly", ORDERS, new Order("nightly", false), dev.coop.Schedule.cron("0 3 * * *"));
+        client.schedule("cli-nightly", ORDERS, new Order("nightly", false), dev.coop.schedule.Schedule.cron("0 3 * * *"));
         Result list = coop("schedules");
         assertThat(list.exit()).as(list.err()).isZero();
         assertThat(list.out()).startsWith("NAME").contains("cli-nightly", "cli-order", "cron '0 3 * * *' in UTC");
@@ -255,9 +255,9 @@ class CoopCliTest {
         assertThat(json.out()).contains("\"name\" : \"cli-nightly\"", "\"paused\" : false");
         client.unschedule("cli-nightly");
 
-        dev.coop.JoinId join = client.joins().start(dev.coop.JoinSpec.expecting(2).key("cli-join")
-                .onComplete(Topic.of("cli-join-done", dev.coop.JoinResult.class))
-                .onFail(Topic.of("cli-join-failed", dev.coop.JoinResult.class)));
+        dev.coop.join.JoinId join = client.joins().start(dev.coop.join.JoinSpec.expecting(2).key("cli-join")
+                .onComplete(Topic.of("cli-join-done", dev.coop.join.JoinResult.class))
+                .onFail(Topic.of("cli-join-failed", dev.coop.join.JoinResult.class)));
         client.joins().attach(join, committed);
         Result shown = coop("join", join.toString());
         assertThat(shown.exit()).as(shown.err()).isZero();

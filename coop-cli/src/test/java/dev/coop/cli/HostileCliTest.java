@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.coop.Coop;
 import dev.coop.CoopEngine;
 import dev.coop.MessageId;
-import dev.coop.Outcome;
+import dev.coop.inspect.Outcome;
 import dev.coop.Saga;
 import dev.coop.Topic;
 import dev.coop.cli.CoopCliTest.Result;
@@ -114,7 +114,7 @@ class HostileCliTest {
             assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(120))).isEqualTo(Outcome.COMMITTED);
             Result json = database("tree", id.toString(), "--json");
             assertThat(json.exit()).as(json.err()).isZero();
-            dev.coop.Hierarchy read = new dev.coop.render.JsonRenderer(false).readHierarchy(json.out());
+            dev.coop.inspect.Hierarchy read = new dev.coop.render.JsonRenderer(false).readHierarchy(json.out());
             assertThat(read.runs().getFirst().flatten()).hasSize(1_000);
             Result text = database("tree", id.toString(), "--ascii");
             assertThat(text.exit()).as(text.err()).isZero();
@@ -135,10 +135,10 @@ class HostileCliTest {
         try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent, item).start()) {
             MessageId id = engine.client().launch(topic, 1);
             assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(30))).isEqualTo(Outcome.COMMITTED);
-            java.util.List<dev.coop.Event> all = engine.client().events(id);
-            java.util.List<dev.coop.Event> paged = new java.util.ArrayList<>();
+            java.util.List<dev.coop.inspect.Event> all = engine.client().events(id);
+            java.util.List<dev.coop.inspect.Event> paged = new java.util.ArrayList<>();
             long after = 0;
-            for (java.util.List<dev.coop.Event> page; !(page = engine.client().events(id, after, 7)).isEmpty();) {
+            for (java.util.List<dev.coop.inspect.Event> page; !(page = engine.client().events(id, after, 7)).isEmpty();) {
                 assertThat(page.size()).isLessThanOrEqualTo(7);
                 paged.addAll(page);
                 after = page.getLast().id();

@@ -1,5 +1,7 @@
 package dev.coop.internal;
 
+import dev.coop.CooperationStrategy;
+
 import dev.coop.Saga;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,8 +1,10 @@
 package dev.coop.internal;
 
-import dev.coop.CooperationException;
-import dev.coop.Failure;
-import dev.coop.GaveUpException;
+import dev.coop.Coop;
+
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.Failure;
+import dev.coop.failure.GaveUpException;
 import java.util.List;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;

@@ -1,5 +1,7 @@
 package dev.coop.internal;
 
+import dev.coop.Coop;
+
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;

@@ -1,17 +1,17 @@
 package dev.coop.internal;
 
-import dev.coop.CoopValidationException;
-import dev.coop.Event;
-import dev.coop.EventType;
-import dev.coop.Failure;
-import dev.coop.Hierarchy;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Hierarchy;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
-import dev.coop.RunQuery;
+import dev.coop.inspect.RunQuery;
 import dev.coop.RunStatus;
-import dev.coop.RunSummary;
-import dev.coop.RunView;
-import dev.coop.StepView;
+import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
+import dev.coop.inspect.StepView;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,17 +1,19 @@
 package dev.coop.internal;
 
+import dev.coop.join.Joins;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.NullNode;
-import dev.coop.AttachResult;
-import dev.coop.CoopValidationException;
-import dev.coop.JoinId;
-import dev.coop.JoinMemberState;
-import dev.coop.JoinResult;
-import dev.coop.JoinStatus;
-import dev.coop.JoinView;
+import dev.coop.join.AttachResult;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.join.JoinId;
+import dev.coop.join.JoinMemberState;
+import dev.coop.join.JoinResult;
+import dev.coop.join.JoinStatus;
+import dev.coop.join.JoinView;
 import dev.coop.MessageId;
-import dev.coop.ReportResult;
+import dev.coop.join.ReportResult;
 import dev.coop.RunStatus;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;

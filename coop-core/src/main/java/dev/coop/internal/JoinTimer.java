@@ -1,5 +1,7 @@
 package dev.coop.internal;
 
+import dev.coop.failure.CoopStoreException;
+
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Set;
@@ -144,7 +146,7 @@ public final class JoinTimer implements Runnable {
         try (Connection c = dataSource.getConnection()) {
             return book.millisUntilNextTimeout(c);
         } catch (SQLException e) {
-            throw new dev.coop.CoopStoreException("Could not read the next join timeout: " + e.getMessage(), e);
+            throw new dev.coop.failure.CoopStoreException("Could not read the next join timeout: " + e.getMessage(), e);
         }
     }
 

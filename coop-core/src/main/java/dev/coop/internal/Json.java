@@ -1,12 +1,18 @@
 package dev.coop.internal;
 
+import dev.coop.ContextKey;
+import dev.coop.Coop;
+import dev.coop.CooperationContext;
+import dev.coop.Deadline;
+import dev.coop.Deadlines;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
-import dev.coop.CoopValidationException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.Topic;
 import java.nio.charset.StandardCharsets;
 
@@ -56,11 +62,7 @@ public final class Json {
 
     /** Coop's default mapper: java.time support, ISO dates, unknown properties ignored (payloads evolve). */
     public static ObjectMapper defaultMapper() {
-        return JsonMapper.builder()
-                .addModule(new JavaTimeModule())
-                .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-                .build();
+        return dev.coop.Coop.defaultObjectMapper();
     }
 
     public ObjectMapper mapper() {

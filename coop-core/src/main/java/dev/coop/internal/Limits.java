@@ -1,6 +1,8 @@
 package dev.coop.internal;
 
-import dev.coop.CoopValidationException;
+import dev.coop.Coop;
+
+import dev.coop.failure.CoopValidationException;
 import java.time.Duration;
 import java.time.Instant;
 

@@ -1,6 +1,6 @@
 package dev.coop.internal;
 
-import dev.coop.EventType;
+import dev.coop.inspect.EventType;
 
 /**
  * An event a run appends to the log at the end of a transaction.

@@ -1,6 +1,8 @@
 package dev.coop.internal;
 
-import dev.coop.CoopStoreException;
+import dev.coop.Coop;
+
+import dev.coop.failure.CoopStoreException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

@@ -1,13 +1,15 @@
 package dev.coop.internal;
 
+import dev.coop.failure.CoopStoreException;
+
 import dev.coop.CancelResult;
-import dev.coop.CancellationRequestedException;
-import dev.coop.CoopValidationException;
-import dev.coop.Failure;
+import dev.coop.failure.CancellationRequestedException;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.Failure;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
-import dev.coop.ParkedRun;
-import dev.coop.RollbackRequestedException;
+import dev.coop.inspect.ParkedRun;
+import dev.coop.failure.RollbackRequestedException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -138,7 +140,7 @@ public final class Operations {
                 return rs.getBoolean(1);
             }
         } catch (SQLException e) {
-            throw new dev.coop.CoopStoreException("Could not check scope " + Arrays.toString(scope.lineage()), e);
+            throw new dev.coop.failure.CoopStoreException("Could not check scope " + Arrays.toString(scope.lineage()), e);
         }
     }
 

@@ -1,12 +1,14 @@
 package dev.coop.internal;
 
-import dev.coop.ChildRollbackFailedException;
-import dev.coop.CooperationException;
-import dev.coop.CoopValidationException;
+import dev.coop.Compensation;
+
+import dev.coop.failure.ChildRollbackFailedException;
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.CooperationContext;
-import dev.coop.EventType;
-import dev.coop.Failure;
-import dev.coop.ParentSaidSoException;
+import dev.coop.inspect.EventType;
+import dev.coop.failure.Failure;
+import dev.coop.failure.ParentSaidSoException;
 import dev.coop.RunStatus;
 import dev.coop.Saga;
 import java.sql.Connection;

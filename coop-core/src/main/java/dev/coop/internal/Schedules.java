@@ -1,9 +1,9 @@
 package dev.coop.internal;
 
-import dev.coop.CoopValidationException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.MessageId;
-import dev.coop.Schedule;
-import dev.coop.ScheduleSummary;
+import dev.coop.schedule.Schedule;
+import dev.coop.schedule.ScheduleSummary;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -96,7 +96,7 @@ public final class Schedules {
     public ScheduleSummary upsert(Connection c, String name, String topic, String payloadJson, Schedule schedule)
             throws SQLException {
         Instant now = now(c);
-        Instant first = schedule.isPaused() ? null : ScheduleTimes.first(schedule, now);
+        Instant first = schedule.isPaused() ? null : schedule.firstTime(now);
         if (first == null && !schedule.isPaused()) {
             throw new CoopValidationException("Schedule '" + name + "' would never fire: " + schedule
                     + " has no time after " + now);
@@ -179,7 +179,7 @@ public final class Schedules {
                 update(c, "UPDATE {schema}.schedule SET next_at = NULL, paused = true WHERE name = ?", name);
                 return new Fired(name, null, Map.of());
             }
-            Instant next = ScheduleTimes.next(schedule, due, now);
+            Instant next = schedule.nextTime(due, now);
             if (!rs.getBoolean("may_fire")) {
                 UUID last = rs.getObject("last_message_id", UUID.class);
                 if (rs.getBoolean("skipping")) {
@@ -198,7 +198,7 @@ public final class Schedules {
                 }
                 return new Fired(name, null, Map.of());
             }
-            if (ScheduleTimes.missedSome(schedule, due, now)) {
+            if (schedule.missedSome(due, now)) {
                 log.info("Schedule '{}' fires the period due at {} late, at {}; the periods missed meanwhile are not"
                         + " made up", name, due, now);
             }

@@ -1,10 +1,14 @@
 package dev.coop.internal;
 
-import dev.coop.CoopStoreException;
-import dev.coop.CoopValidationException;
+import dev.coop.Deadlines;
+import dev.coop.Saga;
+import dev.coop.failure.CooperationException;
+
+import dev.coop.failure.CoopStoreException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.CooperationContext;
 import dev.coop.Deadline;
-import dev.coop.Failure;
+import dev.coop.failure.Failure;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 import dev.coop.RunResult;
@@ -208,7 +212,7 @@ final class StepContextImpl<P> implements StepContext<P> {
                 .giveUpOnHappyPath(Decisions.facts(run, saga, context, liveness.now(), liveness.cancellation()))
                 .orElse(null);
         if (reason != null) {
-            throw dev.coop.CooperationException.of(Decisions.gaveUp(reason, source()));
+            throw dev.coop.failure.CooperationException.of(Decisions.gaveUp(reason, source()));
         }
     }
 

@@ -1,16 +1,18 @@
 package dev.coop.internal;
 
-import dev.coop.ChildRollbackFailedException;
-import dev.coop.ChildRolledBackException;
-import dev.coop.CooperationException;
-import dev.coop.CoopValidationException;
+import dev.coop.Coop;
+
+import dev.coop.failure.ChildRollbackFailedException;
+import dev.coop.failure.ChildRolledBackException;
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.CooperationContext;
 import dev.coop.CooperationStrategy;
 import dev.coop.RunFacts;
 import dev.coop.StartDecision;
 import dev.coop.Deadline;
-import dev.coop.EventType;
-import dev.coop.Failure;
+import dev.coop.inspect.EventType;
+import dev.coop.failure.Failure;
 import dev.coop.Flow;
 import dev.coop.RetryPolicy;
 import dev.coop.RunStatus;

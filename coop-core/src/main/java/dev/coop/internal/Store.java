@@ -1,7 +1,12 @@
 package dev.coop.internal;
 
-import dev.coop.Event;
-import dev.coop.EventType;
+import dev.coop.Coop;
+import dev.coop.RunResult;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.Failure;
+
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 import dev.coop.RunStatus;
@@ -372,7 +377,7 @@ public final class Store {
         }
         String where = saga == null ? "" : " (launched by step '" + step + "' of saga '" + saga + "')";
         if (requireHandlers) {
-            throw new dev.coop.CoopValidationException("No saga is registered for topic" + (topics.size() == 1
+            throw new dev.coop.failure.CoopValidationException("No saga is registered for topic" + (topics.size() == 1
                     ? " '" + topics.getFirst() + "'"
                     : "s " + topics) + where + "; nothing would handle the message (strict topics are on: check"
                     + " the topic's name, or register a saga for it first)");
@@ -397,7 +402,7 @@ public final class Store {
                     String failure = rs.getString(5);
                     results.add(new dev.coop.RunResult(message, rs.getString(2), rs.getObject(1, UUID.class),
                             RunStatus.valueOf(rs.getString(3)), rs.getString(4),
-                            failure == null ? null : dev.coop.Failure.fromJson(failure), mapper));
+                            failure == null ? null : dev.coop.failure.Failure.fromJson(failure), mapper));
                 }
             }
             return results;

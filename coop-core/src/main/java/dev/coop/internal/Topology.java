@@ -1,6 +1,9 @@
 package dev.coop.internal;
 
-import dev.coop.CoopValidationException;
+import dev.coop.CoopClient;
+import dev.coop.Saga;
+
+import dev.coop.failure.CoopValidationException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,8 +1,11 @@
 package dev.coop.internal;
 
-import dev.coop.CoopValidationException;
-import dev.coop.EventType;
-import dev.coop.Failure;
+import dev.coop.Coop;
+import dev.coop.failure.ChildRollbackFailedException;
+
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.EventType;
+import dev.coop.failure.Failure;
 import dev.coop.RunStatus;
 import dev.coop.Saga;
 import java.sql.Connection;
@@ -102,12 +105,12 @@ final class Transitions {
 
     /**
      * Ends a rollback: ROLLED_BACK, unless the rollback was caused by runs whose own rollback failed (an unhandled
-     * {@link dev.coop.ChildRollbackFailedException}): then part of the tree could not be undone, and the run ends
+     * {@link dev.coop.failure.ChildRollbackFailedException}): then part of the tree could not be undone, and the run ends
      * ROLLBACK_FAILED so that its parent, and the outcome, say so.
      */
     void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {
-        boolean childRollbackFailed = dev.coop.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
+        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
         if (childRollbackFailed) {
             entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
         } else {

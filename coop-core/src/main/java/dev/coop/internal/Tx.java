@@ -1,6 +1,6 @@
 package dev.coop.internal;
 
-import dev.coop.CoopStoreException;
+import dev.coop.failure.CoopStoreException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import javax.sql.DataSource;

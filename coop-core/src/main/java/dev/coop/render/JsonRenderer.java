@@ -1,5 +1,7 @@
 package dev.coop.render;
 
+import dev.coop.Coop;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -7,18 +9,18 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.coop.CoopValidationException;
-import dev.coop.Event;
-import dev.coop.EventType;
-import dev.coop.Failure;
-import dev.coop.Hierarchy;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Hierarchy;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
-import dev.coop.ParkedRun;
+import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
-import dev.coop.RunSummary;
-import dev.coop.RunView;
-import dev.coop.StepView;
+import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
+import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;

@@ -1,5 +1,7 @@
 package dev.coop.render;
 
+import dev.coop.failure.Failure;
+
 import java.util.regex.Pattern;
 
 /**

@@ -1,14 +1,20 @@
 package dev.coop.render;
 
-import dev.coop.Event;
-import dev.coop.Failure;
-import dev.coop.Hierarchy;
+import dev.coop.failure.ChildRollbackFailedException;
+import dev.coop.failure.ChildRolledBackException;
+import dev.coop.failure.GaveUpException;
+import dev.coop.failure.ParentSaidSoException;
+import dev.coop.failure.RollbackRequestedException;
+
+import dev.coop.inspect.Event;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Hierarchy;
 import dev.coop.MessageId;
-import dev.coop.ParkedRun;
+import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
-import dev.coop.RunSummary;
-import dev.coop.RunView;
-import dev.coop.StepView;
+import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
+import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -45,12 +51,12 @@ public final class TextRenderer {
     private static final int MAX_EXCEPTIONS_SHOWN = 10;
     private static final String CHILDREN_SUFFIX = " (rolling back child scopes)";
     private static final String HANDLER_SUFFIX = " (child failure handler)";
-    private static final String GAVE_UP = "dev.coop.GaveUpException";
-    private static final Set<String> CHILD_FAILURES = Set.of("dev.coop.ChildRolledBackException",
-            "dev.coop.ChildRollbackFailedException");
+    private static final String GAVE_UP = "dev.coop.failure.GaveUpException";
+    private static final Set<String> CHILD_FAILURES = Set.of("dev.coop.failure.ChildRolledBackException",
+            "dev.coop.failure.ChildRollbackFailedException");
     /** Failures that say why a run rolled back although nothing in it failed. */
-    private static final Set<String> REQUESTS = Set.of("dev.coop.ParentSaidSoException",
-            "dev.coop.RollbackRequestedException");
+    private static final Set<String> REQUESTS = Set.of("dev.coop.failure.ParentSaidSoException",
+            "dev.coop.failure.RollbackRequestedException");
 
     private final RenderOptions options;
     private final Glyphs glyphs;

@@ -3,7 +3,7 @@ package dev.coop.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.coop.CoopValidationException;
+import dev.coop.failure.CoopValidationException;
 import dev.coop.Topic;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -1,13 +1,13 @@
 package dev.coop.render;
 
-import dev.coop.Failure;
-import dev.coop.Hierarchy;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Hierarchy;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 import dev.coop.RunStatus;
-import dev.coop.RunView;
-import dev.coop.StepView;
-import dev.coop.StepView.Kind;
+import dev.coop.inspect.RunView;
+import dev.coop.inspect.StepView;
+import dev.coop.inspect.StepView.Kind;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
@@ -117,7 +117,7 @@ final class Fixtures {
 
     /** An operator cancels while the payment charges: payment gives up, and so does the order. */
     static Hierarchy cancellation() {
-        Failure requested = new Failure("Customer called to cancel", "dev.coop.CancellationRequestedException",
+        Failure requested = new Failure("Customer called to cancel", "dev.coop.failure.CancellationRequestedException",
                 "coop-client", List.of(), List.of());
         Failure paymentGaveUp = coop("Gave up: Customer called to cancel", "GaveUpException",
                 "payment[" + BANK + "]", requested);

@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.coop.Event;
-import dev.coop.EventType;
-import dev.coop.Hierarchy;
-import dev.coop.ParkedRun;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Hierarchy;
+import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
-import dev.coop.RunSummary;
+import dev.coop.inspect.RunSummary;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -67,7 +67,7 @@ class JsonRendererTest {
         assertThat(read).usingRecursiveComparison().ignoringFields("exception").isEqualTo(events);
         assertThat(MAPPER.readTree(read.get(1).exception())).isEqualTo(MAPPER.readTree(failure.toJson()));
         JsonNode rendered = MAPPER.readTree(JSON.renderEvents(events)).get(1);
-        assertThat(rendered.get("exception").get("type").asText()).isEqualTo("dev.coop.ChildRolledBackException");
+        assertThat(rendered.get("exception").get("type").asText()).isEqualTo("dev.coop.failure.ChildRolledBackException");
         assertThat(rendered.get("context").get("a").asInt()).isEqualTo(1);
 
         List<RunSummary> runs = List.of(new RunSummary(Fixtures.ORDER_RUN, Fixtures.ORDER, "order-placed", "order",

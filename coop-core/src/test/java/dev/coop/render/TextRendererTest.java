@@ -2,7 +2,7 @@ package dev.coop.render;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.coop.Hierarchy;
+import dev.coop.inspect.Hierarchy;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

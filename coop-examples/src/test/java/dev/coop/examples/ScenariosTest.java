@@ -2,9 +2,9 @@ package dev.coop.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.coop.Outcome;
+import dev.coop.inspect.Outcome;
 import dev.coop.RunStatus;
-import dev.coop.RunView;
+import dev.coop.inspect.RunView;
 import dev.coop.examples.Scenarios.Result;
 import dev.coop.examples.Scenarios.Verdict;
 import dev.coop.render.RenderOptions;

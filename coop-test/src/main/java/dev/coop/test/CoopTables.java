@@ -1,8 +1,8 @@
 package dev.coop.test;
 
 import dev.coop.Coop;
-import dev.coop.Event;
-import dev.coop.EventType;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 import dev.coop.RunStatus;

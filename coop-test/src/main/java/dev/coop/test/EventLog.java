@@ -1,6 +1,6 @@
 package dev.coop.test;
 
-import dev.coop.Event;
+import dev.coop.inspect.Event;
 import java.util.List;
 import java.util.UUID;
 import java.util.stream.Collectors;

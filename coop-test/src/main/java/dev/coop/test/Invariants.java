@@ -1,7 +1,7 @@
 package dev.coop.test;
 
-import dev.coop.Event;
-import dev.coop.EventType;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
 import dev.coop.MessageId;
 import java.util.ArrayList;
 import java.util.Comparator;

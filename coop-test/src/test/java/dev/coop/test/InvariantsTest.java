@@ -3,8 +3,8 @@ package dev.coop.test;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.coop.Event;
-import dev.coop.EventType;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 import java.time.OffsetDateTime;

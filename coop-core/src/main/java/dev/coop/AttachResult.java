@@ -1,9 +1,0 @@
-package dev.coop;
-
-/** What {@link Joins#attach(JoinId, MessageId)} did. */
-public enum AttachResult {
-    /** The message is now a member of the join. */
-    ATTACHED,
-    /** The message was a member already; nothing changed. */
-    ALREADY_ATTACHED
-}

@@ -1,9 +1,0 @@
-package dev.coop;
-
-import java.time.OffsetDateTime;
-import java.util.UUID;
-
-/** A run in a listing: enough to pick it, then inspect its tree. */
-public record RunSummary(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
-        OffsetDateTime createdAt, OffsetDateTime finishedAt, String failureMessage) {
-}

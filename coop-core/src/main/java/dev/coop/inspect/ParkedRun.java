@@ -1,0 +1,23 @@
+package dev.coop.inspect;
+
+import dev.coop.CoopClient;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+
+import dev.coop.failure.Failure;
+
+import java.time.OffsetDateTime;
+import java.util.UUID;
+
+/**
+ * A run stopped for an operator: its step's retries were exhausted under a parking policy, or its saga no longer
+ * has the step it is at. Resolve it with {@link CoopClient#retryNow}, {@link CoopClient#markStepDone} or
+ * {@link CoopClient#cancel(Lineage, String)}.
+ *
+ * @param stepIndex the index of the step it stopped at
+ * @param attempt the attempt that failed last
+ * @param failure why it stopped
+ */
+public record ParkedRun(UUID runId, MessageId messageId, String saga, Lineage lineage, int stepIndex, int attempt,
+        Failure failure, OffsetDateTime createdAt) {
+}

@@ -1,0 +1,57 @@
+package dev.coop.inspect;
+
+import dev.coop.CoopClient;
+import dev.coop.RunStatus;
+
+import dev.coop.failure.CoopValidationException;
+
+import java.time.OffsetDateTime;
+import java.util.Objects;
+
+/**
+ * Which runs {@link CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by status,
+ * saga, topic and age; page on with {@link #before(OffsetDateTime)} set to the last {@code createdAt} seen.
+ * Immutable; each method returns a changed copy.
+ */
+public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
+        int limit) {
+    /** The largest page. */
+    public static final int MAX_LIMIT = 1000;
+
+    public RunQuery {
+        if (limit < 1 || limit > MAX_LIMIT) {
+            throw new CoopValidationException("limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
+        }
+    }
+
+    /** The 50 newest runs. */
+    public static RunQuery newest() {
+        return new RunQuery(null, null, null, null, null, 50);
+    }
+
+    public RunQuery status(RunStatus s) {
+        return new RunQuery(Objects.requireNonNull(s, "status"), saga, topic, since, before, limit);
+    }
+
+    public RunQuery saga(String s) {
+        return new RunQuery(status, Objects.requireNonNull(s, "saga"), topic, since, before, limit);
+    }
+
+    public RunQuery topic(String t) {
+        return new RunQuery(status, saga, Objects.requireNonNull(t, "topic"), since, before, limit);
+    }
+
+    /** Only runs created at or after this instant. */
+    public RunQuery since(OffsetDateTime t) {
+        return new RunQuery(status, saga, topic, Objects.requireNonNull(t, "since"), before, limit);
+    }
+
+    /** Only runs created strictly before this instant (the next page). */
+    public RunQuery before(OffsetDateTime t) {
+        return new RunQuery(status, saga, topic, since, Objects.requireNonNull(t, "before"), limit);
+    }
+
+    public RunQuery limit(int n) {
+        return new RunQuery(status, saga, topic, since, before, n);
+    }
+}

@@ -1,0 +1,12 @@
+package dev.coop.join;
+
+import dev.coop.MessageId;
+
+
+/** What {@link Joins#attach(JoinId, MessageId)} did. */
+public enum AttachResult {
+    /** The message is now a member of the join. */
+    ATTACHED,
+    /** The message was a member already; nothing changed. */
+    ALREADY_ATTACHED
+}
