@@ -19,6 +19,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
 import dev.coop.internal.Limits;
+import dev.coop.internal.Listeners;
 import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
@@ -62,9 +63,10 @@ public final class CoopClient {
     private final Completions completions;
     private final Consumer<String> localWake;
     private final long firstPauseNanos;
+    private final Listeners listeners;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers) {
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Listeners listeners) {
         this.dataSource = dataSource;
         this.store = new Store(schema, requireHandlers);
         this.topology = new Topology(schema);
@@ -74,6 +76,7 @@ public final class CoopClient {
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
+        this.listeners = listeners;
         this.firstPauseNanos = signalled ? FIRST_PAUSE_SIGNALLED_NANOS : TimeUnit.MILLISECONDS.toNanos(1);
     }
 
@@ -140,6 +143,9 @@ public final class CoopClient {
     private <P> Emission emission(Topic<P> topic, P payload, CooperationContext context, Instant at) {
         Objects.requireNonNull(topic, "topic");
         Objects.requireNonNull(context, "context");
+        if (!listeners.isEmpty()) {
+            context = listeners.launching(topic.name(), context);
+        }
         json.checkLaunchContext(context);
         if (at != null) {
             Limits.instant("The start time of a message on topic '" + topic.name() + "'", at);
@@ -358,6 +364,18 @@ public final class CoopClient {
         });
     }
 
+    /**
+     * How many runs are {@code RUNNABLE}, {@code WAITING} and {@code PARKED} right now (each status present, zero
+     * when none): cheap, it reads only the index of unfinished runs, never the history.
+     */
+    public Map<RunStatus, Long> unfinishedRuns() {
+        try (Connection c = dataSource.getConnection()) {
+            return inspection.unfinishedRuns(c);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not count the unfinished runs: " + e.getMessage(), e);
+        }
+    }
+
     /** Parked runs, oldest first, at most {@code limit}. */
     public List<ParkedRun> parkedRuns(int limit) {
         if (limit < 1) {
@@ -499,6 +517,7 @@ public final class CoopClient {
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private boolean migrate = true;
         private boolean requireHandlers;
+        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -555,6 +574,12 @@ public final class CoopClient {
             return this;
         }
 
+        /** Adds a listener told of this client's launches (to count them, or to carry a trace with them). */
+        public Builder listener(EngineListener listener) {
+            listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
         public CoopClient build() {
             SchemaName name = new SchemaName(schema);
             if (migrate) {
@@ -563,7 +588,7 @@ public final class CoopClient {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
             return new CoopClient(dataSource, name, json, new Completions(), saga -> {
-            }, false, requireHandlers);
+            }, false, requireHandlers, listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
         }
     }
 }

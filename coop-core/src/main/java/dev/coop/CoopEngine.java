@@ -75,6 +75,7 @@ public final class CoopEngine implements AutoCloseable {
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
+        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
 
         Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -211,6 +212,15 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Adds a listener that observes steps, claims, retries and launches (metrics, traces); listeners are called
+         * in the order added. The engine's {@link CoopEngine#client() client} reports its launches to them too.
+         */
+        public Builder listener(EngineListener listener) {
+            listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
         /** Migrates (unless turned off), registers the sagas, and starts the threads. */
         public CoopEngine start() {
             if (sagas.isEmpty()) {
@@ -229,11 +239,17 @@ public final class CoopEngine implements AutoCloseable {
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
-                            requireHandlers));
+                            requireHandlers, listenersOf(listeners)));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers);
+                    runtime::wake, true, requireHandlers, listenersOf(listeners));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
+        }
+
+        private static dev.coop.internal.Listeners listenersOf(java.util.List<EngineListener> listeners) {
+            return listeners.isEmpty()
+                    ? dev.coop.internal.Listeners.NONE
+                    : new dev.coop.internal.Listeners(listeners);
         }
 
         private void checkPoolSize() {

@@ -34,7 +34,7 @@ public final class EngineRuntime {
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
-            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers) {
+            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers, Listeners listeners) {
     }
 
     private final Config config;
@@ -45,7 +45,8 @@ public final class EngineRuntime {
                 config.pollInterval().toNanos());
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers()),
-                config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
+                config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
+                config.listeners());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
                 ? new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
@@ -68,7 +69,7 @@ public final class EngineRuntime {
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake), "listener");
+                    config.engineId(), this::wake, config.listeners()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");

@@ -110,7 +110,8 @@ final class Transitions {
      */
     void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {
-        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
+        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE
+                .equals(Failure.fromJson(cause).type());
         if (childRollbackFailed) {
             entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
         } else {
@@ -137,6 +138,7 @@ final class Transitions {
         if (!lockHeld) {
             Worker.rollbackQuietly(c);
         }
+        engine.listeners().databaseRetry(run.saga(), cause);
         if (run.retries() + 1 >= MAX_RETRIES) {
             Failure failure = new Failure("Database trouble on " + MAX_RETRIES + " attempts in a row at " + step
                     + "; parked for an operator (retry it with retryNow once the database is healthy)",
