@@ -7,6 +7,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.CoopClient;
 import dev.coop.MessageId;
 import dev.coop.RunStatus;
+import dev.coop.Saga;
+import dev.coop.Topic;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.slf4j.MDC;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
 import dev.coop.inspect.Outcome;
 import dev.coop.spring.CoopEndpoint;
 import dev.coop.spring.CoopEngineLifecycle;
@@ -111,6 +117,28 @@ class ExampleApplicationTest {
         assertThat(steps.count()).isPositive();
         assertThat(meters.find("coop.launches").tag("topic", "payments.charge").counter()).isNotNull();
         assertThat(meters.find("coop.runs").tag("status", RunStatus.PARKED.name()).gauge()).isNotNull();
+    }
+
+    @Test
+    void stepCodeLogsWithTheRunAndStepInTheMdc() {
+        MessageId message = coop.launch(MdcProbe.TOPIC, "hello");
+        assertThat(coop.awaitCompletion(message, Duration.ofSeconds(30))).isEqualTo(Outcome.COMMITTED);
+        assertThat(MdcProbe.seen).hasSize(1);
+        assertThat(MdcProbe.seen.getFirst()).containsEntry("coop.saga", "mdc-probe").containsEntry("coop.step", "log")
+                .containsEntry("coop.messageId", message.value().toString()).containsKey("coop.runId");
+        assertThat(MDC.get("coop.runId")).isNull();
+    }
+
+    /** A saga that remembers the MDC its step saw. */
+    @TestConfiguration
+    static class MdcProbe {
+        static final Topic<String> TOPIC = Topic.of("test.mdc", String.class);
+        static final List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
+
+        @Bean
+        Saga<String> mdcProbe() {
+            return Saga.on(TOPIC, "mdc-probe").step("log", step -> seen.add(MDC.getCopyOfContextMap())).build();
+        }
     }
 
     private long messages() {
