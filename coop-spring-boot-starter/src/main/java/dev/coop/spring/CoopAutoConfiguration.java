@@ -35,7 +35,7 @@ public class CoopAutoConfiguration {
         CoopClient.Builder builder = CoopClient.builder(new SpringTransactionDataSource(dataSource))
                 .schema(properties.getSchema()).migrate(properties.isMigrate())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers());
-        listeners.orderedStream().forEach(builder::listener);
+        listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(builder::listener);
         return builder.build();
     }
 
@@ -46,7 +46,7 @@ public class CoopAutoConfiguration {
             ObjectProvider<Saga<?>> sagas, ObjectProvider<EngineListener> listeners) {
         List<EngineListener> all = new java.util.ArrayList<>();
         all.add(new StepTransactions(dataSource));
-        listeners.orderedStream().forEach(all::add);
+        listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(all::add);
         return new CoopEngineLifecycle(dataSource, properties, sagas.orderedStream().toList(), all);
     }
 
@@ -57,15 +57,12 @@ public class CoopAutoConfiguration {
         @Bean
         @ConditionalOnBean(type = "io.micrometer.core.instrument.MeterRegistry")
         @ConditionalOnMissingBean(dev.coop.micrometer.CoopMetrics.class)
-        dev.coop.micrometer.CoopMetrics coopMetrics(io.micrometer.core.instrument.MeterRegistry registry) {
-            return new dev.coop.micrometer.CoopMetrics(registry);
-        }
-
-        @Bean
-        @ConditionalOnBean(dev.coop.micrometer.CoopMetrics.class)
-        Object coopRunGauges(dev.coop.micrometer.CoopMetrics metrics, CoopClient client,
-                CoopProperties properties) {
-            return metrics.withRunGauges(client, properties.getMetrics().getRunsRefresh());
+        dev.coop.micrometer.CoopMetrics coopMetrics(io.micrometer.core.instrument.MeterRegistry registry,
+                DataSource dataSource, CoopProperties properties) {
+            // the gauges count with a client of their own: the CoopClient bean is built with the listeners
+            CoopClient counter = CoopClient.builder(dataSource).schema(properties.getSchema()).migrate(false).build();
+            return new dev.coop.micrometer.CoopMetrics(registry).withRunGauges(counter,
+                    properties.getMetrics().getRunsRefresh());
         }
     }
 
@@ -73,12 +70,18 @@ public class CoopAutoConfiguration {
     @ConditionalOnClass(name = {"dev.coop.opentelemetry.CoopTracing", "io.opentelemetry.api.OpenTelemetry"})
     @ConditionalOnProperty(prefix = "coop.tracing", name = "enabled", havingValue = "true", matchIfMissing = true)
     static class Tracing {
+        /**
+         * Traces with the application's OpenTelemetry bean, else with the global one when it is set (by the Java
+         * agent, say); with neither, nothing (a listener that does nothing).
+         */
         @Bean
-        @ConditionalOnMissingBean(dev.coop.opentelemetry.CoopTracing.class)
-        dev.coop.opentelemetry.CoopTracing coopTracing(
-                ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
-            return new dev.coop.opentelemetry.CoopTracing(
-                    openTelemetry.getIfAvailable(io.opentelemetry.api.GlobalOpenTelemetry::get));
+        @ConditionalOnMissingBean(name = "coopTracing")
+        EngineListener coopTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+            io.opentelemetry.api.OpenTelemetry otel = openTelemetry.getIfAvailable();
+            if (otel == null && io.opentelemetry.api.GlobalOpenTelemetry.isSet()) {
+                otel = io.opentelemetry.api.GlobalOpenTelemetry.get();
+            }
+            return otel == null ? EngineListener.NONE : new dev.coop.opentelemetry.CoopTracing(otel);
         }
     }
 
