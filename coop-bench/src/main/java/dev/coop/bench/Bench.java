@@ -236,6 +236,7 @@ public final class Bench {
                 report.row(name, "claim p99 ms", runs, "claimP99Ms", null, null, null);
             }
             case "profile" -> Profile.run(o, report);
+            case "observed" -> Observed.run(o, report);
             case "experiments" -> Experiments.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
