@@ -129,11 +129,51 @@ class ExampleApplicationTest {
         assertThat(MDC.get("coop.runId")).isNull();
     }
 
+    @Test
+    void aTransactionalMethodCalledFromAStepJoinsTheStepsTransaction() {
+        String id = "t-" + UUID.randomUUID();
+        MessageId message = coop.launch(MdcProbe.JOINING, id);
+        assertThat(coop.awaitCompletion(message, Duration.ofSeconds(30))).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM payments WHERE order_id = ?", Long.class, id))
+                .as("written by a @Transactional method inside the failed step").isZero();
+        assertThat(MdcProbe.joined).containsExactly(id);
+    }
+
+    /** Writes in a transaction of its own, unless one is in progress (REQUIRED). */
+    static class Ledger {
+        private final JdbcTemplate jdbc;
+
+        Ledger(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @org.springframework.transaction.annotation.Transactional
+        public void record(String id) {
+            jdbc.update("INSERT INTO payments (order_id, amount_cents) VALUES (?, 1)", id);
+            MdcProbe.joined.add(id);
+        }
+    }
+
     /** A saga that remembers the MDC its step saw. */
     @TestConfiguration
     static class MdcProbe {
         static final Topic<String> TOPIC = Topic.of("test.mdc", String.class);
         static final List<Map<String, String>> seen = new CopyOnWriteArrayList<>();
+        static final Topic<String> JOINING = Topic.of("test.joining", String.class);
+        static final List<String> joined = new CopyOnWriteArrayList<>();
+
+        @Bean
+        Ledger ledger(JdbcTemplate jdbc) {
+            return new Ledger(jdbc);
+        }
+
+        @Bean
+        Saga<String> joiningProbe(Ledger ledger) {
+            return Saga.on(JOINING, "joining-probe").step("write-then-fail", step -> {
+                ledger.record(step.payload());
+                throw new IllegalStateException("fails after the @Transactional method returned");
+            }).build();
+        }
 
         @Bean
         Saga<String> mdcProbe() {
