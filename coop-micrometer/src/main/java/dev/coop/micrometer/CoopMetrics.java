@@ -57,7 +57,8 @@ public final class CoopMetrics implements EngineListener {
         RunCounts counts = new RunCounts(client, refresh);
         for (RunStatus status : new RunStatus[]{RunStatus.RUNNABLE, RunStatus.WAITING, RunStatus.PARKED}) {
             Gauge.builder("coop.runs", counts, c -> c.count(status)).tag("status", status.name())
-                    .description("Unfinished runs by status").register(registry);
+                    .description("Unfinished runs by status").strongReference(true) // nothing else holds counts
+                    .register(registry);
         }
         return this;
     }

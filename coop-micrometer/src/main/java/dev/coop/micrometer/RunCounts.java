@@ -34,7 +34,7 @@ final class RunCounts {
             try {
                 counts = client.unfinishedRuns();
             } catch (RuntimeException e) {
-                log.debug("Could not count the unfinished runs: {}", e.toString());
+                log.warn("Could not count the unfinished runs: {}", e.toString());
                 return Double.NaN;
             }
         }
