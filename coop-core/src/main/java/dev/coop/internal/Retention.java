@@ -17,7 +17,7 @@ import javax.sql.DataSource;
 
 /**
  * Deletes finished hierarchies, root by root: every event, run, cancellation and message of a hierarchy goes in one
- * statement, or nothing does. A hierarchy is a candidate when every run of its root message finished before the
+ * statement, or nothing does (four statements per batch of roots). A hierarchy is a candidate when every run of its root message finished before the
  * cutoff and no run of it is runnable (also sleeping or due to retry), waiting or parked. Each root is taken under the
  * operator lock of its hierarchy (the one rollbacks and cancels take, tried, never waited for), so an operator action
  * and pruning never interleave; candidate root runs are locked with {@code SKIP LOCKED}, so engines pruning at once
@@ -41,22 +41,25 @@ public final class Retention {
                LIMIT ?
                FOR UPDATE OF r SKIP LOCKED) c
             """;
-    /** The operator lock of a hierarchy, tried: taken before {@link #PRUNABLE} reads (a statement of its own). */
-    private static final String LOCK = "SELECT pg_try_advisory_xact_lock(?, hashtext(?))";
-    /** Whether the hierarchy is still wholly finished before the cutoff, read once its operator lock is held. */
-    private static final String PRUNABLE = """
-            SELECT NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = ? AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
-               AND NOT EXISTS (SELECT 1 FROM {schema}.run o
-                                WHERE o.message_id = ? AND (o.finished_at IS NULL OR o.finished_at >= ?))
+    /** The operator locks of the hierarchies, tried: taken before {@link #PRUNABLE} reads (a statement of its own). */
+    private static final String LOCK = """
+            SELECT r FROM unnest(?::uuid[]) r WHERE pg_try_advisory_xact_lock(?, hashtext(r::text))
             """;
-    /** One hierarchy, whole: the messages are those its log names (the root's and every launched one). */
-    private static final String DELETE_HIERARCHY = """
-            WITH m AS (SELECT DISTINCT message_id AS id FROM {schema}.event WHERE lineage[1] = ?),
-                 e AS (DELETE FROM {schema}.event WHERE lineage[1] = ? RETURNING 1),
+    /** The hierarchies still wholly finished before the cutoff, read once their operator locks are held. */
+    private static final String PRUNABLE = """
+            SELECT r FROM unnest(?::uuid[]) r
+             WHERE NOT EXISTS (SELECT 1 FROM {schema}.run a
+                                WHERE a.lineage[1] = r AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
+               AND NOT EXISTS (SELECT 1 FROM {schema}.run o
+                                WHERE o.message_id = r AND (o.finished_at IS NULL OR o.finished_at >= ?))
+            """;
+    /** The hierarchies, whole: the messages are those their log names (the roots' and every launched one). */
+    private static final String DELETE_HIERARCHIES = """
+            WITH m AS (SELECT DISTINCT message_id AS id FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[])),
+                 e AS (DELETE FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[]) RETURNING 1),
                  r AS (DELETE FROM {schema}.run WHERE message_id IN (SELECT id FROM m) RETURNING id),
                  c AS (DELETE FROM {schema}.cancellation
-                        WHERE scope_id IN (SELECT id FROM r) OR scope_id = ? RETURNING 1),
+                        WHERE scope_id IN (SELECT id FROM r) OR scope_id = ANY (?::uuid[]) RETURNING 1),
                  d AS (DELETE FROM {schema}.message WHERE id IN (SELECT id FROM m) RETURNING 1)
             SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM e), (SELECT count(*) FROM d)
             """;
@@ -115,34 +118,49 @@ public final class Retention {
                 c -> dryRun(c, databaseTime(c).minus(olderThan)));
     }
 
-    /** Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction. */
+    /** Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements. */
     PruneResult pruneBatch(Connection c, Instant cutoff) throws SQLException {
-        long hierarchies = 0;
-        long runs = 0;
-        long events = 0;
-        long messages = 0;
-        List<MessageId> sample = new ArrayList<>();
-        for (UUID root : candidates(c, cutoff)) {
-            if (!prunable(c, root, cutoff)) {
-                continue;
-            }
-            try (PreparedStatement ps = c.prepareStatement(schema.sql(DELETE_HIERARCHY))) {
-                ps.setObject(1, root);
-                ps.setObject(2, root);
-                ps.setObject(3, root);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    runs += rs.getLong(1);
-                    events += rs.getLong(2);
-                    messages += rs.getLong(3);
-                }
-            }
-            hierarchies++;
-            if (sample.size() < SAMPLE) {
-                sample.add(new MessageId(root));
+        List<UUID> roots = candidates(c, cutoff);
+        if (!roots.isEmpty()) {
+            roots = select(c, LOCK, roots, ps -> ps.setInt(2, Operations.OPERATOR_LOCK)); // busy: next time
+        }
+        if (!roots.isEmpty()) {
+            roots = select(c, schema.sql(PRUNABLE), roots, ps -> ps.setObject(2, at(cutoff)));
+        }
+        if (roots.isEmpty()) {
+            return new PruneResult(false, cutoff, 0, 0, 0, 0, List.of());
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(DELETE_HIERARCHIES))) {
+            var array = c.createArrayOf("uuid", roots.toArray());
+            ps.setArray(1, array);
+            ps.setArray(2, array);
+            ps.setArray(3, array);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                List<MessageId> sample = roots.stream().limit(SAMPLE).map(MessageId::new).toList();
+                return new PruneResult(false, cutoff, roots.size(), rs.getLong(1), rs.getLong(2), rs.getLong(3),
+                        sample);
             }
         }
-        return new PruneResult(false, cutoff, hierarchies, runs, events, messages, List.copyOf(sample));
+    }
+
+    private interface Binder {
+        void bind(PreparedStatement ps) throws SQLException;
+    }
+
+    /** The roots {@code sql} (taking them as its first parameter) returns. */
+    private static List<UUID> select(Connection c, String sql, List<UUID> roots, Binder more) throws SQLException {
+        List<UUID> kept = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setArray(1, c.createArrayOf("uuid", roots.toArray()));
+            more.bind(ps);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    kept.add(rs.getObject(1, UUID.class));
+                }
+            }
+        }
+        return kept;
     }
 
     /** What {@link #pruneBatch} would delete, all batches together, without deleting or locking anything. */
@@ -182,26 +200,6 @@ public final class Retention {
             }
         }
         return roots;
-    }
-
-    private boolean prunable(Connection c, UUID root, Instant cutoff) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(LOCK)) {
-            ps.setInt(1, Operations.OPERATOR_LOCK);
-            ps.setString(2, root.toString());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next() || !rs.getBoolean(1)) {
-                    return false; // an operator is acting on it: next time
-                }
-            }
-        }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(PRUNABLE))) {
-            ps.setObject(1, root);
-            ps.setObject(2, root);
-            ps.setObject(3, at(cutoff));
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && rs.getBoolean(1);
-            }
-        }
     }
 
     /** The database's clock: every engine and client agrees on it. */
