@@ -26,7 +26,7 @@ import java.util.UUID;
  */
 public final class Operations {
     /** The first key of the advisory locks that serialise operator actions per hierarchy ("coop" in ASCII). */
-    private static final int OPERATOR_LOCK = 0x636f6f70;
+    static final int OPERATOR_LOCK = 0x636f6f70;
 
     /** The source recorded on failures that clients write. */
     public static final String CLIENT_SOURCE = "coop-client";
