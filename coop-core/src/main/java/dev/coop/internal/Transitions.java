@@ -74,6 +74,19 @@ final class Transitions {
         return next.status();
     }
 
+    /**
+     * Settles the join memberships of messages whose runs this transaction finished besides the claimed run (runs
+     * that never started, settled by their parent's give-up).
+     *
+     * @return the sagas to wake once the transaction committed
+     */
+    java.util.Set<String> othersFinished(Connection c, List<java.util.UUID> messages) throws SQLException {
+        if (messages.isEmpty()) {
+            return java.util.Set.of();
+        }
+        return joins.runsFinished(c, messages.getFirst(), messages.subList(1, messages.size()));
+    }
+
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
         return commit(c, run, entries, next, List.of());
     }
@@ -110,7 +123,8 @@ final class Transitions {
      */
     void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {
-        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
+        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE
+                .equals(Failure.fromJson(cause).type());
         if (childRollbackFailed) {
             entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
         } else {
