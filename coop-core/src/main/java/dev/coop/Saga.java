@@ -75,10 +75,10 @@ public final class Saga<P> {
      * @param finallyOf for the step that runs a finally part on the happy path: the index of its step, or -1
      */
     public record Step<P>(String name, FlowBody<P> body, Compensation<P> compensation,
-            ChildFailureHandler<P> childFailureHandler, RetryPolicy retryPolicy, StepBody<P> finallyBody,
+            ChildFailureFlow<P> childFailureHandler, RetryPolicy retryPolicy, StepBody<P> finallyBody,
             WakeTime<P> wakeAt, int finallyOf) {
 
-        Step<P> with(Compensation<P> c, ChildFailureHandler<P> h, RetryPolicy r, StepBody<P> f) {
+        Step<P> with(Compensation<P> c, ChildFailureFlow<P> h, RetryPolicy r, StepBody<P> f) {
             return new Step<>(name, body, c, h, r, f, wakeAt, finallyOf);
         }
 
@@ -202,6 +202,19 @@ public final class Saga<P> {
 
         /** Sets what the step added last does when runs it caused fail (default: roll back this run too). */
         public Builder<P> onChildFailure(ChildFailureHandler<P> handler) {
+            Objects.requireNonNull(handler, "handler");
+            return onChildFailure((step, failure, handling, pending) -> {
+                handler.handle(step, failure);
+                return pending;
+            });
+        }
+
+        /**
+         * Sets what the step added last does when runs it caused fail, and where the run goes next: the handler
+         * sees which handler run this is and the step's own decision, and returns a {@link Flow} (continue, repeat
+         * the step, or go to another step). Throwing rolls the run back.
+         */
+        public Builder<P> onChildFailure(ChildFailureFlow<P> handler) {
             Objects.requireNonNull(handler, "handler");
             Step<P> s = last("onChildFailure");
             if (s.childFailureHandler() != null) {

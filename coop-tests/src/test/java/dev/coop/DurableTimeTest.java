@@ -89,6 +89,48 @@ class DurableTimeTest {
     }
 
     @Test
+    void a_step_launches_a_delayed_child_that_the_barrier_awaits_and_a_delayed_global_message_it_does_not(
+            DataSource dataSource) {
+        Topic<Empty> parentTopic = Topic.of("delayed-parent", Empty.class);
+        Topic<Empty> childTopic = Topic.of("delayed-child", Empty.class);
+        Topic<Empty> laterTopic = Topic.of("delayed-global", Empty.class);
+        java.util.Map<String, Instant> at = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.Map<String, MessageId> launched = new java.util.concurrent.ConcurrentHashMap<>();
+        Saga<Empty> parent = Saga.on(parentTopic, "delayed-parent-handler")
+                .step("launch", step -> {
+                    at.put("child", step.startedAt().plusMillis(700));
+                    at.put("global", step.startedAt().plus(Duration.ofHours(1)));
+                    launched.put("child", step.launch(childTopic, new Empty(), at.get("child")));
+                    launched.put("global", step.launchOnGlobalScope(laterTopic, new Empty(), at.get("global")));
+                })
+                .step("after", step -> {
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "delayed-child-handler").step("run", step -> {
+        }).build();
+        Saga<Empty> later = Saga.on(laterTopic, "delayed-global-handler").step("run", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(parent, child, later).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(parentTopic, new Empty());
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<Event> events = client.events(id);
+            String log = dev.coop.test.EventLog.table(events);
+            Event childSeen = events.stream().filter(e -> e.type() == EventType.SEEN
+                    && "delayed-child-handler".equals(e.saga())).findFirst().orElseThrow();
+            assertThat(childSeen.createdAt().toInstant()).as(log).isAfterOrEqualTo(at.get("child"));
+            assertThat(step(events, "after").id()).as("the barrier waited for the delayed child; " + log)
+                    .isGreaterThan(childSeen.id());
+            dev.coop.test.Invariants.assertAll(events);
+
+            // the parent committed without waiting for the global message, due in an hour
+            assertThat(client.statuses(launched.get("global"))).containsExactly(RunStatus.RUNNABLE);
+            assertThat(client.events(launched.get("global"))).extracting(Event::type)
+                    .containsExactly(EventType.EMITTED);
+        }
+    }
+
+    @Test
     void a_sleeping_run_survives_an_engine_restart(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("sleep-restart", Empty.class);
         Saga<Empty> saga = Saga.on(topic, "sleep-restart-handler")

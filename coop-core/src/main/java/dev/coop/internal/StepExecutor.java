@@ -264,15 +264,46 @@ final class StepExecutor {
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
+        int handling = handling(run.history(), seq, index);
+        int stepSeq = seq - (handling - 1); // the step's own instance, before the handler runs that followed it
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration(run.history(), seq, index), runContext, childSeqs(run, saga));
+                StepContextImpl.Kind.STEP, iteration(run.history(), stepSeq, index), runContext,
+                childSeqs(run, saga));
         CooperationException exception = CooperationException.of(failure);
-        Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
+        Flow pending = pendingFlow(saga, index, run.stepIndex());
+        Flow[] flow = new Flow[1];
+        Throwable thrown = invoke(() -> flow[0] = step.childFailureHandler().handle(context, exception, handling,
+                pending), context);
+        int next = run.stepIndex();
+        if (thrown == null && flow[0] != null) {
+            try {
+                next = nextStep(saga, index, flow[0]);
+            } catch (CoopValidationException e) {
+                thrown = e;
+            }
+        }
         if (thrown != null) {
             return stepFailed(c, run, saga, null, step.name(), null, context, thrown);
         }
         return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index,
-                run.stepIndex(), null, null);
+                next, null, null);
+    }
+
+    /** The decision step {@code index} made, read back from the step it chose ({@code next}). */
+    static Flow pendingFlow(Saga<?> saga, int index, int next) {
+        if (next == index + 1 || next >= saga.steps().size()) {
+            return Flow.next();
+        }
+        return next == index ? Flow.repeat() : Flow.goTo(saga.steps().get(next).name());
+    }
+
+    /** Which handler run of step {@code index}'s latest instance comes next: 1 plus the handler runs since it. */
+    static int handling(int[] history, int seq, int index) {
+        int n = 1;
+        for (int i = seq; i >= 0 && history[i] == -1 - index; i--) {
+            n++;
+        }
+        return n;
     }
 
     private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
