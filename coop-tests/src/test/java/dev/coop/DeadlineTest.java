@@ -1,7 +1,11 @@
 package dev.coop;
 
 import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.AbsoluteDeadlineMissedException;
+import dev.coop.failure.CooperationException;
 import dev.coop.failure.DeadlineMissedException;
+import dev.coop.failure.HappyPathDeadlineMissedException;
+import dev.coop.failure.RollbackPathDeadlineMissedException;
 import dev.coop.failure.Failure;
 import dev.coop.failure.GaveUpException;
 import dev.coop.inspect.Event;
@@ -63,7 +67,7 @@ class DeadlineTest {
             assertThat(rootGaveUp.createdAt().toInstant()).as(log).isAfterOrEqualTo(deadline);
             Failure gaveUp = Failure.fromJson(rootGaveUp.exception());
             assertThat(gaveUp.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(gaveUp.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(gaveUp.causes().getFirst().type()).isEqualTo(HappyPathDeadlineMissedException.TYPE);
             assertThat(events.stream().filter(e -> "child-handler".equals(e.saga())).map(Event::type))
                     .as(log).containsExactly(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
             dev.coop.test.Invariants.assertAll(events);
@@ -126,7 +130,9 @@ class DeadlineTest {
                     .findFirst().orElseThrow();
             Failure failure = Failure.fromJson(childGaveUp.exception());
             assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(failure.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(failure.causes().getFirst().type()).isEqualTo(HappyPathDeadlineMissedException.TYPE);
+            assertThat(CooperationException.of(failure).getCause())
+                    .isInstanceOf(HappyPathDeadlineMissedException.class);
             assertThat(failure.causes().getFirst().message()).startsWith("Happy-path deadline " + tightened.at()
                     + " (set by root tighten step; tightened from " + apiDeadline + " from checkout-api)");
         }
@@ -154,7 +160,10 @@ class DeadlineTest {
                     .filter(e -> e.type() == EventType.ROLLING_BACK).findFirst().orElseThrow();
             Failure failure = Failure.fromJson(rollingBack.exception());
             assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(failure.causes().getFirst().message()).contains("deadline " + at + " (set by test)");
+            assertThat(failure.causes().getFirst().message()).startsWith("Absolute deadline " + at + " (set by test)");
+            assertThat(failure.causes().getFirst().type()).isEqualTo(AbsoluteDeadlineMissedException.TYPE);
+            assertThat(CooperationException.of(failure).getCause()).isInstanceOf(AbsoluteDeadlineMissedException.class)
+                    .isInstanceOf(DeadlineMissedException.class);
         }
     }
 
@@ -191,7 +200,10 @@ class DeadlineTest {
                     .filter(e -> e.type() == EventType.ROLLBACK_FAILED).findFirst().orElseThrow();
             Failure failure = Failure.fromJson(failed.exception());
             assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(failure.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(failure.causes().getFirst().type()).isEqualTo(RollbackPathDeadlineMissedException.TYPE);
+            assertThat(CooperationException.of(failure).getCause())
+                    .isInstanceOf(RollbackPathDeadlineMissedException.class)
+                    .isInstanceOf(DeadlineMissedException.class);
             assertThat(failure.causes().getFirst().message()).startsWith("Rollback deadline " + at
                     + " (set by ops policy)");
             assertThat(failure.causes()).extracting(Failure::message).contains("start the rollback");

@@ -235,7 +235,8 @@ final class Sql {
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception)
               SELECT s.message_id, e.type, s.saga, ?, s.lineage, e.exception::jsonb
                 FROM settled s
-               CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text)) AS e(n, type, exception)
+               CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text))
+                       AS e(n, type, exception)
                ORDER BY s.id, e.n
             ), counted AS ( -- they did not commit: failures of the parent's step, like any child that rolled back
               UPDATE {schema}.run p SET failed_children = p.failed_children + (SELECT count(*)::int FROM settled)
