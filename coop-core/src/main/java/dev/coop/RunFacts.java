@@ -38,7 +38,8 @@ public record RunFacts(UUID runId, String saga, MessageId message, Lineage linea
         }
         boolean absolute = context.get(rollbackPath ? Deadlines.ROLLBACK_PATH : Deadlines.HAPPY_PATH)
                 .map(path -> !path.equals(d)).orElse(true);
-        String type = absolute ? AbsoluteDeadlineMissedException.TYPE
+        String type = absolute
+                ? AbsoluteDeadlineMissedException.TYPE
                 : rollbackPath ? RollbackPathDeadlineMissedException.TYPE : HappyPathDeadlineMissedException.TYPE;
         String kind = absolute ? "Absolute" : rollbackPath ? "Rollback" : "Happy-path";
         return Optional.of(new Failure(kind + " deadline " + d.describe() + " passed at " + now, type, saga,

@@ -21,12 +21,22 @@ public final class Saga<P> {
     private final String name;
     private final List<Step<P>> steps;
     private final CooperationStrategy strategy;
+    private final int workers;
 
-    private Saga(Topic<P> topic, String name, List<Step<P>> steps, CooperationStrategy strategy) {
+    private Saga(Topic<P> topic, String name, List<Step<P>> steps, CooperationStrategy strategy, int workers) {
         this.topic = topic;
         this.name = name;
         this.steps = List.copyOf(steps);
         this.strategy = strategy;
+        this.workers = workers;
+    }
+
+    /**
+     * How many workers of an engine may execute this saga's runs at once (see {@link Builder#workers(int)}); 0 when
+     * the saga has no limit of its own (the engine's workers are its limit).
+     */
+    public int workers() {
+        return workers;
     }
 
     /** The saga's own strategy, or null to use the engine's. */
@@ -102,6 +112,7 @@ public final class Saga<P> {
         private final List<Step<P>> steps = new ArrayList<>();
         private final Set<String> stepNames = new HashSet<>();
         private CooperationStrategy strategy;
+        private int workers;
 
         private Builder(Topic<P> topic, String name) {
             this.topic = topic;
@@ -176,6 +187,7 @@ public final class Saga<P> {
             }
             if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
                     || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.LogNames.CHILDREN_SUFFIX)
                     || stepName.endsWith(dev.coop.internal.LogNames.FINALLY_SUFFIX))) {
                 throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
                         + "' imitates the names Coop logs for rollbacks, child-failure handlers and finally parts;"
@@ -260,12 +272,26 @@ public final class Saga<P> {
             return this;
         }
 
+        /**
+         * At most {@code workers} workers of each engine execute this saga's runs at once, so that a slow saga
+         * cannot take every worker of an engine from the others (default: no limit of its own). The limit is per
+         * engine: two engines running the saga may run twice as many at once. Between 1 and 1024.
+         */
+        public Builder<P> workers(int workers) {
+            if (workers < 1 || workers > 1024) {
+                throw new CoopValidationException("workers of saga '" + name + "' must be between 1 and 1024, was "
+                        + workers);
+            }
+            this.workers = workers;
+            return this;
+        }
+
         public Saga<P> build() {
             if (steps.isEmpty()) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' has no steps; add at least one with step()");
             }
-            return new Saga<>(topic, name, steps, strategy);
+            return new Saga<>(topic, name, steps, strategy, workers);
         }
     }
 }
