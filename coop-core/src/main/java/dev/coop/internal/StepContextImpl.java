@@ -35,7 +35,7 @@ final class StepContextImpl<P> implements StepContext<P> {
         STEP,
         /** A compensation: context changes only; deadlines are the rollback path's. */
         COMPENSATION,
-        /** A finally part: no launches. */
+        /** A finally part: launches (awaited, see Saga.Builder#andFinally), context changes; no result. */
         FINALLY
     }
 
@@ -286,9 +286,9 @@ final class StepContextImpl<P> implements StepContext<P> {
             java.time.OffsetDateTime due) {
         Objects.requireNonNull(topic, "topic");
         checkOpen("launch messages");
-        if (kind != Kind.STEP) {
-            throw new IllegalStateException("A " + kind.name().toLowerCase() + " cannot launch messages (saga "
-                    + run.saga() + ", step " + step + ")");
+        if (kind == Kind.COMPENSATION) {
+            throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
+                    + step + ")");
         }
         engine.json().checkLaunchContext(childContext);
         UUID id = Uuids.v7();

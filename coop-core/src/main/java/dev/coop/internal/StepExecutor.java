@@ -429,13 +429,13 @@ final class StepExecutor {
      *
      * @return the index of the step whose finally part ran (to record), or null
      */
-    private <P> Integer finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<?> failed)
-            throws SQLException {
+    private <P> Transitions.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
+            Saga.Step<?> failed) throws SQLException {
         if (failed == null) {
             return null;
         }
         if (failed.isFinallyPart()) {
-            return failed.finallyOf(); // the finally part itself failed: it ran
+            return new Transitions.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
         }
         int index = saga.steps().indexOf(failed);
         if (failed.finallyBody() == null || index < 0 || finallyDone(run, index)) {
@@ -458,7 +458,7 @@ final class StepExecutor {
                     Failures.describe(thrown));
             context.discardWrites();
         }
-        return index;
+        return new Transitions.FinallyRan(index, context);
     }
 
     /**
