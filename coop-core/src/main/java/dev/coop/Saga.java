@@ -138,6 +138,27 @@ public final class Saga<P> {
         }
 
         /**
+         * Adds a step that runs every {@code period}, {@code times} times in all (the reference's periodic
+         * scenarios, inside one run): after each iteration the run waits until {@code period} after that iteration
+         * started, then runs the step again; after the last, the next step follows. The step sees its iteration
+         * ({@link StepContext#iteration()}, from 1). To stop on a condition instead, use a {@link #flowStep} that
+         * returns {@link Flow#repeatAfter} until the condition holds and then {@link Flow#next()}. Waits hold no
+         * thread and survive restarts; for periodic launches of whole runs, see {@code dev.coop.schedule.Schedule}.
+         */
+        public Builder<P> periodic(String stepName, java.time.Duration period, int times, StepBody<P> body) {
+            Objects.requireNonNull(body, "body of periodic step '" + stepName + "'");
+            dev.coop.internal.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'", period);
+            if (times < 1) {
+                throw new CoopValidationException("Periodic step '" + stepName + "' of saga '" + name
+                        + "' must run at least once, was " + times + " times");
+            }
+            return add(stepName, step -> {
+                body.run(step);
+                return step.iteration() < times ? Flow.repeatAfter(period) : Flow.next();
+            }, null, -1);
+        }
+
+        /**
          * Adds a step that waits {@code duration} before the next step starts. The wait holds no thread and no
          * connection, and survives restarts.
          */

@@ -131,6 +131,55 @@ class DurableTimeTest {
     }
 
     @Test
+    void a_periodic_step_runs_every_period_the_given_number_of_times_then_the_run_goes_on(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("periodic-count", Empty.class);
+        List<String> ran = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Instant> ticks = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Saga<Empty> saga = Saga.on(topic, "periodic-count-handler")
+                .periodic("tick", Duration.ofMillis(300), 3, step -> {
+                    ticks.add(step.startedAt());
+                    ran.add("tick " + step.iteration());
+                })
+                .step("done", step -> ran.add("done"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).containsExactly("tick 1", "tick 2", "tick 3", "done");
+            for (int i = 1; i < ticks.size(); i++) {
+                assertThat(Duration.between(ticks.get(i - 1), ticks.get(i)))
+                        .as("iteration %d started a period after iteration %d", i + 1, i)
+                        .isGreaterThanOrEqualTo(Duration.ofMillis(300));
+            }
+        }
+    }
+
+    @Test
+    void a_flow_step_repeats_after_a_delay_until_its_condition_holds(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("periodic-until", Empty.class);
+        java.util.concurrent.atomic.AtomicInteger polls = new java.util.concurrent.atomic.AtomicInteger();
+        Saga<Empty> saga = Saga.on(topic, "periodic-until-handler")
+                .flowStep("poll", step -> polls.incrementAndGet() < 3
+                        ? Flow.repeatAfter(Duration.ofMillis(200))
+                        : Flow.next())
+                .step("after", step -> {
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(polls.get()).isEqualTo(3);
+            List<Event> events = engine.client().events(id);
+            assertThat(events.stream().filter(e -> "poll".equals(e.step())).count()).isEqualTo(3);
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> Flow.repeatAfter(Duration.ofSeconds(-1)))
+                .isInstanceOf(dev.coop.failure.CoopValidationException.class).hasMessageContaining("PT-1S");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> Saga.on(topic, "x").periodic("p",
+                Duration.ofSeconds(1), 0, step -> {
+                })).isInstanceOf(dev.coop.failure.CoopValidationException.class).hasMessageContaining("was 0 times");
+    }
+
+    @Test
     void a_sleeping_run_survives_an_engine_restart(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("sleep-restart", Empty.class);
         Saga<Empty> saga = Saga.on(topic, "sleep-restart-handler")

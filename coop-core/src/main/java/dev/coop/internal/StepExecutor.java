@@ -153,6 +153,9 @@ final class StepExecutor {
             } catch (CoopValidationException e) {
                 thrown = e;
             }
+            if (flow[0] instanceof Flow.RepeatAfter after) { // periodic: from the start of this iteration
+                wake[0] = later(wake[0], run.claimedAt().toInstant().plus(after.delay()));
+            }
         }
         if (thrown != null) {
             return stepFailed(c, run, saga, step, step.name(), step.retryPolicy(), context, thrown);
@@ -218,6 +221,7 @@ final class StepExecutor {
         return switch (flow == null ? Flow.CONTINUE : flow) {
             case Flow.Continue ignored -> index + 1;
             case Flow.Repeat ignored -> index;
+            case Flow.RepeatAfter ignored -> index;
             case Flow.GoTo goTo -> {
                 for (int i = 0; i < saga.steps().size(); i++) {
                     Saga.Step<?> candidate = saga.steps().get(i);
@@ -235,6 +239,10 @@ final class StepExecutor {
                         + "its steps are " + saga.steps().stream().map(Saga.Step::name).toList());
             }
         };
+    }
+
+    private static Instant later(Instant a, Instant b) {
+        return a == null || b.isAfter(a) ? b : a;
     }
 
     /** When the next step may start: the sleep's wake time, brought forward to the deadline so that it fires. */
@@ -275,18 +283,22 @@ final class StepExecutor {
         Throwable thrown = invoke(() -> flow[0] = step.childFailureHandler().handle(context, exception, handling,
                 pending), context);
         int next = run.stepIndex();
+        Instant wake = null;
         if (thrown == null && flow[0] != null) {
             try {
                 next = nextStep(saga, index, flow[0]);
             } catch (CoopValidationException e) {
                 thrown = e;
             }
+            if (flow[0] instanceof Flow.RepeatAfter after) {
+                wake = run.claimedAt().toInstant().plus(after.delay());
+            }
         }
         if (thrown != null) {
             return stepFailed(c, run, saga, null, step.name(), null, context, thrown);
         }
         return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index,
-                next, null, null);
+                next, wakeTime(wake, context), null);
     }
 
     /** The decision step {@code index} made, read back from the step it chose ({@code next}). */
@@ -393,7 +405,8 @@ final class StepExecutor {
         String cancellation = engine.store().cancellation(c, run.lineage());
         if (cancellation != null) {
             Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
-            return transitions.startRollback(c, run, saga, step, gaveUp, finallyBeforeRollback(c, run, saga, stepDef));
+            return transitions.startRollbackAfterFinally(c, run, saga, step, gaveUp,
+                    finallyBeforeRollback(c, run, saga, stepDef));
         }
         Failure failure = Failure.of(thrown, transitions.source(run));
         String json = failure.toJson();
@@ -419,7 +432,8 @@ final class StepExecutor {
             return writeFailed(c, run, saga, stepDef, step, e); // cancelled meanwhile, or database trouble
         }
         log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
-        return transitions.startRollback(c, run, saga, step, failure, finallyBeforeRollback(c, run, saga, stepDef));
+        return transitions.startRollbackAfterFinally(c, run, saga, step, failure,
+                finallyBeforeRollback(c, run, saga, stepDef));
     }
 
     /**
@@ -484,7 +498,7 @@ final class StepExecutor {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
                     Failures.describe(thrown));
         }
-        return transitions.startRollback(c, again, saga, step, failure,
+        return transitions.startRollbackAfterFinally(c, again, saga, step, failure,
                 finallyBeforeRollback(c, again, saga, stepDef));
     }
 

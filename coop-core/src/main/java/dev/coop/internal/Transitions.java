@@ -100,7 +100,7 @@ final class Transitions {
      */
     boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
             Integer finallyDone) throws SQLException {
-        return startRollback(c, run, saga, step, failure,
+        return startRollbackAfterFinally(c, run, saga, step, failure,
                 finallyDone == null ? null : new FinallyRan(finallyDone, null));
     }
 
@@ -113,14 +113,15 @@ final class Transitions {
      * in the failing transaction: what it launched is written now, and the rollback waits for it before it goes on
      * (those runs belong to no executed step, so they are not rolled back).
      */
-    boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
+    boolean startRollbackAfterFinally(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
             FinallyRan finallyRan) throws SQLException {
         String json = failure.toJson();
         List<LogEntry> entries = new ArrayList<>(2);
         entries.add(new LogEntry(EventType.ROLLING_BACK, step, json));
         Integer finallyDone = finallyRan == null ? null : finallyRan.index();
         List<String> woken = new ArrayList<>();
-        int launched = finallyRan == null ? 0
+        int launched = finallyRan == null
+                ? 0
                 : emitFinally(c, run, saga, finallyRan.launched(), run.stepsDone(), woken);
         int seq = run.stepsDone() - 1;
         if (seq < 0 && launched == 0) {
