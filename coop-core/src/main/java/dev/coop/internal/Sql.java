@@ -268,7 +268,11 @@ final class Sql {
              WHERE d.due IS NOT NULL
             """;
 
-    static final String RUN_STATUSES = "SELECT status FROM {schema}.run WHERE message_id = ?";
+    /** The statuses of a message's runs as readers show them: RUNNABLE while awaiting children is WAITING. */
+    static final String RUN_STATUSES = """
+            SELECT CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING' ELSE status END
+              FROM {schema}.run WHERE message_id = ?
+            """;
 
     /** The log of a message's hierarchy: its EMITTED, then everything its runs and their descendants wrote. */
     static final String EVENTS = """
