@@ -143,6 +143,8 @@ final class Decisions {
         java.util.Set<String> joined = transitions.othersFinished(c, settled);
         boolean continues;
         if (pending > 0) {
+            log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
+                    run.id(), run.saga(), reason.message(), pending);
             Advance advance = Advance.from(run).stillWaiting(pending);
             advance.status(RunStatus.WAITING).runnableAt(null);
             transitions.commit(c, run, List.of(), advance);
