@@ -75,11 +75,11 @@ public final class Inspection {
     private List<Row> rows(Connection c, String anchor, UUID value) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE tree AS (
-                  SELECT r.* FROM {schema}.run r WHERE %s
+                  SELECT r.* FROM {schema}.run r WHERE %2$s
                   UNION ALL
                   SELECT k.* FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
                 )
-                SELECT t.id, t.message_id, m.topic, t.saga, t.lineage, t.parent_id, %s, t.phase = 'ROLLBACK',
+                SELECT t.id, t.message_id, m.topic, t.saga, t.lineage, t.parent_id, %1$s, t.phase = 'ROLLBACK',
                        t.created_at, t.started_at, t.finished_at, t.failure::text
                   FROM tree t JOIN {schema}.message m ON m.id = t.message_id
                  ORDER BY t.created_at, t.id
@@ -276,10 +276,10 @@ public final class Inspection {
             values.add(q.before());
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %s, r.created_at, r.finished_at,
+                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                        r.failure->>'message'
                   FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
-                 WHERE %s
+                 WHERE %2$s
                  ORDER BY r.created_at DESC, r.id DESC
                  LIMIT ?
                 """.formatted(shownStatus("r"), where)))) {
