@@ -172,6 +172,34 @@ class CancellationTest {
     }
 
     @Test
+    void cancelling_a_parent_that_waits_for_a_delayed_child_settles_the_child_before_it_starts(
+            DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("cancel-delayed-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("cancel-delayed-child", Empty.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        Saga<Empty> root = Saga.on(rootTopic, "cancel-delayed-root-saga")
+                .step("r0", step -> step.launch(childTopic, new Empty(), step.startedAt().plus(Duration.ofHours(1))))
+                .compensateWith((step, cause) -> ran.add("compensated root:r0"))
+                .step("r1", step -> ran.add("r1 (must not run)"))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "cancel-delayed-child-saga")
+                .step("c0", step -> ran.add("c0 (must not run)"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(rootTopic, new Empty());
+            Await.until("the root to wait for its delayed child", WAIT,
+                    () -> client.statuses(id).equals(List.of(RunStatus.WAITING)));
+            assertThat(client.cancel(id, "not any more")).isEqualTo(CancelResult.REQUESTED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            List<Event> events = client.events(id);
+            assertThat(ran).as(EventLog.table(events)).containsExactly("compensated root:r0");
+            assertThat(events.stream().filter(e -> "cancel-delayed-child-saga".equals(e.saga())).map(Event::type))
+                    .containsExactly(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
+        }
+    }
+
+    @Test
     void a_step_that_checks_give_up_if_requested_stops_early_and_the_run_rolls_back(DataSource dataSource)
             throws Exception {
         String table = CompensationTest.createTable(dataSource, "cancel_cooperative_writes");
