@@ -46,6 +46,7 @@ public final class EngineRuntime {
         this.config = config;
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
+        config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
