@@ -280,7 +280,8 @@ final class Commands {
             }
             if (v.outcomeMessage() != null) {
                 cli.out().println("Published " + v.outcomeMessage() + " on '" + TerminalText.escape(
-                        v.status() == dev.coop.join.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic()) + "'");
+                        v.status() == dev.coop.join.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic())
+                        + "'");
             }
         }
     }

@@ -247,7 +247,8 @@ class CoopCliTest {
 
     @Test
     void schedules_lists_the_schedules_and_join_shows_a_join() {
-        client.schedule("cli-nightly", ORDERS, new Order("nightly", false), dev.coop.schedule.Schedule.cron("0 3 * * *"));
+        client.schedule("cli-nightly", ORDERS, new Order("nightly", false),
+                dev.coop.schedule.Schedule.cron("0 3 * * *"));
         Result list = coop("schedules");
         assertThat(list.exit()).as(list.err()).isZero();
         assertThat(list.out()).startsWith("NAME").contains("cli-nightly", "cli-order", "cron '0 3 * * *' in UTC");
