@@ -248,12 +248,39 @@ class HostileCliTest {
         assertThat(subtree.out()).contains("cli-huge-item on cli-huge-item  ROLLED_BACK");
     }
 
+    /** An out-of-memory error while printing is a failure, said so, never a silent exit 0. */
+    @Test
+    void running_out_of_memory_is_a_failure() throws Exception {
+        Topic<Item> items = Topic.of("cli-oom-item", Item.class);
+        Saga<Item> parent = Saga.on(Topic.of("cli-oom", Item.class), "cli-oom").step("fan-out", step -> {
+            for (int i = 0; i < 3_000; i++) {
+                step.launch(items, new Item(i));
+            }
+        }).build();
+        MessageId id;
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent).start()) {
+            id = engine.client().launch(parent.topic(), new Item(0));
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(60))).isEqualTo(Outcome.COMMITTED);
+        }
+        Result events = heap("-Xmx12m", "events", id.toString(), "--json", "--limit", "100000");
+        assertThat(events.exit()).as(events.out()).isEqualTo(CoopCli.EXIT_FAILURE);
+        assertThat(events.err()).contains("Out of memory");
+    }
+
     /** Runs {@code coop args} in a JVM of its own with a 32 MB heap. */
     private Result smallHeap(String... args) throws Exception {
+        String[] all = new String[args.length + 1];
+        all[0] = "-Xmx32m";
+        System.arraycopy(args, 0, all, 1, args.length);
+        return heap(all);
+    }
+
+    /** Runs {@code coop args[1..]} in a JVM of its own with the heap option {@code args[0]}. */
+    private Result heap(String... args) throws Exception {
         java.util.List<String> command = new java.util.ArrayList<>(java.util.List.of(
-                ProcessHandle.current().info().command().orElse("java"), "-Xmx32m", "-cp",
+                ProcessHandle.current().info().command().orElse("java"), args[0], "-cp",
                 System.getProperty("java.class.path"), CoopCli.class.getName()));
-        command.addAll(java.util.List.of(args));
+        command.addAll(java.util.List.of(args).subList(1, args.length));
         ProcessBuilder pb = new ProcessBuilder(command);
         pb.environment().put("COOP_JDBC_URL", db.jdbcUrl());
         pb.environment().put("COOP_JDBC_USER", db.server().user());
