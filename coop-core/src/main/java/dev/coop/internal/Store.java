@@ -119,12 +119,15 @@ public final class Store {
             if (!rs.next()) {
                 return null;
             }
-            Integer[] history = (Integer[]) rs.getArray("history").getArray();
+            java.sql.Array recent = rs.getArray("recent");
+            StepHistory history = new StepHistory(ints(rs.getArray("iterations")),
+                    recent == null ? new int[0] : ints(recent), rs.getObject("rollback_instance", Integer.class),
+                    rs.getObject("rollback_iteration", Integer.class));
             return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                     rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                     rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
                     rs.getString("next_step"),
-                    rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
+                    rs.getInt("steps_done"), history,
                     rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
                     rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
                     rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
@@ -134,6 +137,27 @@ public final class Store {
                     rs.getString("topic"), rs.getString("payload"),
                     rs.getObject("message_created_at", OffsetDateTime.class),
                     rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
+        }
+    }
+
+    /**
+     * The instances of {@code run} before {@code seq}, newest first, at most {@code limit}: for the rare walk back
+     * past what the claim read ({@link StepHistory#recent()}).
+     */
+    public int[] instancesBefore(Connection c, UUID run, int seq, int limit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT instance FROM {schema}.run_step WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
+                """))) {
+            ps.setObject(1, run);
+            ps.setInt(2, seq);
+            ps.setInt(3, limit);
+            List<Integer> instances = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    instances.add(rs.getInt(1));
+                }
+            }
+            return instances.stream().mapToInt(Integer::intValue).toArray();
         }
     }
 
@@ -244,8 +268,11 @@ public final class Store {
             ps.setString(++i, next.nextStep());
             ps.setString(++i, next.finalStep());
             ps.setInt(++i, next.stepsDone());
-            setInteger(ps, ++i, next.historyAppend());
-            setInteger(ps, ++i, next.historyAppend());
+            if (next.iterations() == null) {
+                ps.setNull(++i, Types.ARRAY);
+            } else {
+                ps.setArray(++i, c.createArrayOf("integer", Arrays.stream(next.iterations()).boxed().toArray()));
+            }
             ps.setInt(++i, next.attempt());
             ps.setInt(++i, next.pendingChildren());
             ps.setBoolean(++i, next.keepFailedChildren());
@@ -268,6 +295,11 @@ public final class Store {
             ps.setObject(++i, run.id());
             ps.setString(++i, run.xact());
             ps.setBoolean(++i, next.checkCancellation());
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, next.instanceSeq());
+            setInteger(ps, ++i, next.instance());
+            ps.setInt(++i, next.instanceIteration());
+            setInteger(ps, ++i, next.instance());
             bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
                     run.claimedAt());
             return readCounted(ps);
