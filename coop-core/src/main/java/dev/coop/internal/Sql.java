@@ -9,7 +9,9 @@ final class Sql {
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
-     * selection (by saga and due time, or by run id).
+     * selection (by saga and due time, or by run id). The newest step instances ({@code run_step}) are read with the
+     * statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
+     * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
      */
     static final String CLAIM = """
             WITH claimed AS (
@@ -28,14 +30,14 @@ final class Sql {
               SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
-                   CASE WHEN NOT c.rollback THEN ARRAY(SELECT s.instance FROM {schema}.run_step s
-                                                        WHERE s.run_id = c.id ORDER BY s.seq DESC LIMIT %d) END
-                     AS recent,
-                   rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
+                   t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
+              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.seq DESC) AS recent, max(s.seq) AS recent_top
+                                   FROM (SELECT seq, instance FROM {schema}.run_step
+                                          WHERE run_id = c.id ORDER BY seq DESC LIMIT %d) s) t ON NOT c.rollback
               LEFT JOIN {schema}.run_step rs ON c.rollback AND rs.run_id = c.id AND rs.seq = c.rollback_seq
             """
             .replace("%d", String.valueOf(StepHistory.RECENT));

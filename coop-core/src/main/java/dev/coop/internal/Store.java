@@ -114,15 +114,12 @@ public final class Store {
         }
     }
 
-    private static ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
+    private ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
         try (ResultSet rs = ps.executeQuery()) {
             if (!rs.next()) {
                 return null;
             }
-            java.sql.Array recent = rs.getArray("recent");
-            StepHistory history = new StepHistory(ints(rs.getArray("iterations")),
-                    recent == null ? new int[0] : ints(recent), rs.getObject("rollback_instance", Integer.class),
-                    rs.getObject("rollback_iteration", Integer.class));
+            StepHistory history = history(ps.getConnection(), rs);
             return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                     rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                     rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
@@ -141,10 +138,51 @@ public final class Store {
     }
 
     /**
+     * What the claim read of the run's step instances. The claim's snapshot can predate the commit of the run version
+     * it locked (a transaction that committed between the statement's start and its lock); the instances that
+     * transaction wrote are then missing, and are read again here with a new snapshot. Rows of {@code run_step} never
+     * change, so what was seen is right.
+     */
+    private StepHistory history(Connection c, ResultSet rs) throws SQLException {
+        UUID run = rs.getObject("id", UUID.class);
+        int stepsDone = rs.getInt("steps_done");
+        int[] iterations = ints(rs.getArray("iterations"));
+        Array recentArray = rs.getArray("recent");
+        int[] recent = recentArray == null ? new int[0] : ints(recentArray);
+        Integer top = rs.getObject("recent_top", Integer.class);
+        Integer rollbackSeq = rs.getObject("rollback_seq", Integer.class);
+        Integer rollbackInstance = rs.getObject("rollback_instance", Integer.class);
+        Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
+        if (rs.getBoolean("rollback")) {
+            if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
+                try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                        "SELECT instance, iteration FROM {schema}.run_step WHERE run_id = ? AND seq = ?"))) {
+                    ps.setObject(1, run);
+                    ps.setInt(2, rollbackSeq);
+                    try (ResultSet again = ps.executeQuery()) {
+                        if (again.next()) {
+                            rollbackInstance = again.getInt(1);
+                            rollbackIteration = again.getInt(2);
+                        }
+                    }
+                }
+            }
+        } else if (stepsDone > 0 && (top == null || top != stepsDone - 1)) {
+            recent = instancesBefore(c, schema, run, stepsDone, StepHistory.RECENT);
+        }
+        return new StepHistory(iterations, recent, rollbackInstance, rollbackIteration);
+    }
+
+    /**
      * The instances of {@code run} before {@code seq}, newest first, at most {@code limit}: for the rare walk back
      * past what the claim read ({@link StepHistory#recent()}).
      */
     public int[] instancesBefore(Connection c, UUID run, int seq, int limit) throws SQLException {
+        return instancesBefore(c, schema, run, seq, limit);
+    }
+
+    private static int[] instancesBefore(Connection c, SchemaName schema, UUID run, int seq, int limit)
+            throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT instance FROM {schema}.run_step WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
                 """))) {
