@@ -52,9 +52,9 @@ public final class Inspection {
     static final int MAX_LOADED = 10_000;
 
     private static final String ROW = """
-            SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, r.status, r.phase = 'ROLLBACK',
+            SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, %s, r.phase = 'ROLLBACK',
                    r.created_at, r.started_at, r.finished_at, r.failure::text
-            """;
+            """.formatted(shownStatus("r"));
 
     /** The runs read and, for collapsed runs, their children's counts. */
     private record Read(List<Row> rows, Map<UUID, List<CollapsedRuns>> collapsed,
@@ -190,9 +190,9 @@ public final class Inspection {
     private Map<UUID, List<CollapsedRuns>> childGroups(Connection c, List<UUID> parents) throws SQLException {
         Map<UUID, Map<String, Map<RunStatus, Long>>> counts = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT parent_id, saga, status, count(*) FROM {schema}.run
-                 WHERE parent_id = ANY(?) GROUP BY parent_id, saga, status ORDER BY parent_id, saga, status
-                """))) {
+                SELECT r.parent_id, r.saga, %s AS shown, count(*) FROM {schema}.run r
+                 WHERE r.parent_id = ANY(?) GROUP BY r.parent_id, r.saga, shown ORDER BY r.parent_id, r.saga, shown
+                """.formatted(shownStatus("r"))))) {
             ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -477,11 +477,24 @@ public final class Inspection {
         return name.endsWith(LogNames.HANDLER_SUFFIX) ? StepView.Kind.CHILD_FAILURE_HANDLER : StepView.Kind.STEP;
     }
 
+    /**
+     * The status readers show for the run aliased {@code alias}: a RUNNABLE run that still awaits children (it is
+     * due early, at a barrier timer or its deadline) is WAITING.
+     */
+    private static String shownStatus(String alias) {
+        return ("CASE WHEN %1$s.status = 'RUNNABLE' AND %1$s.pending_children > 0 THEN 'WAITING' ELSE %1$s.status END")
+                .formatted(alias);
+    }
+
     /** Runs newest first, filtered; every condition is a fixed fragment with a bound value. */
     public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {
         StringBuilder where = new StringBuilder("TRUE");
         List<Object> values = new ArrayList<>();
-        if (q.status() != null) {
+        if (q.status() == dev.coop.RunStatus.WAITING) {
+            where.append(" AND (r.status = 'WAITING' OR (r.status = 'RUNNABLE' AND r.pending_children > 0))");
+        } else if (q.status() == dev.coop.RunStatus.RUNNABLE) {
+            where.append(" AND r.status = 'RUNNABLE' AND r.pending_children = 0");
+        } else if (q.status() != null) {
             where.append(" AND r.status = ?");
             values.add(q.status().name());
         }
@@ -502,13 +515,13 @@ public final class Inspection {
             values.add(q.before());
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.status, r.created_at, r.finished_at,
+                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                        r.failure->>'message'
                   FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
-                 WHERE %s
+                 WHERE %2$s
                  ORDER BY r.created_at DESC, r.id DESC
                  LIMIT ?
-                """.formatted(where)))) {
+                """.formatted(shownStatus("r"), where)))) {
             int i = 0;
             for (Object v : values) {
                 ps.setObject(++i, v);
@@ -537,9 +550,13 @@ public final class Inspection {
         List<String> parts = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE h AS (
-                  SELECT id, saga, status FROM {schema}.run WHERE message_id = ?
+                  SELECT id, saga, CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING'
+                                        ELSE status END AS status
+                    FROM {schema}.run WHERE message_id = ?
                   UNION ALL
-                  SELECT r.id, r.saga, r.status FROM {schema}.run r JOIN h ON r.parent_id = h.id
+                  SELECT r.id, r.saga, CASE WHEN r.status = 'RUNNABLE' AND r.pending_children > 0 THEN 'WAITING'
+                                            ELSE r.status END
+                    FROM {schema}.run r JOIN h ON r.parent_id = h.id
                 )
                 SELECT saga, status, count(*)::int AS n,
                        EXISTS (SELECT 1 FROM {schema}.engine e WHERE e.stopped_at IS NULL AND h.saga = ANY(e.sagas))
