@@ -402,13 +402,19 @@ public final class CoopClient {
     /**
      * The cooperation tree below a message: every run that handled it, their steps (with start and end times, what
      * each launched, and failures with their full cause chains), and recursively the runs those steps caused.
+     * Read within bounds: in a tree of more than 5,000 runs, a run that caused more than 100 runs has them counted
+     * per saga and status ({@link RunView#collapsed()}) and lists only those that did not commit (at most 100);
+     * see docs/inspection.md for what such a read leaves out.
      */
     public Hierarchy tree(MessageId message) {
         Objects.requireNonNull(message, "message");
         return inTransaction("read the tree of message " + message, c -> inspection.hierarchy(c, message));
     }
 
-    /** The cooperation tree below one run. */
+    /**
+     * The cooperation tree below one run (a subtree), read within the same bounds as {@link #tree(MessageId)}; only
+     * the subtree's own runs and events are read, however large the rest of its hierarchy.
+     */
     public RunView tree(Lineage run) {
         Objects.requireNonNull(run, "run");
         return inTransaction("read the tree of run " + run, c -> inspection.run(c, run));

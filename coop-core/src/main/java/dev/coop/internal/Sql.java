@@ -9,13 +9,15 @@ final class Sql {
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
-     * selection (by saga and due time, or by run id).
+     * selection (by saga and due time, or by run id). The newest step instances ({@code run_step}) are read with the
+     * statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
+     * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
      */
     static final String CLAIM = """
             WITH claimed AS (
               SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
                      r.next_step,
-                     r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
+                     r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
                      r.waiting_since, clock_timestamp() AS claimed_at
@@ -28,11 +30,17 @@ final class Sql {
               SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
+                   t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
-            """;
+              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.seq DESC) AS recent, max(s.seq) AS recent_top
+                                   FROM (SELECT seq, instance FROM {schema}.run_step
+                                          WHERE run_id = c.id ORDER BY seq DESC LIMIT %d) s) t ON NOT c.rollback
+              LEFT JOIN {schema}.run_step rs ON c.rollback AND rs.run_id = c.id AND rs.seq = c.rollback_seq
+            """
+            .replace("%d", String.valueOf(StepHistory.RECENT));
 
     /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now.
@@ -81,7 +89,7 @@ final class Sql {
               UPDATE {schema}.run
                  SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
                      steps_done = ?,
-                     history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
+                     iterations = coalesce(?::int[], iterations),
                      attempt = ?, pending_children = ?,
                      failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
                      waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
@@ -100,6 +108,9 @@ final class Sql {
                  AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+            ), instance AS (
+              INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
+              SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL
             ), %s
             """)
             .formatted(Sql.COUNT_OFF_PARENT.formatted("AND (SELECT count(*) FROM events) >= 0"));

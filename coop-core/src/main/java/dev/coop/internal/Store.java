@@ -114,17 +114,17 @@ public final class Store {
         }
     }
 
-    private static ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
+    private ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
         try (ResultSet rs = ps.executeQuery()) {
             if (!rs.next()) {
                 return null;
             }
-            Integer[] history = (Integer[]) rs.getArray("history").getArray();
+            StepHistory history = history(ps.getConnection(), rs);
             return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                     rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                     rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
                     rs.getString("next_step"),
-                    rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
+                    rs.getInt("steps_done"), history,
                     rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
                     rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
                     rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
@@ -134,6 +134,68 @@ public final class Store {
                     rs.getString("topic"), rs.getString("payload"),
                     rs.getObject("message_created_at", OffsetDateTime.class),
                     rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
+        }
+    }
+
+    /**
+     * What the claim read of the run's step instances. The claim's snapshot can predate the commit of the run version
+     * it locked (a transaction that committed between the statement's start and its lock); the instances that
+     * transaction wrote are then missing, and are read again here with a new snapshot. Rows of {@code run_step} never
+     * change, so what was seen is right.
+     */
+    private StepHistory history(Connection c, ResultSet rs) throws SQLException {
+        UUID run = rs.getObject("id", UUID.class);
+        int stepsDone = rs.getInt("steps_done");
+        int[] iterations = ints(rs.getArray("iterations"));
+        Array recentArray = rs.getArray("recent");
+        int[] recent = recentArray == null ? new int[0] : ints(recentArray);
+        Integer top = rs.getObject("recent_top", Integer.class);
+        Integer rollbackSeq = rs.getObject("rollback_seq", Integer.class);
+        Integer rollbackInstance = rs.getObject("rollback_instance", Integer.class);
+        Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
+        if (rs.getBoolean("rollback")) {
+            if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
+                try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                        "SELECT instance, iteration FROM {schema}.run_step WHERE run_id = ? AND seq = ?"))) {
+                    ps.setObject(1, run);
+                    ps.setInt(2, rollbackSeq);
+                    try (ResultSet again = ps.executeQuery()) {
+                        if (again.next()) {
+                            rollbackInstance = again.getInt(1);
+                            rollbackIteration = again.getInt(2);
+                        }
+                    }
+                }
+            }
+        } else if (stepsDone > 0 && (top == null || top != stepsDone - 1)) {
+            recent = instancesBefore(c, schema, run, stepsDone, StepHistory.RECENT);
+        }
+        return new StepHistory(iterations, recent, rollbackInstance, rollbackIteration);
+    }
+
+    /**
+     * The instances of {@code run} before {@code seq}, newest first, at most {@code limit}: for the rare walk back
+     * past what the claim read ({@link StepHistory#recent()}).
+     */
+    public int[] instancesBefore(Connection c, UUID run, int seq, int limit) throws SQLException {
+        return instancesBefore(c, schema, run, seq, limit);
+    }
+
+    private static int[] instancesBefore(Connection c, SchemaName schema, UUID run, int seq, int limit)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT instance FROM {schema}.run_step WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
+                """))) {
+            ps.setObject(1, run);
+            ps.setInt(2, seq);
+            ps.setInt(3, limit);
+            List<Integer> instances = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    instances.add(rs.getInt(1));
+                }
+            }
+            return instances.stream().mapToInt(Integer::intValue).toArray();
         }
     }
 
@@ -244,8 +306,11 @@ public final class Store {
             ps.setString(++i, next.nextStep());
             ps.setString(++i, next.finalStep());
             ps.setInt(++i, next.stepsDone());
-            setInteger(ps, ++i, next.historyAppend());
-            setInteger(ps, ++i, next.historyAppend());
+            if (next.iterations() == null) {
+                ps.setNull(++i, Types.ARRAY);
+            } else {
+                ps.setArray(++i, c.createArrayOf("integer", Arrays.stream(next.iterations()).boxed().toArray()));
+            }
             ps.setInt(++i, next.attempt());
             ps.setInt(++i, next.pendingChildren());
             ps.setBoolean(++i, next.keepFailedChildren());
@@ -268,6 +333,11 @@ public final class Store {
             ps.setObject(++i, run.id());
             ps.setString(++i, run.xact());
             ps.setBoolean(++i, next.checkCancellation());
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, next.instanceSeq());
+            setInteger(ps, ++i, next.instance());
+            ps.setInt(++i, next.instanceIteration());
+            setInteger(ps, ++i, next.instance());
             bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
                     run.claimedAt());
             return readCounted(ps);
