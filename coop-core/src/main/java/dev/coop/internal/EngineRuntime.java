@@ -34,21 +34,23 @@ public final class EngineRuntime {
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
-            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers) {
+            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers, Time time) {
     }
 
     private final Config config;
+    private volatile Runnable unsubscribeJumps = () -> {
+    };
 
     public EngineRuntime(Config config) {
         this.config = config;
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers()),
+                new Store(config.schema(), config.requireHandlers(), config.time()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
-                ? new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
+                ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
                         config.pollInterval().toNanos(), context.dispatcher()::wake)
                 : null;
     }
@@ -68,7 +70,7 @@ public final class EngineRuntime {
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake), "listener");
+                    config.engineId(), this::wake, config.time().controlled()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");
@@ -79,6 +81,8 @@ public final class EngineRuntime {
             workers.add(thread(task, "worker-" + i));
         }
         joinTimerThread = thread(joinTimer, "join-timer");
+        // a time source that jumps (a test clock) must not leave timers armed with the old time
+        unsubscribeJumps = config.time().onJump(this::timeJumped);
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
@@ -113,6 +117,17 @@ public final class EngineRuntime {
     /** What {@link #wake(String)} takes to make the schedule timer read the next due time again. */
     public static final String SCHEDULES_CHANGED = ScheduleTimer.NOTIFICATION;
 
+    /** The time jumped: read every due time again now (runs, schedules, join timeouts). */
+    private void timeJumped() {
+        context.dispatcher().probeNow();
+        if (timer != null) {
+            timer.nudge();
+        }
+        if (joinTimer != null) {
+            joinTimer.nudge();
+        }
+    }
+
     public Completions completions() {
         return context.completions();
     }
@@ -122,6 +137,7 @@ public final class EngineRuntime {
      * transaction rolls back; another engine redoes the step).
      */
     public void stop(Duration timeout) {
+        unsubscribeJumps.run();
         context.dispatcher().stop();
         if (timer != null) {
             timer.stop();

@@ -42,6 +42,8 @@ public final class JoinTimer implements Runnable {
     private boolean pausing;
     private long hint;
     private boolean hinted;
+    /** Read the earliest timeout again without pausing: asked for while a probe ran (a notification, a time jump). */
+    private boolean nudged;
     private boolean stopped;
 
     JoinTimer(String engineId, DataSource dataSource, SchemaName schema, JoinBook book, long pollNanos,
@@ -82,7 +84,10 @@ public final class JoinTimer implements Runnable {
 
     /** Read the earliest timeout again now (a join with a timeout was started, maybe in another process). */
     void nudge() {
-        wakeBy(System.nanoTime());
+        synchronized (monitor) {
+            nudged = true;
+            monitor.notifyAll();
+        }
     }
 
     void stop() {
@@ -166,7 +171,8 @@ public final class JoinTimer implements Runnable {
             try {
                 while (!stopped) {
                     long left = wakeAt - System.nanoTime();
-                    if (left <= 0) {
+                    if (left <= 0 || nudged) {
+                        nudged = false;
                         return true;
                     }
                     TimeUnit.NANOSECONDS.timedWait(monitor, left);

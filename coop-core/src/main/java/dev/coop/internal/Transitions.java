@@ -110,7 +110,8 @@ final class Transitions {
      */
     void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {
-        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
+        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE
+                .equals(Failure.fromJson(cause).type());
         if (childRollbackFailed) {
             entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
         } else {
