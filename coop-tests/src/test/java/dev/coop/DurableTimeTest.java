@@ -116,6 +116,6 @@ class DurableTimeTest {
     }
 
     static Instant dbNow(CoopEngine engine) {
-        return engine.client().databaseTime();
+        return engine.client().now();
     }
 }

@@ -47,7 +47,7 @@ final class Timers {
         HikariDataSource clientPool = db.pool(4, "bench-timer-client-" + tag);
         try (CoopEngine engine = Coop.engine(env.pool).workers(o.workers).register(saga).start()) {
             CoopClient client = Coop.client(clientPool);
-            Instant base = client.databaseTime().plusMillis(500);
+            Instant base = client.now().plusMillis(500);
             List<MessageId> ids = new ArrayList<>();
             for (int i = 0; i < samples; i++) {
                 Instant at = base.plusMillis(2000L * i / samples);

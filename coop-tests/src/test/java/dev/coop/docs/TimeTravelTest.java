@@ -60,7 +60,7 @@ class TimeTravelTest {
     void a_day_of_saga_time_passes_in_milliseconds(DataSource dataSource) {
         long began = System.nanoTime();
         // tag::test-clock[]
-        TestClock clock = new TestClock();                      // time stands still until the test advances it
+        TestClock clock = new TestClock(); // time stands still until the test advances it
         Saga<Renewal> renewal = Saga.on(RENEWAL, "renewal")
                 .step("remind", step -> {
                 })
@@ -80,26 +80,26 @@ class TimeTravelTest {
         }).build();
         CoopTables tables = CoopTables.of(dataSource);
         try (CoopEngine engine = Coop.engine(dataSource).clock(clock).register(renewal, transfer, report).start()) {
-            CoopClient client = engine.client();                // uses the engine's clock
+            CoopClient client = engine.client(); // uses the engine's clock
             MessageId sleeper = client.launch(RENEWAL, new Renewal("ada"));
             MessageId late = client.launch(RENEWAL, new Renewal("bob"), CooperationContext.of(Deadlines.HAPPY_PATH,
                     Deadline.at(clock.instant().plus(Duration.ofHours(1)), "renewal desk")));
             MessageId retried = client.launch(TRANSFER, new Transfer("acc-1"));
-            client.schedule("nightly", REPORT, new Report("sales"), Schedule.cron("0 3 * * *"));  // 03:00 UTC
+            client.schedule("nightly", REPORT, new Report("sales"), Schedule.cron("0 3 * * *")); // 03:00 UTC
             JoinId export = client.joins().start(JoinSpec.expecting(1).onComplete(EXPORTED).onFail(EXPORT_LATE)
                     .timeout(Duration.ofHours(1)));
 
             Await.until("everything waits", WAIT, () -> tables.idleAt(clock.now()));
-            clock.advance(Duration.ofHours(1));                 // the deadline passes, the join times out
+            clock.advance(Duration.ofHours(1)); // the deadline passes, the join times out
             assertThat(client.awaitCompletion(late, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(Renderers.text().render(client.tree(late))).contains("DeadlineMissedException");
             Await.until("the join timed out", WAIT,
                     () -> client.joins().get(export).status() == JoinStatus.TIMED_OUT);
 
-            clock.advance(Duration.ofMinutes(10));              // the bank is called again
+            clock.advance(Duration.ofMinutes(10)); // the bank is called again
             assertThat(client.awaitCompletion(retried, WAIT)).isEqualTo(Outcome.COMMITTED);
 
-            clock.advance(Duration.ofHours(23));                // a day after the launch
+            clock.advance(Duration.ofHours(23)); // a day after the launch
             assertThat(client.awaitCompletion(sleeper, WAIT)).isEqualTo(Outcome.COMMITTED);
             MessageId nightly = Await.value("the nightly report", WAIT,
                     () -> client.schedules().getFirst().lastMessage());
