@@ -99,7 +99,7 @@ public final class CoopClient {
     }
 
     /**
-     * Launches a message now whose runs start at {@code at} (by the database's clock), not before: a delayed
+     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before: a delayed
      * launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
      */
     public <P> MessageId launch(Topic<P> topic, P payload, Instant at) {

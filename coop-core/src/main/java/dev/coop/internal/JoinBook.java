@@ -472,7 +472,7 @@ public final class JoinBook {
     }
 
     /**
-     * Ends open joins whose timeout passed (database clock), at most {@value #TIMEOUT_BATCH}, skipping joins another
+     * Ends open joins whose timeout passed (by the engine's time), at most {@value #TIMEOUT_BATCH}, skipping joins another
      * transaction holds, and publishes their on-fail messages.
      */
     public Fired fireTimeouts(Connection c) throws SQLException {

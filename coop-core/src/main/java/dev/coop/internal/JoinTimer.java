@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
  * An engine's thread that times joins out. It reads when the earliest open join is due (one probe of the partial
  * index {@code join_group_due}), sleeps until then or for the poll interval, whichever comes first, and fires the due
  * joins with {@code FOR UPDATE SKIP LOCKED}, so that engines sharing a schema never publish a join's outcome twice.
- * Due decisions use the database's clock. A join started in this JVM moves the next wake-up earlier
+ * Due decisions use the engine's time ({@link Time}). A join started in this JVM moves the next wake-up earlier
  * ({@link #expect}); joins started elsewhere announce themselves with the {@value #NOTIFICATION} notification (or are
  * seen at the next probe, within the poll interval).
  */

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The {@code schedule} table: creating, replacing, removing and listing schedules (clients), and firing due periods
- * (engines). Every method runs inside the caller's transaction; every time comes from the database's clock.
+ * (engines). Every method runs inside the caller's transaction; every time comes from the engine's time ({@link Time}).
  */
 public final class Schedules {
     private static final Logger log = LoggerFactory.getLogger(Schedules.class);

@@ -538,7 +538,7 @@ public final class Store {
         }
     }
 
-    /** A cancellation of the scope (failure JSON, or null) and the database's clock, in one round trip. */
+    /** A cancellation of the scope (failure JSON, or null) and the engine's time, in one round trip. */
     public record Liveness(String cancellation, java.time.Instant now) {
     }
 
