@@ -26,9 +26,10 @@ final class Listener implements Runnable {
     private final String engineId;
     private final Consumer<String> wake;
 
-    /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
+    /** Whether a time source decides (not the database's clock): delays in notifications are then only hints. */
     private final boolean timeControlled;
 
+    /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
     Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId,
             Consumer<String> wake, boolean timeControlled) {
         this.timeControlled = timeControlled;
