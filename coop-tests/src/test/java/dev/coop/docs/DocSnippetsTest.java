@@ -17,12 +17,12 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Docs that cannot lie: every {@code ```java} block of README.md and docs/*.md is a region of a sample in this package
- * (compiled and run by the tests here), copied verbatim.
+ * Docs that cannot lie: every {@code ```java} block of README.md and docs/*.md is a region of a sample, copied
+ * verbatim. Samples live in the test sources of a module (Coop's own in this package), and a test runs each.
  *
  * <p>
- * In Markdown, the line right above the block names the region: {@code <!-- snippet: name -->}. In the sample, the
- * region is the lines between {@code // tag::name[]} and {@code // end::name[]} (other tag lines inside are left
+ * In Markdown, the line right above the block names the region: {@code <!-- snippet: name -->}. In the sample (any
+ * file under a module's {@code src/test/java}), the region is the lines between {@code // tag::name[]} and {@code // end::name[]} (other tag lines inside are left
  * out); the common indentation is removed. Run with {@code -Dcoop.docs.update=true} to copy every region into the
  * docs instead of checking them.
  */
@@ -34,7 +34,13 @@ class DocSnippetsTest {
     @Test
     void every_java_block_in_the_docs_is_a_region_of_a_compiled_sample() throws IOException {
         Path root = projectRoot();
-        Map<String, String> regions = regions(root.resolve("coop-tests/src/test/java/dev/coop/docs"));
+        Map<String, String> regions = new LinkedHashMap<>();
+        try (Stream<Path> modules = Files.list(root)) {
+            for (Path tests : modules.map(m -> m.resolve("src/test/java")).filter(Files::isDirectory).sorted()
+                    .toList()) {
+                regions(tests, regions);
+            }
+        }
         List<String> problems = new ArrayList<>();
         for (Path doc : docs(root)) {
             String text = Files.readString(doc, StandardCharsets.UTF_8);
@@ -44,7 +50,7 @@ class DocSnippetsTest {
             }
         }
         assertThat(problems).as("Java blocks of the docs that are not their sample's region (mark each block with"
-                + " <!-- snippet: name --> on the line above, tag the region in coop-tests/src/test/java/dev/coop/docs,"
+                + " <!-- snippet: name --> on the line above, tag the region in a sample under a module's src/test/java,"
                 + " and run with -Dcoop.docs.update=true to copy regions into the docs)").isEmpty();
     }
 
@@ -79,9 +85,8 @@ class DocSnippetsTest {
         return out.toString();
     }
 
-    /** Every tagged region of the samples, by name, normalized. */
-    static Map<String, String> regions(Path dir) throws IOException {
-        Map<String, String> regions = new LinkedHashMap<>();
+    /** Adds every tagged region of the Java files below {@code dir}, by name, normalized. */
+    static void regions(Path dir, Map<String, String> regions) throws IOException {
         try (Stream<Path> files = Files.walk(dir)) {
             for (Path file : files.filter(f -> f.toString().endsWith(".java")).sorted().toList()) {
                 List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
@@ -107,7 +112,6 @@ class DocSnippetsTest {
                 }
             }
         }
-        return regions;
     }
 
     /** Trailing spaces, leading and trailing blank lines and the common indentation removed. */
