@@ -13,7 +13,7 @@ import java.util.UUID;
  *        path, the instance being rolled back)
  * @param started whether the run's SEEN was written before this claim
  * @param version bumped by every transaction that moved the run; detects concurrent progress
- * @param claimedAt when the claim was made, by the database's clock
+ * @param claimedAt when the claim was made, by the engine's time
  * @param cancellation the failure JSON of a cancellation of this run's scope, or null
  * @param context the run's cooperation context (JSON text), or null when empty
  * @param parentContext when the parent asked this run to roll back: the parent's context at that moment, or null

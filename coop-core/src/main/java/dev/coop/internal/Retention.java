@@ -85,9 +85,11 @@ public final class Retention {
             """;
 
     private final SchemaName schema;
+    private final Time time;
 
-    public Retention(SchemaName schema) {
+    public Retention(SchemaName schema, Time time) {
         this.schema = schema;
+        this.time = time;
     }
 
     /** Deletes every candidate hierarchy, {@value #BATCH} per transaction, and says what went. */
@@ -100,7 +102,7 @@ public final class Retention {
         Instant cutoff = null;
         while (true) {
             PruneResult batch = Tx.run(dataSource, "delete finished hierarchies older than " + olderThan,
-                    c -> pruneBatch(c, databaseTime(c).minus(olderThan)));
+                    c -> pruneBatch(c, now(c).minus(olderThan)));
             cutoff = cutoff == null ? batch.cutoff() : cutoff;
             hierarchies += batch.hierarchies();
             runs += batch.runs();
@@ -116,7 +118,7 @@ public final class Retention {
     /** What {@link #pruneAll} would delete now. */
     public PruneResult dryRun(DataSource dataSource, Duration olderThan) {
         return Tx.run(dataSource, "count finished hierarchies older than " + olderThan,
-                c -> dryRun(c, databaseTime(c).minus(olderThan)));
+                c -> dryRun(c, now(c).minus(olderThan)));
     }
 
     /** Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements. */
@@ -203,12 +205,9 @@ public final class Retention {
         return roots;
     }
 
-    /** The database's clock: every engine and client agrees on it. */
-    static Instant databaseTime(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT clock_timestamp()"); ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getObject(1, OffsetDateTime.class).toInstant();
-        }
+    /** The engine's time (the database's clock unless a time source is given): every engine and client agrees. */
+    Instant now(Connection c) throws SQLException {
+        return time.now(c);
     }
 
     private static OffsetDateTime at(Instant instant) {
