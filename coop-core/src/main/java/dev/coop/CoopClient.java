@@ -25,9 +25,11 @@ import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
 import dev.coop.internal.Operations;
+import dev.coop.internal.Retention;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Schedules;
 import dev.coop.internal.Store;
+import dev.coop.internal.Time;
 import dev.coop.internal.Topology;
 import dev.coop.internal.Tx;
 import dev.coop.internal.Uuids;
@@ -63,16 +65,18 @@ public final class CoopClient {
     private final Completions completions;
     private final Consumer<String> localWake;
     private final long firstPauseNanos;
+    private final Time time;
     private final Listeners listeners;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Listeners listeners) {
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time, Listeners listeners) {
         this.dataSource = dataSource;
-        this.store = new Store(schema, requireHandlers);
+        this.time = time;
+        this.store = new Store(schema, requireHandlers, time);
         this.topology = new Topology(schema);
-        this.operations = new Operations(schema);
+        this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
-        this.schedules = new Schedules(schema);
+        this.schedules = new Schedules(schema, time);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -99,7 +103,7 @@ public final class CoopClient {
     }
 
     /**
-     * Launches a message now whose runs start at {@code at} (by the database's clock), not before: a delayed
+     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before: a delayed
      * launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
      */
     public <P> MessageId launch(Topic<P> topic, P payload, Instant at) {
@@ -216,18 +220,29 @@ public final class CoopClient {
     }
 
     /**
-     * The database's clock: the one clock Coop compares due times and deadlines with. Use it to compute instants
-     * for {@link #launch(Topic, Object, Instant)}, sleeps and deadlines when the JVM's clock may differ.
+     * The time Coop compares due times and deadlines with: the client's {@link TimeSource} if it has one, otherwise
+     * the database's clock. Use it to compute instants for {@link #launch(Topic, Object, Instant)} and deadlines
+     * when the JVM's clock may differ.
      */
-    public Instant databaseTime() {
-        try (Connection c = dataSource.getConnection();
-                java.sql.Statement st = c.createStatement();
-                java.sql.ResultSet rs = st.executeQuery("SELECT clock_timestamp()")) {
-            rs.next();
-            return rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
+    public Instant now() {
+        if (time.controlled()) {
+            return time.bind().toInstant();
+        }
+        try (Connection c = dataSource.getConnection()) {
+            return time.now(c);
         } catch (SQLException e) {
             throw new CoopStoreException("Could not read the database's clock: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The same as {@link #now()}.
+     *
+     * @deprecated use {@link #now()}, which also follows a client's {@link TimeSource}
+     */
+    @Deprecated
+    public Instant databaseTime() {
+        return now();
     }
 
     /**
@@ -419,13 +434,19 @@ public final class CoopClient {
     /**
      * The cooperation tree below a message: every run that handled it, their steps (with start and end times, what
      * each launched, and failures with their full cause chains), and recursively the runs those steps caused.
+     * Read within bounds: in a tree of more than 5,000 runs, a run that caused more than 100 runs has them counted
+     * per saga and status ({@link RunView#collapsed()}) and lists only those that did not commit (at most 100);
+     * see docs/inspection.md for what such a read leaves out.
      */
     public Hierarchy tree(MessageId message) {
         Objects.requireNonNull(message, "message");
         return inTransaction("read the tree of message " + message, c -> inspection.hierarchy(c, message));
     }
 
-    /** The cooperation tree below one run. */
+    /**
+     * The cooperation tree below one run (a subtree), read within the same bounds as {@link #tree(MessageId)}; only
+     * the subtree's own runs and events are read, however large the rest of its hierarchy.
+     */
     public RunView tree(Lineage run) {
         Objects.requireNonNull(run, "run");
         return inTransaction("read the tree of run " + run, c -> inspection.run(c, run));
@@ -435,6 +456,37 @@ public final class CoopClient {
     public List<RunSummary> runs(RunQuery query) {
         Objects.requireNonNull(query, "query");
         return inTransaction("list runs", c -> inspection.runs(c, query));
+    }
+
+    /**
+     * Deletes every hierarchy whose root message's runs all finished more than {@code olderThan} ago (database time)
+     * and of which no run is runnable (also sleeping or due to retry), waiting or parked: its messages, events, runs
+     * and cancellations, whole, in one transaction per {@value dev.coop.internal.Retention#BATCH} hierarchies. A
+     * hierarchy an operator is acting on at that moment is left for the next time. What is deleted is gone from trees,
+     * logs, results and listings; a join that counted one of its messages keeps its counters, and a message id attached
+     * to a join afterwards stays pending until reported. Engines do the same by themselves with
+     * {@link CoopEngine.Builder#retention(Duration)}.
+     *
+     * @param olderThan zero or positive; zero deletes every finished hierarchy
+     */
+    public PruneResult prune(Duration olderThan) {
+        checkAge(olderThan);
+        return new Retention(store.schema(), time).pruneAll(dataSource, olderThan);
+    }
+
+    /** What {@link #prune(Duration)} would delete now: how many hierarchies, and a sample of their roots. */
+    public PruneResult pruneDryRun(Duration olderThan) {
+        checkAge(olderThan);
+        return new Retention(store.schema(), time).dryRun(dataSource, olderThan);
+    }
+
+    private static void checkAge(Duration olderThan) {
+        if (olderThan == null || olderThan.isNegative()) {
+            throw new CoopValidationException("olderThan must be zero or positive, was " + olderThan);
+        }
+        if (olderThan.compareTo(Duration.ofDays(365L * 1000)) > 0) {
+            throw new CoopValidationException("olderThan must be at most 1000 years, was " + olderThan);
+        }
     }
 
     /**
@@ -505,7 +557,7 @@ public final class CoopClient {
 
     /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
     public Joins joins() {
-        return new dev.coop.internal.JoinService(dataSource, store.schema(), json);
+        return new dev.coop.internal.JoinService(dataSource, store, json);
     }
 
     /** Settings of a client; each is validated as it is set. */
@@ -518,6 +570,7 @@ public final class CoopClient {
         private boolean migrate = true;
         private boolean requireHandlers;
         private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
+        private TimeSource clock;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -580,6 +633,15 @@ public final class CoopClient {
             return this;
         }
 
+        /**
+         * Where the client reads the time for delayed launches, schedules, join timeouts and operator actions
+         * (default: the database's clock); the same source as the engines of the schema. See {@link TimeSource}.
+         */
+        public Builder clock(TimeSource clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
         public CoopClient build() {
             SchemaName name = new SchemaName(schema);
             if (migrate) {
@@ -588,7 +650,7 @@ public final class CoopClient {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
             return new CoopClient(dataSource, name, json, new Completions(), saga -> {
-            }, false, requireHandlers, listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
+            }, false, requireHandlers, Time.of(clock), listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
         }
     }
 }

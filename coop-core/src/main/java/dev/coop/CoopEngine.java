@@ -7,6 +7,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
+import dev.coop.internal.Time;
 import dev.coop.internal.SchemaName;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -71,11 +72,13 @@ public final class CoopEngine implements AutoCloseable {
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private ObjectMapper objectMapper;
         private boolean requireHandlers;
+        private Duration retention;
         /** HikariCP's maximumPoolSize when none is set. */
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
         private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
+        private TimeSource clock;
 
         Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -146,6 +149,23 @@ public final class CoopEngine implements AutoCloseable {
          */
         public Builder schedules(boolean enabled) {
             this.schedules = enabled;
+            return this;
+        }
+
+        /**
+         * Deletes finished hierarchies once every run of their root message finished longer than {@code keep} ago
+         * (default: none is ever deleted). Deleted whole, root by root, in small batches, by a thread of this engine
+         * (engines sharing a schema share the work); a hierarchy with anything runnable, sleeping, waiting or parked
+         * is never touched. See {@link CoopClient#prune(Duration)} for what goes.
+         */
+        public Builder retention(Duration keep) {
+            if (keep == null || keep.isNegative() || keep.isZero()) {
+                throw new CoopValidationException("retention must be a positive duration, was " + keep);
+            }
+            if (keep.compareTo(Duration.ofDays(365L * 1000)) > 0) {
+                throw new CoopValidationException("retention must be at most 1000 years, was " + keep);
+            }
+            this.retention = keep;
             return this;
         }
 
@@ -221,6 +241,16 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Where the engine reads the time for due times, sleeps, retries, deadlines, barrier timers, schedules and
+         * join timeouts (default: the database's clock, read by the statements themselves). Every engine and client
+         * of a schema must use the same source; see {@link TimeSource}. Its {@link #client()} uses it too.
+         */
+        public Builder clock(TimeSource clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
         /** Migrates (unless turned off), registers the sagas, and starts the threads. */
         public CoopEngine start() {
             if (sagas.isEmpty()) {
@@ -236,13 +266,14 @@ public final class CoopEngine implements AutoCloseable {
             String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     java.util.List.copyOf(polymorphicPrefixes));
+            Time time = Time.of(clock);
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
-                            requireHandlers, listenersOf(listeners)));
+                            requireHandlers, retention, time, listenersOf(listeners)));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, listenersOf(listeners));
+                    runtime::wake, true, requireHandlers, time, listenersOf(listeners));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 

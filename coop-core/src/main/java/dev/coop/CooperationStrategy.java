@@ -6,7 +6,7 @@ import dev.coop.failure.GaveUpException;
 import java.util.Optional;
 
 /**
- * The five decisions of an engine's event loop (seed 001's {@code EventLoopStrategy}), as typed Java: whether to
+ * The five decisions of an engine's event loop, as typed Java: whether to
  * start a run, when a run waiting for its children resumes, on the happy path and on the rollback path, and when a
  * run gives up on either path. Every method has the standard behaviour as its default, so a strategy overrides only
  * what it changes. Set one per engine ({@link CoopEngine.Builder#strategy}) or per saga
@@ -37,8 +37,10 @@ public interface CooperationStrategy {
 
     /**
      * 3. Whether a run gives up its happy path before its next step (and when a step calls
-     * {@link StepContext#giveUpIfRequested()}): the reason becomes the cause of a {@link GaveUpException} and the run
-     * rolls back. Default: a cancellation of its scope, or its happy-path (or absolute) deadline passed.
+     * {@link StepContext#giveUpIfRequested()}, and while the run waits for its children: when a cancellation wakes it,
+     * at its deadline, and when a barrier timer fires): the reason becomes the cause of a {@link GaveUpException} and
+     * the run rolls back. A waiting run that gives up settles its children that have not started without running
+     * them. Default: a cancellation of its scope, or its happy-path (or absolute) deadline passed.
      */
     default Optional<Failure> giveUpOnHappyPath(RunFacts run) {
         return run.cancellation().or(() -> run.missedDeadline(false));

@@ -31,7 +31,7 @@ import picocli.CommandLine.TypeConversionException;
 @Command(name = "coop", mixinStandardHelpOptions = true, versionProvider = CoopCli.Version.class, description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
         Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
         Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
-        Commands.Schedules.class, Commands.Join.class,
+        Commands.Schedules.class, Commands.Join.class, Commands.Prune.class,
         Commands.Completion.class, Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
@@ -142,6 +142,11 @@ public final class CoopCli implements Runnable {
                 exit[0] = new CommandLine.RunLast().execute(parseResult);
             } catch (RuntimeException e) {
                 failed[0] = e;
+            } catch (OutOfMemoryError e) { // an Error would end the thread silently, and coop would exit 0
+                failed[0] = new CliException(EXIT_FAILURE, "Out of memory (give the JVM a larger heap, java -Xmx...; "
+                        + "for large hierarchies, page through events with --limit/--after)", e);
+            } catch (Error e) {
+                failed[0] = new CliException(EXIT_FAILURE, e.toString(), e);
             }
         }, "coop", STACK_BYTES);
         thread.start();

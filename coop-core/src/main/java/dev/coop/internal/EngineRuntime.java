@@ -30,26 +30,32 @@ public final class EngineRuntime {
     private Thread timerThread;
     private JoinTimer joinTimer;
     private Thread joinTimerThread;
+    private Pruner pruner;
+    private Thread prunerThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
-            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers, Listeners listeners) {
+            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
+            Duration retention, Time time, Listeners listeners) {
     }
 
     private final Config config;
+    private volatile Runnable unsubscribeJumps = () -> {
+    };
 
     public EngineRuntime(Config config) {
         this.config = config;
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
+        config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers()),
+                new Store(config.schema(), config.requireHandlers(), config.time()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
                 config.listeners());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
-                ? new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
+                ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
                         config.pollInterval().toNanos(), context.dispatcher()::wake)
                 : null;
     }
@@ -69,7 +75,7 @@ public final class EngineRuntime {
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake, config.listeners()), "listener");
+                    config.engineId(), this::wake, config.time().controlled(), config.listeners()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");
@@ -80,6 +86,14 @@ public final class EngineRuntime {
             workers.add(thread(task, "worker-" + i));
         }
         joinTimerThread = thread(joinTimer, "join-timer");
+        if (config.retention() != null) {
+            pruner = new Pruner(config.dataSource(), config.schema(), config.time(), config.engineId(),
+                    config.retention(),
+                    Pruner.interval(config.retention(), config.pollInterval()));
+            prunerThread = thread(pruner, "retention");
+        }
+        // a time source that jumps (a test clock) must not leave timers armed with the old time
+        unsubscribeJumps = config.time().onJump(this::timeJumped);
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
@@ -114,6 +128,17 @@ public final class EngineRuntime {
     /** What {@link #wake(String)} takes to make the schedule timer read the next due time again. */
     public static final String SCHEDULES_CHANGED = ScheduleTimer.NOTIFICATION;
 
+    /** The time jumped: read every due time again now (runs, schedules, join timeouts). */
+    private void timeJumped() {
+        context.dispatcher().probeNow();
+        if (timer != null) {
+            timer.nudge();
+        }
+        if (joinTimer != null) {
+            joinTimer.nudge();
+        }
+    }
+
     public Completions completions() {
         return context.completions();
     }
@@ -123,12 +148,16 @@ public final class EngineRuntime {
      * transaction rolls back; another engine redoes the step).
      */
     public void stop(Duration timeout) {
+        unsubscribeJumps.run();
         context.dispatcher().stop();
         if (timer != null) {
             timer.stop();
         }
         if (joinTimer != null) {
             joinTimer.stop();
+        }
+        if (pruner != null) {
+            pruner.stop();
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Thread worker : workers) {
@@ -162,6 +191,13 @@ public final class EngineRuntime {
             if (joinTimerThread.isAlive()) { // stuck waiting for a connection or the database
                 joinTimerThread.interrupt();
                 join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            }
+        }
+        if (prunerThread != null) {
+            join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            if (prunerThread.isAlive()) { // in the middle of a batch: it rolls back
+                prunerThread.interrupt();
+                join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
             }
         }
         try (Connection c = config.dataSource().getConnection()) {

@@ -125,12 +125,12 @@ final class StepExecutor {
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
-        int iteration = iteration(run.history(), run.history().length, run.stepIndex());
+        int iteration = run.history().executions(run.stepIndex()) + 1;
         if (step.isFinallyPart()) {
             return runFinallyPart(c, run, saga, step, payload, runContext, iteration);
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(run, saga));
+                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(c, run, saga));
         context.retryPolicy = step.retryPolicy();
         if ("SKIP".equals(run.resolution())) {
             log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
@@ -153,6 +153,9 @@ final class StepExecutor {
                 next = nextStep(saga, run.stepIndex(), flow[0]);
             } catch (CoopValidationException e) {
                 thrown = e;
+            }
+            if (flow[0] instanceof Flow.RepeatAfter after) { // periodic: from the start of this iteration
+                wake[0] = later(wake[0], run.claimedAt().toInstant().plus(after.delay()));
             }
         }
         if (thrown != null) {
@@ -184,25 +187,20 @@ final class StepExecutor {
         return Arrays.stream(run.finallyDone()).anyMatch(i -> i == index);
     }
 
-    /** How many times step {@code index} appears among the first {@code upTo} executed instances, plus one. */
-    static int iteration(int[] history, int upTo, int index) {
-        int n = 1;
-        for (int i = 0; i < upTo; i++) {
-            if (history[i] == index) {
-                n++;
-            }
-        }
-        return n;
-    }
-
     /**
      * The instances whose children the next step's results come from: the latest step instance (a finally part in
-     * between, which launches nothing, is passed over) and the child-failure handler runs that followed it.
+     * between, which launches nothing, is passed over) and the child-failure handler runs that followed it. Walks
+     * back over the newest instances the claim read, and reads further back only in the rare case they do not reach.
      */
-    private static int[] childSeqs(ClaimedRun run, Saga<?> saga) {
+    private int[] childSeqs(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
         List<Integer> seqs = new ArrayList<>();
-        for (int seq = run.stepsDone() - 1; seq >= 0; seq--) {
-            int instance = run.history()[seq];
+        int[] recent = run.history().recent();
+        for (int seq = run.stepsDone() - 1, i = 0; seq >= 0; seq--, i++) {
+            if (i == recent.length) {
+                recent = engine.store().instancesBefore(c, run.id(), seq + 1, 1_000);
+                i = 0;
+            }
+            int instance = recent[i];
             if (instance >= 0 && instance < saga.steps().size() && saga.steps().get(instance).isFinallyPart()) {
                 continue;
             }
@@ -219,6 +217,7 @@ final class StepExecutor {
         return switch (flow == null ? Flow.CONTINUE : flow) {
             case Flow.Continue ignored -> index + 1;
             case Flow.Repeat ignored -> index;
+            case Flow.RepeatAfter ignored -> index;
             case Flow.GoTo goTo -> {
                 for (int i = 0; i < saga.steps().size(); i++) {
                     Saga.Step<?> candidate = saga.steps().get(i);
@@ -238,6 +237,10 @@ final class StepExecutor {
         };
     }
 
+    private static Instant later(Instant a, Instant b) {
+        return a == null || b.isAfter(a) ? b : a;
+    }
+
     /** When the next step may start: the sleep's wake time, brought forward to the deadline so that it fires. */
     private static OffsetDateTime wakeTime(Instant wake, StepContextImpl<?> context) {
         if (wake == null) {
@@ -252,7 +255,7 @@ final class StepExecutor {
     private <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.stepsDone() - 1;
-        int instance = run.history()[seq];
+        int instance = run.history().recent()[0];
         int index = instance >= 0 ? instance : -1 - instance;
         Saga.Step<P> step = saga.steps().get(index);
         Failure failure = childFailure(c, run, step.name(), seq);
@@ -265,15 +268,61 @@ final class StepExecutor {
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
+        int handling = handling(c, run, index);
+        // the iteration of the step's own instance (its latest execution), before the handler runs that followed it
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration(run.history(), seq, index), runContext, childSeqs(run, saga));
+                StepContextImpl.Kind.STEP, Math.max(1, run.history().executions(index)), runContext,
+                childSeqs(c, run, saga));
         CooperationException exception = CooperationException.of(failure);
-        Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
+        Flow pending = pendingFlow(saga, index, run.stepIndex());
+        Flow[] flow = new Flow[1];
+        Throwable thrown = invoke(() -> flow[0] = step.childFailureHandler().handle(context, exception, handling,
+                pending), context);
+        int next = run.stepIndex();
+        Instant wake = null;
+        if (thrown == null && flow[0] != null) {
+            try {
+                next = nextStep(saga, index, flow[0]);
+            } catch (CoopValidationException e) {
+                thrown = e;
+            }
+            if (flow[0] instanceof Flow.RepeatAfter after) {
+                wake = run.claimedAt().toInstant().plus(after.delay());
+            }
+        }
         if (thrown != null) {
             return stepFailed(c, run, saga, null, step.name(), null, context, thrown);
         }
         return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index,
-                run.stepIndex(), null, null);
+                next, wakeTime(wake, context), null);
+    }
+
+    /** The decision step {@code index} made, read back from the step it chose ({@code next}). */
+    static Flow pendingFlow(Saga<?> saga, int index, int next) {
+        if (next == index + 1 || next >= saga.steps().size()) {
+            return Flow.next();
+        }
+        return next == index ? Flow.repeat() : Flow.goTo(saga.steps().get(next).name());
+    }
+
+    /**
+     * Which handler run of step {@code index}'s latest instance comes next: 1 plus the handler runs since it. Walks
+     * back over the newest instances the claim read, reading further back only when they are all handler runs.
+     */
+    private int handling(Connection c, ClaimedRun run, int index) throws SQLException {
+        int n = 1;
+        int[] recent = run.history().recent();
+        for (int seq = run.stepsDone() - 1, i = 0; seq >= 0; seq--, i++) {
+            if (i == recent.length) {
+                recent = engine.store().instancesBefore(c, run.id(), seq + 1, 1_000);
+                i = 0;
+            }
+            if (recent[i] != -1 - index) {
+                break;
+            }
+            n++;
+        }
+        return n;
     }
 
     private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
@@ -363,7 +412,8 @@ final class StepExecutor {
         String cancellation = engine.store().cancellation(c, run.lineage());
         if (cancellation != null) {
             Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
-            return transitions.startRollback(c, run, saga, step, gaveUp, finallyBeforeRollback(c, run, saga, stepDef));
+            return transitions.startRollbackAfterFinally(c, run, saga, step, gaveUp,
+                    finallyBeforeRollback(c, run, saga, stepDef));
         }
         Failure failure = Failure.of(thrown, transitions.source(run));
         String json = failure.toJson();
@@ -389,7 +439,8 @@ final class StepExecutor {
             return writeFailed(c, run, saga, stepDef, step, e); // cancelled meanwhile, or database trouble
         }
         log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
-        return transitions.startRollback(c, run, saga, step, failure, finallyBeforeRollback(c, run, saga, stepDef));
+        return transitions.startRollbackAfterFinally(c, run, saga, step, failure,
+                finallyBeforeRollback(c, run, saga, stepDef));
     }
 
     /**
@@ -399,13 +450,13 @@ final class StepExecutor {
      *
      * @return the index of the step whose finally part ran (to record), or null
      */
-    private <P> Integer finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<?> failed)
-            throws SQLException {
+    private <P> Transitions.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
+            Saga.Step<?> failed) throws SQLException {
         if (failed == null) {
             return null;
         }
         if (failed.isFinallyPart()) {
-            return failed.finallyOf(); // the finally part itself failed: it ran
+            return new Transitions.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
         }
         int index = saga.steps().indexOf(failed);
         if (failed.finallyBody() == null || index < 0 || finallyDone(run, index)) {
@@ -420,7 +471,7 @@ final class StepExecutor {
             payload = null;
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX, payload,
-                engine, c, StepContextImpl.Kind.FINALLY, iteration(run.history(), run.history().length, index),
+                engine, c, StepContextImpl.Kind.FINALLY, run.history().executions(index) + 1,
                 engine.json().readContext(run.context()), new int[0]);
         Throwable thrown = invoke(() -> step.finallyBody().run(context), context);
         if (thrown != null) {
@@ -428,7 +479,7 @@ final class StepExecutor {
                     Failures.describe(thrown));
             context.discardWrites();
         }
-        return index;
+        return new Transitions.FinallyRan(index, context);
     }
 
     /**
@@ -454,7 +505,7 @@ final class StepExecutor {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
                     Failures.describe(thrown));
         }
-        return transitions.startRollback(c, again, saga, step, failure,
+        return transitions.startRollbackAfterFinally(c, again, saga, step, failure,
                 finallyBeforeRollback(c, again, saga, stepDef));
     }
 
@@ -479,11 +530,9 @@ final class StepExecutor {
                     + (expected == null ? " any more" : " (it has '" + expected + "' there)")
                     + "; was the step removed or renamed while this run waited?";
         }
-        for (int instance : run.history()) {
-            if ((instance >= 0 ? instance : -1 - instance) >= size) {
-                return "Saga '" + saga.name() + "' has " + size + " steps, but this run executed step number "
-                        + ((instance >= 0 ? instance : -1 - instance) + 1) + "; was the saga changed while it ran?";
-            }
+        if (run.history().highestStep() >= size) {
+            return "Saga '" + saga.name() + "' has " + size + " steps, but this run executed step number "
+                    + (run.history().highestStep() + 1) + "; was the saga changed while it ran?";
         }
         return null;
     }
