@@ -32,7 +32,8 @@ import picocli.CommandLine.TypeConversionException;
         Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
         Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
         Commands.Schedules.class, Commands.Join.class,
-        Commands.Completion.class, Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+        Commands.Dashboard.class, Commands.Completion.class,
+        Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",
@@ -89,6 +90,11 @@ public final class CoopCli implements Runnable {
     boolean verbose;
 
     private final Map<String, String> env;
+
+    /** The environment the command reads its defaults from. */
+    Map<String, String> env() {
+        return env;
+    }
 
     /** A command reading its defaults from {@code env}. */
     CoopCli(Map<String, String> env) {

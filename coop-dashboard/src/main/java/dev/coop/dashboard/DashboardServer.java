@@ -12,7 +12,6 @@ import dev.coop.dashboard.internal.HttpExchange;
 import dev.coop.dashboard.internal.Responses;
 import dev.coop.dashboard.internal.Sessions;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -202,17 +201,18 @@ public final class DashboardServer implements AutoCloseable {
             server.close();
             ds.close();
         }));
-        printStarted(System.out, server, link);
+        System.out.println(started(server, link));
     }
 
-    /** Prints where the dashboard listens, with the login link when a token was made for this start. */
-    public static void printStarted(PrintStream out, DashboardServer server, String oneTimeToken) {
-        out.println("Coop dashboard on " + server.uri());
-        if (oneTimeToken != null) {
-            out.println("Open " + server.uri() + "login?token=" + oneTimeToken
-                    + "  (an operator token made for this start; set COOP_DASHBOARD_USERS or COOP_DASHBOARD_TOKEN"
-                    + " to choose your own)");
+    /** Where the dashboard listens, with the login link when a token was made for this start (one or two lines). */
+    public static String started(DashboardServer server, String oneTimeToken) {
+        String where = "Coop dashboard on " + server.uri();
+        if (oneTimeToken == null) {
+            return where;
         }
+        return where + System.lineSeparator() + "Open " + server.uri() + "login?token=" + oneTimeToken
+                + "  (an operator token made for this start; set COOP_DASHBOARD_USERS or COOP_DASHBOARD_TOKEN to"
+                + " choose your own)";
     }
 
     /** Settings of a standalone dashboard; each is validated as it is set. */

@@ -75,7 +75,7 @@ public final class Demo {
         try (DashboardServer dashboard = builder.start();
                 Scenarios.Held held = scenarios.launchHeld()) {
             out.println();
-            DashboardServer.printStarted(out, dashboard, token);
+            out.println(DashboardServer.started(dashboard, token));
             out.println("An onboarding is left running (billing waits for the ERP): cancel it from its page, "
                     + dashboard.uri() + "#/h/" + held.id());
             out.println("Press Ctrl-C to stop.");

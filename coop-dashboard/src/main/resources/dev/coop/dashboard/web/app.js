@@ -6,8 +6,8 @@
 (() => {
   const STATUS = {
     RUNNABLE: { icon: '▶', label: 'runnable' },
-    WAITING: { icon: '⧗', label: 'waiting' },
-    PARKED: { icon: '⏸', label: 'parked' },
+    WAITING: { icon: '◷', label: 'waiting' },
+    PARKED: { icon: '‖', label: 'parked' },
     COMMITTED: { icon: '✓', label: 'committed' },
     ROLLED_BACK: { icon: '↺', label: 'rolled back' },
     ROLLBACK_FAILED: { icon: '✗', label: 'rollback failed' },
@@ -286,7 +286,7 @@
       h('td', { class: 'msg' }, p.failure ? [h('b', { text: shortType(p.failure.type) }), ': ', firstLine(p.failure.message)] : ''),
       h('td', { class: 'mono', text: time(p.createdAt) })));
     return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
-      h('h2', null, '⏸ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
+      h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
       h('div', { class: 'scroll' }, h('table', null,
         h('thead', null, h('tr', null, ['Status', 'Saga', 'Where', 'Reason', 'Created'].map(t => h('th', { text: t })))),
         h('tbody', null, rows))));
@@ -404,7 +404,7 @@
     const scope = view.scope || null;
     const label = scope ? 'this run' : 'the whole hierarchy';
     if (running) {
-      bar.appendChild(h('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => confirmAction('cancel', scope, view.messageId, all, label) }, '⏹ Cancel ' + label));
+      bar.appendChild(h('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => confirmAction('cancel', scope, view.messageId, all, label) }, '■ Cancel ' + label));
     } else if (view.outcome === 'COMMITTED') {
       bar.appendChild(h('button', { type: 'button', id: 'rollback', class: 'danger', onclick: () => confirmAction('rollback', scope, view.messageId, all, label) }, '↺ Roll back ' + label));
     }
@@ -488,17 +488,17 @@
     const parked = ctx.parked.get(run.runId);
     if (parked) {
       body.appendChild(h('div', { class: 'parked' },
-        h('b', { text: '⏸ Parked at step ' + parked.stepIndex + ' after attempt ' + parked.attempt }),
+        h('b', { text: '‖ Parked at step ' + parked.stepIndex + ' after attempt ' + parked.attempt }),
         parked.failure ? [': ', h('span', { text: shortType(parked.failure.type) + ': ' + (parked.failure.message || '') })] : null,
         operator() ? h('div', { class: 'actions' },
-          h('button', { type: 'button', class: 'retry', onclick: () => confirmParked('retry', run, parked) }, '⟳ Retry now'),
+          h('button', { type: 'button', class: 'retry', onclick: () => confirmParked('retry', run, parked) }, '↻ Retry now'),
           h('button', { type: 'button', class: 'mark-done', onclick: () => confirmParked('mark-done', run, parked) }, '✓ Mark step done')) : null));
     }
     if (operator() && depth > 0) {
       const all = flatten([run]);
       if (!FINISHED.has(run.status)) {
         body.appendChild(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'small',
-          onclick: () => confirmAction('cancel', run.lineage, run.lineage[0], all, 'this run') }, '⏹ Cancel this run')));
+          onclick: () => confirmAction('cancel', run.lineage, run.lineage[0], all, 'this run') }, '■ Cancel this run')));
       } else if (run.status === 'COMMITTED' && ctx.finished) {
         body.appendChild(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'small',
           onclick: () => confirmAction('rollback', run.lineage, run.lineage[0], all, 'this run') }, '↺ Roll back this run')));
@@ -602,7 +602,10 @@
       h('span', { class: 'muted', text: 'total ' + duration(span) })));
     const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
     const lane = h('div', { class: 'tl-lane' });
-    for (let i = 0; i <= 4; i++) lane.appendChild(h('span', { class: 'tl-tick', style: { left: (i * 25) + '%' }, text: '+' + duration(span * i / 4) }));
+    for (let i = 0; i <= 4; i++) {
+      lane.appendChild(h('span', { class: 'tl-tick' + (i === 0 ? ' first' : i === 4 ? ' last' : ''), style: { left: (i * 25) + '%' },
+        text: '+' + duration(span * i / 4) }));
+    }
     axis.appendChild(lane);
     box.appendChild(axis);
     const rows = all.slice(0, TIMELINE_ROWS);
@@ -778,7 +781,7 @@
       h('thead', null, h('tr', null, ['Name', 'Topic', 'When', 'Next due', 'Last fired', 'Last message', 'Skipped'].map(t => h('th', { text: t })))),
       h('tbody', null, schedules.map(s => h('tr', null,
         h('td', { text: s.name }), h('td', { text: s.topic }),
-        h('td', null, s.schedule, s.paused ? h('span', { class: 'badge s-PARKED', text: '⏸ paused' }) : null),
+        h('td', null, s.schedule, s.paused ? h('span', { class: 'badge s-PARKED', text: '‖ paused' }) : null),
         h('td', { class: 'mono', text: s.nextDue ? time(s.nextDue) : '—' }),
         h('td', { class: 'mono', text: time(s.lastFiredAt) }),
         h('td', null, s.lastMessage ? h('a', { href: '#/h/' + q(s.lastMessage) }, idSpan(s.lastMessage)) : ''),
