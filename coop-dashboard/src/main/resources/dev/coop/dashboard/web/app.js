@@ -295,12 +295,13 @@
   // ---- a hierarchy
 
   async function hierarchyPage(main, target, token) {
-    const data = target.message
-      ? await api('hierarchy?message=' + q(target.message))
-      : await api('run?lineage=' + q(target.lineage.join(',')));
+    const t0 = performance.now();
     const message = target.message || target.lineage[0];
-    const events = await api('events?message=' + q(message) + '&limit=500');
+    const [data, events] = await Promise.all([
+      target.message ? api('hierarchy?message=' + q(target.message)) : api('run?lineage=' + q(target.lineage.join(','))),
+      api('events?message=' + q(message) + '&limit=500')]);
     if (!current(token)) return;
+    const t1 = performance.now();
     const view = target.message ? data.hierarchy : {
       messageId: data.run.messageId, topic: data.run.topic, launchedAt: data.run.createdAt,
       finished: flatten([data.run]).every(r => FINISHED.has(r.status)), outcome: null, runs: [data.run],
@@ -311,6 +312,8 @@
     const focusId = document.activeElement && document.activeElement.id;
     clear(main);
     drawHierarchy(main, view, data, events.events, target);
+    main.dataset.loadMs = String(Math.round(t1 - t0)); // how long the page took: read by the measurement
+    main.dataset.drawMs = String(Math.round(performance.now() - t1));
     if (focusId && document.getElementById(focusId)) document.getElementById(focusId).focus({ preventScroll: true });
     window.scrollTo(0, scrollY);
     if (!view.finished) {
@@ -370,7 +373,7 @@
     const contexts = contextIndex(events);
     const parked = new Map((data.parked || []).map(p => [p.runId, p]));
     const tree = h('section', { class: 'tree', id: 'tree', 'aria-labelledby': 'tree-title' });
-    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished };
+    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished, large: all.length > 200 };
     for (const r of view.runs) tree.appendChild(runNode(r, 0, ctx));
     if (!view.runs.length) tree.appendChild(h('p', { class: 'muted', text: 'No saga handled this message.' }));
     main.appendChild(tree);
@@ -448,7 +451,7 @@
   function isOpen(run, depth, ctx) {
     if (openState.has(run.runId)) return openState.get(run.runId);
     if (ctx.highlight && ctx.highlight === run.runId) return true;
-    return depth < 2 || run.status !== 'COMMITTED';
+    return depth < (ctx.large ? 1 : 2) || run.status !== 'COMMITTED';
   }
 
   function runNode(run, depth, ctx) {
