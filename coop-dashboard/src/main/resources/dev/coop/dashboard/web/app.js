@@ -437,15 +437,18 @@
     return box;
   }
 
+  /** The contexts of the log: what each message's runs start with (EMITTED), and what steps changed (SUSPENDED). */
   function contextIndex(events) {
-    const map = new Map();
+    const launched = new Map();
+    const changed = new Map();
     for (const e of events) {
-      if (!e.step || !e.lineage) continue;
+      if (e.type === 'EMITTED' && e.context) launched.set(e.messageId, e.context);
+      if (e.type !== 'SUSPENDED' || !e.step || !e.lineage) continue;
       const key = e.lineage.join(',') + '|' + e.step;
-      if (!map.has(key)) map.set(key, []);
-      map.get(key).push(e);
+      if (!changed.has(key)) changed.set(key, []);
+      changed.get(key).push(e);
     }
-    return map;
+    return { launched, changed };
   }
 
   function isOpen(run, depth, ctx) {
@@ -518,12 +521,15 @@
 
   function stepsTable(run, ctx) {
     const counts = new Map();
+    let seen = ctx.contexts.launched.get(run.messageId) || null; // the context the run started with
     const rows = run.steps.map(s => {
       const key = run.lineage.join(',') + '|' + s.name;
       const n = counts.get(key) || 0;
       counts.set(key, n + 1);
-      const evs = (ctx.contexts.get(key) || []).filter(e => e.type !== 'EMITTED' && e.type !== 'ROLLBACK_EMITTED');
-      const ev = evs[n] || evs[evs.length - 1];
+      const saw = seen;
+      const after = (ctx.contexts.changed.get(key) || [])[n];
+      if (after && after.context) seen = after.context; // the step changed it: later steps see the new one
+      const ev = saw ? { context: saw } : null;
       const k = KIND[s.kind] || { icon: '·', label: s.kind };
       const icon = s.failure ? '✗' : k.icon;
       const ctxCell = h('td');
