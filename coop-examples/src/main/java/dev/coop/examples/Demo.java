@@ -8,6 +8,7 @@ import dev.coop.render.Renderers;
 import dev.coop.render.TextRenderer;
 import dev.coop.test.CoopPostgres;
 import java.io.PrintStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -73,10 +74,11 @@ public final class Demo {
                 .fromEnvironment(System.getenv());
         String token = builder.ensureAccess();
         try (DashboardServer dashboard = builder.start();
-                Scenarios.Held held = scenarios.launchHeld()) {
+                Scenarios.Held held = scenarios.launchHeld(Duration.ofHours(1))) {
             out.println();
             out.println(DashboardServer.started(dashboard, token));
-            out.println("An onboarding is left running (billing waits for the ERP): cancel it from its page, "
+            out.println("An onboarding is left running (billing waits for the ERP for up to an hour): cancel it from"
+                    + " its page, "
                     + dashboard.uri() + "#/h/" + held.id());
             out.println("Press Ctrl-C to stop.");
             out.flush();

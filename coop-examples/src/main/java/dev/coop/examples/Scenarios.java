@@ -286,11 +286,12 @@ public final class Scenarios implements AutoCloseable {
 
     /**
      * An onboarding held midway: billing's invoicing step waits for the ERP (checking whether it should give up)
-     * until {@link Held#close()}. For operators' tools to act on a running hierarchy.
+     * until {@link Held#close()}, or until {@code patience} ran out (then it fails, and the onboarding rolls back).
+     * For operators' tools to act on a running hierarchy.
      */
-    public Held launchHeld() throws InterruptedException {
+    public Held launchHeld(Duration patience) throws InterruptedException {
         NewCustomer customer = customer("barbara", "Barbara Liskov", "basic");
-        Hold erp = world.erpHangs(customer.accountId());
+        Hold erp = world.erpHangs(customer.accountId(), patience);
         MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer);
         if (!erp.awaitArrival(WAIT)) {
             erp.release();

@@ -133,7 +133,7 @@ class DashboardBrowserTest {
     @Test
     void a_cancel_from_the_page_rolls_a_running_hierarchy_back_and_is_audited() throws Exception {
         login("olga", "operator-pass");
-        try (Scenarios.Held held = scenarios.launchHeld()) {
+        try (Scenarios.Held held = scenarios.launchHeld(WAIT)) {
             open("#/h/" + held.id());
             await(By.cssSelector("#outcome .live"));
             await(By.id("cancel")).click();
