@@ -180,6 +180,25 @@ class DashboardHttpTest {
         assertThat(page.get("counts").get("COMMITTED").asLong()).isPositive();
     }
 
+    @Test
+    void schedules_and_joins_are_listed() throws Exception {
+        client.schedule("dash-nightly", GREETING, new Greeting("night"), dev.coop.schedule.Schedule.cron("0 3 * * *"));
+        dev.coop.join.JoinId join = client.joins().start(dev.coop.join.JoinSpec.expecting(2).key("dash-batch-7")
+                .onComplete(Topic.of("dash-batch-done", dev.coop.join.JoinResult.class))
+                .onFail(Topic.of("dash-batch-failed", dev.coop.join.JoinResult.class)));
+        client.joins().attach(join, client.launch(GREETING, new Greeting("member"), Instant.now().plusSeconds(3600)));
+        String cookie = session("vic", "viewer-pass");
+        JsonNode schedules = JSON.readTree(get("api/schedules", cookie).body());
+        assertThat(schedules.findValuesAsText("name")).contains("dash-nightly");
+        assertThat(schedules.get(0).get("nextDue").isNull()).isFalse();
+        JsonNode joins = JSON.readTree(get("api/joins?key=dash-batch-7", cookie).body());
+        assertThat(joins.get(0).get("expected").asInt()).isEqualTo(2);
+        assertThat(joins.get(0).get("members").get(0).get("state").asText()).isEqualTo("PENDING");
+        assertThat(JSON.readTree(get("api/joins?id=" + join, cookie).body()).get(0).get("key").asText())
+                .isEqualTo("dash-batch-7");
+        assertThat(get("api/joins", cookie).statusCode()).isEqualTo(400);
+    }
+
     // ---- helpers
 
     static HttpResponse<String> get(String path, String cookie) throws Exception {
