@@ -163,7 +163,7 @@ public final class DashboardServer implements AutoCloseable {
         }
         sessions.close(id);
         ex.responseHeader("Set-Cookie", Sessions.COOKIE + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
-        Responses.error(ex, 200, "logged out");
+        ex.send(200, "application/json; charset=utf-8", "{\"ok\":true}".getBytes(StandardCharsets.UTF_8));
     }
 
     /**

@@ -77,6 +77,19 @@ class DashboardHttpTest {
     }
 
     @Test
+    void logging_out_ends_the_session() throws Exception {
+        String cookie = session("vic", "viewer-pass");
+        String csrf = JSON.readTree(get("api/session", cookie).body()).get("csrf").asText();
+        HttpRequest.Builder logout = HttpRequest.newBuilder(server.uri().resolve("logout")).header("Cookie", cookie)
+                .POST(HttpRequest.BodyPublishers.noBody());
+        assertThat(http.send(logout.build(), HttpResponse.BodyHandlers.ofString()).statusCode()).as("no CSRF token")
+                .isEqualTo(403);
+        assertThat(http.send(logout.header("X-Coop-Csrf", csrf).build(), HttpResponse.BodyHandlers.ofString())
+                .statusCode()).isEqualTo(200);
+        assertThat(get("api/session", cookie).statusCode()).isEqualTo(401);
+    }
+
+    @Test
     void a_dashboard_without_users_or_tokens_does_not_start() {
         assertThatThrownBy(() -> DashboardServer.builder(client).port(0).start())
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("no anonymous access");

@@ -317,13 +317,14 @@
     if (focusId && document.getElementById(focusId)) document.getElementById(focusId).focus({ preventScroll: true });
     window.scrollTo(0, scrollY);
     if (!view.finished) {
+      const pause = Math.max(LIVE_MS, 3 * (performance.now() - t0)); // a large tree is read less often
       liveTimer = setTimeout(() => {
         if (current(token) && !document.getElementById('confirm').open) {
           hierarchyPage(main, target, token).catch(e => flash('Live update failed: ' + e.message, true));
         } else if (current(token)) {
-          liveTimer = setTimeout(() => hierarchyPage(main, target, token), LIVE_MS);
+          liveTimer = setTimeout(() => hierarchyPage(main, target, token), pause);
         }
-      }, LIVE_MS);
+      }, pause);
     }
   }
 
