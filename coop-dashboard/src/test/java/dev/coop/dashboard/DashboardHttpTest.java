@@ -159,6 +159,26 @@ class DashboardHttpTest {
     }
 
     @Test
+    void no_action_is_taken_where_it_could_not_be_audited() throws Exception {
+        CoopClient old = CoopClient.builder(db.dataSource()).schema("dash_unmigrated").build();
+        try (java.sql.Connection c = db.dataSource().getConnection();
+                java.sql.Statement st = c.createStatement()) {
+            st.execute("DROP TABLE dash_unmigrated.audit"); // as a schema from before the audit table
+        }
+        try (DashboardServer unaudited = DashboardServer.builder(old).port(0).token(OPERATOR_TOKEN, Role.OPERATOR)
+                .start()) {
+            String id = "01a20287-0000-7000-8000-000000000001";
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(unaudited.uri().resolve("api/action"))
+                    .header("Authorization", "Bearer " + OPERATOR_TOKEN).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(
+                            "{\"action\":\"cancel\",\"message\":\"" + id + "\",\"reason\":\"x\"}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).isEqualTo(503);
+            assertThat(r.body()).contains("cannot be audited", "coop migrate");
+        }
+    }
+
+    @Test
     void a_script_with_a_bearer_token_needs_no_csrf_token() throws Exception {
         MessageId id = client.launch(GREETING, new Greeting("later"), Instant.now().plusSeconds(3600));
         HttpResponse<String> r = http.send(HttpRequest.newBuilder(server.uri().resolve("api/action"))

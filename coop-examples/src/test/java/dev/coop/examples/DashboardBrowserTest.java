@@ -117,6 +117,13 @@ class DashboardBrowserTest {
         assertThat(await(By.cssSelector("#events table")).getText()).contains("ROLLING_BACK", "EMITTED");
         browser.executeScript("document.getElementById('timeline-title').scrollIntoView()");
         screenshot("dashboard-timeline.png");
+
+        open("#/runs"); // by keyboard: '/' jumps to the id box, Enter opens the hierarchy
+        await(By.cssSelector("table.runs"));
+        browser.findElement(By.tagName("body")).sendKeys("/");
+        browser.switchTo().activeElement().sendKeys(failed + "\n");
+        waitUntil(() -> browser.getCurrentUrl().endsWith("#/h/" + failed));
+        assertThat(await(By.id("stack-trace")).getText()).contains("Support tier 'platinum' does not exist");
     }
 
     @Test

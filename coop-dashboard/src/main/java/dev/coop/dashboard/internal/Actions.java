@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.coop.CoopClient;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
+import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
 import java.util.ArrayList;
@@ -35,6 +36,7 @@ final class Actions {
         }
         Lineage lineage = lineage(body);
         MessageId message = lineage != null ? new MessageId(lineage.root()) : message(body);
+        requireAudit(message);
         String outcome;
         boolean ok = true;
         try {
@@ -59,6 +61,16 @@ final class Actions {
         o.put("auditId", entry.id());
         o.put("messageId", message.toString());
         return o;
+    }
+
+    /** No action that could not be audited: a schema without the audit table (not migrated) refuses them all. */
+    private void requireAudit(MessageId message) {
+        try {
+            client.audit(message);
+        } catch (CoopStoreException e) {
+            throw new Handler.BadRequest(503, "Actions are refused while they cannot be audited (" + e.getMessage()
+                    + "); apply Coop's schema migrations, e.g. 'coop migrate'");
+        }
     }
 
     private String rollback(MessageId message, Lineage lineage, String reason) {
