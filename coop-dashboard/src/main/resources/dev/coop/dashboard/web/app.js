@@ -358,7 +358,8 @@
       running ? h('span', { class: 'badge s-RUNNING', id: 'outcome' }, h('span', { class: 'live', text: 'live: running' }))
         : h('span', { id: 'outcome' }, badge(view.outcome || 'COMMITTED')),
       took !== null ? h('span', null, 'in ', h('b', { text: duration(took) })) : null,
-      h('span', null, h('b', { text: String(all.length) }), ' runs')));
+      h('span', null, h('b', { text: String(countRuns(all)) }), ' runs',
+        countRuns(all) > all.length ? h('span', { class: 'muted', text: ' (' + all.length + ' listed; fan-outs counted)' }) : null)));
     main.appendChild(actionBar(view, all, running));
 
     const failures = view.runs.filter(r => r.failure);
@@ -397,6 +398,16 @@
 
     main.appendChild(h('h2', { id: 'events-title' }, 'Events'));
     main.appendChild(eventsSection(view.messageId, events));
+  }
+
+  /** Every run of the tree: the listed ones, and those a bounded read only counted (RunView.collapsed). */
+  function countRuns(all) {
+    let n = all.length;
+    for (const r of all) {
+      const counted = (r.collapsed || []).reduce((a, c) => a + c.total, 0);
+      if (counted) n += counted - r.children.length;
+    }
+    return n;
   }
 
   function actionBar(view, all, running) {
@@ -562,7 +573,7 @@
         h('b', { text: c.total + ' runs of ' + c.saga }), ' (' + parts.join(', ') + '); only those that did not commit are listed'));
     }
     const kids = run.children;
-    if (kids.length <= MANY_CHILDREN) {
+    if (kids.length <= MANY_CHILDREN || (run.collapsed || []).length) { // counted by the server: list what it listed
       for (const c of kids) box.appendChild(runNode(c, depth + 1, ctx));
       return box;
     }
