@@ -54,6 +54,8 @@ public final class CoopClient {
 
     private final DataSource dataSource;
     private final Store store;
+    /** For launches in the client's own transaction, which wake the engine's sagas in-process after the commit. */
+    private final Store launchStore;
     private final Topology topology;
     private final Operations operations;
     private final Inspection inspection;
@@ -65,8 +67,15 @@ public final class CoopClient {
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
             Consumer<String> localWake, boolean signalled, boolean requireHandlers) {
+        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, java.util.Set.of());
+    }
+
+    /** @param localSagas the sagas {@code localWake} wakes (an engine's own): launching them notifies nobody */
+    CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers, java.util.Set<String> localSagas) {
         this.dataSource = dataSource;
         this.store = new Store(schema, requireHandlers);
+        this.launchStore = new Store(schema, requireHandlers, localSagas);
         this.topology = new Topology(schema);
         this.operations = new Operations(schema);
         this.inspection = new Inspection(schema);
@@ -107,7 +116,7 @@ public final class CoopClient {
     public <P> MessageId launch(Topic<P> topic, P payload, CooperationContext context, Instant at) {
         Emission emission = emission(topic, payload, context, at);
         Map<String, Integer> created = inTransaction("launch a message on topic '" + topic.name() + "'",
-                c -> emit(c, emission));
+                c -> launchStore.emit(c, null, null, null, null, null, null, List.of(emission)));
         created.keySet().forEach(localWake);
         return new MessageId(emission.messageId());
     }

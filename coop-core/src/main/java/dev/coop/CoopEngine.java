@@ -232,7 +232,7 @@ public final class CoopEngine implements AutoCloseable {
                             requireHandlers));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers);
+                    runtime::wake, true, requireHandlers, java.util.Set.copyOf(sagas.keySet()));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 

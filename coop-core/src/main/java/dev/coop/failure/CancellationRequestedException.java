@@ -1,6 +1,5 @@
 package dev.coop.failure;
 
-
 /** Someone asked the scope to give up; the message is their reason. */
 public final class CancellationRequestedException extends CooperationException {
     private static final long serialVersionUID = 1L;

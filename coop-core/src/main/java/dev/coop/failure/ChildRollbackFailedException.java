@@ -1,6 +1,5 @@
 package dev.coop.failure;
 
-
 /** The rollback of a run caused by a step failed; the failures are the causes. */
 public final class ChildRollbackFailedException extends CooperationException {
     private static final long serialVersionUID = 1L;

@@ -1,6 +1,5 @@
 package dev.coop.failure;
 
-
 /** Runs caused by a step rolled back; their failures are the causes. */
 public final class ChildRolledBackException extends CooperationException {
     private static final long serialVersionUID = 1L;

@@ -1,6 +1,5 @@
 package dev.coop.failure;
 
-
 /** A deadline of the run's context passed: the run gave up (the happy path) or its rollback did. */
 public final class DeadlineMissedException extends CooperationException {
     private static final long serialVersionUID = 1L;

@@ -1,6 +1,5 @@
 package dev.coop.failure;
 
-
 /** The run gave up: cancelled, or a deadline passed; the reason is the cause. */
 public final class GaveUpException extends CooperationException {
     private static final long serialVersionUID = 1L;

@@ -1,6 +1,5 @@
 package dev.coop.failure;
 
-
 /** Someone asked a finished scope to roll back (undo); the message is their reason. */
 public final class RollbackRequestedException extends CooperationException {
     private static final long serialVersionUID = 1L;

@@ -3,7 +3,6 @@ package dev.coop.inspect;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 
-
 import java.time.OffsetDateTime;
 
 /**

@@ -1,6 +1,5 @@
 package dev.coop.inspect;
 
-
 /** The types of rows in the event log. See docs/protocol.md for who writes each and when. */
 public enum EventType {
     /** A message was launched, on the global scope or from a step. */

@@ -2,7 +2,6 @@ package dev.coop.inspect;
 
 import dev.coop.MessageId;
 
-
 import java.time.OffsetDateTime;
 import java.util.List;
 

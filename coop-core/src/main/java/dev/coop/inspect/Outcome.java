@@ -2,7 +2,6 @@ package dev.coop.inspect;
 
 import dev.coop.RunStatus;
 
-
 import java.util.List;
 
 /** How a message's runs (and so their whole hierarchies) ended. */

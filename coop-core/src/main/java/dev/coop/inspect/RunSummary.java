@@ -4,7 +4,6 @@ import dev.coop.Lineage;
 import dev.coop.MessageId;
 import dev.coop.RunStatus;
 
-
 import java.time.OffsetDateTime;
 import java.util.UUID;
 

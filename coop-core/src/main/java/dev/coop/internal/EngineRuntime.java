@@ -44,7 +44,7 @@ public final class EngineRuntime {
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers()),
+                new Store(config.schema(), config.requireHandlers(), config.sagas().keySet()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()

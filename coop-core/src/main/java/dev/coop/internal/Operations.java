@@ -140,7 +140,8 @@ public final class Operations {
                 return rs.getBoolean(1);
             }
         } catch (SQLException e) {
-            throw new dev.coop.failure.CoopStoreException("Could not check scope " + Arrays.toString(scope.lineage()), e);
+            throw new dev.coop.failure.CoopStoreException("Could not check scope " + Arrays.toString(scope.lineage()),
+                    e);
         }
     }
 

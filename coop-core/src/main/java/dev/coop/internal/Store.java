@@ -35,6 +35,8 @@ public final class Store {
     private final String reclaimUnchangedSql;
     private final String emitSql;
     private final String advanceSql;
+    private final String advanceCommitSql;
+    private final String advanceContinueSql;
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -44,6 +46,7 @@ public final class Store {
     private final String detachUnstartedSql;
     private final String probeSql;
     private final boolean requireHandlers;
+    private final String localSagas;
     /** Topics already warned about, per schema (bounded: a warning per topic is enough). */
     private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Store.class);
@@ -59,6 +62,16 @@ public final class Store {
      *        than only being logged (once per topic)
      */
     public Store(SchemaName schema, boolean requireHandlers) {
+        this(schema, requireHandlers, List.of());
+    }
+
+    /**
+     * @param localSagas the sagas whose runs the caller wakes in-process after its commits (an engine's own sagas):
+     *        runs of them that become due at once by this store's emit and advance statements notify nobody
+     */
+    public Store(SchemaName schema, boolean requireHandlers, java.util.Collection<String> localSagas) {
+        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 5)
+        this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.claimSql = schema.sql(Sql.CLAIM
@@ -70,6 +83,8 @@ public final class Store {
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
         this.advanceSql = schema.sql(Sql.ADVANCE);
+        this.advanceCommitSql = advanceSql + ";\nCOMMIT";
+        this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -116,25 +131,29 @@ public final class Store {
 
     private static ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
         try (ResultSet rs = ps.executeQuery()) {
-            if (!rs.next()) {
-                return null;
-            }
-            Integer[] history = (Integer[]) rs.getArray("history").getArray();
-            return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
-                    rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
-                    rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
-                    rs.getString("next_step"),
-                    rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
-                    rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
-                    rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
-                    rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
-                    rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
-                    ints(rs.getArray("finally_done")), rs.getInt("pending_children"), rs.getBoolean("awaited"),
-                    rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
-                    rs.getString("topic"), rs.getString("payload"),
-                    rs.getObject("message_created_at", OffsetDateTime.class),
-                    rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
+            return readClaim(rs);
         }
+    }
+
+    private static ClaimedRun readClaim(ResultSet rs) throws SQLException {
+        if (!rs.next()) {
+            return null;
+        }
+        Integer[] history = (Integer[]) rs.getArray("history").getArray();
+        return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
+                rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
+                rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
+                rs.getString("next_step"),
+                rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
+                rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
+                rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
+                rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
+                rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
+                ints(rs.getArray("finally_done")), rs.getInt("pending_children"), rs.getBoolean("awaited"),
+                rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
+                rs.getString("topic"), rs.getString("payload"),
+                rs.getObject("message_created_at", OffsetDateTime.class),
+                rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
     }
 
     private static int[] ints(Array array) throws SQLException {
@@ -182,6 +201,7 @@ public final class Store {
             } else {
                 ps.setInt(12, parentSeq);
             }
+            ps.setString(13, localSagas);
             Map<String, Integer> created = new HashMap<>();
             List<String> unhandled = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
@@ -216,6 +236,29 @@ public final class Store {
      */
     public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
+        return (Counted) advance(c, advanceSql, run, engine, entries, next, false);
+    }
+
+    /**
+     * The advance of a run that does not finish, and the COMMIT, in one round trip; with {@code reclaim}, also the
+     * next transaction's BEGIN and the reclaim of the same run (an immediate continuation without a round trip of
+     * its own). Nothing may follow the advance in the transaction: no count-off, no join settlement.
+     *
+     * @return the run reclaimed in the new transaction, or null (not asked, or not runnable now, or taken by another
+     *         worker between the COMMIT and the reclaim); with {@code reclaim} the connection is in a transaction
+     *         again either way
+     */
+    public ClaimedRun advanceAndCommit(Connection c, ClaimedRun run, String engine, List<LogEntry> entries,
+            Advance next, boolean reclaim) throws SQLException {
+        if (next.status().isFinished()) {
+            throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
+        }
+        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql, run, engine, entries, next,
+                reclaim);
+    }
+
+    private Object advance(Connection c, String sql, ClaimedRun run, String engine, List<LogEntry> entries,
+            Advance next, boolean reclaim) throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
         String[] exceptions = new String[entries.size()];
@@ -227,7 +270,7 @@ public final class Store {
             contexts[i] = entries.get(i).context();
         }
         boolean finished = next.status().isFinished();
-        try (PreparedStatement ps = c.prepareStatement(advanceSql)) {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
             int i = 0;
             ps.setObject(++i, run.messageId());
             ps.setString(++i, run.saga());
@@ -268,10 +311,36 @@ public final class Store {
             ps.setObject(++i, run.id());
             ps.setString(++i, run.xact());
             ps.setBoolean(++i, next.checkCancellation());
-            bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
+            ps.setString(++i, localSagas);
+            i = bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
                     run.claimedAt());
-            return readCounted(ps);
+            if (sql == advanceSql) {
+                return readCounted(ps);
+            }
+            if (reclaim) {
+                ps.setObject(++i, run.id());
+                ps.setString(++i, engine);
+            }
+            return readCommitted(ps);
         }
+    }
+
+    /** Reads the results of advance; COMMIT[; BEGIN; reclaim]: the reclaimed run, or null. */
+    private static ClaimedRun readCommitted(PreparedStatement ps) throws SQLException {
+        ClaimedRun again = null;
+        int resultSets = 0;
+        boolean isResultSet = ps.execute();
+        while (isResultSet || ps.getUpdateCount() != -1) {
+            if (isResultSet) {
+                try (ResultSet rs = ps.getResultSet()) {
+                    if (++resultSets == 2) { // the first is the advance's (no parent: empty)
+                        again = readClaim(rs);
+                    }
+                }
+            }
+            isResultSet = ps.getMoreResults();
+        }
+        return again;
     }
 
     /** A parent counted off: whether it became runnable or committed (then count it off at its parent too). */
@@ -287,7 +356,7 @@ public final class Store {
         }
     }
 
-    private static void bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
+    private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
             OffsetDateTime startedAt) throws SQLException {
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
@@ -295,6 +364,7 @@ public final class Store {
         ps.setObject(++i, parentId, Types.OTHER);
         ps.setString(++i, engine);
         ps.setObject(++i, startedAt);
+        return i;
     }
 
     private static Counted readCounted(PreparedStatement ps) throws SQLException {

@@ -30,8 +30,19 @@ final class Transitions {
      */
     static final int MAX_RETRIES = 1_000;
 
+    /**
+     * A/B switch for the benchmark only (system property {@code dev.coop.internal.separateCommits=true}): send the
+     * COMMIT and the continuation's reclaim as round trips of their own, as before they were merged.
+     */
+    static final boolean SEPARATE_COMMITS = Boolean.getBoolean("dev.coop.internal.separateCommits");
+
     private final EngineContext engine;
     private final JoinBook joins;
+    /** Whether the next commit may also reclaim its run when it stays runnable now (set by the worker). */
+    private boolean continuationAllowed;
+    /** Whether the latest commit tried to reclaim its run, and what it got (null: runnable no more, or taken). */
+    private boolean continuationTried;
+    private ClaimedRun continuation;
 
     Transitions(EngineContext engine) {
         this.engine = engine;
@@ -49,6 +60,9 @@ final class Transitions {
      */
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
+        if (!next.status().isFinished() && !SEPARATE_COMMITS) {
+            return commitUnfinished(c, run, entries, next, woken);
+        }
         Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
@@ -76,6 +90,45 @@ final class Transitions {
 
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
         return commit(c, run, entries, next, List.of());
+    }
+
+    /**
+     * A run that did not finish has nothing to count off or settle: its advance and the COMMIT go in one round trip.
+     * When it stays runnable now and the worker may continue it, the same round trip begins the next transaction
+     * and reclaims the run ({@link #takeContinuation()}); the caller must then return at once, leaving that
+     * transaction to the worker.
+     */
+    private RunStatus commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
+            Collection<String> woken) throws SQLException {
+        boolean reclaim = continuationAllowed && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
+                && next.delayMillis() == 0;
+        try {
+            continuation = engine.store().advanceAndCommit(c, run, engine.engineId(), entries, next, reclaim);
+            continuationTried = reclaim;
+        } finally {
+            woken.forEach(engine.dispatcher()::wake); // also when the commit's fate is unknown: a spare wake is free
+        }
+        return next.status();
+    }
+
+    /** Lets the next commit reclaim its run (or not), and forgets an earlier reclaim. */
+    void allowContinuation(boolean allowed) {
+        continuationAllowed = allowed;
+        continuationTried = false;
+        continuation = null;
+    }
+
+    /** Whether the latest commit reclaimed its run in a new transaction: then {@link #takeContinuation()} says how. */
+    boolean continuationTried() {
+        return continuationTried;
+    }
+
+    /** The run the latest commit reclaimed in the new transaction it began, or null; forgets it. */
+    ClaimedRun takeContinuation() {
+        ClaimedRun run = continuation;
+        continuation = null;
+        continuationTried = false;
+        return run;
     }
 
     /**
@@ -110,7 +163,8 @@ final class Transitions {
      */
     void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {
-        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE.equals(Failure.fromJson(cause).type());
+        boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE
+                .equals(Failure.fromJson(cause).type());
         if (childRollbackFailed) {
             entries.add(new LogEntry(EventType.ROLLBACK_FAILED, step, cause));
         } else {

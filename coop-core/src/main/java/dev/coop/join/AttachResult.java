@@ -2,7 +2,6 @@ package dev.coop.join;
 
 import dev.coop.MessageId;
 
-
 /** What {@link Joins#attach(JoinId, MessageId)} did. */
 public enum AttachResult {
     /** The message is now a member of the join. */

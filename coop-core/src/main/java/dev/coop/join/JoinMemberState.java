@@ -1,6 +1,5 @@
 package dev.coop.join;
 
-
 /** Where one member (message) of a join stands. */
 public enum JoinMemberState {
     /** Not finished yet: some run of the message still runs, or nobody reported it. */

@@ -2,7 +2,6 @@ package dev.coop.join;
 
 import dev.coop.Topic;
 
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import java.util.List;

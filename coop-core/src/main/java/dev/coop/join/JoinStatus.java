@@ -1,6 +1,5 @@
 package dev.coop.join;
 
-
 /** Where a join stands. Every status but {@link #OPEN} is final and was announced by exactly one message. */
 public enum JoinStatus {
     /** Waiting for members to be attached or to finish. */

@@ -3,7 +3,6 @@ package dev.coop.join;
 import dev.coop.Coop;
 import dev.coop.MessageId;
 
-
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.OffsetDateTime;
 import java.util.List;

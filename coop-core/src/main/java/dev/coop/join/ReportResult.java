@@ -1,6 +1,5 @@
 package dev.coop.join;
 
-
 /** What an explicit report ({@link Joins#reportCompleted}, {@link Joins#reportFailed}) did. */
 public enum ReportResult {
     /** The member was pending; the report settled it and was counted. */

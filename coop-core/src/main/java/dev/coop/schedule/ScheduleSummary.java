@@ -2,7 +2,6 @@ package dev.coop.schedule;
 
 import dev.coop.MessageId;
 
-
 import java.time.OffsetDateTime;
 
 /**

@@ -67,7 +67,8 @@ class JsonRendererTest {
         assertThat(read).usingRecursiveComparison().ignoringFields("exception").isEqualTo(events);
         assertThat(MAPPER.readTree(read.get(1).exception())).isEqualTo(MAPPER.readTree(failure.toJson()));
         JsonNode rendered = MAPPER.readTree(JSON.renderEvents(events)).get(1);
-        assertThat(rendered.get("exception").get("type").asText()).isEqualTo("dev.coop.failure.ChildRolledBackException");
+        assertThat(rendered.get("exception").get("type").asText())
+                .isEqualTo("dev.coop.failure.ChildRolledBackException");
         assertThat(rendered.get("context").get("a").asInt()).isEqualTo(1);
 
         List<RunSummary> runs = List.of(new RunSummary(Fixtures.ORDER_RUN, Fixtures.ORDER, "order-placed", "order",
