@@ -30,13 +30,12 @@ final class Transitions {
      */
     static final int MAX_RETRIES = 1_000;
 
-    /**
-     * A/B switch for the benchmark only (system property {@code dev.coop.internal.separateCommits=true}): send the
-     * COMMIT and the continuation's reclaim as round trips of their own, as before they were merged.
-     */
-    static final boolean SEPARATE_COMMITS = Boolean.getBoolean("dev.coop.internal.separateCommits");
-
     private final EngineContext engine;
+    /**
+     * A/B switch for the benchmark only (system property {@code dev.coop.internal.separateCommits=true}, read when
+     * an engine starts): send the COMMIT and the continuation's reclaim as round trips of their own, as before.
+     */
+    private final boolean separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
     private final JoinBook joins;
     /** Whether the next commit may also reclaim its run when it stays runnable now (set by the worker). */
     private boolean continuationAllowed;
@@ -60,7 +59,7 @@ final class Transitions {
      */
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
-        if (!next.status().isFinished() && !SEPARATE_COMMITS) {
+        if (!next.status().isFinished() && !separateCommits) {
             return commitUnfinished(c, run, entries, next, woken);
         }
         Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
