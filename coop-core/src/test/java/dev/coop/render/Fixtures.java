@@ -46,7 +46,7 @@ final class Fixtures {
     }
 
     static Failure coop(String message, String type, String source, Failure... causes) {
-        return new Failure(message, "dev.coop." + type, source, List.of(), List.of(causes));
+        return new Failure(message, "dev.coop.failure." + type, source, List.of(), List.of(causes));
     }
 
     static Lineage orderLineage() {
