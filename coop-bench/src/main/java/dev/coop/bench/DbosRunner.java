@@ -101,7 +101,7 @@ final class DbosRunner {
                     .withDatabaseUrl(db.server.jdbcUrl(db.name))
                     .withDbUser(db.server.user())
                     .withDbPassword(db.server.password())
-                    .withAdminServer(false);
+                    .disableAdminServer();
             Units.Result r;
             Cpu.Snapshot c0;
             Cpu.Snapshot c1;
