@@ -566,8 +566,6 @@ public final class CoopClient {
          */
         public Builder requireHandlers(boolean requireHandlers) {
             this.requireHandlers = requireHandlers;
-            // A/B switch for the benchmark only (see Transitions): launch with a COMMIT of its own, as before
-            this.separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
             return this;
         }
 
