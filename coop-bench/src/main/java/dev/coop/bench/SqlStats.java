@@ -92,6 +92,9 @@ final class SqlStats {
         if (s.startsWith("WITH events AS") && s.contains("; COMMIT")) { // one round trip for several statements
             return s.contains("WITH claimed AS") ? "advance+COMMIT+reclaim" : "advance+COMMIT";
         }
+        if (s.startsWith("WITH events AS") && s.contains("join_pending_members")) {
+            return "advance+joinLookup";
+        }
         if (s.contains("WITH claimed AS")) {
             if (s.contains("r.saga = ?")) {
                 return "claim";

@@ -236,7 +236,7 @@ public final class Store {
      */
     public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
-        return (Counted) advance(c, advanceSql, run, engine, entries, next, false);
+        return (Counted) advance(c, advanceSql, Tail.NONE, run, engine, entries, next);
     }
 
     /**
@@ -253,12 +253,17 @@ public final class Store {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql, run, engine, entries, next,
-                reclaim);
+        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql,
+                reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
     }
 
-    private Object advance(Connection c, String sql, ClaimedRun run, String engine, List<LogEntry> entries,
-            Advance next, boolean reclaim) throws SQLException {
+    /** What is sent after the advance in the same round trip. */
+    private enum Tail {
+        NONE, COMMIT, CONTINUE, JOIN_LOOKUP
+    }
+
+    private Object advance(Connection c, String sql, Tail tail, ClaimedRun run, String engine,
+            List<LogEntry> entries, Advance next) throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
         String[] exceptions = new String[entries.size()];
@@ -314,15 +319,65 @@ public final class Store {
             ps.setString(++i, localSagas);
             i = bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
                     run.claimedAt());
-            if (sql == advanceSql) {
-                return readCounted(ps);
+            switch (tail) {
+                case NONE -> {
+                    return readCounted(ps);
+                }
+                case JOIN_LOOKUP -> {
+                    ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
+                    return readFinished(ps);
+                }
+                case CONTINUE -> {
+                    ps.setObject(++i, run.id());
+                    ps.setString(++i, engine);
+                    return readCommitted(ps);
+                }
+                default -> {
+                    return readCommitted(ps);
+                }
             }
-            if (reclaim) {
-                ps.setObject(++i, run.id());
-                ps.setString(++i, engine);
-            }
-            return readCommitted(ps);
         }
+    }
+
+    /** A finished run's advance and its join lookup, sent in one round trip: the parent counted off, and the join
+     * memberships (join id, message id) of the run's message that are pending, locked. */
+    public record Finished(Counted parent, List<UUID[]> pendingMembers) {
+    }
+
+    /**
+     * The advance of a run that finished without a parent to count off (so nothing above it can commit here), and
+     * the join lookup for its message ({@code lockPendingSql}, one uuid[] parameter), in one round trip; the caller
+     * settles what the lookup found, then commits.
+     */
+    public Finished advanceFinished(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next,
+            String lockPendingSql) throws SQLException {
+        if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
+            throw new IllegalArgumentException("only a finished run without a parent to count off");
+        }
+        return (Finished) advance(c, advanceSql + ";\n" + lockPendingSql, Tail.JOIN_LOOKUP, run, engine, entries,
+                next);
+    }
+
+    private static Finished readFinished(PreparedStatement ps) throws SQLException {
+        Counted parent = null;
+        List<UUID[]> pending = new ArrayList<>();
+        int resultSets = 0;
+        boolean isResultSet = ps.execute();
+        while (isResultSet || ps.getUpdateCount() != -1) {
+            if (isResultSet) {
+                try (ResultSet rs = ps.getResultSet()) {
+                    if (++resultSets == 1) {
+                        parent = rs.next() ? counted(rs) : null;
+                    } else {
+                        while (rs.next()) {
+                            pending.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                        }
+                    }
+                }
+            }
+            isResultSet = ps.getMoreResults();
+        }
+        return new Finished(parent, pending);
     }
 
     /** Reads the results of advance; COMMIT[; BEGIN; reclaim]: the reclaimed run, or null. */
@@ -372,9 +427,13 @@ public final class Store {
             if (!rs.next()) {
                 return null;
             }
-            return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
-                    rs.getObject(4, UUID.class), rs.getObject(5, UUID.class));
+            return counted(rs);
         }
+    }
+
+    private static Counted counted(ResultSet rs) throws SQLException {
+        return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
+                rs.getObject(4, UUID.class), rs.getObject(5, UUID.class));
     }
 
     /** The SQLSTATE raised when a step would commit in a cancelled scope. */

@@ -62,7 +62,15 @@ final class Transitions {
         if (!next.status().isFinished() && !separateCommits) {
             return commitUnfinished(c, run, entries, next, woken);
         }
-        Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
+        // a finished run with no parent to count off sends its join lookup with the advance (one round trip less)
+        boolean lookupWithAdvance = next.status().isFinished() && !separateCommits
+                && (run.parentId() == null || !run.awaited());
+        Store.Finished finished = lookupWithAdvance
+                ? engine.store().advanceFinished(c, run, engine.engineId(), entries, next, joins.lockPendingSql())
+                : null;
+        Store.Counted parent = lookupWithAdvance
+                ? finished.parent()
+                : engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
             committedAbove.add(parent.messageId());
@@ -71,9 +79,11 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
-        java.util.Set<String> joined = next.status().isFinished()
-                ? joins.runsFinished(c, run.messageId(), committedAbove) // joins with these messages as members
-                : java.util.Set.of();
+        java.util.Set<String> joined = !next.status().isFinished()
+                ? java.util.Set.of()
+                : lookupWithAdvance
+                        ? joins.pendingFound(c, finished.pendingMembers())
+                        : joins.runsFinished(c, run.messageId(), committedAbove); // joins with these as members
         c.commit();
         woken.forEach(engine.dispatcher()::wake);
         joined.forEach(engine.dispatcher()::wake);
