@@ -79,8 +79,10 @@ final class SqlStats {
 
     private static boolean inTransaction(Connection c) {
         try {
-            return c.getAutoCommit() ? false : c.unwrap(org.postgresql.core.BaseConnection.class)
-                    .getTransactionState() != org.postgresql.core.TransactionState.IDLE;
+            return c.getAutoCommit()
+                    ? false
+                    : c.unwrap(org.postgresql.core.BaseConnection.class)
+                            .getTransactionState() != org.postgresql.core.TransactionState.IDLE;
         } catch (SQLException e) {
             return true;
         }

@@ -86,7 +86,8 @@ final class Versus {
     String table() {
         double phys = median("phys", "txPerSec");
         List<String> rows = new ArrayList<>();
-        rows.add("| Workload | System | Median | Runs min..max | vs limit | Coop vs this | Load before (1 min, median) |");
+        rows.add(
+                "| Workload | System | Median | Runs min..max | vs limit | Coop vs this | Load before (1 min, median) |");
         rows.add("|---|---|---:|---:|---:|---:|---:|");
         rows.add(row("Physical limit, " + o.poolSize() + " connections (tx/s)", "PostgreSQL", "phys", "txPerSec",
                 phys, Double.NaN));
