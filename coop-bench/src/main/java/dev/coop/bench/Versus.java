@@ -129,11 +129,11 @@ final class Versus {
         return r == null ? "" : Report.fmt(r.median("load1Before"));
     }
 
-    /** A latency row: this system's latency divided by Coop's (how many times Coop is faster). */
+    /** A latency row: Coop's latency divided by this system's (below 1: Coop is faster). */
     private String rowLatency(String workload, String system, String name, String key, double coop) {
         Runs r = runs.get(name);
         double v = median(name, key);
         return String.format(Locale.ROOT, "| %s | %s | %s | %s | | %s | %s |", workload, system, Report.fmt(v),
-                r == null ? "" : r.spread(key), Report.fmt(v / coop) + "x faster", load(r));
+                r == null ? "" : r.spread(key), "p50 " + Report.fmt(coop / v) + "x", load(r));
     }
 }
