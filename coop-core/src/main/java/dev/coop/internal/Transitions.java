@@ -33,7 +33,8 @@ final class Transitions {
     private final EngineContext engine;
     /**
      * A/B switch for the benchmark only (system property {@code dev.coop.internal.separateCommits=true}, read when
-     * an engine starts): send the COMMIT and the continuation's reclaim as round trips of their own, as before.
+     * an engine starts): send the COMMIT, the continuation's reclaim and a root run's join lookup as round trips of
+     * their own, as before.
      */
     private final boolean separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
     private final JoinBook joins;
