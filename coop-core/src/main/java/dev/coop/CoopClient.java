@@ -24,6 +24,7 @@ import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
 import dev.coop.internal.Operations;
+import dev.coop.internal.Retention;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Schedules;
 import dev.coop.internal.Store;
@@ -447,6 +448,37 @@ public final class CoopClient {
     public List<RunSummary> runs(RunQuery query) {
         Objects.requireNonNull(query, "query");
         return inTransaction("list runs", c -> inspection.runs(c, query));
+    }
+
+    /**
+     * Deletes every hierarchy whose root message's runs all finished more than {@code olderThan} ago (database time)
+     * and of which no run is runnable (also sleeping or due to retry), waiting or parked: its messages, events, runs
+     * and cancellations, whole, in one transaction per {@value dev.coop.internal.Retention#BATCH} hierarchies. A
+     * hierarchy an operator is acting on at that moment is left for the next time. What is deleted is gone from trees,
+     * logs, results and listings; a join that counted one of its messages keeps its counters, and a message id attached
+     * to a join afterwards stays pending until reported. Engines do the same by themselves with
+     * {@link CoopEngine.Builder#retention(Duration)}.
+     *
+     * @param olderThan zero or positive; zero deletes every finished hierarchy
+     */
+    public PruneResult prune(Duration olderThan) {
+        checkAge(olderThan);
+        return new Retention(store.schema()).pruneAll(dataSource, olderThan);
+    }
+
+    /** What {@link #prune(Duration)} would delete now: how many hierarchies, and a sample of their roots. */
+    public PruneResult pruneDryRun(Duration olderThan) {
+        checkAge(olderThan);
+        return new Retention(store.schema()).dryRun(dataSource, olderThan);
+    }
+
+    private static void checkAge(Duration olderThan) {
+        if (olderThan == null || olderThan.isNegative()) {
+            throw new CoopValidationException("olderThan must be zero or positive, was " + olderThan);
+        }
+        if (olderThan.compareTo(Duration.ofDays(365L * 1000)) > 0) {
+            throw new CoopValidationException("olderThan must be at most 1000 years, was " + olderThan);
+        }
     }
 
     /**

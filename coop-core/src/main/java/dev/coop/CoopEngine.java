@@ -71,6 +71,7 @@ public final class CoopEngine implements AutoCloseable {
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private ObjectMapper objectMapper;
         private boolean requireHandlers;
+        private Duration retention;
         /** HikariCP's maximumPoolSize when none is set. */
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
@@ -145,6 +146,23 @@ public final class CoopEngine implements AutoCloseable {
          */
         public Builder schedules(boolean enabled) {
             this.schedules = enabled;
+            return this;
+        }
+
+        /**
+         * Deletes finished hierarchies once every run of their root message finished longer than {@code keep} ago
+         * (default: none is ever deleted). Deleted whole, root by root, in small batches, by a thread of this engine
+         * (engines sharing a schema share the work); a hierarchy with anything runnable, sleeping, waiting or parked
+         * is never touched. See {@link CoopClient#prune(Duration)} for what goes.
+         */
+        public Builder retention(Duration keep) {
+            if (keep == null || keep.isNegative() || keep.isZero()) {
+                throw new CoopValidationException("retention must be a positive duration, was " + keep);
+            }
+            if (keep.compareTo(Duration.ofDays(365L * 1000)) > 0) {
+                throw new CoopValidationException("retention must be at most 1000 years, was " + keep);
+            }
+            this.retention = keep;
             return this;
         }
 
@@ -229,7 +247,7 @@ public final class CoopEngine implements AutoCloseable {
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
-                            requireHandlers));
+                            requireHandlers, retention));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
                     runtime::wake, true, requireHandlers, java.util.Set.copyOf(sagas.keySet()));

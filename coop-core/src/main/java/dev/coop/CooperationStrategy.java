@@ -37,8 +37,10 @@ public interface CooperationStrategy {
 
     /**
      * 3. Whether a run gives up its happy path before its next step (and when a step calls
-     * {@link StepContext#giveUpIfRequested()}): the reason becomes the cause of a {@link GaveUpException} and the run
-     * rolls back. Default: a cancellation of its scope, or its happy-path (or absolute) deadline passed.
+     * {@link StepContext#giveUpIfRequested()}, and while the run waits for its children: when a cancellation wakes it,
+     * at its deadline, and when a barrier timer fires): the reason becomes the cause of a {@link GaveUpException} and
+     * the run rolls back. A waiting run that gives up settles its children that have not started without running
+     * them. Default: a cancellation of its scope, or its happy-path (or absolute) deadline passed.
      */
     default Optional<Failure> giveUpOnHappyPath(RunFacts run) {
         return run.cancellation().or(() -> run.missedDeadline(false));

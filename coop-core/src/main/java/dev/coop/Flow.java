@@ -21,6 +21,17 @@ public sealed interface Flow {
         return Repeat.INSTANCE;
     }
 
+    /**
+     * Run the same step again, no earlier than {@code delay} after this iteration started (by the database's clock):
+     * periodic execution inside a run (see {@link Saga.Builder#periodic}). The wait holds no thread and survives
+     * restarts; a deadline brings it forward so that the run gives up in time. An iteration that launched messages
+     * in its run's scope is followed by the next one when they all finished (the step barrier), without a further
+     * wait.
+     */
+    static Flow repeatAfter(java.time.Duration delay) {
+        return new RepeatAfter(delay);
+    }
+
     /** Go on with the step named {@code step}, forward or back; steps jumped over are not executed. */
     static Flow goTo(String step) {
         return new GoTo(step);
@@ -33,6 +44,13 @@ public sealed interface Flow {
     /** Run the same step again. */
     record Repeat() implements Flow {
         static final Repeat INSTANCE = new Repeat();
+    }
+
+    /** Run the same step again after {@code delay}. */
+    record RepeatAfter(java.time.Duration delay) implements Flow {
+        public RepeatAfter {
+            dev.coop.internal.Limits.delay("The delay of Flow.repeatAfter", delay);
+        }
     }
 
     /** Go on with the step named {@code step}. */

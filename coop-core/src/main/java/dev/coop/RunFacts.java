@@ -1,6 +1,9 @@
 package dev.coop;
 
+import dev.coop.failure.AbsoluteDeadlineMissedException;
 import dev.coop.failure.DeadlineMissedException;
+import dev.coop.failure.HappyPathDeadlineMissedException;
+import dev.coop.failure.RollbackPathDeadlineMissedException;
 import dev.coop.failure.Failure;
 
 import java.time.Instant;
@@ -24,14 +27,22 @@ public record RunFacts(UUID runId, String saga, MessageId message, Lineage linea
 
     /**
      * The deadline of the path (happy or rollback; the absolute one applies to both) when it passed, as a
-     * {@link DeadlineMissedException} failure naming it, its source and its trace.
+     * {@link DeadlineMissedException} failure naming it, its source and its trace. Its type says which deadline it
+     * was: {@link HappyPathDeadlineMissedException}, {@link RollbackPathDeadlineMissedException} or
+     * {@link AbsoluteDeadlineMissedException}.
      */
     public Optional<Failure> missedDeadline(boolean rollbackPath) {
         Deadline d = Deadlines.applying(context, rollbackPath).orElse(null);
         if (d == null || now.isBefore(d.at())) {
             return Optional.empty();
         }
-        return Optional.of(new Failure((rollbackPath ? "Rollback" : "Happy-path") + " deadline " + d.describe()
-                + " passed at " + now, DeadlineMissedException.TYPE, saga, List.of(), List.of()));
+        boolean absolute = context.get(rollbackPath ? Deadlines.ROLLBACK_PATH : Deadlines.HAPPY_PATH)
+                .map(path -> !path.equals(d)).orElse(true);
+        String type = absolute
+                ? AbsoluteDeadlineMissedException.TYPE
+                : rollbackPath ? RollbackPathDeadlineMissedException.TYPE : HappyPathDeadlineMissedException.TYPE;
+        String kind = absolute ? "Absolute" : rollbackPath ? "Rollback" : "Happy-path";
+        return Optional.of(new Failure(kind + " deadline " + d.describe() + " passed at " + now, type, saga,
+                List.of(), List.of()));
     }
 }

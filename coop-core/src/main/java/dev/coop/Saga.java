@@ -21,12 +21,22 @@ public final class Saga<P> {
     private final String name;
     private final List<Step<P>> steps;
     private final CooperationStrategy strategy;
+    private final int workers;
 
-    private Saga(Topic<P> topic, String name, List<Step<P>> steps, CooperationStrategy strategy) {
+    private Saga(Topic<P> topic, String name, List<Step<P>> steps, CooperationStrategy strategy, int workers) {
         this.topic = topic;
         this.name = name;
         this.steps = List.copyOf(steps);
         this.strategy = strategy;
+        this.workers = workers;
+    }
+
+    /**
+     * How many workers of an engine may execute this saga's runs at once (see {@link Builder#workers(int)}); 0 when
+     * the saga has no limit of its own (the engine's workers are its limit).
+     */
+    public int workers() {
+        return workers;
     }
 
     /** The saga's own strategy, or null to use the engine's. */
@@ -75,10 +85,10 @@ public final class Saga<P> {
      * @param finallyOf for the step that runs a finally part on the happy path: the index of its step, or -1
      */
     public record Step<P>(String name, FlowBody<P> body, Compensation<P> compensation,
-            ChildFailureHandler<P> childFailureHandler, RetryPolicy retryPolicy, StepBody<P> finallyBody,
+            ChildFailureFlow<P> childFailureHandler, RetryPolicy retryPolicy, StepBody<P> finallyBody,
             WakeTime<P> wakeAt, int finallyOf) {
 
-        Step<P> with(Compensation<P> c, ChildFailureHandler<P> h, RetryPolicy r, StepBody<P> f) {
+        Step<P> with(Compensation<P> c, ChildFailureFlow<P> h, RetryPolicy r, StepBody<P> f) {
             return new Step<>(name, body, c, h, r, f, wakeAt, finallyOf);
         }
 
@@ -102,6 +112,7 @@ public final class Saga<P> {
         private final List<Step<P>> steps = new ArrayList<>();
         private final Set<String> stepNames = new HashSet<>();
         private CooperationStrategy strategy;
+        private int workers;
 
         private Builder(Topic<P> topic, String name) {
             this.topic = topic;
@@ -124,6 +135,27 @@ public final class Saga<P> {
         public Builder<P> flowStep(String stepName, FlowBody<P> body) {
             Objects.requireNonNull(body, "body of step '" + stepName + "'");
             return add(stepName, body, null, -1);
+        }
+
+        /**
+         * Adds a step that runs every {@code period}, {@code times} times in all (the reference's periodic
+         * scenarios, inside one run): after each iteration the run waits until {@code period} after that iteration
+         * started, then runs the step again; after the last, the next step follows. The step sees its iteration
+         * ({@link StepContext#iteration()}, from 1). To stop on a condition instead, use a {@link #flowStep} that
+         * returns {@link Flow#repeatAfter} until the condition holds and then {@link Flow#next()}. Waits hold no
+         * thread and survive restarts; for periodic launches of whole runs, see {@code dev.coop.schedule.Schedule}.
+         */
+        public Builder<P> periodic(String stepName, java.time.Duration period, int times, StepBody<P> body) {
+            Objects.requireNonNull(body, "body of periodic step '" + stepName + "'");
+            dev.coop.internal.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'", period);
+            if (times < 1) {
+                throw new CoopValidationException("Periodic step '" + stepName + "' of saga '" + name
+                        + "' must run at least once, was " + times + " times");
+            }
+            return add(stepName, step -> {
+                body.run(step);
+                return step.iteration() < times ? Flow.repeatAfter(period) : Flow.next();
+            }, null, -1);
         }
 
         /**
@@ -176,6 +208,7 @@ public final class Saga<P> {
             }
             if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
                     || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.LogNames.CHILDREN_SUFFIX)
                     || stepName.endsWith(dev.coop.internal.LogNames.FINALLY_SUFFIX))) {
                 throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
                         + "' imitates the names Coop logs for rollbacks, child-failure handlers and finally parts;"
@@ -202,6 +235,19 @@ public final class Saga<P> {
 
         /** Sets what the step added last does when runs it caused fail (default: roll back this run too). */
         public Builder<P> onChildFailure(ChildFailureHandler<P> handler) {
+            Objects.requireNonNull(handler, "handler");
+            return onChildFailure((step, failure, handling, pending) -> {
+                handler.handle(step, failure);
+                return pending;
+            });
+        }
+
+        /**
+         * Sets what the step added last does when runs it caused fail, and where the run goes next: the handler
+         * sees which handler run this is and the step's own decision, and returns a {@link Flow} (continue, repeat
+         * the step, or go to another step). Throwing rolls the run back.
+         */
+        public Builder<P> onChildFailure(ChildFailureFlow<P> handler) {
             Objects.requireNonNull(handler, "handler");
             Step<P> s = last("onChildFailure");
             if (s.childFailureHandler() != null) {
@@ -247,12 +293,26 @@ public final class Saga<P> {
             return this;
         }
 
+        /**
+         * At most {@code workers} workers of each engine execute this saga's runs at once, so that a slow saga
+         * cannot take every worker of an engine from the others (default: no limit of its own). The limit is per
+         * engine: two engines running the saga may run twice as many at once. Between 1 and 1024.
+         */
+        public Builder<P> workers(int workers) {
+            if (workers < 1 || workers > 1024) {
+                throw new CoopValidationException("workers of saga '" + name + "' must be between 1 and 1024, was "
+                        + workers);
+            }
+            this.workers = workers;
+            return this;
+        }
+
         public Saga<P> build() {
             if (steps.isEmpty()) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' has no steps; add at least one with step()");
             }
-            return new Saga<>(topic, name, steps, strategy);
+            return new Saga<>(topic, name, steps, strategy, workers);
         }
     }
 }

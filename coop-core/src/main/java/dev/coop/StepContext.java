@@ -120,6 +120,17 @@ public interface StepContext<P> {
     <T> MessageId launch(Topic<T> topic, T payload, CooperationContext context);
 
     /**
+     * Launches a message in this run's scope whose runs start at {@code at} (by the database's clock), not before:
+     * a delayed child. The barrier awaits it like any other, so the next step of this run starts only after it ran
+     * (an instant in the past starts it at once). The wait holds no thread; a cancellation or a missed deadline of
+     * this run settles a delayed child that has not started without running it.
+     */
+    <T> MessageId launch(Topic<T> topic, T payload, Instant at);
+
+    /** A delayed launch in this run's scope ({@link #launch(Topic, Object, Instant)}) with extra context. */
+    <T> MessageId launch(Topic<T> topic, T payload, CooperationContext context, Instant at);
+
+    /**
      * Launches a message that starts a new, independent hierarchy; this run does not wait for it. Its runs start
      * with an empty context.
      */
@@ -127,4 +138,13 @@ public interface StepContext<P> {
 
     /** Launches a message that starts a new, independent hierarchy with the context {@code context}. */
     <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext context);
+
+    /**
+     * Launches a message that starts a new, independent hierarchy at {@code at} (by the database's clock), not
+     * before; this run does not wait for it. Written when the step commits, like every launch.
+     */
+    <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, Instant at);
+
+    /** A delayed launch on the global scope with the context {@code context}. */
+    <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext context, Instant at);
 }

@@ -116,7 +116,7 @@ class CancellationTest {
     }
 
     @Test
-    void a_run_cancelled_before_it_started_rolls_back_at_once_when_its_engine_starts_and_its_parent_follows(
+    void a_parent_cancelled_while_its_child_cannot_start_rolls_back_at_once_and_the_child_never_runs(
             DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("cancel-unstarted-root", Empty.class);
         Topic<Empty> childTopic = Topic.of("cancel-unstarted-child", Empty.class);
@@ -127,33 +127,75 @@ class CancellationTest {
                 .step("r1", step -> ran.add("r1 (must not run)"))
                 .build();
         Saga<Empty> child = Saga.on(childTopic, "cancel-unstarted-child-saga")
-                .step("c0", step -> ran.add("c0 (must not run)"))
+                .step("c0", step -> ran.add("c0 of " + step.lineage().depth() + "-element lineage"))
                 .compensateWith((step, cause) -> ran.add("compensated c0 (must not run)"))
                 .build();
-        // register the child saga, then stop its engine
+        // engine B registers the child saga, then stops: launches on its topic still create runs nobody executes
         Coop.engine(dataSource).workers(1).register(child).start().close();
 
-        try (CoopEngine rootEngine = Coop.engine(dataSource).workers(2).register(root).start()) {
-            CoopClient client = rootEngine.client();
-            MessageId id = client.launch(rootTopic, new Empty());
+        MessageId id;
+        try (CoopEngine engineA = Coop.engine(dataSource).workers(2).register(root).start()) {
+            CoopClient client = engineA.client();
+            id = client.launch(rootTopic, new Empty());
             Await.until("the root to wait for its child", WAIT,
                     () -> client.statuses(id).equals(List.of(RunStatus.WAITING)));
             assertThat(client.cancel(id, "never mind")).isEqualTo(CancelResult.REQUESTED);
 
-            try (CoopEngine childEngine = Coop.engine(dataSource).workers(2).register(child).start()) {
-                assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
-            }
+            assertThat(client.awaitCompletion(id, WAIT)).as("while engine B is down")
+                    .isEqualTo(Outcome.ROLLED_BACK);
             List<Event> events = client.events(id);
             String log = EventLog.table(events);
             assertThat(ran).as(log).containsExactly("compensated root:r0");
-            List<String> childRows = EventLog.rows(
-                    events.stream().filter(e -> "cancel-unstarted-child-saga".equals(e.saga())).toList());
-            assertThat(childRows).as(log).hasSize(3).startsWith("SEEN cancel-unstarted-child-saga -");
-            assertThat(childRows.get(1)).startsWith("ROLLING_BACK cancel-unstarted-child-saga");
-            assertThat(childRows.get(2)).startsWith("ROLLED_BACK cancel-unstarted-child-saga");
-            Event childGaveUp = CompensationTest.find(events, e -> e.type() == EventType.ROLLING_BACK
-                    && "cancel-unstarted-child-saga".equals(e.saga()));
-            assertGaveUpBecauseCancelled(Failure.fromJson(childGaveUp.exception()), "cancel-unstarted-child-saga");
+            List<Event> childEvents = events.stream()
+                    .filter(e -> "cancel-unstarted-child-saga".equals(e.saga())).toList();
+            assertThat(childEvents).as(log).extracting(Event::type)
+                    .containsExactly(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
+            Failure neverStarted = Failure.fromJson(childEvents.getFirst().exception());
+            assertThat(neverStarted.type()).isEqualTo(GaveUpException.TYPE);
+            assertThat(neverStarted.message()).as(log).startsWith("Never started");
+            assertThat(neverStarted.causes()).extracting(Failure::type)
+                    .containsExactly(CancellationRequestedException.TYPE);
+            Event rootGaveUp = CompensationTest.find(events, e -> e.type() == EventType.ROLLING_BACK
+                    && "cancel-unstarted-root-saga".equals(e.saga()));
+            assertGaveUpBecauseCancelled(Failure.fromJson(rootGaveUp.exception()), "cancel-unstarted-root-saga");
+            dev.coop.test.Invariants.assertAll(events);
+        }
+
+        try (CoopEngine engineB = Coop.engine(dataSource).workers(2).register(child).start()) {
+            CoopClient client = engineB.client();
+            MessageId later = client.launch(childTopic, new Empty());
+            assertThat(client.awaitCompletion(later, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).as("engine B is back and ran a later message; the settled child never ran")
+                    .containsExactly("compensated root:r0", "c0 of 2-element lineage");
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        }
+    }
+
+    @Test
+    void cancelling_a_parent_that_waits_for_a_delayed_child_settles_the_child_before_it_starts(
+            DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("cancel-delayed-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("cancel-delayed-child", Empty.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        Saga<Empty> root = Saga.on(rootTopic, "cancel-delayed-root-saga")
+                .step("r0", step -> step.launch(childTopic, new Empty(), step.startedAt().plus(Duration.ofHours(1))))
+                .compensateWith((step, cause) -> ran.add("compensated root:r0"))
+                .step("r1", step -> ran.add("r1 (must not run)"))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "cancel-delayed-child-saga")
+                .step("c0", step -> ran.add("c0 (must not run)"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(rootTopic, new Empty());
+            Await.until("the root to wait for its delayed child", WAIT,
+                    () -> client.statuses(id).equals(List.of(RunStatus.WAITING)));
+            assertThat(client.cancel(id, "not any more")).isEqualTo(CancelResult.REQUESTED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            List<Event> events = client.events(id);
+            assertThat(ran).as(EventLog.table(events)).containsExactly("compensated root:r0");
+            assertThat(events.stream().filter(e -> "cancel-delayed-child-saga".equals(e.saga())).map(Event::type))
+                    .containsExactly(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
         }
     }
 

@@ -38,6 +38,75 @@ class ChildFailureHandlerTest {
     }
 
     @Test
+    void a_handler_that_returns_go_to_skips_the_steps_in_between_and_the_run_commits(DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("flow-goto-root", Empty.class);
+        Topic<Child> childTopic = Topic.of("flow-goto-child", Child.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        Saga<Empty> root = Saga.on(rootTopic, "flow-goto-root-saga")
+                .step("r0", step -> step.launch(childTopic, new Child("a", true)))
+                .onChildFailure((step, failure, handling, pending) -> {
+                    ran.add("handler " + handling + " pending " + pending);
+                    return Flow.goTo("r2");
+                })
+                .step("r1", step -> ran.add("r1 (must not run)"))
+                .step("r2", step -> ran.add("r2"))
+                .build();
+        Saga<Child> child = Saga.on(childTopic, "flow-goto-child-saga")
+                .step("c0", step -> {
+                    throw new IllegalStateException("child fails");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
+            MessageId id = engine.client().launch(rootTopic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            String log = EventLog.table(engine.client().events(id));
+            assertThat(ran).as(log).containsExactly("handler 1 pending Continue[]", "r2");
+            Event handler = engine.client().events(id).stream()
+                    .filter(e -> "r0 (child failure handler)".equals(e.step())).findFirst().orElseThrow();
+            assertThat(handler.type()).isEqualTo(EventType.SUSPENDED);
+            assertThat(handler.sagaStep()).as("the step's own name, read back from the logged name").isEqualTo("r0");
+        }
+    }
+
+    @Test
+    void a_handler_sees_its_handling_count_and_the_step_decision_and_may_override_it(DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("flow-override-root", Empty.class);
+        Topic<Try> childTopic = Topic.of("flow-override-child", Try.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        Saga<Empty> root = Saga.on(rootTopic, "flow-override-root-saga")
+                .flowStep("r0", step -> {
+                    ran.add("r0 iteration " + step.iteration());
+                    step.launch(childTopic, new Try(1));
+                    return Flow.repeat(); // would loop forever, unless the handler says otherwise
+                })
+                .onChildFailure((step, failure, handling, pending) -> {
+                    ran.add("handler " + handling + " of iteration " + step.iteration() + ", pending " + pending);
+                    if (handling == 1) {
+                        step.launch(childTopic, new Try(2)); // a retry that fails too: the handler runs again
+                        return pending;
+                    }
+                    return Flow.next();
+                })
+                .step("r1", step -> ran.add("r1"))
+                .build();
+        Saga<Try> child = Saga.on(childTopic, "flow-override-child-saga")
+                .step("c0", step -> {
+                    throw new IllegalStateException("attempt " + step.payload().attempt() + " fails");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
+            MessageId id = engine.client().launch(rootTopic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            String log = EventLog.table(engine.client().events(id));
+            assertThat(ran).as(log).containsExactly("r0 iteration 1",
+                    "handler 1 of iteration 1, pending Repeat[]",
+                    "handler 2 of iteration 1, pending Repeat[]",
+                    "r1");
+            dev.coop.test.Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
+    @Test
     void a_handler_that_returns_normally_swallows_every_child_failure_and_the_parent_commits(DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("swallow-root", Empty.class);
         Topic<Child> childTopic = Topic.of("swallow-child", Child.class);

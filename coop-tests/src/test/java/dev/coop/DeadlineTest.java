@@ -1,7 +1,11 @@
 package dev.coop;
 
 import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.AbsoluteDeadlineMissedException;
+import dev.coop.failure.CooperationException;
 import dev.coop.failure.DeadlineMissedException;
+import dev.coop.failure.HappyPathDeadlineMissedException;
+import dev.coop.failure.RollbackPathDeadlineMissedException;
 import dev.coop.failure.Failure;
 import dev.coop.failure.GaveUpException;
 import dev.coop.inspect.Event;
@@ -30,6 +34,54 @@ class DeadlineTest {
 
     static final Duration WAIT = Duration.ofSeconds(20);
     static final Duration SPIN_LIMIT = Duration.ofSeconds(15);
+
+    @Test
+    void a_parent_waiting_past_its_deadline_for_a_child_whose_engine_is_down_rolls_back_and_the_child_never_runs(
+            DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("deadline-unstarted-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("deadline-unstarted-child", Empty.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        Saga<Empty> root = Saga.on(rootTopic, "root-handler")
+                .step("0", step -> step.launch(childTopic, new Empty()))
+                .compensateWith((step, cause) -> ran.add("compensated root:0"))
+                .step("1", step -> ran.add("1 (must not run)"))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "child-handler")
+                .step("c0", step -> ran.add("c0 at depth " + step.lineage().depth()))
+                .build();
+        Coop.engine(dataSource).workers(1).register(child).start().close(); // engine B: registered, then down
+
+        MessageId id;
+        try (CoopEngine engineA = Coop.engine(dataSource).workers(2).register(root).start()) {
+            CoopClient client = engineA.client();
+            Instant deadline = client.databaseTime().plusMillis(500);
+            id = client.launch(rootTopic, new Empty(),
+                    CooperationContext.of(Deadlines.HAPPY_PATH, Deadline.at(deadline, "checkout-api")));
+            assertThat(client.awaitCompletion(id, WAIT)).as("while engine B is down").isEqualTo(Outcome.ROLLED_BACK);
+            List<Event> events = client.events(id);
+            String log = dev.coop.test.EventLog.table(events);
+            assertThat(ran).as(log).containsExactly("compensated root:0");
+            Event rootGaveUp = events.stream()
+                    .filter(e -> e.type() == EventType.ROLLING_BACK && "root-handler".equals(e.saga()))
+                    .findFirst().orElseThrow();
+            assertThat(rootGaveUp.createdAt().toInstant()).as(log).isAfterOrEqualTo(deadline);
+            Failure gaveUp = Failure.fromJson(rootGaveUp.exception());
+            assertThat(gaveUp.type()).isEqualTo(GaveUpException.TYPE);
+            assertThat(gaveUp.causes().getFirst().type()).isEqualTo(HappyPathDeadlineMissedException.TYPE);
+            assertThat(events.stream().filter(e -> "child-handler".equals(e.saga())).map(Event::type))
+                    .as(log).containsExactly(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
+            dev.coop.test.Invariants.assertAll(events);
+        }
+
+        try (CoopEngine engineB = Coop.engine(dataSource).workers(2).register(child).start()) {
+            CoopClient client = engineB.client();
+            MessageId later = client.launch(childTopic, new Empty());
+            assertThat(client.awaitCompletion(later, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).as("engine B is back; only the later message ran")
+                    .containsExactly("compensated root:0", "c0 at depth 2");
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        }
+    }
 
     @Test
     void a_child_inherits_and_tightens_a_deadline_misses_it_and_the_parent_sees_source_and_trace(
@@ -78,7 +130,9 @@ class DeadlineTest {
                     .findFirst().orElseThrow();
             Failure failure = Failure.fromJson(childGaveUp.exception());
             assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(failure.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(failure.causes().getFirst().type()).isEqualTo(HappyPathDeadlineMissedException.TYPE);
+            assertThat(CooperationException.of(failure).getCause())
+                    .isInstanceOf(HappyPathDeadlineMissedException.class);
             assertThat(failure.causes().getFirst().message()).startsWith("Happy-path deadline " + tightened.at()
                     + " (set by root tighten step; tightened from " + apiDeadline + " from checkout-api)");
         }
@@ -106,7 +160,10 @@ class DeadlineTest {
                     .filter(e -> e.type() == EventType.ROLLING_BACK).findFirst().orElseThrow();
             Failure failure = Failure.fromJson(rollingBack.exception());
             assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(failure.causes().getFirst().message()).contains("deadline " + at + " (set by test)");
+            assertThat(failure.causes().getFirst().message()).startsWith("Absolute deadline " + at + " (set by test)");
+            assertThat(failure.causes().getFirst().type()).isEqualTo(AbsoluteDeadlineMissedException.TYPE);
+            assertThat(CooperationException.of(failure).getCause()).isInstanceOf(AbsoluteDeadlineMissedException.class)
+                    .isInstanceOf(DeadlineMissedException.class);
         }
     }
 
@@ -143,7 +200,10 @@ class DeadlineTest {
                     .filter(e -> e.type() == EventType.ROLLBACK_FAILED).findFirst().orElseThrow();
             Failure failure = Failure.fromJson(failed.exception());
             assertThat(failure.type()).isEqualTo(GaveUpException.TYPE);
-            assertThat(failure.causes().getFirst().type()).isEqualTo(DeadlineMissedException.TYPE);
+            assertThat(failure.causes().getFirst().type()).isEqualTo(RollbackPathDeadlineMissedException.TYPE);
+            assertThat(CooperationException.of(failure).getCause())
+                    .isInstanceOf(RollbackPathDeadlineMissedException.class)
+                    .isInstanceOf(DeadlineMissedException.class);
             assertThat(failure.causes().getFirst().message()).startsWith("Rollback deadline " + at
                     + " (set by ops policy)");
             assertThat(failure.causes()).extracting(Failure::message).contains("start the rollback");

@@ -89,6 +89,97 @@ class DurableTimeTest {
     }
 
     @Test
+    void a_step_launches_a_delayed_child_that_the_barrier_awaits_and_a_delayed_global_message_it_does_not(
+            DataSource dataSource) {
+        Topic<Empty> parentTopic = Topic.of("delayed-parent", Empty.class);
+        Topic<Empty> childTopic = Topic.of("delayed-child", Empty.class);
+        Topic<Empty> laterTopic = Topic.of("delayed-global", Empty.class);
+        java.util.Map<String, Instant> at = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.Map<String, MessageId> launched = new java.util.concurrent.ConcurrentHashMap<>();
+        Saga<Empty> parent = Saga.on(parentTopic, "delayed-parent-handler")
+                .step("launch", step -> {
+                    at.put("child", step.startedAt().plusMillis(700));
+                    at.put("global", step.startedAt().plus(Duration.ofHours(1)));
+                    launched.put("child", step.launch(childTopic, new Empty(), at.get("child")));
+                    launched.put("global", step.launchOnGlobalScope(laterTopic, new Empty(), at.get("global")));
+                })
+                .step("after", step -> {
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "delayed-child-handler").step("run", step -> {
+        }).build();
+        Saga<Empty> later = Saga.on(laterTopic, "delayed-global-handler").step("run", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(parent, child, later).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(parentTopic, new Empty());
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<Event> events = client.events(id);
+            String log = dev.coop.test.EventLog.table(events);
+            Event childSeen = events.stream().filter(e -> e.type() == EventType.SEEN
+                    && "delayed-child-handler".equals(e.saga())).findFirst().orElseThrow();
+            assertThat(childSeen.createdAt().toInstant()).as(log).isAfterOrEqualTo(at.get("child"));
+            assertThat(step(events, "after").id()).as("the barrier waited for the delayed child; " + log)
+                    .isGreaterThan(childSeen.id());
+            dev.coop.test.Invariants.assertAll(events);
+
+            // the parent committed without waiting for the global message, due in an hour
+            assertThat(client.statuses(launched.get("global"))).containsExactly(RunStatus.RUNNABLE);
+            assertThat(client.events(launched.get("global"))).extracting(Event::type)
+                    .containsExactly(EventType.EMITTED);
+        }
+    }
+
+    @Test
+    void a_periodic_step_runs_every_period_the_given_number_of_times_then_the_run_goes_on(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("periodic-count", Empty.class);
+        List<String> ran = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Instant> ticks = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Saga<Empty> saga = Saga.on(topic, "periodic-count-handler")
+                .periodic("tick", Duration.ofMillis(300), 3, step -> {
+                    ticks.add(step.startedAt());
+                    ran.add("tick " + step.iteration());
+                })
+                .step("done", step -> ran.add("done"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).containsExactly("tick 1", "tick 2", "tick 3", "done");
+            for (int i = 1; i < ticks.size(); i++) {
+                assertThat(Duration.between(ticks.get(i - 1), ticks.get(i)))
+                        .as("iteration %d started a period after iteration %d", i + 1, i)
+                        .isGreaterThanOrEqualTo(Duration.ofMillis(300));
+            }
+        }
+    }
+
+    @Test
+    void a_flow_step_repeats_after_a_delay_until_its_condition_holds(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("periodic-until", Empty.class);
+        java.util.concurrent.atomic.AtomicInteger polls = new java.util.concurrent.atomic.AtomicInteger();
+        Saga<Empty> saga = Saga.on(topic, "periodic-until-handler")
+                .flowStep("poll", step -> polls.incrementAndGet() < 3
+                        ? Flow.repeatAfter(Duration.ofMillis(200))
+                        : Flow.next())
+                .step("after", step -> {
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(polls.get()).isEqualTo(3);
+            List<Event> events = engine.client().events(id);
+            assertThat(events.stream().filter(e -> "poll".equals(e.step())).count()).isEqualTo(3);
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> Flow.repeatAfter(Duration.ofSeconds(-1)))
+                .isInstanceOf(dev.coop.failure.CoopValidationException.class).hasMessageContaining("PT-1S");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> Saga.on(topic, "x").periodic("p",
+                Duration.ofSeconds(1), 0, step -> {
+                })).isInstanceOf(dev.coop.failure.CoopValidationException.class).hasMessageContaining("was 0 times");
+    }
+
+    @Test
     void a_sleeping_run_survives_an_engine_restart(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("sleep-restart", Empty.class);
         Saga<Empty> saga = Saga.on(topic, "sleep-restart-handler")

@@ -34,6 +34,45 @@ class StrategyTest {
     }
 
     @Test
+    void a_parent_whose_strategy_set_a_barrier_timer_gives_up_when_cancelled_and_its_unstarted_child_never_runs(
+            DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("timer-cancel-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("timer-cancel-child", Empty.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        CooperationStrategy askAgainInAnHour = new CooperationStrategy() {
+            @Override
+            public BarrierDecision resumeHappyPath(Barrier barrier) {
+                return BarrierDecision.waitUntil(barrier.run().now().plus(Duration.ofHours(1)));
+            }
+        };
+        Saga<Empty> root = Saga.on(rootTopic, "timer-cancel-root-handler")
+                .strategy(askAgainInAnHour)
+                .step("0", step -> step.launch(childTopic, new Empty()))
+                .compensateWith((step, cause) -> ran.add("compensated root:0"))
+                .step("1", step -> ran.add("1 (must not run)"))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "timer-cancel-child-handler")
+                .step("c0", step -> ran.add("child ran"))
+                .build();
+        registerWithoutRunning(dataSource, child);
+        MessageId id;
+        try (CoopEngine engineA = Coop.engine(dataSource).register(root).start()) {
+            CoopClient client = engineA.client();
+            id = client.launch(rootTopic, new Empty());
+            Await.until("the root to wait with its barrier timer set", WAIT,
+                    () -> client.events(id).stream().anyMatch(e -> e.type() == EventType.SUSPENDED));
+            assertThat(client.cancel(id, "never mind")).isEqualTo(CancelResult.REQUESTED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(ran).containsExactly("compensated root:0");
+        }
+        try (CoopEngine engineB = Coop.engine(dataSource).register(child).start()) {
+            MessageId later = engineB.client().launch(childTopic, new Empty());
+            assertThat(engineB.client().awaitCompletion(later, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).containsExactly("compensated root:0", "child ran");
+        }
+    }
+
+    @Test
     void the_time_window_strategy_waits_only_for_children_that_start_within_the_window(DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("window-root", Empty.class);
         Topic<Empty> childTopic = Topic.of("window-child", Empty.class);
@@ -80,7 +119,9 @@ class StrategyTest {
         CooperationStrategy strategy = new CooperationStrategy() {
             @Override
             public Optional<Failure> giveUpOnHappyPath(RunFacts run) {
-                if ("dangerous".equals(run.nextStep()) && run.context().get(killSwitch).orElse(false)) {
+                // the switch is read once the barrier was asked twice (give-up rules are asked while waiting, too)
+                if ("dangerous".equals(run.nextStep()) && barrierCalls.size() >= 2
+                        && run.context().get(killSwitch).orElse(false)) {
                     return Optional.of(new Failure("the kill switch is on", "example.KillSwitch", run.saga(),
                             List.of(), List.of()));
                 }

@@ -187,7 +187,7 @@ class TryFinallyTest {
     }
 
     @Test
-    void a_finally_part_cannot_launch_messages_and_compensate_with_applies_to_its_step() {
+    void compensate_with_after_a_finally_part_applies_to_its_step() {
         Topic<Empty> topic = Topic.of("finally-shape", Empty.class);
         Saga<Empty> saga = Saga.on(topic, "finally-shape-handler")
                 .step("a", step -> {
@@ -200,6 +200,98 @@ class TryFinallyTest {
         assertThat(saga.steps()).extracting(Saga.Step::name).containsExactly("a", "a (finally)");
         assertThat(saga.steps().getFirst().compensation()).isNotNull();
         assertThat(saga.steps().get(1).isFinallyPart()).isTrue();
+    }
+
+    /** A saga whose finally part launches a "release" message; its child records when it ran. */
+    private Saga<Empty> releasing(String name, Topic<Empty> topic, Topic<Empty> releaseTopic, boolean tryFails,
+            Topic<Empty> failingChild) {
+        return Saga.on(topic, name)
+                .step("acquire", step -> {
+                    trace.add("acquire");
+                    if (failingChild != null) {
+                        step.launch(failingChild, new Empty());
+                    }
+                    if (tryFails) {
+                        throw new IllegalStateException("the try part fails");
+                    }
+                })
+                .compensateWith((step, cause) -> trace.add("compensate acquire"))
+                .andFinally(step -> {
+                    trace.add("finally launches release");
+                    step.launch(releaseTopic, new Empty());
+                })
+                .step("after", step -> trace.add("after"))
+                .build();
+    }
+
+    private Saga<Empty> releaseHandler(String name, Topic<Empty> releaseTopic) {
+        return Saga.on(releaseTopic, name).step("release", step -> trace.add("release ran"))
+                .compensateWith((step, cause) -> trace.add("release compensated"))
+                .build();
+    }
+
+    @Test
+    void a_finally_part_that_launches_on_the_happy_path_is_awaited_before_the_next_step(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("finally-launch-ok", Empty.class);
+        Topic<Empty> releaseTopic = Topic.of("finally-launch-ok-release", Empty.class);
+        try (CoopEngine engine = Coop.engine(dataSource).register(
+                releasing("finally-launch-ok-handler", topic, releaseTopic, false, null),
+                releaseHandler("finally-launch-ok-release-handler", releaseTopic)).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<Event> events = engine.client().events(id);
+            String log = dev.coop.test.EventLog.table(events);
+            assertThat(trace).as(log).containsExactly("acquire", "finally launches release", "release ran", "after");
+            assertThat(events).as(log).anyMatch(e -> e.type() == EventType.EMITTED
+                    && "acquire (finally)".equals(e.step()));
+            dev.coop.test.Invariants.assertAll(events);
+        }
+    }
+
+    @Test
+    void a_finally_part_that_launches_during_a_rollback_is_awaited_and_not_compensated(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("finally-launch-rb", Empty.class);
+        Topic<Empty> releaseTopic = Topic.of("finally-launch-rb-release", Empty.class);
+        Topic<Empty> failingTopic = Topic.of("finally-launch-rb-failing", Empty.class);
+        Saga<Empty> failing = Saga.on(failingTopic, "finally-launch-rb-failing-handler").step("fail", step -> {
+            throw new IllegalStateException("the child fails");
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(
+                releasing("finally-launch-rb-handler", topic, releaseTopic, false, failingTopic),
+                releaseHandler("finally-launch-rb-release-handler", releaseTopic), failing).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            List<Event> events = engine.client().events(id);
+            String log = dev.coop.test.EventLog.table(events);
+            // the child failed: acquire is compensated, then its finally part runs and its launch is awaited
+            assertThat(trace).as(log).containsExactly("acquire", "compensate acquire", "finally launches release",
+                    "release ran");
+            Event releaseCommitted = events.stream().filter(e -> e.type() == EventType.COMMITTED
+                    && "finally-launch-rb-release-handler".equals(e.saga())).findFirst().orElseThrow();
+            Event rolledBack = events.stream().filter(e -> e.type() == EventType.ROLLED_BACK
+                    && "finally-launch-rb-handler".equals(e.saga())).findFirst().orElseThrow();
+            assertThat(rolledBack.id()).as(log).isGreaterThan(releaseCommitted.id());
+        }
+    }
+
+    @Test
+    void a_finally_part_that_launches_when_its_step_fails_is_awaited_before_the_run_ends(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("finally-launch-fail", Empty.class);
+        Topic<Empty> releaseTopic = Topic.of("finally-launch-fail-release", Empty.class);
+        try (CoopEngine engine = Coop.engine(dataSource).register(
+                releasing("finally-launch-fail-handler", topic, releaseTopic, true, null),
+                releaseHandler("finally-launch-fail-release-handler", releaseTopic)).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            List<Event> events = engine.client().events(id);
+            String log = dev.coop.test.EventLog.table(events);
+            assertThat(trace).as(log).containsExactly("acquire", "finally launches release", "release ran");
+            Event releaseCommitted = events.stream().filter(e -> e.type() == EventType.COMMITTED
+                    && "finally-launch-fail-release-handler".equals(e.saga())).findFirst().orElseThrow();
+            Event rolledBack = events.stream().filter(e -> e.type() == EventType.ROLLED_BACK
+                    && "finally-launch-fail-handler".equals(e.saga())).findFirst().orElseThrow();
+            assertThat(rolledBack.id()).as(log).isGreaterThan(releaseCommitted.id());
+        }
     }
 
     private static List<String> released(DataSource dataSource) throws SQLException {

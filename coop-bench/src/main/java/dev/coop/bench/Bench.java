@@ -214,6 +214,7 @@ public final class Bench {
                 report.row(name, "start after due max ms", runs, "latenessMaxMs", null, null, null);
             }
             case "history" -> History.run(o, report);
+            case "prune" -> Prune.run(o, report);
             case "idle" -> Idle.run(o, report);
             case "bigfanout" -> {
                 Runs runs = Runs.repeat("bigfanout", o.warmups, o.runs, (i, warm) -> {

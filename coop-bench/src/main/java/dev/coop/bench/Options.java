@@ -15,7 +15,7 @@ final class Options {
     static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
-    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "experiments");
+    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "experiments", "prune");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;
@@ -49,6 +49,8 @@ final class Options {
     long historyEvents = 10_000_000;
     int historySagas = 2_000;
     int historyThreads = 32;
+
+    long pruneHierarchies = 1_000_000;
 
     int idleSeconds = 60;
     int idleWarmupSeconds = 10;
@@ -105,6 +107,7 @@ final class Options {
         HELP.put("--history-events", "events of finished history inserted (default 10000000)");
         HELP.put("--history-sagas", "W1 sagas per history run (default 2000)");
         HELP.put("--history-threads", "W1 client threads in the history workload (default 32)");
+        HELP.put("--prune-hierarchies", "finished hierarchies loaded, then pruned while W1 runs (workload prune; default 1000000)");
         HELP.put("--idle-seconds", "length of one idle measurement (default 60)");
         HELP.put("--idle-warmup-seconds", "idle warm-up before measuring (default 10)");
         HELP.put("--idle-sagas", "sagas registered by the idle engine (default 50)");
@@ -165,6 +168,7 @@ final class Options {
         pollMs = 200;
         historyEvents = 150_000;
         historySagas = 200;
+        pruneHierarchies = 20_000;
         idleSeconds = 3;
         idleWarmupSeconds = 1;
         bigFanout = 1_000;
@@ -223,6 +227,7 @@ final class Options {
             case "--history-events" -> historyEvents = Long.parseLong(v.replace("_", ""));
             case "--history-sagas" -> historySagas = positive(key, v);
             case "--history-threads" -> historyThreads = positive(key, v);
+            case "--prune-hierarchies" -> pruneHierarchies = Long.parseLong(v.replace("_", ""));
             case "--idle-seconds" -> idleSeconds = positive(key, v);
             case "--idle-warmup-seconds" -> idleWarmupSeconds = nonNegative(key, v);
             case "--idle-sagas" -> idleSagas = positive(key, v);

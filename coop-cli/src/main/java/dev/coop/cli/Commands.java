@@ -9,6 +9,7 @@ import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.MessageId;
+import dev.coop.PruneResult;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.inspect.RunQuery;
 import dev.coop.RunStatus;
@@ -280,7 +281,8 @@ final class Commands {
             }
             if (v.outcomeMessage() != null) {
                 cli.out().println("Published " + v.outcomeMessage() + " on '" + TerminalText.escape(
-                        v.status() == dev.coop.join.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic()) + "'");
+                        v.status() == dev.coop.join.JoinStatus.COMPLETED ? v.onCompleteTopic() : v.onFailTopic())
+                        + "'");
             }
         }
     }
@@ -329,6 +331,49 @@ final class Commands {
                 case ALREADY_FINISHED -> "Everything below message " + message + " had finished; nothing changed"
                         + " (to undo it: coop rollback " + message + " --reason ...).";
             });
+        }
+    }
+
+    @Command(name = "prune", mixinStandardHelpOptions = true, description = "Delete finished hierarchies (messages, events,"
+            + " runs) whose root runs all finished longer ago than --older-than; anything runnable, sleeping, waiting or"
+            + " parked is kept.")
+    static final class Prune extends Base {
+        @Option(names = "--older-than", required = true, paramLabel = "<age>", converter = AgeConverter.class, description = "30s, 15m, 2h or 30d")
+        Duration olderThan;
+
+        @Option(names = "--dry-run", description = "Only say how many hierarchies would go, and some of their ids")
+        boolean dryRun;
+
+        @Override
+        public void run() {
+            PruneResult r = operate(() -> dryRun
+                    ? database().client.pruneDryRun(olderThan)
+                    : database().client.prune(olderThan));
+            if (cli.json) {
+                ObjectNode n = JsonNodeFactory.instance.objectNode();
+                n.put("dryRun", r.dryRun());
+                n.put("cutoff", r.cutoff().toString());
+                n.put("hierarchies", r.hierarchies());
+                if (!r.dryRun()) {
+                    n.put("runs", r.runs());
+                    n.put("events", r.events());
+                    n.put("messages", r.messages());
+                }
+                var sample = n.putArray("sample");
+                r.sample().forEach(m -> sample.add(m.toString()));
+                cli.out().println(cli.jsonRenderer().write(n));
+                return;
+            }
+            String what = r.hierarchies() + (r.hierarchies() == 1 ? " hierarchy" : " hierarchies")
+                    + " finished before " + r.cutoff();
+            cli.out().println(r.dryRun()
+                    ? "Would delete " + what + " (dry run: nothing deleted)."
+                    : "Deleted " + what + ": " + r.messages() + " messages, " + r.runs() + " runs, " + r.events()
+                            + " events.");
+            r.sample().forEach(m -> cli.out().println("  " + m));
+            if (r.hierarchies() > r.sample().size()) {
+                cli.out().println("  ... and " + (r.hierarchies() - r.sample().size()) + " more");
+            }
         }
     }
 
@@ -441,22 +486,42 @@ final class Commands {
         }
     }
 
-    /** An age ({@code 15m}), a date, or an ISO-8601 time with offset (or {@code Z}). */
-    static final class TimeConverter implements ITypeConverter<OffsetDateTime> {
-        private static final Pattern AGE = Pattern.compile("(\\d+)\\s*(s|m|h|d)");
+    /** An age: a number of seconds, minutes, hours or days ({@code 30s}, {@code 15m}, {@code 2h}, {@code 30d}). */
+    static final class AgeConverter implements ITypeConverter<Duration> {
+        private static final Pattern AGE = Pattern.compile("(\\d{1,9})\\s*(s|m|h|d)");
+
+        /** The age {@code value} names, or null when it is not one. */
+        static Duration parse(String value) {
+            Matcher m = AGE.matcher(value.strip().toLowerCase(Locale.ROOT));
+            if (!m.matches()) {
+                return null;
+            }
+            long n = Long.parseLong(m.group(1));
+            return switch (m.group(2)) {
+                case "s" -> Duration.ofSeconds(n);
+                case "m" -> Duration.ofMinutes(n);
+                case "h" -> Duration.ofHours(n);
+                default -> Duration.ofDays(n);
+            };
+        }
 
         @Override
+        public Duration convert(String value) {
+            Duration age = parse(value);
+            if (age == null) {
+                throw new TypeConversionException("'" + value + "' is not an age: a number (at most 9 digits) and"
+                        + " s, m, h or d, e.g. 30d");
+            }
+            return age;
+        }
+    }
+
+    /** An age ({@code 15m}), a date, or an ISO-8601 time with offset (or {@code Z}). */
+    static final class TimeConverter implements ITypeConverter<OffsetDateTime> {
+        @Override
         public OffsetDateTime convert(String value) {
-            String v = value.strip().toLowerCase(Locale.ROOT);
-            Matcher m = AGE.matcher(v);
-            if (m.matches()) {
-                long n = Long.parseLong(m.group(1));
-                Duration age = switch (m.group(2)) {
-                    case "s" -> Duration.ofSeconds(n);
-                    case "m" -> Duration.ofMinutes(n);
-                    case "h" -> Duration.ofHours(n);
-                    default -> Duration.ofDays(n);
-                };
+            Duration age = AgeConverter.parse(value);
+            if (age != null) {
                 return OffsetDateTime.now(ZoneOffset.UTC).minus(age);
             }
             try {

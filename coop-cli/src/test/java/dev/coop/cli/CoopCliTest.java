@@ -168,6 +168,31 @@ class CoopCliTest {
         assertThat(JSON.readEvents(r.out())).isEqualTo(client.events(committed));
     }
 
+    // ---- prune
+
+    @Test
+    void prune_dry_run_counts_and_deletes_nothing() {
+        Result r = coop("prune", "--older-than", "0s", "--dry-run");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).startsWith("Would delete ").contains("(dry run: nothing deleted)", committed.toString());
+        assertThat(client.tree(committed).runs()).isNotEmpty();
+        Result json = coop("prune", "--older-than", "0s", "--dry-run", "--json");
+        assertThat(json.exit()).as(json.err()).isZero();
+        assertThat(json.out()).contains("\"dryRun\" : true", "\"hierarchies\"");
+    }
+
+    @Test
+    void prune_keeps_what_finished_within_the_age_and_refuses_a_bad_age() {
+        Result r = coop("prune", "--older-than", "30d");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).startsWith("Deleted 0 hierarchies finished before ");
+        assertThat(client.tree(committed).runs()).isNotEmpty();
+        Result bad = coop("prune", "--older-than", "a month");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err()).contains("'a month' is not an age");
+        assertThat(coop("prune").err()).contains("--older-than");
+    }
+
     // ---- runs
 
     @Test
@@ -247,7 +272,8 @@ class CoopCliTest {
 
     @Test
     void schedules_lists_the_schedules_and_join_shows_a_join() {
-        client.schedule("cli-nightly", ORDERS, new Order("nightly", false), dev.coop.schedule.Schedule.cron("0 3 * * *"));
+        client.schedule("cli-nightly", ORDERS, new Order("nightly", false),
+                dev.coop.schedule.Schedule.cron("0 3 * * *"));
         Result list = coop("schedules");
         assertThat(list.exit()).as(list.err()).isZero();
         assertThat(list.out()).startsWith("NAME").contains("cli-nightly", "cli-order", "cron '0 3 * * *' in UTC");

@@ -138,7 +138,8 @@ class HostileCliTest {
             java.util.List<dev.coop.inspect.Event> all = engine.client().events(id);
             java.util.List<dev.coop.inspect.Event> paged = new java.util.ArrayList<>();
             long after = 0;
-            for (java.util.List<dev.coop.inspect.Event> page; !(page = engine.client().events(id, after, 7)).isEmpty();) {
+            for (java.util.List<dev.coop.inspect.Event> page; !(page = engine.client().events(id, after, 7))
+                    .isEmpty();) {
                 assertThat(page.size()).isLessThanOrEqualTo(7);
                 paged.addAll(page);
                 after = page.getLast().id();

@@ -43,6 +43,9 @@ public class CooperationException extends CoopException {
             case GaveUpException.TYPE -> new GaveUpException(failure);
             case CancellationRequestedException.TYPE -> new CancellationRequestedException(failure);
             case RollbackRequestedException.TYPE -> new RollbackRequestedException(failure);
+            case HappyPathDeadlineMissedException.TYPE -> new HappyPathDeadlineMissedException(failure);
+            case RollbackPathDeadlineMissedException.TYPE -> new RollbackPathDeadlineMissedException(failure);
+            case AbsoluteDeadlineMissedException.TYPE -> new AbsoluteDeadlineMissedException(failure);
             case DeadlineMissedException.TYPE -> new DeadlineMissedException(failure);
             default -> new CooperationException(failure);
         };

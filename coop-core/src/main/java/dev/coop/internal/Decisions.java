@@ -4,6 +4,8 @@ import dev.coop.Barrier;
 import dev.coop.BarrierDecision;
 import dev.coop.CooperationContext;
 import dev.coop.CooperationStrategy;
+import dev.coop.Deadline;
+import dev.coop.Deadlines;
 import dev.coop.failure.Failure;
 import dev.coop.failure.GaveUpException;
 import dev.coop.Lineage;
@@ -22,6 +24,7 @@ import java.util.Optional;
 
 /** Asks a run's {@link CooperationStrategy} and carries out its barrier decisions. */
 final class Decisions {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Decisions.class);
     private final EngineContext engine;
     private final Transitions transitions;
 
@@ -60,7 +63,28 @@ final class Decisions {
         Instant now = run.claimedAt().toInstant();
         Barrier barrier = new Barrier(facts(run, saga, context, now, null), rollbackPath, now, children,
                 rollbackPath ? 0 : children);
-        return apply(c, run, decide(saga, barrier), rollbackPath, seq, children, now, advance);
+        int pending = apply(c, run, decide(saga, barrier), rollbackPath, seq, children, now, advance);
+        if (!rollbackPath && pending > 0) {
+            wakeAtDeadline(advance, context, null);
+        }
+        return pending;
+    }
+
+    /**
+     * A run waiting for children on the happy path is due again at its deadline (happy-path or absolute), so that it
+     * gives up then even when a child cannot start (its engine is down): the barrier timer is brought forward to the
+     * deadline, or set there. A deadline at or before {@code notBefore} sets nothing (it was checked already).
+     */
+    private static void wakeAtDeadline(Advance advance, CooperationContext context, Instant notBefore) {
+        Deadline deadline = Deadlines.applying(context, false).orElse(null);
+        if (deadline == null || (notBefore != null && !deadline.at().isAfter(notBefore))) {
+            return;
+        }
+        OffsetDateTime at = OffsetDateTime.ofInstant(deadline.at(), ZoneOffset.UTC);
+        if (advance.status() == RunStatus.WAITING
+                || (advance.runnableAt() != null && advance.runnableAt().isAfter(at))) {
+            advance.status(RunStatus.RUNNABLE).runnableAt(at);
+        }
     }
 
     /**
@@ -71,13 +95,23 @@ final class Decisions {
     boolean recheck(Connection c, ClaimedRun run, Saga<?> saga, boolean rollbackPath) throws SQLException {
         Instant now = run.claimedAt().toInstant();
         int seq = rollbackPath ? run.rollbackSeq() : run.stepsDone() - 1;
-        int notStarted = rollbackPath ? 0 : engine.store().countUnstarted(c, run.id(), seq);
         CooperationContext context = engine.json().readContext(run.context());
+        if (!rollbackPath) {
+            Failure reason = strategy(saga).giveUpOnHappyPath(facts(run, saga, context, now, run.cancellation()))
+                    .orElse(null);
+            if (reason != null) {
+                return giveUpWhileWaiting(c, run, saga, seq, reason);
+            }
+        }
+        int notStarted = rollbackPath ? 0 : engine.store().countUnstarted(c, run.id(), seq);
         Barrier barrier = new Barrier(facts(run, saga, context, now, run.cancellation()), rollbackPath,
                 run.waitingSince() == null ? now : run.waitingSince().toInstant(), run.pendingChildren(), notStarted);
         Advance advance = Advance.from(run);
         int pending = apply(c, run, decide(saga, barrier), rollbackPath, seq, run.pendingChildren(), now, advance);
         advance.stillWaiting(pending);
+        if (pending > 0 && !rollbackPath) {
+            wakeAtDeadline(advance, context, now);
+        }
         if (pending == 0) {
             advance.status(RunStatus.RUNNABLE).runnableAt(null);
         }
@@ -87,6 +121,41 @@ final class Decisions {
             return false;
         }
         return status == RunStatus.RUNNABLE;
+    }
+
+    /**
+     * A run waiting for its children gives up (its scope was cancelled, its deadline passed): the children that have
+     * not started are settled without running (they never run later), and the run rolls back at once when it waits
+     * for nobody else; otherwise it waits, as WAITING, for the children that started (they see the same
+     * cancellation or inherited deadline), and gives up when they finished.
+     *
+     * @return true when the rollback continues at once
+     */
+    private boolean giveUpWhileWaiting(Connection c, ClaimedRun run, Saga<?> saga, int seq, Failure reason)
+            throws SQLException {
+        String source = transitions.source(run);
+        Failure gaveUp = gaveUp(reason, source);
+        Failure neverStarted = new Failure("Never started: " + run.saga() + " gave up while waiting for it ("
+                + reason.message() + ")", GaveUpException.TYPE, source, List.of(), List.of(reason));
+        List<java.util.UUID> settled = engine.store().settleUnstarted(c, run.id(), seq, neverStarted.toJson(),
+                engine.engineId());
+        int pending = run.pendingChildren() - settled.size();
+        java.util.Set<String> joined = transitions.othersFinished(c, settled);
+        boolean continues;
+        if (pending > 0) {
+            log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
+                    run.id(), run.saga(), reason.message(), pending);
+            Advance advance = Advance.from(run).stillWaiting(pending);
+            advance.status(RunStatus.WAITING).runnableAt(null);
+            transitions.commit(c, run, List.of(), advance);
+            continues = false;
+        } else {
+            log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(), reason.message());
+            continues = transitions.startRollback(c, run, saga, null, gaveUp, null);
+        }
+        joined.forEach(engine.dispatcher()::wake);
+        settled.forEach(engine.completions()::finished);
+        return continues;
     }
 
     private BarrierDecision decide(Saga<?> saga, Barrier barrier) {

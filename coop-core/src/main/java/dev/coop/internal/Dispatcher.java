@@ -27,6 +27,9 @@ final class Dispatcher {
     private final Condition changed = lock.newCondition();
     private final Map<String, Long> epochs = new HashMap<>();
     private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    /** The sagas with a worker limit of their own, and how many workers work on each now. */
+    private final Map<String, Integer> limits = new HashMap<>();
+    private final Map<String, Integer> busy = new HashMap<>();
     private final long pollNanos;
     private long nextProbe;
     private boolean probing;
@@ -43,9 +46,13 @@ final class Dispatcher {
         lock.lock();
         try {
             while (!stopped) {
-                if (!ready.isEmpty()) {
-                    String saga = ready.removeFirst();
+                String saga = firstAvailable();
+                if (saga != null) {
+                    ready.remove(saga);
                     ready.addLast(saga); // round robin between sagas
+                    if (limits.containsKey(saga)) {
+                        busy.merge(saga, 1, Integer::sum);
+                    }
                     return new Task(saga, epochs.get(saga));
                 }
                 long now = System.nanoTime();
@@ -56,6 +63,45 @@ final class Dispatcher {
                 changed.awaitNanos(probing ? pollNanos : nextProbe - now);
             }
             return null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The first ready saga that has a worker left under its own limit, or null. */
+    private String firstAvailable() {
+        for (String saga : ready) {
+            Integer limit = limits.get(saga);
+            if (limit == null || busy.getOrDefault(saga, 0) < limit) {
+                return saga;
+            }
+        }
+        return null;
+    }
+
+    /** At most {@code workers} workers of this engine work on {@code saga} at once (0: no limit of its own). */
+    void limit(String saga, int workers) {
+        lock.lock();
+        try {
+            if (workers > 0) {
+                limits.put(saga, workers);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A worker finished the task {@link #next()} gave it: the saga has a worker more under its limit. */
+    void done(Task task) {
+        if (task.isProbe()) {
+            return;
+        }
+        lock.lock();
+        try {
+            if (limits.containsKey(task.saga()) && busy.merge(task.saga(), -1, Integer::sum) >= 0
+                    && ready.contains(task.saga())) {
+                changed.signal();
+            }
         } finally {
             lock.unlock();
         }

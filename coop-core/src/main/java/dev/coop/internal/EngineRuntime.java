@@ -30,11 +30,14 @@ public final class EngineRuntime {
     private Thread timerThread;
     private JoinTimer joinTimer;
     private Thread joinTimerThread;
+    private Pruner pruner;
+    private Thread prunerThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
-            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers) {
+            dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
+            Duration retention) {
     }
 
     private final Config config;
@@ -43,6 +46,7 @@ public final class EngineRuntime {
         this.config = config;
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
                 config.pollInterval().toNanos());
+        config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers(), config.sagas().keySet()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
@@ -79,6 +83,11 @@ public final class EngineRuntime {
             workers.add(thread(task, "worker-" + i));
         }
         joinTimerThread = thread(joinTimer, "join-timer");
+        if (config.retention() != null) {
+            pruner = new Pruner(config.dataSource(), config.schema(), config.engineId(), config.retention(),
+                    Pruner.interval(config.retention(), config.pollInterval()));
+            prunerThread = thread(pruner, "retention");
+        }
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
@@ -129,6 +138,9 @@ public final class EngineRuntime {
         if (joinTimer != null) {
             joinTimer.stop();
         }
+        if (pruner != null) {
+            pruner.stop();
+        }
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Thread worker : workers) {
             join(worker, deadline);
@@ -161,6 +173,13 @@ public final class EngineRuntime {
             if (joinTimerThread.isAlive()) { // stuck waiting for a connection or the database
                 joinTimerThread.interrupt();
                 join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            }
+        }
+        if (prunerThread != null) {
+            join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            if (prunerThread.isAlive()) { // in the middle of a batch: it rolls back
+                prunerThread.interrupt();
+                join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
             }
         }
         try (Connection c = config.dataSource().getConnection()) {

@@ -75,15 +75,15 @@ public final class Inspection {
     private List<Row> rows(Connection c, String anchor, UUID value) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE tree AS (
-                  SELECT r.* FROM {schema}.run r WHERE %s
+                  SELECT r.* FROM {schema}.run r WHERE %2$s
                   UNION ALL
                   SELECT k.* FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
                 )
-                SELECT t.id, t.message_id, m.topic, t.saga, t.lineage, t.parent_id, t.status, t.phase = 'ROLLBACK',
+                SELECT t.id, t.message_id, m.topic, t.saga, t.lineage, t.parent_id, %1$s, t.phase = 'ROLLBACK',
                        t.created_at, t.started_at, t.finished_at, t.failure::text
                   FROM tree t JOIN {schema}.message m ON m.id = t.message_id
                  ORDER BY t.created_at, t.id
-                """.formatted(anchor)))) {
+                """.formatted(shownStatus("t"), anchor)))) {
             ps.setObject(1, value);
             List<Row> rows = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
@@ -238,11 +238,24 @@ public final class Inspection {
         return name.endsWith(LogNames.HANDLER_SUFFIX) ? StepView.Kind.CHILD_FAILURE_HANDLER : StepView.Kind.STEP;
     }
 
+    /**
+     * The status readers show for the run aliased {@code alias}: a RUNNABLE run that still awaits children (it is
+     * due early, at a barrier timer or its deadline) is WAITING.
+     */
+    private static String shownStatus(String alias) {
+        return ("CASE WHEN %1$s.status = 'RUNNABLE' AND %1$s.pending_children > 0 THEN 'WAITING' ELSE %1$s.status END")
+                .formatted(alias);
+    }
+
     /** Runs newest first, filtered; every condition is a fixed fragment with a bound value. */
     public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {
         StringBuilder where = new StringBuilder("TRUE");
         List<Object> values = new ArrayList<>();
-        if (q.status() != null) {
+        if (q.status() == dev.coop.RunStatus.WAITING) {
+            where.append(" AND (r.status = 'WAITING' OR (r.status = 'RUNNABLE' AND r.pending_children > 0))");
+        } else if (q.status() == dev.coop.RunStatus.RUNNABLE) {
+            where.append(" AND r.status = 'RUNNABLE' AND r.pending_children = 0");
+        } else if (q.status() != null) {
             where.append(" AND r.status = ?");
             values.add(q.status().name());
         }
@@ -263,13 +276,13 @@ public final class Inspection {
             values.add(q.before());
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.status, r.created_at, r.finished_at,
+                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                        r.failure->>'message'
                   FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
-                 WHERE %s
+                 WHERE %2$s
                  ORDER BY r.created_at DESC, r.id DESC
                  LIMIT ?
-                """.formatted(where)))) {
+                """.formatted(shownStatus("r"), where)))) {
             int i = 0;
             for (Object v : values) {
                 ps.setObject(++i, v);
@@ -298,9 +311,13 @@ public final class Inspection {
         List<String> parts = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE h AS (
-                  SELECT id, saga, status FROM {schema}.run WHERE message_id = ?
+                  SELECT id, saga, CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING'
+                                        ELSE status END AS status
+                    FROM {schema}.run WHERE message_id = ?
                   UNION ALL
-                  SELECT r.id, r.saga, r.status FROM {schema}.run r JOIN h ON r.parent_id = h.id
+                  SELECT r.id, r.saga, CASE WHEN r.status = 'RUNNABLE' AND r.pending_children > 0 THEN 'WAITING'
+                                            ELSE r.status END
+                    FROM {schema}.run r JOIN h ON r.parent_id = h.id
                 )
                 SELECT saga, status, count(*)::int AS n,
                        EXISTS (SELECT 1 FROM {schema}.engine e WHERE e.stopped_at IS NULL AND h.saga = ANY(e.sagas))

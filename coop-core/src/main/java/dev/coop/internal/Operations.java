@@ -26,7 +26,7 @@ import java.util.UUID;
  */
 public final class Operations {
     /** The first key of the advisory locks that serialise operator actions per hierarchy ("coop" in ASCII). */
-    private static final int OPERATOR_LOCK = 0x636f6f70;
+    static final int OPERATOR_LOCK = 0x636f6f70;
 
     /** The source recorded on failures that clients write. */
     public static final String CLIENT_SOURCE = "coop-client";
@@ -71,7 +71,11 @@ public final class Operations {
         }
     }
 
-    /** Records cancellation requests for the scope; runs in it give up at their next step boundary. */
+    /**
+     * Records cancellation requests for the scope; runs in it give up at their next step boundary. Runs waiting for
+     * their children on the happy path are woken too: they give up at once, settling children that never started
+     * (whose engine may be down), and roll back when the children that started finished.
+     */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
         serialise(c, scopes(c, message, lineage, false).getFirst().lineage()[0]);
         List<Scope> scopes = scopes(c, message, lineage, false);
@@ -93,7 +97,9 @@ public final class Operations {
                     ), woken AS (
                       UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = clock_timestamp()
                        WHERE id IN (SELECT id FROM {schema}.run
-                                     WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'PARKED')
+                                     WHERE lineage[1] = ?
+                                       AND (status IN ('RUNNABLE', 'PARKED')
+                                            OR (status = 'WAITING' AND phase = 'HAPPY'))
                                        AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                                        AND EXISTS (SELECT 1 FROM requested)
                                        FOR UPDATE SKIP LOCKED)

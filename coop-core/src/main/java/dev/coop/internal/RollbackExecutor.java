@@ -54,6 +54,12 @@ final class RollbackExecutor {
             case "START" -> start(c, run, saga);
             case "CHILDREN" -> rollBackChildren(c, run, saga, context);
             case "COMPENSATE" -> compensate(c, run, saga, context);
+            case Transitions.FINISH -> {
+                // what a finally part launched during the rollback finished: nothing is left to undo
+                transitions.finish(c, run, new ArrayList<>(2),
+                        Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(), null);
+                yield false;
+            }
             default -> throw new IllegalStateException("Unknown rollback stage " + run.rollbackStage() + " of run "
                     + run.id());
         };
@@ -129,7 +135,7 @@ final class RollbackExecutor {
         }
         if (instance < 0) {
             // a handler run has nothing of its own to undo
-            return next(c, run, saga, seq, new ArrayList<>(), null, null, null);
+            return next(c, run, saga, seq, new ArrayList<>(), null, null, null, 0, List.of());
         }
         String step = Transitions.rollbackOf(name);
         Compensated result = runCompensation(c, run, saga, seq, instance, step, runContext);
@@ -150,10 +156,12 @@ final class RollbackExecutor {
         }
         // the step's finally part, if it never ran: after the compensation (its writes undone if it failed)
         Integer finallyRan = null;
+        StepContextImpl<?>[] finallyPart = new StepContextImpl<?>[1];
         if (saga.steps().get(instance).finallyBody() != null && !StepExecutor.finallyDone(run, instance)) {
             finallyRan = instance;
             Throwable finallyFailed = runFinally(c, run, saga, seq, instance,
-                    thrown == null && result.context() != null ? result.context().context() : runContext);
+                    thrown == null && result.context() != null ? result.context().context() : runContext,
+                    finallyPart);
             if (finallyFailed != null && Failures.isInfrastructure(finallyFailed)) {
                 transitions.retryLater(c, run, step, finallyFailed, false); // compensation and finally: later
                 return false;
@@ -169,7 +177,10 @@ final class RollbackExecutor {
             boolean changed = result.context() != null && result.context().contextChanged();
             String contextJson = changed ? result.context().contextJson() : null;
             entries.add(new LogEntry(EventType.SUSPENDED, step, null, contextJson));
-            return next(c, run, saga, seq, entries, step, changed ? contextJson : run.context(), finallyRan);
+            List<String> woken = new ArrayList<>();
+            int launched = transitions.emitFinally(c, run, saga, finallyPart[0], seq, woken);
+            return next(c, run, saga, seq, entries, step, changed ? contextJson : run.context(), finallyRan,
+                    launched, woken);
         }
         Failure failure = Failure.of(thrown, transitions.source(run))
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause())));
@@ -186,7 +197,7 @@ final class RollbackExecutor {
      * transaction. A failure undoes the finally part's writes and is returned.
      */
     private <P> Throwable runFinally(Connection c, ClaimedRun run, Saga<P> saga, int seq, int index,
-            CooperationContext context) throws SQLException {
+            CooperationContext context, StepContextImpl<?>[] ran) throws SQLException {
         Saga.Step<P> step = saga.steps().get(index);
         StepContextImpl<P> finallyContext = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX,
                 payloadOrNull(run, saga), engine, c, StepContextImpl.Kind.FINALLY,
@@ -195,6 +206,7 @@ final class RollbackExecutor {
         if (thrown != null) {
             finallyContext.discardWrites();
         }
+        ran[0] = finallyContext;
         return thrown;
     }
 
@@ -226,20 +238,25 @@ final class RollbackExecutor {
 
     /** Moves to the previous instance, or finishes with ROLLED_BACK after the first. */
     private boolean next(Connection c, ClaimedRun run, Saga<?> saga, int seq, List<LogEntry> entries, String step,
-            String contextJson, Integer finallyRan) throws SQLException {
+            String contextJson, Integer finallyRan, int launched, List<String> woken) throws SQLException {
         ClaimedRun current = contextJson == null ? run : withContext(run, contextJson);
-        if (seq == 0) {
+        if (seq == 0 && launched == 0) {
             transitions.finish(c, current, entries,
                     step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
                     finallyRan);
             return false;
         }
-        Advance advance = Advance.from(current).rollingBack(seq - 1, "CHILDREN", run.rollbackCause(), 0)
+        // a finally part that launched during the rollback: its runs finish before the rollback goes on
+        Advance advance = Advance.from(current)
+                .rollingBack(seq - 1, seq == 0 ? Transitions.FINISH : "CHILDREN", run.rollbackCause(), launched)
                 .failure(run.rollbackCause());
+        if (launched > 0) {
+            advance.status(RunStatus.WAITING);
+        }
         if (finallyRan != null) {
             advance.finallyDone(finallyRan);
         }
-        return transitions.commit(c, run, entries, advance) == RunStatus.RUNNABLE;
+        return transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
     }
 
     /** The claimed run with another context (what a compensation left), for the transition that follows. */

@@ -58,7 +58,7 @@ final class Sql {
                         FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
                        ORDER BY input.n, reg.saga) x
               RETURNING saga
-            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 5)
+            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 7)
               SELECT set_config('coop.local_sagas', ?, true)
             )
             SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
@@ -215,6 +215,39 @@ final class Sql {
             SELECT count(*)::int FROM detached
             """;
 
+    /**
+     * A waiting parent gave up: the awaited runs caused by its step instance that have not started (and are not
+     * being started right now: locked rows count as started) are settled without running. They end ROLLED_BACK
+     * (nothing of theirs ran, so nothing is compensated) with a ROLLING_BACK carrying the reason and a ROLLED_BACK,
+     * written by the parent's engine; they never run later. Returns their ids and messages.
+     */
+    static final String SETTLE_UNSTARTED = """
+            WITH d AS (
+              SELECT id FROM {schema}.run
+               WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status IN ('RUNNABLE', 'PARKED')
+                 AND awaited
+               ORDER BY id
+               FOR UPDATE SKIP LOCKED
+            ), settled AS (
+              UPDATE {schema}.run r
+                 SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb, finished_at = clock_timestamp(),
+                     version = r.version + 1
+                FROM d WHERE r.id = d.id
+              RETURNING r.id, r.message_id, r.saga, r.lineage
+            ), logged AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception)
+              SELECT s.message_id, e.type, s.saga, ?, s.lineage, e.exception::jsonb
+                FROM settled s
+               CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text))
+                       AS e(n, type, exception)
+               ORDER BY s.id, e.n
+            ), counted AS ( -- they did not commit: failures of the parent's step, like any child that rolled back
+              UPDATE {schema}.run p SET failed_children = p.failed_children + (SELECT count(*)::int FROM settled)
+               WHERE p.id = ? AND EXISTS (SELECT 1 FROM settled)
+            )
+            SELECT id, message_id FROM settled
+            """;
+
     static final String CHILD_FAILURES = """
             SELECT status, coalesce(failure, '{}'::jsonb)::text
               FROM {schema}.run
@@ -238,7 +271,11 @@ final class Sql {
              WHERE d.due IS NOT NULL
             """;
 
-    static final String RUN_STATUSES = "SELECT status FROM {schema}.run WHERE message_id = ?";
+    /** The statuses of a message's runs as readers show them: RUNNABLE while awaiting children is WAITING. */
+    static final String RUN_STATUSES = """
+            SELECT CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING' ELSE status END
+              FROM {schema}.run WHERE message_id = ?
+            """;
 
     /** The log of a message's hierarchy: its EMITTED, then everything its runs and their descendants wrote. */
     static final String EVENTS = """

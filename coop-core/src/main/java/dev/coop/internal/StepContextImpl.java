@@ -35,7 +35,7 @@ final class StepContextImpl<P> implements StepContext<P> {
         STEP,
         /** A compensation: context changes only; deadlines are the rollback path's. */
         COMPENSATION,
-        /** A finally part: no launches. */
+        /** A finally part: launches (awaited, see Saga.Builder#andFinally), context changes; no result. */
         FINALLY
     }
 
@@ -251,17 +251,49 @@ final class StepContextImpl<P> implements StepContext<P> {
         return add(global, topic, payload, Objects.requireNonNull(extra, "context"));
     }
 
+    @Override
+    public <T> MessageId launch(Topic<T> topic, T payload, Instant at) {
+        return add(scoped, topic, payload, context, due(topic, at));
+    }
+
+    @Override
+    public <T> MessageId launch(Topic<T> topic, T payload, CooperationContext extra, Instant at) {
+        Objects.requireNonNull(extra, "context");
+        return add(scoped, topic, payload, context.plus(extra.withMapper(engine.json().mapper())), due(topic, at));
+    }
+
+    @Override
+    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, Instant at) {
+        return add(global, topic, payload, CooperationContext.empty(), due(topic, at));
+    }
+
+    @Override
+    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext extra, Instant at) {
+        return add(global, topic, payload, Objects.requireNonNull(extra, "context"), due(topic, at));
+    }
+
+    private static java.time.OffsetDateTime due(Topic<?> topic, Instant at) {
+        Objects.requireNonNull(topic, "topic");
+        Limits.instant("The start time of a message on topic '" + topic.name() + "'", at);
+        return at.atOffset(java.time.ZoneOffset.UTC);
+    }
+
     private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload, CooperationContext childContext) {
+        return add(into, topic, payload, childContext, null);
+    }
+
+    private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload, CooperationContext childContext,
+            java.time.OffsetDateTime due) {
         Objects.requireNonNull(topic, "topic");
         checkOpen("launch messages");
-        if (kind != Kind.STEP) {
-            throw new IllegalStateException("A " + kind.name().toLowerCase() + " cannot launch messages (saga "
-                    + run.saga() + ", step " + step + ")");
+        if (kind == Kind.COMPENSATION) {
+            throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
+                    + step + ")");
         }
         engine.json().checkLaunchContext(childContext);
         UUID id = Uuids.v7();
         into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
-                engine.json().writeContext(childContext), null));
+                engine.json().writeContext(childContext), due));
         return new MessageId(id);
     }
 

@@ -169,6 +169,9 @@ final class StepExecutor {
             } catch (CoopValidationException e) {
                 thrown = e;
             }
+            if (flow[0] instanceof Flow.RepeatAfter after) { // periodic: from the start of this iteration
+                wake[0] = later(wake[0], run.claimedAt().toInstant().plus(after.delay()));
+            }
         }
         if (thrown != null) {
             return stepFailed(c, run, saga, step, step.name(), step.retryPolicy(), context, thrown);
@@ -234,6 +237,7 @@ final class StepExecutor {
         return switch (flow == null ? Flow.CONTINUE : flow) {
             case Flow.Continue ignored -> index + 1;
             case Flow.Repeat ignored -> index;
+            case Flow.RepeatAfter ignored -> index;
             case Flow.GoTo goTo -> {
                 for (int i = 0; i < saga.steps().size(); i++) {
                     Saga.Step<?> candidate = saga.steps().get(i);
@@ -251,6 +255,10 @@ final class StepExecutor {
                         + "its steps are " + saga.steps().stream().map(Saga.Step::name).toList());
             }
         };
+    }
+
+    private static Instant later(Instant a, Instant b) {
+        return a == null || b.isAfter(a) ? b : a;
     }
 
     /** When the next step may start: the sleep's wake time, brought forward to the deadline so that it fires. */
@@ -280,15 +288,50 @@ final class StepExecutor {
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
+        int handling = handling(run.history(), seq, index);
+        int stepSeq = seq - (handling - 1); // the step's own instance, before the handler runs that followed it
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration(run.history(), seq, index), runContext, childSeqs(run, saga));
+                StepContextImpl.Kind.STEP, iteration(run.history(), stepSeq, index), runContext,
+                childSeqs(run, saga));
         CooperationException exception = CooperationException.of(failure);
-        Throwable thrown = invoke(() -> step.childFailureHandler().handle(context, exception), context);
+        Flow pending = pendingFlow(saga, index, run.stepIndex());
+        Flow[] flow = new Flow[1];
+        Throwable thrown = invoke(() -> flow[0] = step.childFailureHandler().handle(context, exception, handling,
+                pending), context);
+        int next = run.stepIndex();
+        Instant wake = null;
+        if (thrown == null && flow[0] != null) {
+            try {
+                next = nextStep(saga, index, flow[0]);
+            } catch (CoopValidationException e) {
+                thrown = e;
+            }
+            if (flow[0] instanceof Flow.RepeatAfter after) {
+                wake = run.claimedAt().toInstant().plus(after.delay());
+            }
+        }
         if (thrown != null) {
             return stepFailed(c, run, saga, null, step.name(), null, context, thrown);
         }
         return commitInstance(c, run, saga, Transitions.instanceName(saga, -1 - index), context, -1 - index,
-                run.stepIndex(), null, null);
+                next, wakeTime(wake, context), null);
+    }
+
+    /** The decision step {@code index} made, read back from the step it chose ({@code next}). */
+    static Flow pendingFlow(Saga<?> saga, int index, int next) {
+        if (next == index + 1 || next >= saga.steps().size()) {
+            return Flow.next();
+        }
+        return next == index ? Flow.repeat() : Flow.goTo(saga.steps().get(next).name());
+    }
+
+    /** Which handler run of step {@code index}'s latest instance comes next: 1 plus the handler runs since it. */
+    static int handling(int[] history, int seq, int index) {
+        int n = 1;
+        for (int i = seq; i >= 0 && history[i] == -1 - index; i--) {
+            n++;
+        }
+        return n;
     }
 
     private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
@@ -378,7 +421,8 @@ final class StepExecutor {
         String cancellation = engine.store().cancellation(c, run.lineage());
         if (cancellation != null) {
             Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
-            return transitions.startRollback(c, run, saga, step, gaveUp, finallyBeforeRollback(c, run, saga, stepDef));
+            return transitions.startRollbackAfterFinally(c, run, saga, step, gaveUp,
+                    finallyBeforeRollback(c, run, saga, stepDef));
         }
         Failure failure = Failure.of(thrown, transitions.source(run));
         String json = failure.toJson();
@@ -404,7 +448,8 @@ final class StepExecutor {
             return writeFailed(c, run, saga, stepDef, step, e); // cancelled meanwhile, or database trouble
         }
         log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
-        return transitions.startRollback(c, run, saga, step, failure, finallyBeforeRollback(c, run, saga, stepDef));
+        return transitions.startRollbackAfterFinally(c, run, saga, step, failure,
+                finallyBeforeRollback(c, run, saga, stepDef));
     }
 
     /**
@@ -414,13 +459,13 @@ final class StepExecutor {
      *
      * @return the index of the step whose finally part ran (to record), or null
      */
-    private <P> Integer finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<?> failed)
-            throws SQLException {
+    private <P> Transitions.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
+            Saga.Step<?> failed) throws SQLException {
         if (failed == null) {
             return null;
         }
         if (failed.isFinallyPart()) {
-            return failed.finallyOf(); // the finally part itself failed: it ran
+            return new Transitions.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
         }
         int index = saga.steps().indexOf(failed);
         if (failed.finallyBody() == null || index < 0 || finallyDone(run, index)) {
@@ -443,7 +488,7 @@ final class StepExecutor {
                     Failures.describe(thrown));
             context.discardWrites();
         }
-        return index;
+        return new Transitions.FinallyRan(index, context);
     }
 
     /**
@@ -469,7 +514,7 @@ final class StepExecutor {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
                     Failures.describe(thrown));
         }
-        return transitions.startRollback(c, again, saga, step, failure,
+        return transitions.startRollbackAfterFinally(c, again, saga, step, failure,
                 finallyBeforeRollback(c, again, saga, stepDef));
     }
 

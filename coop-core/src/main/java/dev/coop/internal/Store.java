@@ -70,7 +70,7 @@ public final class Store {
      *        runs of them that become due at once by this store's emit and advance statements notify nobody
      */
     public Store(SchemaName schema, boolean requireHandlers, java.util.Collection<String> localSagas) {
-        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 5)
+        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 7)
         this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;
@@ -567,6 +567,31 @@ public final class Store {
     /** Stops awaiting the runs caused by step instance {@code seq} that have not started; returns how many. */
     public int detachUnstarted(Connection c, UUID runId, int seq) throws SQLException {
         return count(c, detachUnstartedSql, runId, seq);
+    }
+
+    /**
+     * Settles the awaited runs caused by step instance {@code seq} that have not started, without running them
+     * (their parent gave up); see {@link Sql#SETTLE_UNSTARTED}.
+     *
+     * @return the messages of the settled runs, one entry per run
+     */
+    public List<UUID> settleUnstarted(Connection c, UUID runId, int seq, String failure, String engine)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.SETTLE_UNSTARTED))) {
+            ps.setObject(1, runId);
+            ps.setInt(2, seq);
+            ps.setString(3, failure);
+            ps.setString(4, engine);
+            ps.setString(5, failure);
+            ps.setObject(6, runId);
+            List<UUID> messages = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    messages.add(rs.getObject(2, UUID.class));
+                }
+            }
+            return messages;
+        }
     }
 
     private static int count(Connection c, String sql, UUID runId, int seq) throws SQLException {

@@ -98,6 +98,19 @@ final class Transitions {
         return next.status();
     }
 
+    /**
+     * Settles the join memberships of messages whose runs this transaction finished besides the claimed run (runs
+     * that never started, settled by their parent's give-up).
+     *
+     * @return the sagas to wake once the transaction committed
+     */
+    java.util.Set<String> othersFinished(Connection c, List<java.util.UUID> messages) throws SQLException {
+        if (messages.isEmpty()) {
+            return java.util.Set.of();
+        }
+        return joins.runsFinished(c, messages.getFirst(), messages.subList(1, messages.size()));
+    }
+
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
         return commit(c, run, entries, next, List.of());
     }
@@ -150,20 +163,74 @@ final class Transitions {
      */
     boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
             Integer finallyDone) throws SQLException {
+        return startRollbackAfterFinally(c, run, saga, step, failure,
+                finallyDone == null ? null : new FinallyRan(finallyDone, null));
+    }
+
+    /** A finally part that ran in this transaction: its step's index, and what it launched (null: nothing). */
+    record FinallyRan(int index, StepContextImpl<?> launched) {
+    }
+
+    /**
+     * As {@link #startRollback(Connection, ClaimedRun, Saga, String, Failure, Integer)}, after a finally part ran
+     * in the failing transaction: what it launched is written now, and the rollback waits for it before it goes on
+     * (those runs belong to no executed step, so they are not rolled back).
+     */
+    boolean startRollbackAfterFinally(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
+            FinallyRan finallyRan) throws SQLException {
         String json = failure.toJson();
         List<LogEntry> entries = new ArrayList<>(2);
         entries.add(new LogEntry(EventType.ROLLING_BACK, step, json));
+        Integer finallyDone = finallyRan == null ? null : finallyRan.index();
+        List<String> woken = new ArrayList<>();
+        int launched = finallyRan == null
+                ? 0
+                : emitFinally(c, run, saga, finallyRan.launched(), run.stepsDone(), woken);
         int seq = run.stepsDone() - 1;
-        if (seq < 0) {
+        if (seq < 0 && launched == 0) {
             finish(c, run, entries, rollbackOf(saga.steps().getFirst().name()), json, finallyDone);
             return false;
         }
-        Advance next = Advance.from(run).rollingBack(seq, "CHILDREN", json, 0).failure(json);
+        Advance next = Advance.from(run).rollingBack(seq, seq < 0 ? FINISH : "CHILDREN", json, launched)
+                .failure(json);
+        if (launched > 0) {
+            next.status(RunStatus.WAITING);
+        }
         if (finallyDone != null) {
             next.finallyDone(finallyDone);
         }
-        commit(c, run, entries, next);
-        return true;
+        return commit(c, run, entries, next, woken) == RunStatus.RUNNABLE;
+    }
+
+    /**
+     * The rollback stage of a run that only waits for what a finally part launched during its rollback, and then
+     * ends ROLLED_BACK (or ROLLBACK_FAILED, as {@link #finish} decides).
+     */
+    static final String FINISH = "FINISH";
+
+    /**
+     * Writes what a finally part launched, in this run's scope (as children of step instance {@code parentSeq}) and
+     * on the global scope; wakes nothing before the commit.
+     *
+     * @return how many runs in this run's scope were created (to wait for)
+     */
+    int emitFinally(Connection c, ClaimedRun run, Saga<?> saga, StepContextImpl<?> part, int parentSeq,
+            Collection<String> woken) throws SQLException {
+        if (part == null) {
+            return 0;
+        }
+        int children = 0;
+        if (!part.scoped.isEmpty()) {
+            java.util.Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), parentSeq,
+                    saga.name(), engine.engineId(), part.step(), part.scoped);
+            children = created.values().stream().mapToInt(Integer::intValue).sum();
+            woken.addAll(created.keySet());
+        }
+        if (!part.global.isEmpty()) {
+            woken.addAll(engine.store().emit(c, null, null, null, saga.name(), engine.engineId(), part.step(),
+                    part.global).keySet());
+        }
+        return children;
     }
 
     /**

@@ -43,6 +43,7 @@ final class Worker implements Runnable {
             if (task == null) {
                 return;
             }
+            boolean released = false;
             try {
                 if (task.isProbe()) {
                     probe();
@@ -54,7 +55,13 @@ final class Worker implements Runnable {
                 if (task.isProbe()) {
                     dispatcher.probeFailed(backoffNanos());
                 }
+                dispatcher.done(task); // before backing off: the saga's worker slot is free meanwhile
+                released = true;
                 backOff(task, e);
+            } finally {
+                if (!released) {
+                    dispatcher.done(task);
+                }
             }
         }
     }

@@ -8,7 +8,7 @@ import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
 import dev.coop.CooperationContext;
 import dev.coop.Deadline;
-import dev.coop.failure.DeadlineMissedException;
+import dev.coop.failure.HappyPathDeadlineMissedException;
 import dev.coop.Deadlines;
 import dev.coop.failure.Failure;
 import dev.coop.inspect.Hierarchy;
@@ -237,10 +237,11 @@ public final class Scenarios implements AutoCloseable {
         RunView invoicing = find(tree, "invoicing");
         checks.add(new Check("billing's invoicing step, waiting for the ERP, gave up when the deadline passed",
                 invoicing != null && invoicing.status() == RunStatus.ROLLED_BACK && invoicing.failure() != null
-                        && mentions(invoicing.failure(), DeadlineMissedException.TYPE, m -> m.contains(source))));
+                        && mentions(invoicing.failure(), HappyPathDeadlineMissedException.TYPE,
+                                m -> m.contains(source))));
         RunView onboarding = tree.runs().getFirst();
         checks.add(new Check("the onboarding's failure names the missed deadline",
-                onboarding.failure() != null && mentions(onboarding.failure(), DeadlineMissedException.TYPE,
+                onboarding.failure() != null && mentions(onboarding.failure(), HappyPathDeadlineMissedException.TYPE,
                         m -> m.contains(source))));
         checks.addAll(undoneChildrenFirst(tree, customer));
         String summary = outcome + ": the web form's 3 s deadline passed while billing waited for the ERP; the "
