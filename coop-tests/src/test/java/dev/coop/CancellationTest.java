@@ -194,8 +194,12 @@ class CancellationTest {
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             List<Event> events = client.events(id);
             assertThat(ran).as(EventLog.table(events)).containsExactly("compensated root:r0");
-            assertThat(events.stream().filter(e -> "cancel-delayed-child-saga".equals(e.saga())).map(Event::type))
-                    .containsExactly(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
+            // the child is either settled by the parent's give-up before anyone claims it, or claimed by this engine
+            // (the cancel makes it due at once) and gives up at its claim: either way no step of it runs
+            List<EventType> child = events.stream().filter(e -> "cancel-delayed-child-saga".equals(e.saga()))
+                    .map(Event::type).toList();
+            assertThat(child).as(EventLog.table(events)).endsWith(EventType.ROLLING_BACK, EventType.ROLLED_BACK)
+                    .doesNotContain(EventType.SUSPENDED, EventType.COMMITTED);
         }
     }
 
