@@ -196,9 +196,9 @@ class CancellationTest {
             assertThat(ran).as(EventLog.table(events)).containsExactly("compensated root:r0");
             // the child is either settled by the parent's give-up before anyone claims it, or claimed by this engine
             // (the cancel makes it due at once) and gives up at its claim: either way no step of it runs
-            List<EventType> child = events.stream().filter(e -> "cancel-delayed-child-saga".equals(e.saga()))
+            List<EventType> childEvents = events.stream().filter(e -> "cancel-delayed-child-saga".equals(e.saga()))
                     .map(Event::type).toList();
-            assertThat(child).as(EventLog.table(events)).endsWith(EventType.ROLLING_BACK, EventType.ROLLED_BACK)
+            assertThat(childEvents).as(EventLog.table(events)).endsWith(EventType.ROLLING_BACK, EventType.ROLLED_BACK)
                     .doesNotContain(EventType.SUSPENDED, EventType.COMMITTED);
         }
     }
