@@ -107,7 +107,8 @@ final class Options {
         HELP.put("--history-events", "events of finished history inserted (default 10000000)");
         HELP.put("--history-sagas", "W1 sagas per history run (default 2000)");
         HELP.put("--history-threads", "W1 client threads in the history workload (default 32)");
-        HELP.put("--prune-hierarchies", "finished hierarchies loaded, then pruned while W1 runs (workload prune; default 1000000)");
+        HELP.put("--prune-hierarchies",
+                "finished hierarchies loaded, then pruned while W1 runs (workload prune; default 1000000)");
         HELP.put("--idle-seconds", "length of one idle measurement (default 60)");
         HELP.put("--idle-warmup-seconds", "idle warm-up before measuring (default 10)");
         HELP.put("--idle-sagas", "sagas registered by the idle engine (default 50)");
