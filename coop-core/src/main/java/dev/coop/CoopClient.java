@@ -28,6 +28,7 @@ import dev.coop.internal.Retention;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Schedules;
 import dev.coop.internal.Store;
+import dev.coop.internal.Time;
 import dev.coop.internal.Topology;
 import dev.coop.internal.Tx;
 import dev.coop.internal.Uuids;
@@ -73,25 +74,28 @@ public final class CoopClient {
     private final Consumer<String> localWake;
     private final long firstPauseNanos;
     private final long maxPauseNanos;
+    private final Time time;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers) {
-        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, java.util.Set.of());
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time) {
+        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, time, java.util.Set.of());
     }
 
     /** @param localSagas the sagas {@code localWake} wakes (an engine's own): launching them notifies nobody */
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers, java.util.Set<String> localSagas) {
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
+            java.util.Set<String> localSagas) {
         this.dataSource = dataSource;
-        this.store = new Store(schema, requireHandlers);
-        this.launchStore = new Store(schema, requireHandlers, localSagas);
+        this.time = time;
+        this.store = new Store(schema, requireHandlers, time);
+        this.launchStore = new Store(schema, requireHandlers, time, localSagas);
         this.requireHandlers = requireHandlers;
         // A/B switch for the benchmark only (see Transitions): launch with a COMMIT of its own, as before
         this.separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
         this.topology = new Topology(schema);
-        this.operations = new Operations(schema);
+        this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
-        this.schedules = new Schedules(schema);
+        this.schedules = new Schedules(schema, time);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -121,7 +125,7 @@ public final class CoopClient {
     }
 
     /**
-     * Launches a message now whose runs start at {@code at} (by the database's clock), not before: a delayed
+     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before: a delayed
      * launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
      */
     public <P> MessageId launch(Topic<P> topic, P payload, Instant at) {
@@ -241,18 +245,29 @@ public final class CoopClient {
     }
 
     /**
-     * The database's clock: the one clock Coop compares due times and deadlines with. Use it to compute instants
-     * for {@link #launch(Topic, Object, Instant)}, sleeps and deadlines when the JVM's clock may differ.
+     * The time Coop compares due times and deadlines with: the client's {@link TimeSource} if it has one, otherwise
+     * the database's clock. Use it to compute instants for {@link #launch(Topic, Object, Instant)} and deadlines
+     * when the JVM's clock may differ.
      */
-    public Instant databaseTime() {
-        try (Connection c = dataSource.getConnection();
-                java.sql.Statement st = c.createStatement();
-                java.sql.ResultSet rs = st.executeQuery("SELECT clock_timestamp()")) {
-            rs.next();
-            return rs.getObject(1, java.time.OffsetDateTime.class).toInstant();
+    public Instant now() {
+        if (time.controlled()) {
+            return time.bind().toInstant();
+        }
+        try (Connection c = dataSource.getConnection()) {
+            return time.now(c);
         } catch (SQLException e) {
             throw new CoopStoreException("Could not read the database's clock: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The same as {@link #now()}.
+     *
+     * @deprecated use {@link #now()}, which also follows a client's {@link TimeSource}
+     */
+    @Deprecated
+    public Instant databaseTime() {
+        return now();
     }
 
     /**
@@ -432,13 +447,19 @@ public final class CoopClient {
     /**
      * The cooperation tree below a message: every run that handled it, their steps (with start and end times, what
      * each launched, and failures with their full cause chains), and recursively the runs those steps caused.
+     * Read within bounds: in a tree of more than 5,000 runs, a run that caused more than 100 runs has them counted
+     * per saga and status ({@link RunView#collapsed()}) and lists only those that did not commit (at most 100);
+     * see docs/inspection.md for what such a read leaves out.
      */
     public Hierarchy tree(MessageId message) {
         Objects.requireNonNull(message, "message");
         return inTransaction("read the tree of message " + message, c -> inspection.hierarchy(c, message));
     }
 
-    /** The cooperation tree below one run. */
+    /**
+     * The cooperation tree below one run (a subtree), read within the same bounds as {@link #tree(MessageId)}; only
+     * the subtree's own runs and events are read, however large the rest of its hierarchy.
+     */
     public RunView tree(Lineage run) {
         Objects.requireNonNull(run, "run");
         return inTransaction("read the tree of run " + run, c -> inspection.run(c, run));
@@ -463,13 +484,13 @@ public final class CoopClient {
      */
     public PruneResult prune(Duration olderThan) {
         checkAge(olderThan);
-        return new Retention(store.schema()).pruneAll(dataSource, olderThan);
+        return new Retention(store.schema(), time).pruneAll(dataSource, olderThan);
     }
 
     /** What {@link #prune(Duration)} would delete now: how many hierarchies, and a sample of their roots. */
     public PruneResult pruneDryRun(Duration olderThan) {
         checkAge(olderThan);
-        return new Retention(store.schema()).dryRun(dataSource, olderThan);
+        return new Retention(store.schema(), time).dryRun(dataSource, olderThan);
     }
 
     private static void checkAge(Duration olderThan) {
@@ -549,7 +570,7 @@ public final class CoopClient {
 
     /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
     public Joins joins() {
-        return new dev.coop.internal.JoinService(dataSource, store.schema(), json);
+        return new dev.coop.internal.JoinService(dataSource, store, json);
     }
 
     /** Settings of a client; each is validated as it is set. */
@@ -561,6 +582,7 @@ public final class CoopClient {
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private boolean migrate = true;
         private boolean requireHandlers;
+        private TimeSource clock;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -617,6 +639,15 @@ public final class CoopClient {
             return this;
         }
 
+        /**
+         * Where the client reads the time for delayed launches, schedules, join timeouts and operator actions
+         * (default: the database's clock); the same source as the engines of the schema. See {@link TimeSource}.
+         */
+        public Builder clock(TimeSource clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
         public CoopClient build() {
             SchemaName name = new SchemaName(schema);
             if (migrate) {
@@ -625,7 +656,7 @@ public final class CoopClient {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
             return new CoopClient(dataSource, name, json, new Completions(), saga -> {
-            }, false, requireHandlers);
+            }, false, requireHandlers, Time.of(clock));
         }
     }
 }

@@ -7,6 +7,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.Json;
 import dev.coop.internal.Migrations;
+import dev.coop.internal.Time;
 import dev.coop.internal.SchemaName;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -76,6 +77,7 @@ public final class CoopEngine implements AutoCloseable {
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
+        private TimeSource clock;
 
         Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -229,6 +231,16 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Where the engine reads the time for due times, sleeps, retries, deadlines, barrier timers, schedules and
+         * join timeouts (default: the database's clock, read by the statements themselves). Every engine and client
+         * of a schema must use the same source; see {@link TimeSource}. Its {@link #client()} uses it too.
+         */
+        public Builder clock(TimeSource clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
         /** Migrates (unless turned off), registers the sagas, and starts the threads. */
         public CoopEngine start() {
             if (sagas.isEmpty()) {
@@ -244,13 +256,14 @@ public final class CoopEngine implements AutoCloseable {
             String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     java.util.List.copyOf(polymorphicPrefixes));
+            Time time = Time.of(clock);
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
-                            requireHandlers, retention));
+                            requireHandlers, retention, time));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, java.util.Set.copyOf(sagas.keySet()));
+                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 

@@ -6,7 +6,7 @@ import dev.coop.failure.GaveUpException;
 import java.util.Optional;
 
 /**
- * The five decisions of an engine's event loop (seed 001's {@code EventLoopStrategy}), as typed Java: whether to
+ * The five decisions of an engine's event loop, as typed Java: whether to
  * start a run, when a run waiting for its children resumes, on the happy path and on the rollback path, and when a
  * run gives up on either path. Every method has the standard behaviour as its default, so a strategy overrides only
  * what it changes. Set one per engine ({@link CoopEngine.Builder#strategy}) or per saga

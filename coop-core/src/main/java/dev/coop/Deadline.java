@@ -12,7 +12,7 @@ import java.util.Objects;
  * Stored in the {@link CooperationContext}, so children inherit it; they can only tighten it: when two deadlines
  * meet, the earlier one wins and the trace records the one it replaced.
  *
- * @param at when the deadline passes (compared with the database's clock)
+ * @param at when the deadline passes (compared with the engine's time, see {@link dev.coop.TimeSource})
  * @param source who set it: free text, e.g. {@code "checkout-api"}; Coop uses {@code saga[step]} inside steps
  * @param trace the deadlines this one tightened, oldest first, each as {@code "<at> from <source>"}
  */

@@ -18,7 +18,7 @@ import java.util.UUID;
  * @param started whether the run executed anything yet
  * @param nextStep the step it would execute next (null when only its commit or rollback is left)
  * @param messageCreatedAt when its message was launched
- * @param now the database's clock, now
+ * @param now the engine's time at the claim (the database's clock unless a {@link TimeSource} is given)
  * @param cancellation the cancellation of its scope (or one above), if any
  */
 public record RunFacts(UUID runId, String saga, MessageId message, Lineage lineage, boolean root, boolean started,

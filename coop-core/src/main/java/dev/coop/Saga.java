@@ -171,7 +171,7 @@ public final class Saga<P> {
 
         /**
          * Adds a step that waits until the instant {@code wakeAt} computes (from the payload or the context, say)
-         * before the next step starts; an instant in the past does not wait. Compared with the database's clock.
+         * before the next step starts; an instant in the past does not wait. Compared with the engine's time (see {@link TimeSource}).
          */
         public Builder<P> sleepUntil(String stepName, WakeTime<P> wakeAt) {
             Objects.requireNonNull(wakeAt, "wake time of sleep step '" + stepName + "'");

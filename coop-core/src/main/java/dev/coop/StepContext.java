@@ -42,7 +42,7 @@ public interface StepContext<P> {
      */
     int iteration();
 
-    /** When this step's transaction started, by the database's clock. */
+    /** When this step's transaction started, by the engine's time (see {@link TimeSource}). */
     Instant startedAt();
 
     /** The run's cooperation context as this step sees it, with the changes the step made so far. */

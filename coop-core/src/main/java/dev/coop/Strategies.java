@@ -29,7 +29,7 @@ public final class Strategies {
     }
 
     /**
-     * Seed 001's "train schedule": a run waits for the children that start within {@code window} after its step
+     * A "train schedule": a run waits for the children that start within {@code window} after its step
      * committed, then only for those to finish; children whose engines did not pick them up in time (a service that
      * is down) still run later, but nobody waits for them. Otherwise {@code base}.
      *

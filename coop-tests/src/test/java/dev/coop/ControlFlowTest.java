@@ -101,6 +101,69 @@ class ControlFlowTest {
         }
     }
 
+    /**
+     * What a claim reads of a run does not grow with a loop: the run row (counts per step, no list of instances) and
+     * the newest few instances. Measured inside the step, on its own transaction, at iterations 10 and 1,000.
+     */
+    static int claimedBytes(StepContext<?> step) {
+        try (java.sql.PreparedStatement ps = step.connection().prepareStatement("""
+                SELECT pg_column_size(r.*) + (SELECT coalesce(sum(pg_column_size(s.*)), 0)::int
+                                                FROM (SELECT * FROM coop.run_step s WHERE s.run_id = r.id
+                                                       ORDER BY s.seq DESC LIMIT 8) s)
+                  FROM coop.run r WHERE r.id = ?
+                """)) {
+            ps.setObject(1, step.runId());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void a_long_loop_reads_as_much_at_its_last_claim_as_at_its_first(DataSource dataSource) {
+        int n = 1_000;
+        Topic<Empty> topic = Topic.of("loop-long", Empty.class);
+        java.util.Map<Integer, Integer> bytes = new java.util.concurrent.ConcurrentHashMap<>();
+        Saga<Empty> saga = Saga.on(topic, "loop-long-handler")
+                .flowStep("loop", step -> {
+                    if (step.iteration() == 10 || step.iteration() == n) {
+                        bytes.put(step.iteration(), claimedBytes(step));
+                    }
+                    return step.iteration() < n ? Flow.repeat() : Flow.next();
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(120))).isEqualTo(Outcome.COMMITTED);
+            assertThat(bytes.get(n)).as("bytes read at claim, iteration %d vs 10", n).isEqualTo(bytes.get(10));
+        }
+    }
+
+    @Test
+    void a_looping_run_rolled_back_later_compensates_every_iteration_newest_first(DataSource dataSource) {
+        int n = 150;
+        Topic<Empty> topic = Topic.of("loop-undo", Empty.class);
+        List<Integer> compensated = new CopyOnWriteArrayList<>();
+        Saga<Empty> saga = Saga.on(topic, "loop-undo-handler")
+                .flowStep("loop", step -> step.iteration() < n ? Flow.repeat() : Flow.next())
+                .compensateWith((step, cause) -> compensated.add(step.iteration()))
+                .step("fail", step -> {
+                    throw new IllegalStateException("fails after the loop");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(60))).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(compensated).hasSize(n);
+            for (int i = 0; i < n; i++) {
+                assertThat(compensated.get(i)).isEqualTo(n - i);
+            }
+        }
+    }
+
     @Test
     void goto_an_unknown_step_fails_the_step_naming_it(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("goto-unknown", Empty.class);

@@ -108,7 +108,7 @@ class DeadlineTest {
                 .step("never", step -> trace.add("never"))
                 .build();
         try (CoopEngine engine = Coop.engine(dataSource).register(root, child, loose).start()) {
-            Instant apiDeadline = engine.client().databaseTime().plus(Duration.ofDays(1));
+            Instant apiDeadline = engine.client().now().plus(Duration.ofDays(1));
             MessageId id = engine.client().launch(rootTopic, new Empty(),
                     CooperationContext.of(Deadlines.HAPPY_PATH, Deadline.at(apiDeadline, "checkout-api")));
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
@@ -152,7 +152,7 @@ class DeadlineTest {
                 })
                 .build();
         try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
-            Instant at = engine.client().databaseTime().plusMillis(300);
+            Instant at = engine.client().now().plusMillis(300);
             MessageId id = engine.client().launch(topic, new Empty(),
                     CooperationContext.of(Deadlines.ABSOLUTE, Deadline.at(at, "test")));
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
@@ -191,7 +191,7 @@ class DeadlineTest {
                 .build();
         try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
             // long enough for the steps and the first compensation to start on a loaded machine
-            Instant at = engine.client().databaseTime().plusSeconds(2);
+            Instant at = engine.client().now().plusSeconds(2);
             MessageId id = engine.client().launch(topic, new Empty(),
                     CooperationContext.of(Deadlines.ROLLBACK_PATH, Deadline.at(at, "ops policy")));
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLBACK_FAILED);

@@ -207,6 +207,6 @@ class DurableTimeTest {
     }
 
     static Instant dbNow(CoopEngine engine) {
-        return engine.client().databaseTime();
+        return engine.client().now();
     }
 }

@@ -214,7 +214,7 @@ class HostileStepTest {
                 .start()) {
             CoopClient client = engine.client();
             // due in an hour, so that its retry count can be set to the last one allowed before it runs
-            MessageId id = client.launch(topic, new Empty(), client.databaseTime().plusSeconds(3_600));
+            MessageId id = client.launch(topic, new Empty(), client.now().plusSeconds(3_600));
             try (java.sql.Connection c = db.dataSource().getConnection();
                     java.sql.PreparedStatement ps = c.prepareStatement(
                             "UPDATE coop.run SET retries = 999, runnable_at = clock_timestamp() WHERE message_id = ?")) {

@@ -126,9 +126,12 @@ class IsolationTest {
         MessageId poison = client.launch(topic, new Job(-1, false));
         // a row the engine cannot make sense of (a participant in another language wrote a bad rollback cause)
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
-                UPDATE coop.run SET phase = 'ROLLBACK', rollback_stage = 'CHILDREN', rollback_seq = 0, steps_done = 1,
-                       step_index = 1, history = '{0}', rollback_cause = '"not a failure document"'::jsonb
-                 WHERE message_id = ?
+                WITH r AS (
+                  UPDATE coop.run SET phase = 'ROLLBACK', rollback_stage = 'CHILDREN', rollback_seq = 0, steps_done = 1,
+                         step_index = 1, iterations = '{1}', rollback_cause = '"not a failure document"'::jsonb
+                   WHERE message_id = ? RETURNING id
+                )
+                INSERT INTO coop.run_step (run_id, seq, instance, iteration) SELECT id, 0, 0, 1 FROM r
                 """)) {
             ps.setObject(1, poison.value());
             assertThat(ps.executeUpdate()).isEqualTo(1);

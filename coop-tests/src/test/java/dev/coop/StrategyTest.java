@@ -184,7 +184,7 @@ class StrategyTest {
                     () -> client.statuses(inFlight).contains(RunStatus.WAITING));
         }
         MessageId backlog = client.launch(rootTopic, new Empty()); // launched while no engine ran: the backlog
-        Instant cutoff = client.databaseTime();
+        Instant cutoff = client.now();
         MessageId fresh = client.launch(rootTopic, new Empty());
         CooperationStrategy rule = Strategies.ignoringHierarchiesOlderThan(cutoff, Strategies.standard());
         try (CoopEngine after = Coop.engine(dataSource).strategy(rule).register(root, child).start()) {

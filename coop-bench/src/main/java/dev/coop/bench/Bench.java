@@ -14,7 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Coop's benchmarks (issue 6). Every workload runs on a fresh database, once to warm up and then {@code --runs}
+ * Coop's benchmarks. Every workload runs on a fresh database, once to warm up and then {@code --runs}
  * times; medians are reported. Every Coop throughput is also given as a ratio to the physical limit measured in the
  * same database with the same connection count just before the run. Writes a JSON file (and the table as Markdown)
  * under {@code bench-results/} and prints a table. Exits with status 1 if any run lost or failed work.

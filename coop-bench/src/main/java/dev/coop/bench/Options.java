@@ -10,7 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
-/** The benchmark's parameters: defaults from the benchmark issue, {@code --quick} for a smoke run, then overrides. */
+/** The benchmark's parameters: defaults from the performance targets, {@code --quick} for a smoke run, then overrides. */
 final class Options {
     static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
             "idle", "bigfanout", "profile");

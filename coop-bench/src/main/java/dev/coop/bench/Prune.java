@@ -71,7 +71,8 @@ final class Prune {
             out.put("without", without.toMap());
             out.put("during", during.toMap());
             out.put("runsOverlappingPartly", late.size());
-            double ratio = during.measured.isEmpty() ? Double.NaN
+            double ratio = during.measured.isEmpty()
+                    ? Double.NaN
                     : median(during) / median(without);
             out.put("duringOverWithout", Stats.round(ratio, 3));
             report.workloads.put("prune", out);

@@ -20,7 +20,7 @@ import java.util.Map;
  * Due-time lateness: how long after its due time a waiting run starts on an idle engine. Delayed launches are made
  * by a client of their own (so only the notification tells the engine the due time), spread over two seconds; the
  * run's step records {@code clock_timestamp()}; lateness = that minus the due time, both on the database's clock.
- * The issue's target: an idle engine wakes within 100 ms of the due time.
+ * The target: an idle engine wakes within 100 ms of the due time.
  */
 final class Timers {
     record Due(int n, Instant at) {
@@ -47,7 +47,7 @@ final class Timers {
         HikariDataSource clientPool = db.pool(4, "bench-timer-client-" + tag);
         try (CoopEngine engine = Coop.engine(env.pool).workers(o.workers).register(saga).start()) {
             CoopClient client = Coop.client(clientPool);
-            Instant base = client.databaseTime().plusMillis(500);
+            Instant base = client.now().plusMillis(500);
             List<MessageId> ids = new ArrayList<>();
             for (int i = 0; i < samples; i++) {
                 Instant at = base.plusMillis(2000L * i / samples);

@@ -142,6 +142,11 @@ public final class CoopCli implements Runnable {
                 exit[0] = new CommandLine.RunLast().execute(parseResult);
             } catch (RuntimeException e) {
                 failed[0] = e;
+            } catch (OutOfMemoryError e) { // an Error would end the thread silently, and coop would exit 0
+                failed[0] = new CliException(EXIT_FAILURE, "Out of memory (give the JVM a larger heap, java -Xmx...; "
+                        + "for large hierarchies, page through events with --limit/--after)", e);
+            } catch (Error e) {
+                failed[0] = new CliException(EXIT_FAILURE, e.toString(), e);
             }
         }, "coop", STACK_BYTES);
         thread.start();

@@ -181,4 +181,117 @@ class HostileCliTest {
         assertThat(completion.exit()).isZero();
         assertThat(completion.out()).contains("complete", "coop", "tree", "events");
     }
+
+    record Item(int n) {
+    }
+
+    /**
+     * coop tree of a step that caused 20,000 runs, in a JVM with a 32 MB heap: the read counts the fan-out instead
+     * of loading it (runs and events), so it prints. The runs are added by SQL to the messages the step launched.
+     */
+    @Test
+    void trees_of_large_fan_outs_print_with_a_small_heap() throws Exception {
+        Topic<Item> items = Topic.of("cli-huge-item", Item.class);
+        Saga<Item> parent = Saga.on(Topic.of("cli-huge", Item.class), "cli-huge").step("fan-out", step -> {
+            for (int i = 0; i < 20_003; i++) {
+                step.launch(items, new Item(i));
+            }
+        }).build();
+        MessageId id;
+        java.util.UUID parentRun;
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent).start()) {
+            id = engine.client().launch(parent.topic(), new Item(0));
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(60))).isEqualTo(Outcome.COMMITTED);
+            parentRun = engine.client().tree(id).runs().getFirst().runId();
+        }
+        java.util.UUID failedRun;
+        try (java.sql.Connection c = db.dataSource().getConnection();
+                java.sql.PreparedStatement ps = c.prepareStatement("""
+                        WITH kids AS (
+                          SELECT e.message_id, coop.uuid_v7() AS run_id, e.lineage, row_number() OVER (ORDER BY e.id) n
+                            FROM coop.event e
+                           WHERE e.type = 'EMITTED' AND e.lineage[1] = ? AND e.lineage[cardinality(e.lineage)] = ?
+                        ), runs AS (
+                          INSERT INTO coop.run (id, message_id, saga, lineage, parent_id, parent_seq, status,
+                                                steps_done, step_index, created_at, started_at, finished_at)
+                          SELECT run_id, message_id, 'cli-huge-item', lineage || run_id, ?, 0,
+                                 CASE WHEN n > 20000 THEN 'ROLLED_BACK' ELSE 'COMMITTED' END, 1, 1,
+                                 clock_timestamp() + n * interval '1 microsecond', clock_timestamp(), clock_timestamp()
+                            FROM kids
+                        ), events AS (
+                          INSERT INTO coop.event (message_id, type, saga, engine, step, lineage)
+                          SELECT k.message_id, t.type, 'cli-huge-item', 'sql', t.step, k.lineage || k.run_id
+                            FROM kids k CROSS JOIN (VALUES (1, 'SEEN', NULL), (2, 'SUSPENDED', 'one'),
+                                                           (3, 'COMMITTED', 'one')) AS t(o, type, step)
+                           ORDER BY k.n, t.o
+                        )
+                        SELECT run_id FROM kids ORDER BY n DESC LIMIT 1
+                        """)) {
+            ps.setObject(1, id.value());
+            ps.setObject(2, parentRun);
+            ps.setObject(3, parentRun);
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                failedRun = rs.getObject(1, java.util.UUID.class);
+            }
+        }
+        Result tree = smallHeap("tree", id.toString(), "--color=never");
+        assertThat(tree.exit()).as(tree.err()).isZero();
+        assertThat(tree.out()).contains("launched 20003", "20003 runs of cli-huge-item: 20000 committed, 3 rolled back",
+                "(counted, not listed: the runs that did not commit are shown)");
+        assertThat(tree.out().lines().count()).isLessThan(40);
+        Result json = smallHeap("tree", id.toString(), "--json");
+        assertThat(json.exit()).as(json.err()).isZero();
+        assertThat(json.out()).contains("\"total\" : 20003");
+        Result subtree = smallHeap("tree", "--run", failedRun.toString(), "--color=never");
+        assertThat(subtree.exit()).as(subtree.err()).isZero();
+        assertThat(subtree.out()).contains("cli-huge-item on cli-huge-item  ROLLED_BACK");
+    }
+
+    /** An out-of-memory error while printing is a failure, said so, never a silent exit 0. */
+    @Test
+    void running_out_of_memory_is_a_failure() throws Exception {
+        Topic<Item> items = Topic.of("cli-oom-item", Item.class);
+        Saga<Item> parent = Saga.on(Topic.of("cli-oom", Item.class), "cli-oom").step("fan-out", step -> {
+            for (int i = 0; i < 3_000; i++) {
+                step.launch(items, new Item(i));
+            }
+        }).build();
+        MessageId id;
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(parent).start()) {
+            id = engine.client().launch(parent.topic(), new Item(0));
+            assertThat(engine.client().awaitCompletion(id, Duration.ofSeconds(60))).isEqualTo(Outcome.COMMITTED);
+        }
+        Result events = heap("-Xmx12m", "events", id.toString(), "--json", "--limit", "100000");
+        assertThat(events.exit()).as(events.out()).isEqualTo(CoopCli.EXIT_FAILURE);
+        assertThat(events.err()).contains("Out of memory");
+    }
+
+    /** Runs {@code coop args} in a JVM of its own with a 32 MB heap. */
+    private Result smallHeap(String... args) throws Exception {
+        String[] all = new String[args.length + 1];
+        all[0] = "-Xmx32m";
+        System.arraycopy(args, 0, all, 1, args.length);
+        return heap(all);
+    }
+
+    /** Runs {@code coop args[1..]} in a JVM of its own with the heap option {@code args[0]}. */
+    private Result heap(String... args) throws Exception {
+        java.util.List<String> command = new java.util.ArrayList<>(java.util.List.of(
+                ProcessHandle.current().info().command().orElse("java"), args[0], "-cp",
+                System.getProperty("java.class.path"), CoopCli.class.getName()));
+        command.addAll(java.util.List.of(args).subList(1, args.length));
+        ProcessBuilder pb = new ProcessBuilder(command);
+        pb.environment().put("COOP_JDBC_URL", db.jdbcUrl());
+        pb.environment().put("COOP_JDBC_USER", db.server().user());
+        pb.environment().put("COOP_JDBC_PASSWORD", db.server().password());
+        java.nio.file.Path err = java.nio.file.Files.createTempFile("coop-cli", ".err");
+        pb.redirectError(err.toFile());
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        String errors = java.nio.file.Files.readString(err);
+        java.nio.file.Files.delete(err);
+        return new Result(p.exitValue(), out, errors);
+    }
 }

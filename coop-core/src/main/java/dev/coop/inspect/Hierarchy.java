@@ -16,8 +16,9 @@ public record Hierarchy(MessageId messageId, String topic, OffsetDateTime launch
         return finished() ? Outcome.of(runs.stream().map(RunView::status).toList()) : null;
     }
 
-    /** Whether every run in the tree finished. */
+    /** Whether every run in the tree finished, counted ones included. */
     public boolean finished() {
-        return runs.stream().flatMap(r -> r.flatten().stream()).allMatch(r -> r.status().isFinished());
+        return runs.stream().flatMap(r -> r.flatten().stream()).allMatch(r -> r.status().isFinished()
+                && r.collapsed().stream().allMatch(CollapsedRuns::finished));
     }
 }

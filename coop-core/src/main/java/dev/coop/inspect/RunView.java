@@ -15,13 +15,33 @@ import java.util.UUID;
  *
  * @param rollingBack whether it is on (or went down) the rollback path
  * @param failure why it rolled back, failed to, or is parked; null otherwise
- * @param children the runs caused by its steps, in the order they were created
+ * @param children the runs caused by its steps, in the order they were created; when the run caused more runs than a
+ *        tree lists ({@code collapsed} is not empty), only those that did not commit (up to a cap, oldest first)
+ * @param collapsed when the read counted its children instead of listing them all: per saga, how many runs it caused
+ *        and how they stand (listed children included); empty when every child is in {@code children}
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
-        Failure failure, List<StepView> steps, List<RunView> children) {
+        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
 
-    /** This run and every run below it, depth first. */
+    public RunView {
+        collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
+    }
+
+    /** A run whose children are all listed. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, List.of());
+    }
+
+    /** How many runs its steps caused: the listed children, or the collapsed counts when the read counted them. */
+    public long childCount() {
+        return collapsed.isEmpty() ? children.size() : collapsed.stream().mapToLong(CollapsedRuns::total).sum();
+    }
+
+    /** This run and every listed run below it, depth first (collapsed runs are only counted: see {@link #collapsed}). */
     public List<RunView> flatten() {
         List<RunView> all = new java.util.ArrayList<>();
         java.util.ArrayDeque<RunView> stack = new java.util.ArrayDeque<>();

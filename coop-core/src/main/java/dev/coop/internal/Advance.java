@@ -14,7 +14,11 @@ final class Advance {
     private String nextStep;
     private String finalStep;
     private int stepsDone;
-    private Integer historyAppend;
+    private StepHistory history;
+    private Integer instance;
+    private int instanceSeq;
+    private int instanceIteration;
+    private int[] iterations;
     private int attempt;
     private int pendingChildren;
     private Integer rollbackSeq;
@@ -39,6 +43,7 @@ final class Advance {
         a.stepIndex = run.stepIndex();
         a.nextStep = run.nextStep();
         a.stepsDone = run.stepsDone();
+        a.history = run.history();
         a.attempt = run.attempt();
         a.rollbackSeq = run.rollbackSeq();
         a.rollbackStage = run.rollbackStage();
@@ -52,13 +57,23 @@ final class Advance {
         return this;
     }
 
-    /** A completed step or handler instance: appended to the history, counted, children to wait for. */
+    /**
+     * A completed step or handler instance: recorded (a {@code run_step} row, the step's count), counted, children
+     * to wait for.
+     */
     Advance executed(int instance, int nextStepIndex, String nextStepName, String finalStepName, int children) {
         stepIndex = nextStepIndex;
         nextStep = nextStepName;
         finalStep = finalStepName;
+        this.instance = instance;
+        instanceSeq = stepsDone;
+        if (instance >= 0) {
+            iterations = history.afterInstance(instance);
+            instanceIteration = iterations[instance];
+        } else { // a handler run: the execution of its step that it handled
+            instanceIteration = Math.max(1, history.executions(-1 - instance));
+        }
         stepsDone++;
-        historyAppend = instance;
         attempt = 1;
         pendingChildren = children;
         checkCancellation = true;
@@ -142,8 +157,22 @@ final class Advance {
         return stepsDone;
     }
 
-    Integer historyAppend() {
-        return historyAppend;
+    /** The instance executed, or null when none was. */
+    Integer instance() {
+        return instance;
+    }
+
+    int instanceSeq() {
+        return instanceSeq;
+    }
+
+    int instanceIteration() {
+        return instanceIteration;
+    }
+
+    /** The run's new counts per step, or null when unchanged. */
+    int[] iterations() {
+        return iterations;
     }
 
     int attempt() {

@@ -9,10 +9,11 @@ import java.util.UUID;
  *        COMMITTED is left)
  * @param nextStep the name of that step when the run last moved (null before its first step and after its last)
  * @param stepsDone how many step instances (steps and child-failure handlers) this run executed so far
- * @param history per executed instance: the step index, or {@code -1 - index} for a child-failure handler run
+ * @param history what the claim read of its executed instances (counts per step, the newest few; on the rollback
+ *        path, the instance being rolled back)
  * @param started whether the run's SEEN was written before this claim
  * @param version bumped by every transaction that moved the run; detects concurrent progress
- * @param claimedAt when the claim was made, by the database's clock
+ * @param claimedAt when the claim was made, by the engine's time
  * @param cancellation the failure JSON of a cancellation of this run's scope, or null
  * @param context the run's cooperation context (JSON text), or null when empty
  * @param parentContext when the parent asked this run to roll back: the parent's context at that moment, or null
@@ -32,7 +33,7 @@ public record ClaimedRun(
         int stepIndex,
         String nextStep,
         int stepsDone,
-        int[] history,
+        StepHistory history,
         int attempt,
         boolean started,
         int failedChildren,

@@ -37,7 +37,7 @@ final class Decisions {
         return engine.strategyOf(saga);
     }
 
-    /** What the strategy knows of a claimed run, {@code now} by the database's clock. */
+    /** What the strategy knows of a claimed run, {@code now} by the engine's time. */
     static RunFacts facts(ClaimedRun run, Saga<?> saga, CooperationContext context, Instant now,
             String cancellationJson) {
         String next = run.stepIndex() < saga.steps().size() ? saga.steps().get(run.stepIndex()).name() : null;

@@ -33,6 +33,8 @@ final class Dispatcher {
     private final long pollNanos;
     private long nextProbe;
     private boolean probing;
+    /** A probe was asked for while one ran: what it read may be stale (the time jumped), so probe again. */
+    private boolean reprobe;
     private boolean stopped;
 
     Dispatcher(List<String> sagas, long pollNanos) {
@@ -119,10 +121,11 @@ final class Dispatcher {
         }
     }
 
-    /** Probe soon, e.g. after notifications may have been missed. */
+    /** Probe soon, e.g. after notifications may have been missed or the time jumped. */
     void probeNow() {
         lock.lock();
         try {
+            reprobe = probing;
             nextProbe = System.nanoTime();
             changed.signal();
         } finally {
@@ -184,7 +187,8 @@ final class Dispatcher {
                     next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(Math.max(0, due.nextMillis())));
                 }
             }
-            nextProbe = next;
+            nextProbe = reprobe ? now : next;
+            reprobe = false;
             changed.signalAll();
         } finally {
             lock.unlock();

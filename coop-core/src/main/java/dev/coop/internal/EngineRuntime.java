@@ -37,10 +37,12 @@ public final class EngineRuntime {
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
-            Duration retention) {
+            Duration retention, Time time) {
     }
 
     private final Config config;
+    private volatile Runnable unsubscribeJumps = () -> {
+    };
 
     public EngineRuntime(Config config) {
         this.config = config;
@@ -48,11 +50,11 @@ public final class EngineRuntime {
                 config.pollInterval().toNanos());
         config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers(), config.sagas().keySet()),
+                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keySet()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
-                ? new ScheduleTimer(config.dataSource(), config.schema(), config.engineId(),
+                ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
                         config.pollInterval().toNanos(), context.dispatcher()::wake)
                 : null;
     }
@@ -72,7 +74,7 @@ public final class EngineRuntime {
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake), "listener");
+                    config.engineId(), this::wake, config.time().controlled()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");
@@ -84,10 +86,13 @@ public final class EngineRuntime {
         }
         joinTimerThread = thread(joinTimer, "join-timer");
         if (config.retention() != null) {
-            pruner = new Pruner(config.dataSource(), config.schema(), config.engineId(), config.retention(),
+            pruner = new Pruner(config.dataSource(), config.schema(), config.time(), config.engineId(),
+                    config.retention(),
                     Pruner.interval(config.retention(), config.pollInterval()));
             prunerThread = thread(pruner, "retention");
         }
+        // a time source that jumps (a test clock) must not leave timers armed with the old time
+        unsubscribeJumps = config.time().onJump(this::timeJumped);
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
                 config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
@@ -122,6 +127,17 @@ public final class EngineRuntime {
     /** What {@link #wake(String)} takes to make the schedule timer read the next due time again. */
     public static final String SCHEDULES_CHANGED = ScheduleTimer.NOTIFICATION;
 
+    /** The time jumped: read every due time again now (runs, schedules, join timeouts). */
+    private void timeJumped() {
+        context.dispatcher().probeNow();
+        if (timer != null) {
+            timer.nudge();
+        }
+        if (joinTimer != null) {
+            joinTimer.nudge();
+        }
+    }
+
     public Completions completions() {
         return context.completions();
     }
@@ -131,6 +147,7 @@ public final class EngineRuntime {
      * transaction rolls back; another engine redoes the step).
      */
     public void stop(Duration timeout) {
+        unsubscribeJumps.run();
         context.dispatcher().stop();
         if (timer != null) {
             timer.stop();

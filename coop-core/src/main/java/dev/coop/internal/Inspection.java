@@ -1,6 +1,7 @@
 package dev.coop.internal;
 
 import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.EventType;
 import dev.coop.failure.Failure;
@@ -39,6 +40,27 @@ public final class Inspection {
             OffsetDateTime finished, String failure) {
     }
 
+    /** A tree this small (runs) is read whole, as long as its hierarchy's log is small too. */
+    static final int SMALL_TREE = 5_000;
+    /** Events of a hierarchy read whole through its root; a larger log is read only for the runs loaded. */
+    static final int SMALL_LOG = 20_000;
+    /** A run with more child runs than this has them counted, listing only those that did not commit. */
+    public static final int COLLAPSE_OVER = 100;
+    /** Of a collapsed run's children, how many that did not commit are listed (oldest first). */
+    public static final int LISTED_MAX = 100;
+    /** Runs a bounded read loads at most; past it, every further parent is collapsed. */
+    static final int MAX_LOADED = 10_000;
+
+    private static final String ROW = """
+            SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, %s, r.phase = 'ROLLBACK',
+                   r.created_at, r.started_at, r.finished_at, r.failure::text
+            """.formatted(shownStatus("r"));
+
+    /** The runs read and, for collapsed runs, their children's counts. */
+    private record Read(List<Row> rows, Map<UUID, List<CollapsedRuns>> collapsed,
+            Map<UUID, Map<Integer, Integer>> launchedBySeq, List<Event> events) {
+    }
+
     /** The tree below a message. */
     public Hierarchy hierarchy(Connection c, MessageId message) throws SQLException {
         String topic;
@@ -59,44 +81,214 @@ public final class Inspection {
                 scope = (UUID[]) rs.getArray(3).getArray();
             }
         }
-        List<Row> rows = rows(c, "r.message_id = ?", message.value());
-        return new Hierarchy(message, topic, launched, assemble(rows, events(c, scope), message));
+        Read read = read(c, "r.message_id = ?", message.value(), scope);
+        return new Hierarchy(message, topic, launched, assemble(read, message));
     }
 
     /** The tree below one run. */
     public RunView run(Connection c, Lineage lineage) throws SQLException {
-        List<Row> rows = rows(c, "r.id = ?", lineage.last());
-        if (rows.isEmpty()) {
+        List<Row> anchor = rows(c, "r.id = ?", lineage.last());
+        if (anchor.isEmpty()) {
             throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
         }
-        return assemble(rows, events(c, rows.getFirst().lineage()), null).getFirst();
+        return assemble(read(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage()), null).getFirst();
     }
 
-    private List<Row> rows(Connection c, String anchor, UUID value) throws SQLException {
+    /**
+     * Reads the runs below {@code anchor} and their events. A small tree in a small hierarchy is read whole, as it
+     * always was; otherwise level by level ({@link #walk}) and the events only of the runs loaded, by message.
+     */
+    private Read read(Connection c, String anchor, UUID value, UUID[] scope) throws SQLException {
+        if (treeSize(c, anchor, value) <= SMALL_TREE) {
+            List<Row> rows = recursiveRows(c, anchor, value);
+            boolean smallLog = logSize(c, scope[0]) <= SMALL_LOG;
+            return new Read(rows, Map.of(), Map.of(), smallLog ? events(c, scope) : eventsOf(c, rows, scope));
+        }
+        Map<UUID, List<CollapsedRuns>> collapsed = new HashMap<>();
+        List<Row> rows = walk(c, rows(c, anchor, value), collapsed);
+        return new Read(rows, collapsed, launchedBySeq(c, collapsed.keySet()), eventsOf(c, rows, scope));
+    }
+
+    /** How many runs the tree has, counting no further than one past {@link #SMALL_TREE}. */
+    private int treeSize(Connection c, String anchor, UUID value) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE tree AS (
-                  SELECT r.* FROM {schema}.run r WHERE %2$s
+                  SELECT r.id FROM {schema}.run r WHERE %s
+                  UNION ALL
+                  SELECT k.id FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
+                )
+                SELECT count(*) FROM (SELECT 1 FROM tree LIMIT ?) x
+                """.formatted(anchor)))) {
+            ps.setObject(1, value);
+            ps.setInt(2, SMALL_TREE + 1);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    /** How many events the hierarchy of root message {@code root} has, counting no further than past the limit. */
+    private int logSize(Connection c, UUID root) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT count(*) FROM (SELECT 1 FROM {schema}.event WHERE lineage[1] = ? LIMIT ?) x
+                """))) {
+            ps.setObject(1, root);
+            ps.setInt(2, SMALL_LOG + 1);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    /**
+     * Loads the tree level by level, a few statements per level: the children of a parent with at most
+     * {@link #COLLAPSE_OVER} of them are loaded; a larger fan-out is counted per saga and status, and only its
+     * children that did not commit are loaded (at most {@link #LISTED_MAX} per parent). At most {@link #MAX_LOADED}
+     * runs are loaded in all; parents past that are counted only.
+     */
+    private List<Row> walk(Connection c, List<Row> anchors, Map<UUID, List<CollapsedRuns>> collapsed)
+            throws SQLException {
+        List<Row> all = new ArrayList<>(anchors);
+        List<UUID> level = anchors.stream().map(Row::id).toList();
+        while (!level.isEmpty()) {
+            Map<UUID, List<CollapsedRuns>> groups = childGroups(c, level);
+            List<UUID> small = new ArrayList<>();
+            List<UUID> large = new ArrayList<>();
+            long budget = MAX_LOADED - all.size();
+            for (UUID parent : level) {
+                List<CollapsedRuns> g = groups.get(parent);
+                long n = g == null ? 0 : g.stream().mapToLong(CollapsedRuns::total).sum();
+                if (n == 0) {
+                    continue;
+                }
+                if (n <= COLLAPSE_OVER && n <= budget) {
+                    small.add(parent);
+                    budget -= n;
+                } else {
+                    large.add(parent);
+                    collapsed.put(parent, g);
+                }
+            }
+            List<Row> next = new ArrayList<>();
+            if (!small.isEmpty()) {
+                next.addAll(rows(c, "r.parent_id = ANY(?)", small.toArray(UUID[]::new)));
+            }
+            int listed = large.isEmpty() ? 0 : (int) Math.min(LISTED_MAX, budget / large.size());
+            if (listed > 0) {
+                next.addAll(notCommitted(c, large, listed));
+            }
+            all.addAll(next);
+            level = next.stream().map(Row::id).toList();
+        }
+        all.sort(java.util.Comparator.comparing(Row::created).thenComparing(Row::id));
+        return all;
+    }
+
+    /** The children of each parent, counted per saga and status. */
+    private Map<UUID, List<CollapsedRuns>> childGroups(Connection c, List<UUID> parents) throws SQLException {
+        Map<UUID, Map<String, Map<RunStatus, Long>>> counts = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT r.parent_id, r.saga, %s AS shown, count(*) FROM {schema}.run r
+                 WHERE r.parent_id = ANY(?) GROUP BY r.parent_id, r.saga, shown ORDER BY r.parent_id, r.saga, shown
+                """.formatted(shownStatus("r"))))) {
+            ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    counts.computeIfAbsent(rs.getObject(1, UUID.class), k -> new LinkedHashMap<>())
+                            .computeIfAbsent(rs.getString(2), k -> new java.util.EnumMap<>(RunStatus.class))
+                            .put(RunStatus.valueOf(rs.getString(3)), rs.getLong(4));
+                }
+            }
+        }
+        Map<UUID, List<CollapsedRuns>> groups = new HashMap<>();
+        counts.forEach((parent, bySaga) -> groups.put(parent, bySaga.entrySet().stream()
+                .map(e -> new CollapsedRuns(e.getKey(), e.getValue().values().stream().mapToLong(Long::longValue)
+                        .sum(), e.getValue()))
+                .toList()));
+        return groups;
+    }
+
+    /**
+     * For each collapsed parent: per step instance ({@code parent_seq}), how many distinct messages its children
+     * handle, so that its steps can say how many they launched without listing them.
+     */
+    private Map<UUID, Map<Integer, Integer>> launchedBySeq(Connection c, java.util.Set<UUID> parents)
+            throws SQLException {
+        Map<UUID, Map<Integer, Integer>> counts = new HashMap<>();
+        if (parents.isEmpty()) {
+            return counts;
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT parent_id, parent_seq, count(DISTINCT message_id) FROM {schema}.run
+                 WHERE parent_id = ANY(?) AND parent_seq IS NOT NULL GROUP BY parent_id, parent_seq
+                """))) {
+            ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    counts.computeIfAbsent(rs.getObject(1, UUID.class), k -> new HashMap<>())
+                            .put(rs.getInt(2), rs.getInt(3));
+                }
+            }
+        }
+        return counts;
+    }
+
+    /** Up to {@code limit} children of each parent that did not commit, oldest first. */
+    private List<Row> notCommitted(Connection c, List<UUID> parents, int limit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(ROW + """
+                  FROM unnest(?::uuid[]) p(id)
+                  CROSS JOIN LATERAL (SELECT * FROM {schema}.run k WHERE k.parent_id = p.id AND k.status <> 'COMMITTED'
+                                       ORDER BY k.created_at, k.id LIMIT ?) r
+                  JOIN {schema}.message m ON m.id = r.message_id
+                """))) {
+            ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
+            ps.setInt(2, limit);
+            return readRows(ps);
+        }
+    }
+
+    /** The runs matching one fixed condition on {@code r} (one bound value), oldest first. */
+    private List<Row> rows(Connection c, String where, Object value) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(ROW + """
+                  FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+                 WHERE %s
+                 ORDER BY r.created_at, r.id
+                """.formatted(where)))) {
+            ps.setObject(1, value instanceof UUID[] ids ? c.createArrayOf("uuid", ids) : value);
+            return readRows(ps);
+        }
+    }
+
+    private List<Row> recursiveRows(Connection c, String anchor, UUID value) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH RECURSIVE tree AS (
+                  SELECT r.* FROM {schema}.run r WHERE %s
                   UNION ALL
                   SELECT k.* FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
                 )
-                SELECT t.id, t.message_id, m.topic, t.saga, t.lineage, t.parent_id, %1$s, t.phase = 'ROLLBACK',
-                       t.created_at, t.started_at, t.finished_at, t.failure::text
-                  FROM tree t JOIN {schema}.message m ON m.id = t.message_id
-                 ORDER BY t.created_at, t.id
-                """.formatted(shownStatus("t"), anchor)))) {
+                """.formatted(anchor) + ROW + """
+                  FROM tree r JOIN {schema}.message m ON m.id = r.message_id
+                 ORDER BY r.created_at, r.id
+                """))) {
             ps.setObject(1, value);
-            List<Row> rows = new ArrayList<>();
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    rows.add(new Row(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
-                            rs.getString(3), rs.getString(4), (UUID[]) rs.getArray(5).getArray(),
-                            rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
-                            rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
-                            rs.getObject(11, OffsetDateTime.class), rs.getString(12)));
-                }
-            }
-            return rows;
+            return readRows(ps);
         }
+    }
+
+    private static List<Row> readRows(PreparedStatement ps) throws SQLException {
+        List<Row> rows = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                rows.add(new Row(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
+                        rs.getString(3), rs.getString(4), (UUID[]) rs.getArray(5).getArray(),
+                        rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
+                        rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
+                        rs.getObject(11, OffsetDateTime.class), rs.getString(12)));
+            }
+        }
+        return rows;
     }
 
     /** Every event at or below {@code scope}, in log order. */
@@ -116,9 +308,32 @@ public final class Inspection {
         }
     }
 
-    private static List<RunView> assemble(List<Row> rows, List<Event> events, MessageId anchorMessage) {
+    /**
+     * The events of the messages the loaded runs handle, at or below {@code scope}, in log order: each run's own
+     * events, and the EMITTED (and ROLLBACK_EMITTED) events of its message, which belong to the step that launched it.
+     * Through the message index: nothing else of the hierarchy is read.
+     */
+    private List<Event> eventsOf(Connection c, List<Row> rows, UUID[] scope) throws SQLException {
+        UUID[] messages = rows.stream().map(r -> r.message().value()).distinct().toArray(UUID[]::new);
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
+                       exception::text AS exception, context::text AS context
+                  FROM {schema}.event
+                 WHERE message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                 ORDER BY id
+                """))) {
+            var array = c.createArrayOf("uuid", scope);
+            ps.setArray(1, c.createArrayOf("uuid", messages));
+            ps.setArray(2, array);
+            ps.setArray(3, array);
+            return Store.readEvents(ps);
+        }
+    }
+
+    private static List<RunView> assemble(Read read, MessageId anchorMessage) {
+        List<Row> rows = read.rows();
         Map<UUID, List<Event>> byRun = new HashMap<>();
-        for (Event e : events) {
+        for (Event e : read.events()) {
             if (e.saga() != null || e.type() == EventType.CANCELLATION_REQUESTED) {
                 byRun.computeIfAbsent(e.lineage().last(), k -> new ArrayList<>()).add(e);
             }
@@ -146,18 +361,42 @@ public final class Inspection {
                 stack.push(new Object[]{r, true});
                 kids.forEach(k -> stack.push(new Object[]{k, false}));
             } else {
-                built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList()));
+                built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList(),
+                        read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq()));
             }
         }
         return roots.stream().map(r -> built.get(r.id())).toList();
     }
 
-    private static RunView view(Row r, Map<UUID, List<Event>> byRun, List<RunView> kids) {
+    private static RunView view(Row r, Map<UUID, List<Event>> byRun, List<RunView> kids,
+            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq) {
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()),
-                steps(byRun.getOrDefault(r.id(), List.of())),
-                kids);
+                counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
+                kids, collapsed);
+    }
+
+    /**
+     * The steps of a run whose children were counted, with how many messages each instance launched: the n-th
+     * committed step or handler transaction is instance n ({@code parent_seq} of the runs it caused).
+     */
+    private static List<StepView> counted(List<StepView> steps, Map<Integer, Integer> bySeq) {
+        if (bySeq == null) {
+            return steps;
+        }
+        List<StepView> counted = new ArrayList<>(steps.size());
+        int seq = 0;
+        for (StepView s : steps) {
+            boolean instance = s.failure() == null
+                    && (s.kind() == StepView.Kind.STEP || s.kind() == StepView.Kind.CHILD_FAILURE_HANDLER);
+            int n = instance ? bySeq.getOrDefault(seq++, 0) : 0;
+            counted.add(n <= s.launched().size()
+                    ? s
+                    : new StepView(s.name(), s.kind(), s.engine(), s.startedAt(),
+                            s.endedAt(), s.launched(), s.failure(), s.iteration(), n));
+        }
+        return counted;
     }
 
     /** The run's transactions, from its own events in log order. */

@@ -62,7 +62,7 @@ public final class JoinBook {
     private static final String START = """
             INSERT INTO {schema}.join_group (id, grouping_key, expected, fail_if_any_failed, metadata, on_complete_topic,
                                              on_fail_topic, timeout_at)
-            VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, clock_timestamp() + ?::bigint * interval '1 millisecond')
+            VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, {now} + ?::bigint * interval '1 millisecond')
             """;
 
     /**
@@ -140,19 +140,19 @@ public final class JoinBook {
     private static final String FIRE_TIMEOUTS = """
             WITH due AS (
               SELECT id FROM {schema}.join_group
-               WHERE status = 'OPEN' AND timeout_at <= clock_timestamp()
+               WHERE status = 'OPEN' AND timeout_at <= {now}
                ORDER BY timeout_at
                LIMIT ?
                  FOR UPDATE SKIP LOCKED
             )
             UPDATE {schema}.join_group g
-               SET status = 'TIMED_OUT', finished_at = clock_timestamp(), outcome_message_id = {schema}.uuid_v7()
+               SET status = 'TIMED_OUT', finished_at = {now}, outcome_message_id = {schema}.uuid_v7()
               FROM due WHERE g.id = due.id
             RETURNING g.id, g.outcome_message_id
             """;
 
     private static final String NEXT_TIMEOUT = """
-            SELECT ceil(extract(epoch FROM min(timeout_at) - clock_timestamp()) * 1000)::bigint
+            SELECT ceil(extract(epoch FROM min(timeout_at) - {now}) * 1000)::bigint
               FROM {schema}.join_group WHERE status = 'OPEN' AND timeout_at IS NOT NULL
             """;
 
@@ -357,10 +357,11 @@ public final class JoinBook {
             ps.setString(5, metadataJson);
             ps.setString(6, onCompleteTopic);
             ps.setString(7, onFailTopic);
+            ps.setObject(8, store.time().bind());
             if (timeoutMillis == null) {
-                ps.setNull(8, Types.BIGINT);
+                ps.setNull(9, Types.BIGINT);
             } else {
-                ps.setLong(8, timeoutMillis);
+                ps.setLong(9, timeoutMillis);
             }
             ps.executeUpdate();
         }
@@ -489,13 +490,16 @@ public final class JoinBook {
     }
 
     /**
-     * Ends open joins whose timeout passed (database clock), at most {@value #TIMEOUT_BATCH}, skipping joins another
+     * Ends open joins whose timeout passed (by the engine's time), at most {@value #TIMEOUT_BATCH}, skipping joins another
      * transaction holds, and publishes their on-fail messages.
      */
     public Fired fireTimeouts(Connection c) throws SQLException {
         List<Ended> fired = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(sql(FIRE_TIMEOUTS))) {
-            ps.setInt(1, TIMEOUT_BATCH);
+            OffsetDateTime now = store.time().bind();
+            ps.setObject(1, now);
+            ps.setInt(2, TIMEOUT_BATCH);
+            ps.setObject(3, now);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     fired.add(new Ended(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)));
@@ -511,10 +515,13 @@ public final class JoinBook {
 
     /** Milliseconds until the earliest open join times out (zero or less: due), or null when none has a timeout. */
     public Long millisUntilNextTimeout(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql(NEXT_TIMEOUT)); ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            long millis = rs.getLong(1);
-            return rs.wasNull() ? null : millis;
+        try (PreparedStatement ps = c.prepareStatement(sql(NEXT_TIMEOUT))) {
+            ps.setObject(1, store.time().bind());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long millis = rs.getLong(1);
+                return rs.wasNull() ? null : millis;
+            }
         }
     }
 

@@ -25,10 +25,10 @@ public final class JoinService implements Joins {
     private final SchemaName schema;
     private final JoinBook book;
 
-    public JoinService(DataSource dataSource, SchemaName schema, Json json) {
+    public JoinService(DataSource dataSource, Store store, Json json) {
         this.dataSource = dataSource;
-        this.schema = schema;
-        this.book = new JoinBook(new Store(schema), json);
+        this.schema = store.schema();
+        this.book = new JoinBook(store, json);
     }
 
     @Override

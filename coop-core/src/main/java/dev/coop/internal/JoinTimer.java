@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
  * An engine's thread that times joins out. It reads when the earliest open join is due (one probe of the partial
  * index {@code join_group_due}), sleeps until then or for the poll interval, whichever comes first, and fires the due
  * joins with {@code FOR UPDATE SKIP LOCKED}, so that engines sharing a schema never publish a join's outcome twice.
- * Due decisions use the database's clock. A join started in this JVM moves the next wake-up earlier
+ * Due decisions use the engine's time ({@link Time}). A join started in this JVM moves the next wake-up earlier
  * ({@link #expect}); joins started elsewhere announce themselves with the {@value #NOTIFICATION} notification (or are
  * seen at the next probe, within the poll interval).
  */
@@ -42,6 +42,8 @@ public final class JoinTimer implements Runnable {
     private boolean pausing;
     private long hint;
     private boolean hinted;
+    /** Read the earliest timeout again without pausing: asked for while a probe ran (a notification, a time jump). */
+    private boolean nudged;
     private boolean stopped;
 
     JoinTimer(String engineId, DataSource dataSource, SchemaName schema, JoinBook book, long pollNanos,
@@ -82,7 +84,10 @@ public final class JoinTimer implements Runnable {
 
     /** Read the earliest timeout again now (a join with a timeout was started, maybe in another process). */
     void nudge() {
-        wakeBy(System.nanoTime());
+        synchronized (monitor) {
+            nudged = true;
+            monitor.notifyAll();
+        }
     }
 
     void stop() {
@@ -166,7 +171,8 @@ public final class JoinTimer implements Runnable {
             try {
                 while (!stopped) {
                     long left = wakeAt - System.nanoTime();
-                    if (left <= 0) {
+                    if (left <= 0 || nudged) {
+                        nudged = false;
                         return true;
                     }
                     TimeUnit.NANOSECONDS.timedWait(monitor, left);

@@ -26,9 +26,13 @@ final class Listener implements Runnable {
     private final String engineId;
     private final Consumer<String> wake;
 
+    /** Whether a time source decides (not the database's clock): delays in notifications are then only hints. */
+    private final boolean timeControlled;
+
     /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
     Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId,
-            Consumer<String> wake) {
+            Consumer<String> wake, boolean timeControlled) {
+        this.timeControlled = timeControlled;
         this.dataSource = dataSource;
         this.schema = schema;
         this.dispatcher = dispatcher;
@@ -84,10 +88,19 @@ final class Listener implements Runnable {
         int space = payload.lastIndexOf(' ');
         if (space < 0) {
             wake.accept(payload);
+            if (timeControlled && !payload.startsWith("#")) {
+                dispatcher.probeNow(); // "due now" by the database's clock may be later by the engine's
+            }
             return;
         }
         try {
-            dispatcher.dueIn(Long.parseLong(payload.substring(space + 1)));
+            long millis = Long.parseLong(payload.substring(space + 1));
+            if (timeControlled) {
+                // the delay was measured with the database's clock, not the engine's: let a probe measure it
+                dispatcher.probeNow();
+                return;
+            }
+            dispatcher.dueIn(millis);
         } catch (NumberFormatException e) {
             wake.accept(payload); // not ours to parse: treat as a wake-up
         }

@@ -32,9 +32,11 @@ public final class Operations {
     public static final String CLIENT_SOURCE = "coop-client";
 
     private final SchemaName schema;
+    private final Time time;
 
-    public Operations(SchemaName schema) {
+    public Operations(SchemaName schema, Time time) {
         this.schema = schema;
+        this.time = time;
     }
 
     /** A scope in the cooperation tree: the lineage of a run. */
@@ -95,7 +97,7 @@ public final class Operations {
                       INSERT INTO {schema}.event (message_id, type, lineage, exception)
                       SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
                     ), woken AS (
-                      UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = clock_timestamp()
+                      UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
                        WHERE id IN (SELECT id FROM {schema}.run
                                      WHERE lineage[1] = ?
                                        AND (status IN ('RUNNABLE', 'PARKED')
@@ -116,10 +118,11 @@ public final class Operations {
                 ps.setObject(4, scope.messageId());
                 ps.setArray(5, array);
                 ps.setString(6, failure.toJson());
-                ps.setObject(7, scope.lineage()[0]);
-                ps.setArray(8, array);
+                ps.setObject(7, time.bind());
+                ps.setObject(8, scope.lineage()[0]);
                 ps.setArray(9, array);
-                ps.setString(10, schema.value());
+                ps.setArray(10, array);
+                ps.setString(11, schema.value());
                 try (ResultSet rs = ps.executeQuery()) {
                     rs.next();
                     any |= rs.getLong(1) > 0;
@@ -218,7 +221,7 @@ public final class Operations {
                 )
                 UPDATE {schema}.run
                    SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
-                       rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
+                       rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
                        finished_at = NULL, pending_children = 0, failed_children = 0, version = version + 1
                  WHERE id = ? AND status = 'COMMITTED'
                 """))) {
@@ -226,7 +229,8 @@ public final class Operations {
             ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
             ps.setString(3, failure.toJson());
             ps.setString(4, failure.toJson());
-            ps.setObject(5, scope.id());
+            ps.setObject(5, time.bind());
+            ps.setObject(6, scope.id());
             ps.executeUpdate();
         }
     }
@@ -269,11 +273,12 @@ public final class Operations {
     public boolean resolveParked(Connection c, UUID runId, boolean skip) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
-                       runnable_at = clock_timestamp(), version = version + 1
+                       runnable_at = {now}, version = version + 1
                  WHERE id = ? AND status = 'PARKED'
                 """))) {
             ps.setString(1, skip ? "SKIP" : null);
-            ps.setObject(2, runId);
+            ps.setObject(2, time.bind());
+            ps.setObject(3, runId);
             return ps.executeUpdate() > 0;
         }
     }

@@ -31,9 +31,9 @@ final class Pruner implements Runnable {
     private final Condition stopping = lock.newCondition();
     private boolean stopped;
 
-    Pruner(DataSource dataSource, SchemaName schema, String engineId, Duration keep, Duration interval) {
+    Pruner(DataSource dataSource, SchemaName schema, Time time, String engineId, Duration keep, Duration interval) {
         this.dataSource = dataSource;
-        this.retention = new Retention(schema);
+        this.retention = new Retention(schema, time);
         this.engineId = engineId;
         this.keep = keep;
         this.intervalNanos = interval.toNanos();
@@ -69,7 +69,7 @@ final class Pruner implements Runnable {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                Instant cutoff = Retention.databaseTime(c).minus(keep);
+                Instant cutoff = retention.now(c).minus(keep);
                 for (int round = 0; round < ROUNDS && !stopped(); round++) {
                     PruneResult batch = retention.pruneBatch(c, cutoff);
                     c.commit();

@@ -58,6 +58,7 @@ public final class Retention {
             WITH m AS (SELECT DISTINCT message_id AS id FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[])),
                  e AS (DELETE FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[]) RETURNING 1),
                  r AS (DELETE FROM {schema}.run WHERE message_id IN (SELECT id FROM m) RETURNING id),
+                 s AS (DELETE FROM {schema}.run_step WHERE run_id IN (SELECT id FROM r) RETURNING 1),
                  c AS (DELETE FROM {schema}.cancellation
                         WHERE scope_id IN (SELECT id FROM r) OR scope_id = ANY (?::uuid[]) RETURNING 1),
                  d AS (DELETE FROM {schema}.message WHERE id IN (SELECT id FROM m) RETURNING 1)
@@ -84,9 +85,11 @@ public final class Retention {
             """;
 
     private final SchemaName schema;
+    private final Time time;
 
-    public Retention(SchemaName schema) {
+    public Retention(SchemaName schema, Time time) {
         this.schema = schema;
+        this.time = time;
     }
 
     /** Deletes every candidate hierarchy, {@value #BATCH} per transaction, and says what went. */
@@ -99,7 +102,7 @@ public final class Retention {
         Instant cutoff = null;
         while (true) {
             PruneResult batch = Tx.run(dataSource, "delete finished hierarchies older than " + olderThan,
-                    c -> pruneBatch(c, databaseTime(c).minus(olderThan)));
+                    c -> pruneBatch(c, now(c).minus(olderThan)));
             cutoff = cutoff == null ? batch.cutoff() : cutoff;
             hierarchies += batch.hierarchies();
             runs += batch.runs();
@@ -115,7 +118,7 @@ public final class Retention {
     /** What {@link #pruneAll} would delete now. */
     public PruneResult dryRun(DataSource dataSource, Duration olderThan) {
         return Tx.run(dataSource, "count finished hierarchies older than " + olderThan,
-                c -> dryRun(c, databaseTime(c).minus(olderThan)));
+                c -> dryRun(c, now(c).minus(olderThan)));
     }
 
     /** Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements. */
@@ -202,12 +205,9 @@ public final class Retention {
         return roots;
     }
 
-    /** The database's clock: every engine and client agrees on it. */
-    static Instant databaseTime(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT clock_timestamp()"); ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getObject(1, OffsetDateTime.class).toInstant();
-        }
+    /** The engine's time (the database's clock unless a time source is given): every engine and client agrees. */
+    Instant now(Connection c) throws SQLException {
+        return time.now(c);
     }
 
     private static OffsetDateTime at(Instant instant) {

@@ -80,7 +80,7 @@ final class RollbackExecutor {
         Failure missed = Decisions.gaveUp(reason, transitions.source(run))
                 .withCauses(List.of(reason, Failure.fromJson(run.rollbackCause())));
         String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0
-                ? Transitions.rollbackOf(Transitions.instanceName(saga, run.history()[run.rollbackSeq()]))
+                ? Transitions.rollbackOf(Transitions.instanceName(saga, instance(run)))
                 : null;
         transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(missed.toJson()));
@@ -104,7 +104,7 @@ final class RollbackExecutor {
     private boolean rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context)
             throws SQLException {
         int seq = run.rollbackSeq();
-        String name = Transitions.instanceName(saga, run.history()[seq]);
+        String name = Transitions.instanceName(saga, instance(run));
         Failure parentSaidSo = new Failure(run.saga() + " is rolling back", ParentSaidSoException.TYPE,
                 transitions.source(run), List.of(), List.of(Failure.fromJson(run.rollbackCause())));
         String step = Transitions.childRollbackOf(name);
@@ -128,7 +128,7 @@ final class RollbackExecutor {
     private boolean compensate(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.rollbackSeq();
-        int instance = run.history()[seq];
+        int instance = instance(run);
         String name = Transitions.instanceName(saga, instance);
         if (run.failedChildren() > 0) {
             return childRollbacksFailed(c, run, seq, name);
@@ -201,7 +201,7 @@ final class RollbackExecutor {
         Saga.Step<P> step = saga.steps().get(index);
         StepContextImpl<P> finallyContext = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX,
                 payloadOrNull(run, saga), engine, c, StepContextImpl.Kind.FINALLY,
-                StepExecutor.iteration(run.history(), seq, index), context, new int[0]);
+                iteration(run), context, new int[0]);
         Throwable thrown = StepExecutor.invoke(() -> step.finallyBody().run(finallyContext), finallyContext);
         if (thrown != null) {
             finallyContext.discardWrites();
@@ -229,7 +229,7 @@ final class RollbackExecutor {
             return new Compensated(null, null);
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, name, payloadOrNull(run, saga), engine, c,
-                StepContextImpl.Kind.COMPENSATION, StepExecutor.iteration(run.history(), seq, instance), runContext,
+                StepContextImpl.Kind.COMPENSATION, iteration(run), runContext,
                 new int[0]);
         CooperationException cause = CooperationException.of(Failure.fromJson(run.rollbackCause()));
         return new Compensated(context,
@@ -257,6 +257,22 @@ final class RollbackExecutor {
             advance.finallyDone(finallyRan);
         }
         return transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
+    }
+
+    /** The instance being rolled back (at {@code rollback_seq}), as the claim read it. */
+    private static int instance(ClaimedRun run) {
+        Integer instance = run.history().rollbackInstance();
+        if (instance == null) {
+            throw new IllegalStateException("Run " + run.id() + " has no step instance " + run.rollbackSeq()
+                    + " to roll back");
+        }
+        return instance;
+    }
+
+    /** Which execution of its step the instance being rolled back was. */
+    private static int iteration(ClaimedRun run) {
+        Integer iteration = run.history().rollbackIteration();
+        return iteration == null ? 1 : iteration;
     }
 
     /** The claimed run with another context (what a compensation left), for the transition that follows. */

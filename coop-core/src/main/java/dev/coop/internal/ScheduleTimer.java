@@ -37,11 +37,11 @@ final class ScheduleTimer implements Runnable {
     private boolean nudged;
     private boolean stopped;
 
-    ScheduleTimer(DataSource dataSource, SchemaName schema, String engineId, long pollNanos,
+    ScheduleTimer(DataSource dataSource, Store engineStore, String engineId, long pollNanos,
             Consumer<String> localWake) {
         this.dataSource = dataSource;
-        this.schedules = new Schedules(schema);
-        this.store = new Store(schema);
+        this.schedules = new Schedules(engineStore.schema(), engineStore.time());
+        this.store = new Store(engineStore.schema(), engineStore.time()); // a schedule's launch is never refused
         this.engineId = engineId;
         this.pollNanos = pollNanos;
         this.localWake = localWake;

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The {@code schedule} table: creating, replacing, removing and listing schedules (clients), and firing due periods
- * (engines). Every method runs inside the caller's transaction; every time comes from the database's clock.
+ * (engines). Every method runs inside the caller's transaction; every time comes from the engine's time ({@link Time}).
  */
 public final class Schedules {
     private static final Logger log = LoggerFactory.getLogger(Schedules.class);
@@ -40,12 +40,14 @@ public final class Schedules {
             + " %1$s.cron, %1$s.zone, %1$s.paused)";
 
     private final SchemaName schema;
+    private final Time time;
     private final String upsertSql;
     private final String claimDueSql;
     private final String nextDueSql;
 
-    public Schedules(SchemaName schema) {
+    public Schedules(SchemaName schema, Time time) {
         this.schema = schema;
+        this.time = time;
         this.upsertSql = schema.sql("""
                 INSERT INTO {schema}.schedule AS s (name, topic, payload, kind, period_ms, cron, zone, overlap, paused,
                                                     next_at, created_at, updated_at)
@@ -61,19 +63,19 @@ public final class Schedules {
                 DEFINITION.formatted("s"), DEFINITION.formatted("excluded"), COLUMNS));
         // the due schedule waiting longest; several engines never take the same one (row lock until commit)
         this.claimDueSql = schema.sql("""
-                SELECT %s, clock_timestamp() AS now,
+                SELECT %s, {now} AS now,
                        coalesce(last_skipped_at > last_fired_at, false) AS skipping,
                        (overlap OR last_message_id IS NULL OR NOT EXISTS (
                           SELECT 1 FROM {schema}.run r
                            WHERE r.message_id = s.last_message_id
                              AND r.status NOT IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'))) AS may_fire
                   FROM {schema}.schedule s
-                 WHERE next_at <= clock_timestamp()
+                 WHERE next_at <= {now}
                  ORDER BY next_at
                  LIMIT 1
                    FOR UPDATE SKIP LOCKED""".formatted(COLUMNS));
         this.nextDueSql = schema.sql("""
-                SELECT ceil(extract(epoch FROM (min(next_at) - clock_timestamp())) * 1000)::bigint
+                SELECT ceil(extract(epoch FROM (min(next_at) - {now})) * 1000)::bigint
                   FROM {schema}.schedule WHERE next_at IS NOT NULL""");
     }
 
@@ -163,7 +165,8 @@ public final class Schedules {
      * @return null when no schedule is due (or every due one is being handled by another engine)
      */
     public Fired fireNext(Connection c, Store store, String engine) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(claimDueSql);
+        OffsetDateTime bound = time.bind();
+        try (PreparedStatement ps = claimDue(c, bound);
                 ResultSet rs = ps.executeQuery()) {
             if (!rs.next()) {
                 return null;
@@ -222,13 +225,22 @@ public final class Schedules {
         }
     }
 
+    private PreparedStatement claimDue(Connection c, OffsetDateTime now) throws SQLException {
+        PreparedStatement ps = c.prepareStatement(claimDueSql);
+        ps.setObject(1, now);
+        ps.setObject(2, now);
+        return ps;
+    }
+
     /** Milliseconds until the next schedule is due (zero or less: due now), or null when none will be. */
     public Long millisUntilNextDue(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(nextDueSql);
-                ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            long ms = rs.getLong(1);
-            return rs.wasNull() ? null : ms;
+        try (PreparedStatement ps = c.prepareStatement(nextDueSql)) {
+            ps.setObject(1, time.bind());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long ms = rs.getLong(1);
+                return rs.wasNull() ? null : ms;
+            }
         }
     }
 
@@ -247,12 +259,8 @@ public final class Schedules {
         }
     }
 
-    private static Instant now(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT clock_timestamp()");
-                ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getObject(1, OffsetDateTime.class).toInstant();
-        }
+    private Instant now(Connection c) throws SQLException {
+        return time.now(c);
     }
 
     private static Schedule schedule(ResultSet rs) throws SQLException {

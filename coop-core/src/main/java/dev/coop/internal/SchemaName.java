@@ -46,8 +46,11 @@ public record SchemaName(String value) {
         return "coop_" + value;
     }
 
-    /** Replaces every {@code {schema}} in a SQL template with this schema name. */
+    /**
+     * Replaces every {@code {schema}} in a SQL template with this schema name, and every {@code {now}} with the
+     * engine's time: one bind parameter each, bound with {@link Time#bind()}.
+     */
     public String sql(String template) {
-        return template.replace("{schema}", value);
+        return template.replace("{schema}", value).replace("{now}", Time.NOW_SQL);
     }
 }

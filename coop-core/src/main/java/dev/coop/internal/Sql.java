@@ -9,16 +9,18 @@ final class Sql {
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
-     * selection (by saga and due time, or by run id).
+     * selection (by saga and due time, or by run id). The newest step instances ({@code run_step}) are read with the
+     * statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
+     * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
      */
     static final String CLAIM = """
             WITH claimed AS (
               SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
                      r.next_step,
-                     r.steps_done, r.history, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
+                     r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                     r.waiting_since, clock_timestamp() AS claimed_at
+                     r.waiting_since, {now} AS claimed_at
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -28,11 +30,17 @@ final class Sql {
               SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
+                   t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
-            """;
+              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.seq DESC) AS recent, max(s.seq) AS recent_top
+                                   FROM (SELECT seq, instance FROM {schema}.run_step
+                                          WHERE run_id = c.id ORDER BY seq DESC LIMIT %d) s) t ON NOT c.rollback
+              LEFT JOIN {schema}.run_step rs ON c.rollback AND rs.run_id = c.id AND rs.seq = c.rollback_seq
+            """
+            .replace("%d", String.valueOf(StepHistory.RECENT));
 
     /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now.
@@ -44,8 +52,8 @@ final class Sql {
                 FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
                      WITH ORDINALITY AS u(id, topic, payload, context, due, n)
             ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload)
-              SELECT id, topic, payload FROM input ORDER BY n
+              INSERT INTO {schema}.message (id, topic, payload, created_at)
+              SELECT id, topic, payload, {now} FROM input ORDER BY n
             ), emitted AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
               SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM input ORDER BY n
@@ -53,12 +61,12 @@ final class Sql {
               INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
                                         runnable_at)
               SELECT x.id, x.message_id, x.saga, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid, ?::int,
-                     'RUNNABLE', x.context, coalesce(x.due, clock_timestamp())
+                     'RUNNABLE', x.context, coalesce(x.due, {now})
                 FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga, input.context, input.due
                         FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
                        ORDER BY input.n, reg.saga) x
               RETURNING saga
-            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 7)
+            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 8)
               SELECT set_config('coop.local_sagas', ?, true)
             )
             SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
@@ -83,26 +91,29 @@ final class Sql {
               UPDATE {schema}.run
                  SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
                      steps_done = ?,
-                     history = CASE WHEN ?::int IS NULL THEN history ELSE history || ?::int END,
+                     iterations = coalesce(?::int[], iterations),
                      attempt = ?, pending_children = ?,
                      failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
-                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
+                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
                      rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
-                     runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, clock_timestamp())
+                     runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, {now})
                                         WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
                                         THEN runnable_at -- unchanged keeps the update HOT (no index writes)
-                                        ELSE clock_timestamp() + ? * interval '1 millisecond' END,
+                                        ELSE {now} + ? * interval '1 millisecond' END,
                      context = ?,
                      result = coalesce(?, result),
                      finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
                      started_at = coalesce(started_at, ?),
-                     finished_at = CASE WHEN ? THEN clock_timestamp() END, failure = ?::jsonb, retries = 0,
+                     finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
                      version = version + 1
                WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
                  AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
                  AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
+            ), instance AS (
+              INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
+              SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL
             ), %s
             """)
             .formatted(Sql.COUNT_OFF_PARENT.formatted("AND (SELECT count(*) FROM events) >= 0"));
@@ -131,8 +142,8 @@ final class Sql {
                                          AND p.phase = 'HAPPY' AND p.failed_children = 0 AND ?::text = 'COMMITTED'
                                          AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                           WHERE x.scope_id = ANY(p.lineage))
-                                        THEN clock_timestamp() ELSE p.finished_at END,
-                     runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
+                                        THEN {now} ELSE p.finished_at END,
+                     runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
                      version = p.version + 1
                WHERE p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
               RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.final_step
@@ -162,7 +173,7 @@ final class Sql {
             ), woken AS (
               UPDATE {schema}.run r
                  SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = ?, awaited = true,
-                     rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = clock_timestamp(),
+                     rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM targets t
                WHERE r.id = t.id AND t.status = 'COMMITTED'
@@ -173,9 +184,9 @@ final class Sql {
 
     static final String POSTPONE = """
             UPDATE {schema}.run
-               SET runnable_at = clock_timestamp() + ? * interval '1 millisecond', retries = retries + 1,
+               SET runnable_at = {now} + ? * interval '1 millisecond', retries = retries + 1,
                    version = version + 1,
-                   started_at = CASE WHEN ? THEN coalesce(started_at, clock_timestamp()) ELSE started_at END
+                   started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
              WHERE id = ? AND status = 'RUNNABLE' AND version = ?
             """;
 
@@ -230,7 +241,7 @@ final class Sql {
                FOR UPDATE SKIP LOCKED
             ), settled AS (
               UPDATE {schema}.run r
-                 SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb, finished_at = clock_timestamp(),
+                 SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb, finished_at = {now},
                      version = r.version + 1
                 FROM d WHERE r.id = d.id
               RETURNING r.id, r.message_id, r.saga, r.lineage
@@ -260,14 +271,14 @@ final class Sql {
      * future (which the first hides when it is due now); two index probes per saga.
      */
     static final String PROBE = """
-            SELECT s.saga, floor(extract(epoch FROM (d.due - clock_timestamp())) * 1000)::bigint,
-                   ceil(extract(epoch FROM (f.due - clock_timestamp())) * 1000)::bigint
+            SELECT s.saga, floor(extract(epoch FROM (d.due - {now})) * 1000)::bigint,
+                   ceil(extract(epoch FROM (f.due - {now})) * 1000)::bigint
               FROM unnest(?::text[]) AS s(saga)
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
                                    WHERE r.saga = s.saga AND r.status = 'RUNNABLE') d
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
                                    WHERE r.saga = s.saga AND r.status = 'RUNNABLE'
-                                     AND r.runnable_at > clock_timestamp()) f
+                                     AND r.runnable_at > {now}) f
              WHERE d.due IS NOT NULL
             """;
 

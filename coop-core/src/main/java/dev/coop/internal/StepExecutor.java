@@ -141,12 +141,12 @@ final class StepExecutor {
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
-        int iteration = iteration(run.history(), run.history().length, run.stepIndex());
+        int iteration = run.history().executions(run.stepIndex()) + 1;
         if (step.isFinallyPart()) {
             return runFinallyPart(c, run, saga, step, payload, runContext, iteration);
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(run, saga));
+                StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(c, run, saga));
         if ("SKIP".equals(run.resolution())) {
             log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
                     step.name());
@@ -202,25 +202,20 @@ final class StepExecutor {
         return Arrays.stream(run.finallyDone()).anyMatch(i -> i == index);
     }
 
-    /** How many times step {@code index} appears among the first {@code upTo} executed instances, plus one. */
-    static int iteration(int[] history, int upTo, int index) {
-        int n = 1;
-        for (int i = 0; i < upTo; i++) {
-            if (history[i] == index) {
-                n++;
-            }
-        }
-        return n;
-    }
-
     /**
      * The instances whose children the next step's results come from: the latest step instance (a finally part in
-     * between, which launches nothing, is passed over) and the child-failure handler runs that followed it.
+     * between, which launches nothing, is passed over) and the child-failure handler runs that followed it. Walks
+     * back over the newest instances the claim read, and reads further back only in the rare case they do not reach.
      */
-    private static int[] childSeqs(ClaimedRun run, Saga<?> saga) {
+    private int[] childSeqs(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
         List<Integer> seqs = new ArrayList<>();
-        for (int seq = run.stepsDone() - 1; seq >= 0; seq--) {
-            int instance = run.history()[seq];
+        int[] recent = run.history().recent();
+        for (int seq = run.stepsDone() - 1, i = 0; seq >= 0; seq--, i++) {
+            if (i == recent.length) {
+                recent = engine.store().instancesBefore(c, run.id(), seq + 1, 1_000);
+                i = 0;
+            }
+            int instance = recent[i];
             if (instance >= 0 && instance < saga.steps().size() && saga.steps().get(instance).isFinallyPart()) {
                 continue;
             }
@@ -275,7 +270,7 @@ final class StepExecutor {
     private <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.stepsDone() - 1;
-        int instance = run.history()[seq];
+        int instance = run.history().recent()[0];
         int index = instance >= 0 ? instance : -1 - instance;
         Saga.Step<P> step = saga.steps().get(index);
         Failure failure = childFailure(c, run, step.name(), seq);
@@ -288,11 +283,11 @@ final class StepExecutor {
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
-        int handling = handling(run.history(), seq, index);
-        int stepSeq = seq - (handling - 1); // the step's own instance, before the handler runs that followed it
+        int handling = handling(c, run, index);
+        // the iteration of the step's own instance (its latest execution), before the handler runs that followed it
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
-                StepContextImpl.Kind.STEP, iteration(run.history(), stepSeq, index), runContext,
-                childSeqs(run, saga));
+                StepContextImpl.Kind.STEP, Math.max(1, run.history().executions(index)), runContext,
+                childSeqs(c, run, saga));
         CooperationException exception = CooperationException.of(failure);
         Flow pending = pendingFlow(saga, index, run.stepIndex());
         Flow[] flow = new Flow[1];
@@ -325,10 +320,21 @@ final class StepExecutor {
         return next == index ? Flow.repeat() : Flow.goTo(saga.steps().get(next).name());
     }
 
-    /** Which handler run of step {@code index}'s latest instance comes next: 1 plus the handler runs since it. */
-    static int handling(int[] history, int seq, int index) {
+    /**
+     * Which handler run of step {@code index}'s latest instance comes next: 1 plus the handler runs since it. Walks
+     * back over the newest instances the claim read, reading further back only when they are all handler runs.
+     */
+    private int handling(Connection c, ClaimedRun run, int index) throws SQLException {
         int n = 1;
-        for (int i = seq; i >= 0 && history[i] == -1 - index; i--) {
+        int[] recent = run.history().recent();
+        for (int seq = run.stepsDone() - 1, i = 0; seq >= 0; seq--, i++) {
+            if (i == recent.length) {
+                recent = engine.store().instancesBefore(c, run.id(), seq + 1, 1_000);
+                i = 0;
+            }
+            if (recent[i] != -1 - index) {
+                break;
+            }
             n++;
         }
         return n;
@@ -480,7 +486,7 @@ final class StepExecutor {
             payload = null;
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX, payload,
-                engine, c, StepContextImpl.Kind.FINALLY, iteration(run.history(), run.history().length, index),
+                engine, c, StepContextImpl.Kind.FINALLY, run.history().executions(index) + 1,
                 engine.json().readContext(run.context()), new int[0]);
         Throwable thrown = invoke(() -> step.finallyBody().run(context), context);
         if (thrown != null) {
@@ -539,11 +545,9 @@ final class StepExecutor {
                     + (expected == null ? " any more" : " (it has '" + expected + "' there)")
                     + "; was the step removed or renamed while this run waited?";
         }
-        for (int instance : run.history()) {
-            if ((instance >= 0 ? instance : -1 - instance) >= size) {
-                return "Saga '" + saga.name() + "' has " + size + " steps, but this run executed step number "
-                        + ((instance >= 0 ? instance : -1 - instance) + 1) + "; was the saga changed while it ran?";
-            }
+        if (run.history().highestStep() >= size) {
+            return "Saga '" + saga.name() + "' has " + size + " steps, but this run executed step number "
+                    + (run.history().highestStep() + 1) + "; was the saga changed while it ran?";
         }
         return null;
     }

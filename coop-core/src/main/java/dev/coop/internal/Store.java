@@ -30,6 +30,7 @@ import java.util.UUID;
  */
 public final class Store {
     private final SchemaName schema;
+    private final Time time;
     private final String claimSql;
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
@@ -53,32 +54,34 @@ public final class Store {
     private final String runStatusesSql;
     private final String eventsSql;
 
-    public Store(SchemaName schema) {
-        this(schema, false);
+    public Store(SchemaName schema, Time time) {
+        this(schema, false, time);
     }
 
     /**
      * @param requireHandlers whether launching a message on a topic no saga is registered for fails (strict) rather
      *        than only being logged (once per topic)
+     * @param time what every {@code {now}} of the statements binds
      */
-    public Store(SchemaName schema, boolean requireHandlers) {
-        this(schema, requireHandlers, List.of());
+    public Store(SchemaName schema, boolean requireHandlers, Time time) {
+        this(schema, requireHandlers, time, List.of());
     }
 
     /**
      * @param localSagas the sagas whose runs the caller wakes in-process after its commits (an engine's own sagas):
      *        runs of them that become due at once by this store's emit and advance statements notify nobody
      */
-    public Store(SchemaName schema, boolean requireHandlers, java.util.Collection<String> localSagas) {
-        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 7)
+    public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
+        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 8)
         this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;
+        this.time = java.util.Objects.requireNonNull(time, "time");
         this.claimSql = schema.sql(Sql.CLAIM
-                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"
+                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
                         + " ORDER BY r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM
-                .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()"));
+                .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         this.reclaimUnchangedSql = schema.sql(
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
@@ -101,11 +104,19 @@ public final class Store {
         return schema;
     }
 
+    /** The time the statements decide by. */
+    public Time time() {
+        return time;
+    }
+
     /** Locks the runnable run of {@code saga} that is due first, writing its SEEN if it had not started. */
     public ClaimedRun claim(Connection c, String saga, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
-            ps.setString(1, saga);
-            ps.setString(2, engine);
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, now);
+            ps.setString(2, saga);
+            ps.setObject(3, now);
+            ps.setString(4, engine);
             return readClaim(ps);
         }
     }
@@ -113,8 +124,11 @@ public final class Store {
     /** Locks one specific run again if it is still runnable (immediate continuation). */
     public ClaimedRun reclaim(Connection c, UUID runId, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(reclaimSql)) {
-            ps.setObject(1, runId);
-            ps.setString(2, engine);
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, now);
+            ps.setObject(2, runId);
+            ps.setObject(3, now);
+            ps.setString(4, engine);
             return readClaim(ps);
         }
     }
@@ -122,29 +136,30 @@ public final class Store {
     /** Locks a run again after its failed step was rolled back, unless another engine moved it on meanwhile. */
     public ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(reclaimUnchangedSql)) {
-            ps.setObject(1, run.id());
-            ps.setInt(2, run.version());
-            ps.setString(3, engine);
+            ps.setObject(1, time.bind());
+            ps.setObject(2, run.id());
+            ps.setInt(3, run.version());
+            ps.setString(4, engine);
             return readClaim(ps);
         }
     }
 
-    private static ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
+    private ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
         try (ResultSet rs = ps.executeQuery()) {
-            return readClaim(rs);
+            return readClaim(ps.getConnection(), rs);
         }
     }
 
-    private static ClaimedRun readClaim(ResultSet rs) throws SQLException {
+    private ClaimedRun readClaim(Connection c, ResultSet rs) throws SQLException {
         if (!rs.next()) {
             return null;
         }
-        Integer[] history = (Integer[]) rs.getArray("history").getArray();
+        StepHistory history = history(c, rs);
         return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
                 rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                 rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
                 rs.getString("next_step"),
-                rs.getInt("steps_done"), Arrays.stream(history).mapToInt(Integer::intValue).toArray(),
+                rs.getInt("steps_done"), history,
                 rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
                 rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
                 rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
@@ -154,6 +169,68 @@ public final class Store {
                 rs.getString("topic"), rs.getString("payload"),
                 rs.getObject("message_created_at", OffsetDateTime.class),
                 rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
+    }
+
+    /**
+     * What the claim read of the run's step instances. The claim's snapshot can predate the commit of the run version
+     * it locked (a transaction that committed between the statement's start and its lock); the instances that
+     * transaction wrote are then missing, and are read again here with a new snapshot. Rows of {@code run_step} never
+     * change, so what was seen is right.
+     */
+    private StepHistory history(Connection c, ResultSet rs) throws SQLException {
+        UUID run = rs.getObject("id", UUID.class);
+        int stepsDone = rs.getInt("steps_done");
+        int[] iterations = ints(rs.getArray("iterations"));
+        Array recentArray = rs.getArray("recent");
+        int[] recent = recentArray == null ? new int[0] : ints(recentArray);
+        Integer top = rs.getObject("recent_top", Integer.class);
+        Integer rollbackSeq = rs.getObject("rollback_seq", Integer.class);
+        Integer rollbackInstance = rs.getObject("rollback_instance", Integer.class);
+        Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
+        if (rs.getBoolean("rollback")) {
+            if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
+                try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                        "SELECT instance, iteration FROM {schema}.run_step WHERE run_id = ? AND seq = ?"))) {
+                    ps.setObject(1, run);
+                    ps.setInt(2, rollbackSeq);
+                    try (ResultSet again = ps.executeQuery()) {
+                        if (again.next()) {
+                            rollbackInstance = again.getInt(1);
+                            rollbackIteration = again.getInt(2);
+                        }
+                    }
+                }
+            }
+        } else if (stepsDone > 0 && (top == null || top != stepsDone - 1)) {
+            recent = instancesBefore(c, schema, run, stepsDone, StepHistory.RECENT);
+        }
+        return new StepHistory(iterations, recent, rollbackInstance, rollbackIteration);
+    }
+
+    /**
+     * The instances of {@code run} before {@code seq}, newest first, at most {@code limit}: for the rare walk back
+     * past what the claim read ({@link StepHistory#recent()}).
+     */
+    public int[] instancesBefore(Connection c, UUID run, int seq, int limit) throws SQLException {
+        return instancesBefore(c, schema, run, seq, limit);
+    }
+
+    private static int[] instancesBefore(Connection c, SchemaName schema, UUID run, int seq, int limit)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT instance FROM {schema}.run_step WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
+                """))) {
+            ps.setObject(1, run);
+            ps.setInt(2, seq);
+            ps.setInt(3, limit);
+            List<Integer> instances = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    instances.add(rs.getInt(1));
+                }
+            }
+            return instances.stream().mapToInt(Integer::intValue).toArray();
+        }
     }
 
     private static int[] ints(Array array) throws SQLException {
@@ -190,18 +267,21 @@ public final class Store {
             ps.setArray(3, c.createArrayOf("text", payloads));
             ps.setArray(4, c.createArrayOf("text", contexts));
             ps.setArray(5, c.createArrayOf("timestamptz", dues));
-            ps.setString(6, saga);
-            ps.setString(7, engine);
-            ps.setString(8, step);
-            setArrayOrNull(ps, 9, scopeArray);
+            OffsetDateTime now = time.bind();
+            ps.setObject(6, now);
+            ps.setString(7, saga);
+            ps.setString(8, engine);
+            ps.setString(9, step);
             setArrayOrNull(ps, 10, scopeArray);
-            ps.setObject(11, parentId, Types.OTHER);
+            setArrayOrNull(ps, 11, scopeArray);
+            ps.setObject(12, parentId, Types.OTHER);
             if (parentSeq == null) {
-                ps.setNull(12, Types.INTEGER);
+                ps.setNull(13, Types.INTEGER);
             } else {
-                ps.setInt(12, parentSeq);
+                ps.setInt(13, parentSeq);
             }
-            ps.setString(13, localSagas);
+            ps.setObject(14, now);
+            ps.setString(15, localSagas);
             Map<String, Integer> created = new HashMap<>();
             List<String> unhandled = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
@@ -276,6 +356,7 @@ public final class Store {
         }
         boolean finished = next.status().isFinished();
         try (PreparedStatement ps = c.prepareStatement(sql)) {
+            OffsetDateTime now = time.bind();
             int i = 0;
             ps.setObject(++i, run.messageId());
             ps.setString(++i, run.saga());
@@ -292,19 +373,25 @@ public final class Store {
             ps.setString(++i, next.nextStep());
             ps.setString(++i, next.finalStep());
             ps.setInt(++i, next.stepsDone());
-            setInteger(ps, ++i, next.historyAppend());
-            setInteger(ps, ++i, next.historyAppend());
+            if (next.iterations() == null) {
+                ps.setNull(++i, Types.ARRAY);
+            } else {
+                ps.setArray(++i, c.createArrayOf("integer", Arrays.stream(next.iterations()).boxed().toArray()));
+            }
             ps.setInt(++i, next.attempt());
             ps.setInt(++i, next.pendingChildren());
             ps.setBoolean(++i, next.keepFailedChildren());
             ps.setInt(++i, next.pendingChildren());
+            ps.setObject(++i, now);
             setInteger(ps, ++i, next.rollbackSeq());
             ps.setString(++i, next.rollbackStage());
             ps.setString(++i, next.rollbackCause());
             ps.setObject(++i, next.runnableAt());
             ps.setObject(++i, next.runnableAt());
+            ps.setObject(++i, now);
             ps.setLong(++i, next.delayMillis());
             ps.setString(++i, next.status().name());
+            ps.setObject(++i, now);
             ps.setLong(++i, next.delayMillis());
             ps.setString(++i, next.context());
             ps.setString(++i, next.result());
@@ -312,13 +399,19 @@ public final class Store {
             setInteger(ps, ++i, next.finallyDone());
             ps.setObject(++i, run.claimedAt());
             ps.setBoolean(++i, finished);
+            ps.setObject(++i, now);
             ps.setString(++i, next.failure());
             ps.setObject(++i, run.id());
             ps.setString(++i, run.xact());
             ps.setBoolean(++i, next.checkCancellation());
             ps.setString(++i, localSagas);
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, next.instanceSeq());
+            setInteger(ps, ++i, next.instance());
+            ps.setInt(++i, next.instanceIteration());
+            setInteger(ps, ++i, next.instance());
             i = bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
-                    run.claimedAt());
+                    run.claimedAt(), now);
             switch (tail) {
                 case NONE -> {
                     return readCounted(ps);
@@ -327,8 +420,10 @@ public final class Store {
                     ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
                     return readFinished(ps);
                 }
-                case CONTINUE -> {
+                case CONTINUE -> { // the reclaim's parameters, as in reclaim()
+                    ps.setObject(++i, now);
                     ps.setObject(++i, run.id());
+                    ps.setObject(++i, now);
                     ps.setString(++i, engine);
                     return readCommitted(ps);
                 }
@@ -381,7 +476,7 @@ public final class Store {
     }
 
     /** Reads the results of advance; COMMIT[; BEGIN; reclaim]: the reclaimed run, or null. */
-    private static ClaimedRun readCommitted(PreparedStatement ps) throws SQLException {
+    private ClaimedRun readCommitted(PreparedStatement ps) throws SQLException {
         ClaimedRun again = null;
         int resultSets = 0;
         boolean isResultSet = ps.execute();
@@ -389,7 +484,7 @@ public final class Store {
             if (isResultSet) {
                 try (ResultSet rs = ps.getResultSet()) {
                     if (++resultSets == 2) { // the first is the advance's (no parent: empty)
-                        again = readClaim(rs);
+                        again = readClaim(ps.getConnection(), rs);
                     }
                 }
             }
@@ -406,16 +501,18 @@ public final class Store {
     public Counted countOff(Connection c, UUID parentId, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
-            bindCountOff(ps, 0, childStatus, parentId, engine, startedAt);
+            bindCountOff(ps, 0, childStatus, parentId, engine, startedAt, time.bind());
             return readCounted(ps);
         }
     }
 
     private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
-            OffsetDateTime startedAt) throws SQLException {
+            OffsetDateTime startedAt, OffsetDateTime now) throws SQLException {
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
         }
+        ps.setObject(++i, now); // finished_at of a parent committed here
+        ps.setObject(++i, now); // runnable_at of a parent woken here
         ps.setObject(++i, parentId, Types.OTHER);
         ps.setString(++i, engine);
         ps.setObject(++i, startedAt);
@@ -464,6 +561,7 @@ public final class Store {
             ps.setString(7, cause);
             ps.setString(8, parentContext);
             ps.setString(9, cause);
+            ps.setObject(10, time.bind());
             Map<String, Integer> woken = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -482,10 +580,13 @@ public final class Store {
      */
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
-            ps.setLong(1, delayMillis);
-            ps.setBoolean(2, seenKept);
-            ps.setObject(3, run.id());
-            ps.setInt(4, run.version());
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, now);
+            ps.setLong(2, delayMillis);
+            ps.setBoolean(3, seenKept);
+            ps.setObject(4, now);
+            ps.setObject(5, run.id());
+            ps.setInt(6, run.version());
             ps.executeUpdate();
         }
     }
@@ -581,9 +682,10 @@ public final class Store {
             ps.setObject(1, runId);
             ps.setInt(2, seq);
             ps.setString(3, failure);
-            ps.setString(4, engine);
-            ps.setString(5, failure);
-            ps.setObject(6, runId);
+            ps.setObject(4, time.bind());
+            ps.setString(5, engine);
+            ps.setString(6, failure);
+            ps.setObject(7, runId);
             List<UUID> messages = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -636,7 +738,11 @@ public final class Store {
     /** For each saga with runnable runs, when they are due; two index probes per saga. */
     public Map<String, Due> probe(Connection c, List<String> sagas) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(probeSql)) {
-            ps.setArray(1, c.createArrayOf("text", sagas.toArray()));
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, now);
+            ps.setObject(2, now);
+            ps.setArray(3, c.createArrayOf("text", sagas.toArray()));
+            ps.setObject(4, now);
             Map<String, Due> due = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -659,15 +765,16 @@ public final class Store {
         }
     }
 
-    /** A cancellation of the scope (failure JSON, or null) and the database's clock, in one round trip. */
+    /** A cancellation of the scope (failure JSON, or null) and the engine's time, in one round trip. */
     public record Liveness(String cancellation, java.time.Instant now) {
     }
 
     public Liveness liveness(Connection c, UUID[] lineage) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
                 "SELECT (SELECT failure::text FROM {schema}.cancellation WHERE scope_id = ANY(?)"
-                        + " ORDER BY cardinality(lineage) LIMIT 1), clock_timestamp()"))) {
+                        + " ORDER BY cardinality(lineage) LIMIT 1), {now}"))) {
             ps.setArray(1, c.createArrayOf("uuid", lineage));
+            ps.setObject(2, time.bind());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return new Liveness(rs.getString(1), rs.getObject(2, OffsetDateTime.class).toInstant());

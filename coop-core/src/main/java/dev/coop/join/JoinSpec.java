@@ -95,7 +95,7 @@ public final class JoinSpec {
 
     /**
      * Ends the join {@link JoinStatus#TIMED_OUT} (publishing on-fail) if it is still open this long after it started,
-     * as measured by the database's clock. Positive, at most 3650 days; default: no timeout. Timeouts are fired by
+     * as measured by the engine's time (the database's clock unless a time source is given). Positive, at most 3650 days; default: no timeout. Timeouts are fired by
      * running engines (any engine on the schema).
      */
     public JoinSpec timeout(Duration timeout) {

@@ -22,7 +22,7 @@ import java.util.List;
  * @param metadata the metadata given at start, or a JSON null
  * @param onCompleteTopic the topic of the message published on completion
  * @param onFailTopic the topic of the message published on failure or timeout
- * @param timeoutAt when it times out (database clock), or null
+ * @param timeoutAt when it times out (by the engine's time), or null
  * @param createdAt when it started
  * @param finishedAt when it ended, or null while open
  * @param outcomeMessage the message it published when it ended, or null while open

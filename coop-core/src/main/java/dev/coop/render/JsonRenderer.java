@@ -19,6 +19,7 @@ import dev.coop.MessageId;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunView;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
@@ -26,6 +27,7 @@ import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.function.Function;
@@ -102,6 +104,15 @@ public final class JsonRenderer {
         r.steps().forEach(s -> steps.add(step(s)));
         ArrayNode children = n.putArray("children");
         r.children().forEach(c -> children.add(run(c)));
+        ArrayNode collapsed = n.putArray("collapsed");
+        for (CollapsedRuns g : r.collapsed()) {
+            ObjectNode group = collapsed.addObject();
+            group.put("saga", g.saga());
+            group.put("total", g.total());
+            ObjectNode byStatus = group.putObject("byStatus");
+            g.byStatus().entrySet().stream().sorted(Map.Entry.comparingByKey())
+                    .forEach(e -> byStatus.put(e.getKey().name(), e.getValue()));
+        }
         return n;
     }
 
@@ -115,6 +126,7 @@ public final class JsonRenderer {
         n.put("durationMs", millis(s.startedAt(), s.endedAt()));
         ArrayNode launched = n.putArray("launched");
         s.launched().forEach(m -> launched.add(m.toString()));
+        n.put("launchedCount", s.launchedCount());
         n.set("failure", failure(s.failure()));
         if (s.iteration() > 1) {
             n.put("iteration", s.iteration());
@@ -139,14 +151,21 @@ public final class JsonRenderer {
                 text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
-                list(n.get("children"), this::readRun));
+                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed));
+    }
+
+    private CollapsedRuns readCollapsed(JsonNode n) {
+        Map<RunStatus, Long> byStatus = new java.util.EnumMap<>(RunStatus.class);
+        n.path("byStatus").properties()
+                .forEach(e -> byStatus.put(RunStatus.valueOf(e.getKey()), e.getValue().asLong()));
+        return new CollapsedRuns(text(n, "saga"), n.path("total").asLong(), byStatus);
     }
 
     private StepView readStep(JsonNode n) {
         return new StepView(text(n, "name"), StepView.Kind.valueOf(text(n, "kind")), text(n, "engine"),
                 readTime(n, "startedAt"), readTime(n, "endedAt"),
                 list(n.get("launched"), m -> new MessageId(UUID.fromString(m.asText()))),
-                readFailure(n.get("failure")), n.path("iteration").asInt(1));
+                readFailure(n.get("failure")), n.path("iteration").asInt(1), n.path("launchedCount").asInt(0));
     }
 
     // ---- event logs

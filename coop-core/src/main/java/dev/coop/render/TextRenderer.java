@@ -13,6 +13,7 @@ import dev.coop.MessageId;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunView;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
@@ -245,6 +246,7 @@ public final class TextRenderer {
                 items.add(child);
             }
         }
+        items.addAll(collapsedLines(run));
         if (!failureShown) {
             out.append(inner).append(items.isEmpty() ? glyphs.space : glyphs.pipe).append(failureLine(run.failure()))
                     .append('\n');
@@ -253,10 +255,39 @@ public final class TextRenderer {
             boolean lastItem = i == items.size() - 1;
             if (items.get(i) instanceof StepView step) {
                 step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem);
+            } else if (items.get(i) instanceof String line) {
+                out.append(inner).append(lastItem ? glyphs.last : glyphs.branch).append(dim(line)).append('\n');
             } else {
                 run(out, (RunView) items.get(i), inner, lastItem);
             }
         }
+    }
+
+    /**
+     * A run whose children the read counted instead of listing (a large fan-out): one line per saga with its runs per
+     * status, and what is listed (the runs that did not commit, under the steps that caused them).
+     */
+    private static List<String> collapsedLines(RunView run) {
+        if (run.collapsed().isEmpty()) {
+            return List.of();
+        }
+        List<String> lines = new ArrayList<>();
+        long notCommitted = 0;
+        for (CollapsedRuns group : run.collapsed()) {
+            lines.add(group.total() + (group.total() == 1 ? " run of " : " runs of ") + group.saga() + ": "
+                    + String.join(", ", group.byStatus().entrySet().stream().sorted(Map.Entry.comparingByKey())
+                            .map(e -> e.getValue() + " " + e.getKey().name().toLowerCase(Locale.ROOT).replace('_', ' '))
+                            .toList()));
+            notCommitted += group.total() - group.count(RunStatus.COMMITTED);
+        }
+        long listed = run.children().size();
+        lines.add(notCommitted == 0
+                ? "(counted, not listed: every one committed)"
+                : listed < notCommitted
+                        ? "(counted, not listed: showing " + listed + " of the " + notCommitted
+                                + " runs that did not commit)"
+                        : "(counted, not listed: the runs that did not commit are shown)");
+        return lines;
     }
 
     private void step(StringBuilder out, StepView step, List<RunView> caused, List<MessageId> unhandled,
@@ -377,7 +408,7 @@ public final class TextRenderer {
         if (took != null) {
             s.append("  ").append(dim(took));
         }
-        int n = step.launched().size();
+        int n = step.launchedCount();
         if (n > 0) {
             s.append("  ").append(step.kind() == StepView.Kind.ROLLBACK_CHILDREN
                     ? "rolled back " + n + (n == 1 ? " message" : " messages")

@@ -15,7 +15,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Due times of schedules, computed from instants read from the database's clock (never the JVM's). Cron expressions
+ * Due times of schedules, computed from instants read from the engine's time (the database's clock unless a time source is given; never the JVM's clock). Cron expressions
  * are parsed and evaluated by cron-utils: 5 fields are read as Unix cron (minute resolution), 6 fields, or a
  * {@code @daily}-style nickname, as Spring 5.3 cron (a leading seconds field; {@code ?}, {@code L}, {@code W} and
  * {@code #} supported). Both number days of the week 0-7 with Sunday as 0 and 7.

@@ -48,10 +48,11 @@ class JsonRendererTest {
         assertThat(n.get("outcome").isNull()).isTrue();
         JsonNode run = n.get("runs").get(0);
         assertThat(fields(run)).containsExactly("runId", "messageId", "topic", "saga", "lineage", "status",
-                "rollingBack", "createdAt", "startedAt", "finishedAt", "durationMs", "failure", "steps", "children");
+                "rollingBack", "createdAt", "startedAt", "finishedAt", "durationMs", "failure", "steps", "children",
+                "collapsed");
         assertThat(run.get("finishedAt").isNull()).isTrue();
         assertThat(fields(run.get("steps").get(0))).containsExactly("name", "kind", "engine", "startedAt",
-                "endedAt", "durationMs", "launched", "failure");
+                "endedAt", "durationMs", "launched", "launchedCount", "failure");
         assertThat(run.get("steps").get(0).get("durationMs").asLong()).isEqualTo(9);
     }
 

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 /**
- * The onboarding of seed 002 ("What problem does it solve?"): the accounts service creates an account and then its
+ * A customer onboarding: the accounts service creates an account and then its
  * contract, emitting {@code ACCOUNT_CREATED} and {@code CONTRACT_CREATED}. CRM, billing and access provisioning handle
  * {@code ACCOUNT_CREATED}; billing schedules invoices on {@code CONTRACT_CREATED}, with the invoicing e-mail it stored
  * from the account; access provisioning asks the support portal for a user. The welcome e-mail goes out last.

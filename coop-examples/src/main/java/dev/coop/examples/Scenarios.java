@@ -222,7 +222,7 @@ public final class Scenarios implements AutoCloseable {
         progress.restart();
         String source = "onboarding web form (answers within 3 s)";
         CooperationContext context = CooperationContext.of(Deadlines.HAPPY_PATH,
-                Deadline.at(client.databaseTime().plusSeconds(3), source));
+                Deadline.at(client.now().plusSeconds(3), source));
         MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer, context);
         Outcome outcome;
         try {

@@ -13,6 +13,7 @@ import java.sql.SQLException;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
@@ -98,6 +99,30 @@ public final class CoopTables {
             }
         } catch (SQLException e) {
             throw new IllegalStateException("Could not read the topology of schema " + schema, e);
+        }
+    }
+
+    /**
+     * Whether nothing is due at {@code now}: no run can be claimed (every unfinished run waits for its children, for
+     * a later time, or an operator), no schedule and no join timeout is due. With a {@link TestClock}, await this
+     * before {@link TestClock#advance advancing}, so that what the test started has reached its wait first:
+     * {@code Await.until("nothing due", timeout, () -> tables.idleAt(clock.now()))}.
+     */
+    public boolean idleAt(Instant now) {
+        String sql = "SELECT (SELECT count(*) FROM " + schema + ".run WHERE status = 'RUNNABLE' AND runnable_at <= ?)"
+                + " + (SELECT count(*) FROM " + schema + ".schedule WHERE next_at <= ?)"
+                + " + (SELECT count(*) FROM " + schema + ".join_group WHERE status = 'OPEN' AND timeout_at <= ?)";
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+            java.time.OffsetDateTime at = now.atOffset(java.time.ZoneOffset.UTC);
+            for (int i = 1; i <= 3; i++) {
+                ps.setObject(i, at);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) == 0;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("Could not read Coop's tables in schema " + schema + ": " + sql, e);
         }
     }
 

@@ -25,7 +25,7 @@ public final class EventLog {
 
     /**
      * The log as a table, one event a line, for failure messages: {@code #id TYPE saga step engine lineage}, with
-     * every UUID cut to its last four characters as in seed 001, e.g.
+     * every UUID cut to its last four characters, e.g.
      * {@code #3 SUSPENDED root-handler 0 coop-1a2b3c4d {56b9,5310}}.
      */
     public static String table(List<Event> events) {
