@@ -5,9 +5,8 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,9 +26,7 @@ final class Pruner implements Runnable {
     private final String engineId;
     private final Duration keep;
     private final long intervalNanos;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition stopping = lock.newCondition();
-    private boolean stopped;
+    private final CountDownLatch stopping = new CountDownLatch(1);
 
     Pruner(DataSource dataSource, SchemaName schema, Time time, String engineId, Duration keep, Duration interval) {
         this.dataSource = dataSource;
@@ -89,35 +86,18 @@ final class Pruner implements Runnable {
     }
 
     void stop() {
-        lock.lock();
-        try {
-            stopped = true;
-            stopping.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        stopping.countDown();
     }
 
     private boolean stopped() {
-        lock.lock();
-        try {
-            return stopped;
-        } finally {
-            lock.unlock();
-        }
+        return stopping.getCount() == 0;
     }
 
     private void await(long nanos) {
-        lock.lock();
         try {
-            long left = nanos;
-            while (!stopped && left > 0) {
-                left = stopping.awaitNanos(left);
-            }
+            stopping.await(nanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
-            stopped = true;
-        } finally {
-            lock.unlock();
+            stopping.countDown();
         }
     }
 }

@@ -28,19 +28,21 @@ public final class Retention {
     public static final int BATCH = 100;
     private static final int SAMPLE = 20;
 
-    private static final String CANDIDATES = """
-            SELECT DISTINCT c.root FROM (
-              SELECT r.lineage[1] AS root FROM {schema}.run r
-               WHERE r.parent_id IS NULL AND r.status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')
-                 AND r.finished_at < ?
+    /**
+     * Root runs of the hierarchies that finished before the cutoff (bound twice) with nothing runnable, waiting or
+     * parked left: the candidates (found through {@code run_root_finished} and {@code run_active_root}).
+     */
+    private static final String FINISHED_ROOT_RUNS = """
+              FROM {schema}.run r
+             WHERE r.parent_id IS NULL AND r.status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')
+               AND r.finished_at < ?
                AND NOT EXISTS (SELECT 1 FROM {schema}.run a
                                 WHERE a.lineage[1] = r.lineage[1] AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
                AND NOT EXISTS (SELECT 1 FROM {schema}.run o
                                 WHERE o.message_id = r.message_id AND (o.finished_at IS NULL OR o.finished_at >= ?))
-               ORDER BY r.finished_at
-               LIMIT ?
-               FOR UPDATE OF r SKIP LOCKED) c
             """;
+    private static final String CANDIDATES = "SELECT DISTINCT c.root FROM (SELECT r.lineage[1] AS root "
+            + FINISHED_ROOT_RUNS + " ORDER BY r.finished_at LIMIT ? FOR UPDATE OF r SKIP LOCKED) c";
     /** The operator locks of the hierarchies, tried: taken before {@link #PRUNABLE} reads (a statement of its own). */
     private static final String LOCK = """
             SELECT r FROM unnest(?::uuid[]) r WHERE pg_try_advisory_xact_lock(?, hashtext(r::text))
@@ -64,25 +66,9 @@ public final class Retention {
                  d AS (DELETE FROM {schema}.message WHERE id IN (SELECT id FROM m) RETURNING 1)
             SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM e), (SELECT count(*) FROM d)
             """;
-    private static final String COUNT = """
-            SELECT count(DISTINCT r.lineage[1]) FROM {schema}.run r
-             WHERE r.parent_id IS NULL AND r.status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')
-               AND r.finished_at < ?
-               AND NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = r.lineage[1] AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
-               AND NOT EXISTS (SELECT 1 FROM {schema}.run o
-                                WHERE o.message_id = r.message_id AND (o.finished_at IS NULL OR o.finished_at >= ?))
-            """;
-    private static final String SAMPLE_ROOTS = """
-            SELECT r.lineage[1] FROM {schema}.run r
-             WHERE r.parent_id IS NULL AND r.status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')
-               AND r.finished_at < ?
-               AND NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = r.lineage[1] AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
-             GROUP BY r.lineage[1]
-             ORDER BY min(r.finished_at)
-             LIMIT ?
-            """;
+    private static final String COUNT = "SELECT count(DISTINCT r.lineage[1]) " + FINISHED_ROOT_RUNS;
+    private static final String SAMPLE_ROOTS = "SELECT r.lineage[1] " + FINISHED_ROOT_RUNS
+            + " GROUP BY r.lineage[1] ORDER BY min(r.finished_at) LIMIT ?";
 
     private final SchemaName schema;
     private final Time time;
@@ -180,7 +166,8 @@ public final class Retention {
         List<MessageId> sample = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql(SAMPLE_ROOTS))) {
             ps.setObject(1, at(cutoff));
-            ps.setInt(2, SAMPLE);
+            ps.setObject(2, at(cutoff));
+            ps.setInt(3, SAMPLE);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     sample.add(new MessageId(rs.getObject(1, UUID.class)));
