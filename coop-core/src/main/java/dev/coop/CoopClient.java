@@ -4,6 +4,7 @@ import dev.coop.failure.CoopException;
 import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopTimeoutException;
 import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.AuditEntry;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.inspect.Outcome;
@@ -16,6 +17,7 @@ import dev.coop.schedule.Schedule;
 import dev.coop.schedule.ScheduleSummary;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.coop.internal.AuditLog;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
 import dev.coop.internal.Limits;
@@ -69,6 +71,7 @@ public final class CoopClient {
     private final Operations operations;
     private final Inspection inspection;
     private final Schedules schedules;
+    private final AuditLog audit;
     private final Json json;
     private final Completions completions;
     private final Consumer<String> localWake;
@@ -96,6 +99,7 @@ public final class CoopClient {
         this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
         this.schedules = new Schedules(schema, time);
+        this.audit = new AuditLog(schema);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -469,6 +473,53 @@ public final class CoopClient {
     public List<RunSummary> runs(RunQuery query) {
         Objects.requireNonNull(query, "query");
         return inTransaction("list runs", c -> inspection.runs(c, query));
+    }
+
+    /**
+     * How many runs match the query's status, saga, topic and age, by status (its limit and page do not apply;
+     * statuses with no run are absent).
+     */
+    public Map<RunStatus, Long> countRuns(RunQuery query) {
+        Objects.requireNonNull(query, "query");
+        return inTransaction("count runs", c -> inspection.countRuns(c, query));
+    }
+
+    /**
+     * Records who took an operator action on a hierarchy, why, and what came of it, for {@link #audit(MessageId)}.
+     * Tools that act for people (the dashboard) call it after each cancel, roll back, retry or mark-done.
+     *
+     * @param message the root message of the hierarchy
+     * @param scope the run acted on, or null for the whole message
+     * @param action what was asked (1 to 100 characters)
+     * @param actor who asked (1 to 200 characters)
+     * @param reason why (required, as for {@link #cancel(MessageId, String)})
+     * @param outcome what came of it (at most 2,000 characters; longer is cut)
+     */
+    public AuditEntry recordAudit(MessageId message, Lineage scope, String action, String actor, String reason,
+            String outcome) {
+        Objects.requireNonNull(message, "message");
+        String what = auditText("action", action, 100);
+        String who = auditText("actor", actor, 200);
+        String why = reason(reason);
+        String result = outcome == null ? "" : outcome.substring(0, Math.min(outcome.length(), 2_000));
+        return inTransaction("record an audit entry", c -> audit.record(c, message, scope, what, who, why,
+                dev.coop.internal.Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
+    }
+
+    /** The audit entries of a hierarchy (by its root message), oldest first, at most 1,000. */
+    public List<AuditEntry> audit(MessageId message) {
+        Objects.requireNonNull(message, "message");
+        return inTransaction("read the audit of message " + message, c -> audit.list(c, message, 1_000));
+    }
+
+    private static String auditText(String what, String value, int max) {
+        if (value == null || value.isBlank() || value.length() > max || value.indexOf('\0') >= 0
+                || dev.coop.internal.Limits.loneSurrogateAt(value) >= 0) {
+            throw new CoopValidationException("An audit entry's " + what + " must be 1 to " + max
+                    + " characters without NUL or unpaired surrogates, was "
+                    + (value == null ? "null" : "'" + value + "'"));
+        }
+        return value;
     }
 
     /**

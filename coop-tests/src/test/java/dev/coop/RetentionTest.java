@@ -94,6 +94,8 @@ class RetentionTest {
                 assertThat(r.events()).isGreaterThan(3);
             });
 
+            client.recordAudit(rolledBack, null, "rollback", "alice", "entered twice", "REFUSED: rolled back already");
+
             PruneResult pruned = client.prune(Duration.ZERO);
 
             assertThat(pruned.dryRun()).isFalse();
@@ -103,6 +105,7 @@ class RetentionTest {
                 assertThatThrownBy(() -> client.tree(gone)).isInstanceOf(CoopValidationException.class)
                         .hasMessageContaining("No message " + gone);
             }
+            assertThat(client.audit(rolledBack)).isEmpty();
             assertThat(rows(dataSource, sleeping).runs()).isEqualTo(1);
             assertThat(client.tree(sleeping).runs().getFirst().status()).isEqualTo(RunStatus.RUNNABLE);
             assertThat(client.runs(RunQuery.newest().saga("retention-sleepy-handler"))).hasSize(1);

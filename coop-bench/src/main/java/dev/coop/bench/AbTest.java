@@ -12,7 +12,7 @@ import java.util.function.Supplier;
  * the engine with the benchmark-only switches {@code dev.coop.internal.separateCommits} (COMMIT, the
  * continuation's reclaim, a root run's join lookup and a launch's COMMIT as round trips of their own, and an engine's
  * client polling from 5 ms) and {@code dev.coop.internal.selfNotify} (a NOTIFY for every
- * run made runnable, as before schema version 8); "after" runs it as shipped. Variants: W1 at each of
+ * run made runnable, as before schema version 9); "after" runs it as shipped. Variants: W1 at each of
  * {@code --versus-threads}, and W1 with slow commits ({@code commit_delay} = 100 ms, {@code commit_siblings} = 0:
  * every WAL flush waits 100 ms, as with a synchronous standby far away). The first round also counts statements and
  * round trips per step (deterministic) through the JDBC counter.

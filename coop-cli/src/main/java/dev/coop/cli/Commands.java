@@ -1,5 +1,7 @@
 package dev.coop.cli;
 
+import dev.coop.dashboard.DashboardServer;
+import java.util.concurrent.CountDownLatch;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.coop.CancelResult;
@@ -401,6 +403,52 @@ final class Commands {
             }
             cli.out().println("Rollback requested: every run below message " + message
                     + " rolls back, children first. Follow it with: coop tree " + message);
+        }
+    }
+
+    @Command(name = "dashboard", mixinStandardHelpOptions = true, description = "Serve the web dashboard (runs,"
+            + " hierarchies with their timeline and stack trace, schedules, joins, audited actions) until Ctrl-C."
+            + " Users come from COOP_DASHBOARD_USERS (name:password:role,... with role viewer or operator) and"
+            + " COOP_DASHBOARD_TOKEN (an operator token); with neither, a random operator token is made and its"
+            + " login link printed.")
+    static final class Dashboard extends Base {
+        @Option(names = "--port", paramLabel = "<port>", defaultValue = "8080", description = "Port (default ${DEFAULT-VALUE})")
+        int port;
+
+        @Option(names = "--bind", paramLabel = "<address>", defaultValue = "127.0.0.1", description = "Address to listen on (default ${DEFAULT-VALUE}: this machine only)")
+        String bind;
+
+        @Override
+        public void run() {
+            DashboardServer.Builder builder;
+            try {
+                builder = DashboardServer.builder(database().client).port(port).bind(bind)
+                        .fromEnvironment(cli.env());
+            } catch (IllegalArgumentException e) {
+                throw new CliException(CoopCli.EXIT_USAGE, e.getMessage(), e);
+            }
+            String token = builder.ensureAccess();
+            DashboardServer server;
+            try {
+                server = builder.start();
+            } catch (java.io.IOException e) {
+                throw new CliException(CoopCli.EXIT_FAILURE, "Could not listen on " + bind + ":" + port + ": "
+                        + e.getMessage(), e);
+            }
+            CountDownLatch stopped = new CountDownLatch(1);
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                server.close();
+                stopped.countDown();
+            }));
+            cli.out().println(DashboardServer.started(server, token));
+            cli.out().println("Press Ctrl-C to stop.");
+            cli.out().flush();
+            try {
+                stopped.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                server.close();
+            }
         }
     }
 

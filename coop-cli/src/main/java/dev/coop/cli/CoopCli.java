@@ -31,7 +31,7 @@ import picocli.CommandLine.TypeConversionException;
 @Command(name = "coop", mixinStandardHelpOptions = true, versionProvider = CoopCli.Version.class, description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
         Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
         Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
-        Commands.Schedules.class, Commands.Join.class, Commands.Prune.class,
+        Commands.Schedules.class, Commands.Join.class, Commands.Prune.class, Commands.Dashboard.class,
         Commands.Completion.class, Commands.Migrate.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
@@ -89,6 +89,11 @@ public final class CoopCli implements Runnable {
     boolean verbose;
 
     private final Map<String, String> env;
+
+    /** The environment the command reads its defaults from. */
+    Map<String, String> env() {
+        return env;
+    }
 
     /** A command reading its defaults from {@code env}. */
     CoopCli(Map<String, String> env) {

@@ -115,6 +115,24 @@ class CoopCliTest {
         return new Result(exit, out.toString(), err.toString());
     }
 
+    // ---- dashboard
+
+    @Test
+    void dashboard_refuses_a_bad_port_or_user_before_listening() {
+        Result port = coop("dashboard", "--port", "70000");
+        assertThat(port.exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        assertThat(port.err()).contains("70000");
+        Map<String, String> env = new HashMap<>();
+        env.put("COOP_JDBC_URL", db.jdbcUrl());
+        env.put("COOP_JDBC_USER", db.server().user());
+        env.put("COOP_JDBC_PASSWORD", db.server().password());
+        env.put("COOP_DASHBOARD_USERS", "alice:short:operator");
+        Result user = coopWith(env, "dashboard", "--port", "0");
+        assertThat(user.exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        assertThat(user.err()).contains("alice", "at least 8 characters");
+        assertThat(coop("dashboard", "--help").out()).contains("--port", "--bind", "COOP_DASHBOARD_USERS");
+    }
+
     // ---- tree
 
     @Test

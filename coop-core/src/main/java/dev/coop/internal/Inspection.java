@@ -487,9 +487,31 @@ public final class Inspection {
     }
 
     /** Runs newest first, filtered; every condition is a fixed fragment with a bound value. */
-    public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {
+    /** How many runs match the query's status, saga, topic and age (its limit does not apply), by status. */
+    public Map<RunStatus, Long> countRuns(Connection c, RunQuery q) throws SQLException {
         StringBuilder where = new StringBuilder("TRUE");
         List<Object> values = new ArrayList<>();
+        filter(q, where, values);
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT %1$s, count(*) FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+                 WHERE %2$s GROUP BY 1
+                """.formatted(shownStatus("r"), where)))) {
+            int i = 0;
+            for (Object v : values) {
+                ps.setObject(++i, v);
+            }
+            Map<RunStatus, Long> counts = new java.util.EnumMap<>(RunStatus.class);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    counts.put(RunStatus.valueOf(rs.getString(1)), rs.getLong(2));
+                }
+            }
+            return counts;
+        }
+    }
+
+    /** The query's conditions as fixed fragments, each with a bound value. */
+    private static void filter(RunQuery q, StringBuilder where, List<Object> values) {
         if (q.status() == dev.coop.RunStatus.WAITING) {
             where.append(" AND (r.status = 'WAITING' OR (r.status = 'RUNNABLE' AND r.pending_children > 0))");
         } else if (q.status() == dev.coop.RunStatus.RUNNABLE) {
@@ -514,6 +536,12 @@ public final class Inspection {
             where.append(" AND r.created_at < ?");
             values.add(q.before());
         }
+    }
+
+    public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {
+        StringBuilder where = new StringBuilder("TRUE");
+        List<Object> values = new ArrayList<>();
+        filter(q, where, values);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                        r.failure->>'message'

@@ -63,6 +63,7 @@ public final class Retention {
                  s AS (DELETE FROM {schema}.run_step WHERE run_id IN (SELECT id FROM r) RETURNING 1),
                  c AS (DELETE FROM {schema}.cancellation
                         WHERE scope_id IN (SELECT id FROM r) OR scope_id = ANY (?::uuid[]) RETURNING 1),
+                 a AS (DELETE FROM {schema}.audit WHERE message_id IN (SELECT id FROM m) RETURNING 1),
                  d AS (DELETE FROM {schema}.message WHERE id IN (SELECT id FROM m) RETURNING 1)
             SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM e), (SELECT count(*) FROM d)
             """;

@@ -66,7 +66,7 @@ final class Sql {
                         FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
                        ORDER BY input.n, reg.saga) x
               RETURNING saga
-            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 8)
+            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 9)
               SELECT set_config('coop.local_sagas', ?, true)
             )
             SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga

@@ -72,7 +72,7 @@ public final class Store {
      *        runs of them that become due at once by this store's emit and advance statements notify nobody
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
-        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 8)
+        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 9)
         this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;

@@ -1,5 +1,6 @@
 package dev.coop.examples;
 
+import dev.coop.dashboard.DashboardServer;
 import dev.coop.examples.Scenarios.Check;
 import dev.coop.examples.Scenarios.Result;
 import dev.coop.render.RenderOptions;
@@ -7,9 +8,11 @@ import dev.coop.render.Renderers;
 import dev.coop.render.TextRenderer;
 import dev.coop.test.CoopPostgres;
 import java.io.PrintStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 
 /**
  * The onboarding demo: five services (accounts, crm, billing, access, portal), each its own engine with its own
@@ -18,7 +21,8 @@ import java.util.concurrent.Callable;
  * a one-line summary. Exits 0 when every scenario ended as designed, 1 otherwise.
  *
  * <p>
- * Run it with {@code mvn -q -Pdemo verify -DskipTests}.
+ * Run it with {@code mvn -q -Pdemo verify -DskipTests}; add {@code -Ddashboard=8080} to look at what happened in the
+ * dashboard afterwards (it serves until Ctrl-C).
  */
 public final class Demo {
     private Demo() {
@@ -46,13 +50,41 @@ public final class Demo {
         String database = server.createDatabase("coop_demo");
         try (Scenarios scenarios = Scenarios.start((service, size) -> server.dataSource(database, size, service),
                 Progress.printingTo(out))) {
-            return run(out, options, scenarios, "database " + database + " on " + server);
+            boolean ok = run(out, options, scenarios, "database " + database + " on " + server);
+            String port = System.getProperty("dashboard", "");
+            if (!port.isBlank()) {
+                serveDashboard(out, scenarios, port.strip());
+            }
+            return ok;
         } finally {
             try {
                 server.dropDatabase(database);
             } catch (RuntimeException e) {
                 System.err.println("Could not drop the demo database " + database + ": " + e.getMessage());
             }
+        }
+    }
+
+    /**
+     * Serves the dashboard over the demo's database until Ctrl-C, with one more onboarding left running (billing
+     * waits for the ERP) for the reader to cancel from the page.
+     */
+    static void serveDashboard(PrintStream out, Scenarios scenarios, String port) throws Exception {
+        DashboardServer.Builder builder = DashboardServer.builder(scenarios.client()).port(Integer.parseInt(port))
+                .fromEnvironment(System.getenv());
+        String token = builder.ensureAccess();
+        try (DashboardServer dashboard = builder.start();
+                Scenarios.Held held = scenarios.launchHeld(Duration.ofHours(1))) {
+            out.println();
+            out.println(DashboardServer.started(dashboard, token));
+            out.println("An onboarding is left running (billing waits for the ERP for up to an hour): cancel it from"
+                    + " its page, "
+                    + dashboard.uri() + "#/h/" + held.id());
+            out.println("Press Ctrl-C to stop.");
+            out.flush();
+            CountDownLatch stopped = new CountDownLatch(1);
+            Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown));
+            stopped.await();
         }
     }
 

@@ -78,7 +78,12 @@ public final class Onboarding {
 
         /** The ERP keeps the invoicing step of this account waiting until released or cancelled. */
         public Hold erpHangs(String accountId) {
-            Hold hold = new Hold();
+            return erpHangs(accountId, Duration.ofSeconds(30));
+        }
+
+        /** The ERP keeps the invoicing step waiting until released or cancelled, or until {@code patience} ran out. */
+        public Hold erpHangs(String accountId, Duration patience) {
+            Hold hold = new Hold(patience);
             erpHolds.put(accountId, hold);
             return hold;
         }
@@ -97,6 +102,11 @@ public final class Onboarding {
     public static final class Hold {
         private final CountDownLatch arrived = new CountDownLatch(1);
         private final CountDownLatch released = new CountDownLatch(1);
+        private final Duration patience;
+
+        Hold(Duration patience) {
+            this.patience = patience;
+        }
 
         public boolean awaitArrival(Duration timeout) throws InterruptedException {
             return arrived.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
@@ -205,11 +215,11 @@ public final class Onboarding {
                     if (hold != null) {
                         say(step, "the ERP is slow today; waiting for it (and checking for cancellation)");
                         hold.arrived.countDown();
-                        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                        long deadline = System.nanoTime() + hold.patience.toNanos();
                         while (!hold.released.await(20, TimeUnit.MILLISECONDS)) {
                             step.giveUpIfRequested();
                             if (System.nanoTime() > deadline) {
-                                throw new IllegalStateException("The ERP did not answer within 30 s");
+                                throw new IllegalStateException("The ERP did not answer within " + hold.patience);
                             }
                         }
                     }

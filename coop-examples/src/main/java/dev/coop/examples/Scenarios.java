@@ -285,6 +285,42 @@ public final class Scenarios implements AutoCloseable {
         return result(5, "an operator cancels", run, summary, checks);
     }
 
+    /**
+     * An onboarding held midway: billing's invoicing step waits for the ERP (checking whether it should give up)
+     * until {@link Held#close()}, or until {@code patience} ran out (then it fails, and the onboarding rolls back).
+     * For operators' tools to act on a running hierarchy.
+     */
+    public Held launchHeld(Duration patience) throws InterruptedException {
+        NewCustomer customer = customer("barbara", "Barbara Liskov", "basic");
+        Hold erp = world.erpHangs(customer.accountId(), patience);
+        MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer);
+        if (!erp.awaitArrival(WAIT)) {
+            erp.release();
+            throw new IllegalStateException("The invoicing step did not reach the ERP within " + WAIT);
+        }
+        return new Held(id, erp);
+    }
+
+    /** A running onboarding and the ERP call it waits for. */
+    public record Held(MessageId id, Hold erp) implements AutoCloseable {
+        /** Lets the ERP answer: the onboarding goes on (unless it was cancelled). */
+        @Override
+        public void close() {
+            erp.release();
+        }
+    }
+
+    /**
+     * An onboarding that asks for a support tier that does not exist, named by the caller (markup, say, to check
+     * that tools show failure messages as text); waits until it rolled back.
+     */
+    public MessageId launchWithUnknownTier(String tier) {
+        NewCustomer customer = customer("mallory", "Mallory Mallet", tier);
+        MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer);
+        client.awaitCompletion(id, WAIT);
+        return id;
+    }
+
     @Override
     public void close() {
         for (int i = engines.size() - 1; i >= 0; i--) {

@@ -1,0 +1,342 @@
+package dev.coop.dashboard.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.coop.Coop;
+import dev.coop.CoopClient;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+import dev.coop.RunStatus;
+import dev.coop.dashboard.Role;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.AuditEntry;
+import dev.coop.inspect.Hierarchy;
+import dev.coop.inspect.ParkedRun;
+import dev.coop.inspect.RunQuery;
+import dev.coop.inspect.RunView;
+import dev.coop.join.JoinId;
+import dev.coop.join.JoinView;
+import dev.coop.render.JsonRenderer;
+import dev.coop.schedule.ScheduleSummary;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The dashboard behind authentication: its page, and a JSON API that reads through {@link CoopClient} (and
+ * {@link JsonRenderer} for trees, events and listings) and takes operator actions, each recorded in the audit.
+ */
+public final class Handler {
+    public static final String CSRF_HEADER = "X-Coop-Csrf";
+    private static final Logger log = LoggerFactory.getLogger(Handler.class);
+    private static final int MAX_BODY = 16 * 1024;
+    private static final int EVENT_PAGE = 500;
+
+    private final CoopClient client;
+    private final JsonRenderer renderer = new JsonRenderer(false);
+    private final ObjectMapper mapper = Coop.defaultObjectMapper();
+    private final Actions actions;
+    private final boolean standalone;
+
+    /** @param standalone whether the dashboard logs users in itself (it then offers to log out) */
+    public Handler(CoopClient client, boolean standalone) {
+        this.client = client;
+        this.actions = new Actions(client);
+        this.standalone = standalone;
+    }
+
+    /** Serves an authenticated caller; the adapter has set the security headers. */
+    public void handle(Exchange ex, Caller caller) throws IOException {
+        String path = ex.path();
+        try {
+            if (Assets.serve(ex, path)) {
+                return;
+            }
+            if (path.equals("/") || path.equals("/index.html")) {
+                requireGet(ex);
+                ex.send(200, Assets.type("index.html"), Assets.bytes("index.html"));
+            } else if (path.equals("/api/action")) {
+                action(ex, caller);
+            } else if (path.startsWith("/api/")) {
+                requireGet(ex);
+                json(ex, read(ex, caller, path.substring("/api/".length())));
+            } else {
+                Responses.error(ex, 404, "No such page: " + path);
+            }
+        } catch (BadRequest e) {
+            Responses.error(ex, e.status, e.getMessage());
+        } catch (CoopValidationException | IllegalArgumentException e) {
+            Responses.error(ex, 400, e.getMessage());
+        } catch (RuntimeException e) {
+            log.warn("The dashboard could not answer {} {}", ex.method(), path, e);
+            Responses.error(ex, 500, "The dashboard could not answer: " + e.getMessage());
+        }
+    }
+
+    private JsonNode read(Exchange ex, Caller caller, String what) {
+        return switch (what) {
+            case "session" -> session(caller);
+            case "runs" -> runs(ex);
+            case "parked" -> parked();
+            case "hierarchy" -> hierarchy(Params.message(ex, "message"));
+            case "run" -> run(Params.lineage(ex, "lineage"));
+            case "events" -> events(ex);
+            case "schedules" -> schedules();
+            case "joins" -> joins(ex);
+            default -> throw new BadRequest(404, "No such API: /api/" + what);
+        };
+    }
+
+    private ObjectNode session(Caller caller) {
+        ObjectNode o = mapper.createObjectNode();
+        o.put("user", caller.name());
+        o.put("role", caller.role().name());
+        o.put("csrf", caller.csrf());
+        o.put("logout", standalone && caller.csrf() != null);
+        return o;
+    }
+
+    private ObjectNode runs(Exchange ex) {
+        RunQuery q = RunQuery.newest().limit((int) Params.integer(ex, "limit", 50, 1, RunQuery.MAX_LIMIT));
+        String status = Params.text(ex, "status");
+        if (status != null) {
+            q = q.status(Params.status(status));
+        }
+        String saga = Params.text(ex, "saga");
+        if (saga != null) {
+            q = q.saga(saga);
+        }
+        String topic = Params.text(ex, "topic");
+        if (topic != null) {
+            q = q.topic(topic);
+        }
+        OffsetDateTime since = Params.time(ex, "since");
+        if (since != null) {
+            q = q.since(since);
+        }
+        RunQuery counted = q;
+        OffsetDateTime before = Params.time(ex, "before");
+        if (before != null) {
+            q = q.before(before);
+        }
+        ObjectNode o = mapper.createObjectNode();
+        o.set("runs", tree(renderer.renderRuns(client.runs(q))));
+        ObjectNode counts = o.putObject("counts");
+        RunQuery all = counted.status() == null
+                ? counted
+                : new RunQuery(null, counted.saga(), counted.topic(), counted.since(), null, counted.limit());
+        for (Map.Entry<RunStatus, Long> e : client.countRuns(all).entrySet()) {
+            counts.put(e.getKey().name(), e.getValue());
+        }
+        return o;
+    }
+
+    private JsonNode parked() {
+        return tree(renderer.renderParked(client.parkedRuns(200)));
+    }
+
+    private ObjectNode hierarchy(MessageId message) {
+        Hierarchy h = client.tree(message);
+        ObjectNode o = mapper.createObjectNode();
+        o.set("hierarchy", renderer.hierarchy(h));
+        o.put("now", OffsetDateTime.now().toString());
+        o.set("audit", audit(message));
+        o.set("parked", parkedIn(message.value()));
+        return o;
+    }
+
+    private ObjectNode run(Lineage lineage) {
+        RunView r = client.tree(lineage);
+        ObjectNode o = mapper.createObjectNode();
+        o.set("run", renderer.run(r));
+        o.put("now", OffsetDateTime.now().toString());
+        o.set("audit", audit(new MessageId(lineage.root())));
+        o.set("parked", parkedIn(lineage.root()));
+        return o;
+    }
+
+    private ArrayNode parkedIn(UUID root) {
+        List<ParkedRun> parked = new ArrayList<>();
+        for (ParkedRun p : client.parkedRuns(1_000)) {
+            if (p.lineage().root().equals(root)) {
+                parked.add(p);
+            }
+        }
+        return (ArrayNode) tree(renderer.renderParked(parked));
+    }
+
+    private ArrayNode audit(MessageId message) {
+        ArrayNode a = mapper.createArrayNode();
+        for (AuditEntry e : client.audit(message)) {
+            ObjectNode o = a.addObject();
+            o.put("id", e.id());
+            o.put("messageId", e.messageId().toString());
+            ArrayNode scope = o.putArray("scope");
+            if (e.scope() != null) {
+                e.scope().ids().forEach(id -> scope.add(id.toString()));
+            }
+            o.put("action", e.action());
+            o.put("actor", e.actor());
+            o.put("reason", e.reason());
+            o.put("outcome", e.outcome());
+            o.put("createdAt", e.createdAt().toString());
+        }
+        return a;
+    }
+
+    private ObjectNode events(Exchange ex) {
+        MessageId message = Params.message(ex, "message");
+        long after = Params.integer(ex, "after", 0, 0, Long.MAX_VALUE);
+        int limit = (int) Params.integer(ex, "limit", EVENT_PAGE, 1, 10_000);
+        ObjectNode o = mapper.createObjectNode();
+        o.set("events", tree(renderer.renderEvents(client.events(message, after, limit))));
+        return o;
+    }
+
+    private ArrayNode schedules() {
+        ArrayNode a = mapper.createArrayNode();
+        for (ScheduleSummary s : client.schedules()) {
+            ObjectNode o = a.addObject();
+            o.put("name", s.name());
+            o.put("topic", s.topic());
+            o.put("schedule", s.schedule().toString());
+            o.put("paused", s.paused());
+            o.put("nextDue", str(s.nextDue()));
+            o.put("lastDue", str(s.lastDue()));
+            o.put("lastFiredAt", str(s.lastFiredAt()));
+            o.put("lastMessage", s.lastMessage() == null ? null : s.lastMessage().toString());
+            o.put("skipped", s.skipped());
+            o.put("payload", s.payloadJson());
+        }
+        return a;
+    }
+
+    private ArrayNode joins(Exchange ex) {
+        List<JoinView> views = new ArrayList<>();
+        String id = Params.text(ex, "id");
+        String key = Params.text(ex, "key");
+        if (id != null) {
+            JoinView v = client.joins().get(JoinId.parse(id));
+            if (v != null) {
+                views.add(v);
+            }
+        } else if (key != null) {
+            views.addAll(client.joins().byKey(key, 100));
+        } else {
+            throw new BadRequest(400, "Name a join: ?id=<join id> or ?key=<key>");
+        }
+        ArrayNode a = mapper.createArrayNode();
+        for (JoinView v : views) {
+            ObjectNode o = a.addObject();
+            o.put("id", v.id().toString());
+            o.put("key", v.key());
+            o.put("status", v.status().name());
+            o.put("expected", v.expected());
+            o.put("attached", v.attached());
+            o.put("completed", v.completed());
+            o.put("failed", v.failed());
+            o.put("onCompleteTopic", v.onCompleteTopic());
+            o.put("onFailTopic", v.onFailTopic());
+            o.put("timeoutAt", str(v.timeoutAt()));
+            o.put("createdAt", str(v.createdAt()));
+            o.put("finishedAt", str(v.finishedAt()));
+            o.put("outcomeMessage", v.outcomeMessage() == null ? null : v.outcomeMessage().toString());
+            ArrayNode members = o.putArray("members");
+            for (JoinView.Member m : v.members()) {
+                ObjectNode mo = members.addObject();
+                mo.put("message", m.message().toString());
+                mo.put("state", m.state().name());
+                mo.put("reported", m.reported());
+                mo.put("attachedAt", str(m.attachedAt()));
+                mo.put("settledAt", str(m.settledAt()));
+            }
+        }
+        return a;
+    }
+
+    private void action(Exchange ex, Caller caller) throws IOException {
+        if (!ex.method().equals("POST")) {
+            throw new BadRequest(405, "Actions are POST requests");
+        }
+        if (caller.role() != Role.OPERATOR) {
+            throw new BadRequest(403, "User '" + caller.name() + "' may only read (role " + caller.role()
+                    + "); actions need the OPERATOR role");
+        }
+        checkCsrf(ex, caller);
+        String type = ex.header("Content-Type");
+        if (type == null || !type.toLowerCase().startsWith("application/json")) {
+            throw new BadRequest(415, "An action is a JSON body (Content-Type: application/json)");
+        }
+        JsonNode body;
+        try {
+            body = mapper.readTree(ex.body(MAX_BODY));
+        } catch (IOException e) {
+            throw new BadRequest(400, "The action is not valid JSON: " + e.getMessage());
+        }
+        if (body == null || !body.isObject()) {
+            throw new BadRequest(400, "The action must be a JSON object");
+        }
+        json(ex, actions.take(body, caller.name(), mapper));
+    }
+
+    /** A cookie session's action must echo its CSRF token, and come from this origin when the browser says so. */
+    private static void checkCsrf(Exchange ex, Caller caller) {
+        if (caller.csrf() == null) {
+            return; // credentials a script sends itself: a forged cross-site request cannot carry them
+        }
+        String sent = ex.header(CSRF_HEADER);
+        if (sent == null || !MessageDigest.isEqual(sent.getBytes(StandardCharsets.UTF_8),
+                caller.csrf().getBytes(StandardCharsets.UTF_8))) {
+            throw new BadRequest(403, "Missing or wrong CSRF token: reload the page");
+        }
+        String origin = ex.header("Origin");
+        String host = ex.header("Host");
+        if (origin != null && host != null && !origin.equals("null")) {
+            String bare = origin.replaceFirst("^[a-zA-Z]+://", "");
+            if (!bare.equalsIgnoreCase(host)) {
+                throw new BadRequest(403, "Cross-origin action refused (Origin " + origin + ", Host " + host + ")");
+            }
+        }
+    }
+
+    private static void requireGet(Exchange ex) {
+        if (!ex.method().equals("GET") && !ex.method().equals("HEAD")) {
+            throw new BadRequest(405, "Only GET here");
+        }
+    }
+
+    private JsonNode tree(String json) {
+        try {
+            return mapper.readTree(json);
+        } catch (IOException e) {
+            throw new IllegalStateException("Could not read back the rendered JSON", e);
+        }
+    }
+
+    private void json(Exchange ex, JsonNode node) throws IOException {
+        ex.send(200, "application/json; charset=utf-8", mapper.writeValueAsBytes(node));
+    }
+
+    private static String str(Object o) {
+        return o == null ? null : o.toString();
+    }
+
+    /** A request the dashboard refuses, with its HTTP status. */
+    static final class BadRequest extends RuntimeException {
+        final int status;
+
+        BadRequest(int status, String message) {
+            super(message);
+            this.status = status;
+        }
+    }
+}

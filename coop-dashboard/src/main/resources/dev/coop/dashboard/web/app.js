@@ -1,0 +1,886 @@
+'use strict';
+/*
+ * Coop dashboard: a single page over the dashboard's JSON API. Every value from the server is put in the page as
+ * text (textContent, properties), never as markup: failure messages and payloads are user input.
+ */
+(() => {
+  const STATUS = {
+    RUNNABLE: { icon: '▶', label: 'runnable' },
+    WAITING: { icon: '◷', label: 'waiting' },
+    PARKED: { icon: '‖', label: 'parked' },
+    COMMITTED: { icon: '✓', label: 'committed' },
+    ROLLED_BACK: { icon: '↺', label: 'rolled back' },
+    ROLLBACK_FAILED: { icon: '✗', label: 'rollback failed' },
+    UNHANDLED: { icon: '∅', label: 'unhandled' },
+    RUNNING: { icon: '▶', label: 'running' },
+  };
+  const ORDER = ['RUNNABLE', 'WAITING', 'PARKED', 'COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
+  const KIND = {
+    STEP: { icon: '✓', label: 'step' },
+    CHILD_FAILURE_HANDLER: { icon: '↪', label: 'child-failure handler' },
+    ROLLBACK_CHILDREN: { icon: '↺', label: 'rollback of children' },
+    COMPENSATION: { icon: '↺', label: 'compensation' },
+  };
+  const FINISHED = new Set(['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED']);
+  const MANY_CHILDREN = 50;
+  const TIMELINE_ROWS = 2000;
+  const LIVE_MS = 1500;
+
+  let session = null;
+  let liveTimer = null;
+  let renderToken = 0;
+  const openState = new Map(); // run id -> open, kept across live refreshes
+
+  // ---- DOM helpers: text only
+
+  function h(tag, props, ...children) {
+    const el = document.createElement(tag);
+    if (props) {
+      for (const [k, v] of Object.entries(props)) {
+        if (v === null || v === undefined || v === false) continue;
+        if (k === 'class') el.className = v;
+        else if (k === 'text') el.textContent = v;
+        else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+        else if (k === 'style') Object.assign(el.style, v);
+        else if (k in el && typeof v !== 'string') el[k] = v;
+        else el.setAttribute(k, String(v));
+      }
+    }
+    append(el, children);
+    return el;
+  }
+
+  function append(el, children) {
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+
+  function clear(el) {
+    while (el.firstChild) el.removeChild(el.firstChild);
+    return el;
+  }
+
+  function badge(status) {
+    const s = STATUS[status] || { icon: '?', label: String(status).toLowerCase() };
+    return h('span', { class: 'badge s-' + status, title: status },
+      h('span', { class: 'icon', 'aria-hidden': 'true', text: s.icon }), s.label);
+  }
+
+  function shortId(id) {
+    return id ? String(id).slice(0, 8) + '…' : '';
+  }
+
+  function idSpan(id) {
+    return h('code', { class: 'mono', title: id, text: shortId(id) });
+  }
+
+  function time(t) {
+    if (!t) return '';
+    const d = new Date(t);
+    if (isNaN(d)) return String(t);
+    const pad = (n, w = 2) => String(n).padStart(w, '0');
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + pad(d.getHours()) + ':'
+      + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + '.' + pad(d.getMilliseconds(), 3);
+  }
+
+  function duration(ms) {
+    if (ms === null || ms === undefined) return '';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(2) + ' s';
+    const m = Math.floor(ms / 60000);
+    return m + ' m ' + String(Math.round((ms % 60000) / 1000)).padStart(2, '0') + ' s';
+  }
+
+  function shortType(type) {
+    if (!type) return '';
+    const i = type.lastIndexOf('.');
+    return i >= 0 ? type.slice(i + 1) : type;
+  }
+
+  function firstLine(s) {
+    if (!s) return '';
+    const i = s.indexOf('\n');
+    return i >= 0 ? s.slice(0, i) + ' …' : s;
+  }
+
+  function flash(text, isError) {
+    const f = document.getElementById('flash');
+    clear(f);
+    if (text) f.appendChild(h('span', { class: isError ? 'error' : '', text }));
+  }
+
+  // ---- the API
+
+  async function api(path) {
+    const r = await fetch('api/' + path, { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+    return answer(r);
+  }
+
+  async function post(path, body) {
+    const r = await fetch('api/' + path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-Coop-Csrf': session.csrf || '' },
+      body: JSON.stringify(body),
+    });
+    return answer(r);
+  }
+
+  async function answer(r) {
+    if (r.status === 401) {
+      location.href = 'login';
+      throw new Error('Not logged in');
+    }
+    let body = null;
+    try {
+      body = await r.json();
+    } catch (e) {
+      body = null;
+    }
+    if (!r.ok) throw new Error((body && body.error) || ('HTTP ' + r.status));
+    return body;
+  }
+
+  const q = encodeURIComponent;
+
+  // ---- routing
+
+  function route() {
+    const hash = location.hash || '#/runs';
+    const [path, query] = hash.slice(1).split('?');
+    const params = new URLSearchParams(query || '');
+    const parts = path.split('/').filter(Boolean);
+    return { page: parts[0] || 'runs', arg: parts[1] ? decodeURIComponent(parts[1]) : null, params };
+  }
+
+  async function render() {
+    stopLive();
+    const token = ++renderToken;
+    const r = route();
+    document.querySelectorAll('header nav a').forEach(a => {
+      if (a.dataset.page === r.page) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+    });
+    const main = document.getElementById('main');
+    try {
+      if (r.page === 'h' && r.arg) await hierarchyPage(main, { message: r.arg, highlight: r.params.get('run') }, token);
+      else if (r.page === 'run' && r.arg) await hierarchyPage(main, { lineage: r.arg.split(/[.,]/) }, token);
+      else if (r.page === 'schedules') await schedulesPage(main, token);
+      else if (r.page === 'joins') await joinsPage(main, r.params, token);
+      else await runsPage(main, r.params, token);
+    } catch (e) {
+      if (token !== renderToken) return;
+      clear(main).appendChild(h('p', { class: 'error', role: 'alert', text: 'Could not load this page: ' + e.message }));
+    }
+  }
+
+  function current(token) {
+    return token === renderToken;
+  }
+
+  // ---- runs
+
+  async function runsPage(main, params, token) {
+    const filter = {
+      status: params.get('status') || '', saga: params.get('saga') || '', topic: params.get('topic') || '',
+      since: params.get('since') || '', before: params.get('before') || '',
+    };
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(filter)) if (v) query.set(k, v);
+    query.set('limit', '50');
+    const [data, parked] = await Promise.all([api('runs?' + query), api('parked')]);
+    if (!current(token)) return;
+    document.title = 'Runs · Coop';
+    clear(main);
+    main.appendChild(h('h1', { text: 'Runs' }));
+
+    const chips = h('div', { class: 'chips', role: 'group', 'aria-label': 'Counts by status' });
+    const total = Object.values(data.counts).reduce((a, b) => a + b, 0);
+    chips.appendChild(h('button', {
+      type: 'button', 'aria-pressed': String(!filter.status),
+      onclick: () => go('runs', { ...filter, status: '', before: '' }),
+    }, 'All ', h('span', { class: 'chip-count', text: String(total) })));
+    for (const s of ORDER) {
+      const n = data.counts[s] || 0;
+      chips.appendChild(h('button', {
+        type: 'button', 'aria-pressed': String(filter.status === s),
+        onclick: () => go('runs', { ...filter, status: s, before: '' }),
+      }, badge(s), ' ', h('span', { class: 'chip-count', text: String(n) })));
+    }
+    main.appendChild(chips);
+    main.appendChild(filterForm(filter));
+
+    if (parked.length) main.appendChild(parkedPanel(parked));
+
+    const table = h('table', { class: 'runs' },
+      h('thead', null, h('tr', null, ['Created', 'Status', 'Saga', 'Topic', 'Failure', 'Run'].map(t => h('th', { text: t })))));
+    const body = h('tbody');
+    for (const run of data.runs) {
+      const root = run.lineage[0];
+      body.appendChild(h('tr', null,
+        h('td', { class: 'mono', text: time(run.createdAt) }),
+        h('td', null, badge(run.status)),
+        h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: run.saga })),
+        h('td', { text: run.topic }),
+        h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
+        h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)))));
+    }
+    if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: '6', class: 'muted', text: 'No runs match.' })));
+    table.appendChild(body);
+    main.appendChild(h('div', { class: 'scroll' }, table));
+
+    const pager = h('div', { class: 'toolbar' });
+    if (filter.before) pager.appendChild(h('button', { type: 'button', onclick: () => go('runs', { ...filter, before: '' }) }, '⇤ Newest'));
+    if (data.runs.length === 50) {
+      const last = data.runs[data.runs.length - 1].createdAt;
+      pager.appendChild(h('button', { type: 'button', id: 'older', onclick: () => go('runs', { ...filter, before: last }) }, 'Older →'));
+    }
+    pager.appendChild(h('button', { type: 'button', onclick: render }, '↻ Refresh'));
+    main.appendChild(pager);
+  }
+
+  function filterForm(filter) {
+    const status = h('select', { name: 'status', id: 'f-status' },
+      h('option', { value: '', text: 'any' }), ORDER.map(s => h('option', { value: s, text: STATUS[s].label })));
+    status.value = filter.status;
+    const saga = h('input', { name: 'saga', id: 'f-saga', value: filter.saga, placeholder: 'saga name' });
+    const topic = h('input', { name: 'topic', id: 'f-topic', value: filter.topic, placeholder: 'topic' });
+    const since = h('input', { name: 'since', id: 'f-since', type: 'datetime-local', step: '1' });
+    if (filter.since) since.value = localInput(filter.since);
+    const form = h('form', { class: 'toolbar', 'aria-label': 'Filter runs' },
+      h('label', null, 'Status', status), h('label', null, 'Saga', saga), h('label', null, 'Topic', topic),
+      h('label', null, 'Created since', since), h('button', { type: 'submit' }, 'Filter'),
+      h('button', { type: 'button', onclick: () => go('runs', {}) }, 'Clear'));
+    form.addEventListener('submit', e => {
+      e.preventDefault();
+      go('runs', {
+        status: status.value, saga: saga.value.trim(), topic: topic.value.trim(),
+        since: since.value ? new Date(since.value).toISOString() : '',
+      });
+    });
+    return form;
+  }
+
+  function localInput(iso) {
+    const d = new Date(iso);
+    if (isNaN(d)) return '';
+    const pad = n => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' + pad(d.getHours()) + ':'
+      + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+
+  function go(page, params) {
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) if (v) query.set(k, v);
+    const s = query.toString();
+    location.hash = '#/' + page + (s ? '?' + s : '');
+  }
+
+  function parkedPanel(parked) {
+    const rows = parked.map(p => h('tr', null,
+      h('td', null, badge('PARKED')),
+      h('td', null, h('a', { href: '#/h/' + q(p.lineage[0]) + '?run=' + q(p.runId), text: p.saga })),
+      h('td', { text: 'step ' + p.stepIndex + ', attempt ' + p.attempt }),
+      h('td', { class: 'msg' }, p.failure ? [h('b', { text: shortType(p.failure.type) }), ': ', firstLine(p.failure.message)] : ''),
+      h('td', { class: 'mono', text: time(p.createdAt) })));
+    return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
+      h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
+      h('div', { class: 'scroll' }, h('table', null,
+        h('thead', null, h('tr', null, ['Status', 'Saga', 'Where', 'Reason', 'Created'].map(t => h('th', { text: t })))),
+        h('tbody', null, rows))));
+  }
+
+  // ---- a hierarchy
+
+  async function hierarchyPage(main, target, token) {
+    const t0 = performance.now();
+    const message = target.message || target.lineage[0];
+    const [data, events] = await Promise.all([
+      target.message ? api('hierarchy?message=' + q(target.message)) : api('run?lineage=' + q(target.lineage.join(','))),
+      api('events?message=' + q(message) + '&limit=500')]);
+    if (!current(token)) return;
+    const t1 = performance.now();
+    const view = target.message ? data.hierarchy : {
+      messageId: data.run.messageId, topic: data.run.topic, launchedAt: data.run.createdAt,
+      finished: flatten([data.run]).every(r => FINISHED.has(r.status)), outcome: null, runs: [data.run],
+      scope: data.run.lineage,
+    };
+    if (!target.message) view.outcome = view.finished ? data.run.status : null;
+    const scrollY = window.scrollY;
+    const focusId = document.activeElement && document.activeElement.id;
+    clear(main);
+    drawHierarchy(main, view, data, events.events, target);
+    main.dataset.loadMs = String(Math.round(t1 - t0)); // how long the page took: read by the measurement
+    main.dataset.drawMs = String(Math.round(performance.now() - t1));
+    if (focusId && document.getElementById(focusId)) document.getElementById(focusId).focus({ preventScroll: true });
+    window.scrollTo(0, scrollY);
+    if (!view.finished) {
+      const pause = Math.max(LIVE_MS, 3 * (performance.now() - t0)); // a large tree is read less often
+      liveTimer = setTimeout(() => {
+        if (current(token) && !document.getElementById('confirm').open) {
+          hierarchyPage(main, target, token).catch(e => flash('Live update failed: ' + e.message, true));
+        } else if (current(token)) {
+          liveTimer = setTimeout(() => hierarchyPage(main, target, token), pause);
+        }
+      }, pause);
+    }
+  }
+
+  function stopLive() {
+    if (liveTimer) clearTimeout(liveTimer);
+    liveTimer = null;
+  }
+
+  function flatten(runs) {
+    const all = [];
+    const stack = [...runs].reverse().map(r => [r, 0]);
+    while (stack.length) {
+      const [r, depth] = stack.pop();
+      all.push(Object.assign(r, { _depth: depth }));
+      for (let i = r.children.length - 1; i >= 0; i--) stack.push([r.children[i], depth + 1]);
+    }
+    return all;
+  }
+
+  function drawHierarchy(main, view, data, events, target) {
+    const all = flatten(view.runs);
+    const running = !view.finished;
+    document.title = (view.scope ? 'Run ' : '') + view.topic + ' · Coop';
+    main.appendChild(h('h1', null, view.scope ? 'Run of ' + view.runs[0].saga + ' on ' + view.topic : view.topic));
+    const ends = all.map(r => r.finishedAt).filter(Boolean).map(t => Date.parse(t));
+    const took = view.finished && ends.length ? Math.max(...ends) - Date.parse(view.launchedAt) : null;
+    main.appendChild(h('div', { class: 'meta' },
+      h('span', null, 'message ', h('code', { class: 'mono', id: 'message-id', text: view.messageId })),
+      view.scope ? h('span', null, h('a', { href: '#/h/' + q(view.scope[0]) }, '↑ whole hierarchy')) : null,
+      h('span', null, 'launched ', h('b', { text: time(view.launchedAt) })),
+      running ? h('span', { class: 'badge s-RUNNING', id: 'outcome' }, h('span', { class: 'live', text: 'live: running' }))
+        : h('span', { id: 'outcome' }, badge(view.outcome || 'COMMITTED')),
+      took !== null ? h('span', null, 'in ', h('b', { text: duration(took) })) : null,
+      h('span', null, h('b', { text: String(countRuns(all)) }), ' runs',
+        countRuns(all) > all.length ? h('span', { class: 'muted', text: ' (' + all.length + ' listed; fan-outs counted)' }) : null)));
+    main.appendChild(actionBar(view, all, running));
+
+    const failures = view.runs.filter(r => r.failure);
+    if (failures.length) {
+      main.appendChild(h('h2', { id: 'trace-title' }, 'Distributed stack trace'));
+      const trace = h('section', { id: 'stack-trace', 'aria-labelledby': 'trace-title' });
+      const seen = new Set();
+      for (const r of failures) trace.appendChild(failureBlock(r.failure, seen, true));
+      main.appendChild(trace);
+    }
+
+    main.appendChild(h('h2', { id: 'tree-title' }, 'Tree'));
+    const contexts = contextIndex(events);
+    const parked = new Map((data.parked || []).map(p => [p.runId, p]));
+    const tree = h('section', { class: 'tree', id: 'tree', 'aria-labelledby': 'tree-title' });
+    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished, large: all.length > 200 };
+    for (const r of view.runs) tree.appendChild(runNode(r, 0, ctx));
+    if (!view.runs.length) tree.appendChild(h('p', { class: 'muted', text: 'No saga handled this message.' }));
+    main.appendChild(tree);
+
+    main.appendChild(h('h2', { id: 'timeline-title' }, 'Timeline'));
+    main.appendChild(timeline(view, all, data.now));
+
+    const compensations = all.flatMap(r => r.steps.filter(s => s.kind === 'COMPENSATION').map(s => [r, s]))
+      .sort((a, b) => Date.parse(a[1].startedAt || a[1].endedAt) - Date.parse(b[1].startedAt || b[1].endedAt));
+    if (compensations.length) {
+      main.appendChild(h('h2', null, 'Compensations, in the order they ran'));
+      main.appendChild(h('ol', { id: 'compensations' }, compensations.map(([r, s]) => h('li', null,
+        h('b', { text: r.saga }), ': ', s.name.replace(/^Rollback of /, ''), ' ',
+        h('span', { class: 'muted', text: (s.engine || '') + ' ' + time(s.startedAt) + ' ' + duration(s.durationMs) }),
+        s.failure ? h('span', { class: 'error', text: ' ✗ ' + shortType(s.failure.type) + ': ' + firstLine(s.failure.message) }) : null))));
+    }
+
+    main.appendChild(h('h2', { id: 'audit-title' }, 'Audit'));
+    main.appendChild(auditTable(data.audit || []));
+
+    main.appendChild(h('h2', { id: 'events-title' }, 'Events'));
+    main.appendChild(eventsSection(view.messageId, events));
+  }
+
+  /** Every run of the tree: the listed ones, and those a bounded read only counted (RunView.collapsed). */
+  function countRuns(all) {
+    let n = all.length;
+    for (const r of all) {
+      const counted = (r.collapsed || []).reduce((a, c) => a + c.total, 0);
+      if (counted) n += counted - r.children.length;
+    }
+    return n;
+  }
+
+  function actionBar(view, all, running) {
+    const bar = h('div', { class: 'actions', id: 'actions' });
+    if (!session || session.role !== 'OPERATOR') {
+      if (session) bar.appendChild(h('span', { class: 'muted', text: 'Read-only: you may look, not act (role ' + session.role + ').' }));
+      return bar;
+    }
+    const scope = view.scope || null;
+    const label = scope ? 'this run' : 'the whole hierarchy';
+    if (running) {
+      bar.appendChild(h('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => confirmAction('cancel', scope, view.messageId, all, label) }, '■ Cancel ' + label));
+    } else if (view.outcome === 'COMMITTED') {
+      bar.appendChild(h('button', { type: 'button', id: 'rollback', class: 'danger', onclick: () => confirmAction('rollback', scope, view.messageId, all, label) }, '↺ Roll back ' + label));
+    }
+    return bar;
+  }
+
+  function failureBlock(f, seen, top) {
+    const key = JSON.stringify(f);
+    const box = h('div', { class: top ? 'trace' : 'cause' });
+    const head = h('div', { class: 'failure-line' },
+      top ? null : h('span', { class: 'caused-by', text: 'caused by ' }),
+      h('span', { class: 'type', title: f.type, text: shortType(f.type) }), ': ',
+      h('span', { class: 'message', text: f.message || '' }),
+      f.source ? h('span', { class: 'muted', text: '  (in ' + f.source + ')' }) : null);
+    box.appendChild(head);
+    if (seen.has(key)) {
+      box.appendChild(h('div', { class: 'muted', text: '(the same failure as above)' }));
+      return box;
+    }
+    seen.add(key);
+    if (f.stackTrace && f.stackTrace.length) {
+      box.appendChild(h('details', null, h('summary', { text: f.stackTrace.length + ' stack frames' }),
+        h('pre', { text: f.stackTrace.map(fr => 'at ' + (fr.className ? fr.className + '.' : '') + (fr.functionName || '?')
+          + '(' + (fr.fileName || '?') + (fr.lineNumber != null ? ':' + fr.lineNumber : '') + ')').join('\n') })));
+    }
+    for (const c of f.causes || []) box.appendChild(failureBlock(c, seen, false));
+    return box;
+  }
+
+  /** The contexts of the log: what each message's runs start with (EMITTED), and what steps changed (SUSPENDED). */
+  function contextIndex(events) {
+    const launched = new Map();
+    const changed = new Map();
+    for (const e of events) {
+      if (e.type === 'EMITTED' && e.context) launched.set(e.messageId, e.context);
+      if (e.type !== 'SUSPENDED' || !e.step || !e.lineage) continue;
+      const key = e.lineage.join(',') + '|' + e.step;
+      if (!changed.has(key)) changed.set(key, []);
+      changed.get(key).push(e);
+    }
+    return { launched, changed };
+  }
+
+  function isOpen(run, depth, ctx) {
+    if (openState.has(run.runId)) return openState.get(run.runId);
+    if (ctx.highlight && ctx.highlight === run.runId) return true;
+    return depth < (ctx.large ? 1 : 2) || run.status !== 'COMMITTED';
+  }
+
+  function runNode(run, depth, ctx) {
+    const details = h('details', { class: 'run' + (ctx.highlight === run.runId ? ' highlight' : ''), id: 'run-' + run.runId });
+    details.dataset.runId = run.runId;
+    const failed = run.failure && !run.rollingBack ? '✗' : run.failure ? '↺' : null;
+    details.appendChild(h('summary', null,
+      badge(run.status), h('span', { class: 'saga', text: run.saga }), h('span', { class: 'muted', text: 'on ' + run.topic }),
+      h('span', { text: duration(run.durationMs) }),
+      run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
+      h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId))));
+    let built = false;
+    const build = () => {
+      if (built) return;
+      built = true;
+      details.appendChild(runBody(run, depth, ctx));
+    };
+    if (isOpen(run, depth, ctx)) {
+      details.open = true;
+      build();
+    }
+    details.addEventListener('toggle', () => {
+      openState.set(run.runId, details.open);
+      if (details.open) build();
+    });
+    return details;
+  }
+
+  function runBody(run, depth, ctx) {
+    const body = h('div', { class: 'run-body' });
+    if (run.failure) {
+      body.appendChild(h('div', { class: 'failure-line' },
+        h('span', { class: 'type', title: run.failure.type, text: (run.rollingBack && run.status !== 'PARKED' ? '↺ ' : '✗ ') + shortType(run.failure.type) }), ': ',
+        h('span', { class: 'message failure-message', text: run.failure.message || '' }),
+        run.failure.source ? h('span', { class: 'muted', text: '  (in ' + run.failure.source + ')' }) : null));
+    }
+    const parked = ctx.parked.get(run.runId);
+    if (parked) {
+      body.appendChild(h('div', { class: 'parked' },
+        h('b', { text: '‖ Parked at step ' + parked.stepIndex + ' after attempt ' + parked.attempt }),
+        parked.failure ? [': ', h('span', { text: shortType(parked.failure.type) + ': ' + (parked.failure.message || '') })] : null,
+        operator() ? h('div', { class: 'actions' },
+          h('button', { type: 'button', class: 'retry', onclick: () => confirmParked('retry', run, parked) }, '↻ Retry now'),
+          h('button', { type: 'button', class: 'mark-done', onclick: () => confirmParked('mark-done', run, parked) }, '✓ Mark step done')) : null));
+    }
+    if (operator() && depth > 0) {
+      const all = flatten([run]);
+      if (!FINISHED.has(run.status)) {
+        body.appendChild(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'small',
+          onclick: () => confirmAction('cancel', run.lineage, run.lineage[0], all, 'this run') }, '■ Cancel this run')));
+      } else if (run.status === 'COMMITTED' && ctx.finished) {
+        body.appendChild(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'small',
+          onclick: () => confirmAction('rollback', run.lineage, run.lineage[0], all, 'this run') }, '↺ Roll back this run')));
+      }
+    }
+    if (run.steps.length) body.appendChild(stepsTable(run, ctx));
+    body.appendChild(childrenOf(run, depth, ctx));
+    return body;
+  }
+
+  function operator() {
+    return session && session.role === 'OPERATOR';
+  }
+
+  function stepsTable(run, ctx) {
+    const counts = new Map();
+    let seen = ctx.contexts.launched.get(run.messageId) || null; // the context the run started with
+    const rows = run.steps.map(s => {
+      const key = run.lineage.join(',') + '|' + s.name;
+      const n = counts.get(key) || 0;
+      counts.set(key, n + 1);
+      const saw = seen;
+      const after = (ctx.contexts.changed.get(key) || [])[n];
+      if (after && after.context) seen = after.context; // the step changed it: later steps see the new one
+      const ev = saw ? { context: saw } : null;
+      const k = KIND[s.kind] || { icon: '·', label: s.kind };
+      const icon = s.failure ? '✗' : k.icon;
+      const ctxCell = h('td');
+      if (ev && ev.context) {
+        ctxCell.appendChild(h('details', null, h('summary', { text: 'context' }),
+          h('pre', { text: JSON.stringify(ev.context, null, 2) })));
+      }
+      return h('tr', null,
+        h('td', { class: 'kind' }, h('span', { 'aria-hidden': 'true', text: icon + ' ' }), k.label),
+        h('td', null, s.name, s.iteration ? h('span', { class: 'muted', text: ' #' + s.iteration }) : null),
+        h('td', { class: 'mono', text: s.engine || '' }),
+        h('td', { class: 'mono', text: time(s.startedAt) }),
+        h('td', { text: duration(s.durationMs) }),
+        h('td', { text: s.launched.length ? String(s.launched.length) : '' }),
+        h('td', { class: 'msg' }, s.failure ? h('span', { class: 'error' }, '✗ ', shortType(s.failure.type), ': ',
+          h('span', { class: 'failure-message', text: firstLine(s.failure.message) })) : null),
+        ctxCell);
+    });
+    return h('div', { class: 'scroll' }, h('table', { class: 'steps' },
+      h('thead', null, h('tr', null, ['Kind', 'Step', 'Engine', 'Started', 'Took', 'Launched', 'Failure', 'Context'].map(t => h('th', { text: t })))),
+      h('tbody', null, rows)));
+  }
+
+  function childrenOf(run, depth, ctx) {
+    const box = h('div', { class: 'children' });
+    for (const c of run.collapsed || []) {
+      const parts = Object.entries(c.byStatus || {}).map(([s, n]) => n + ' ' + (STATUS[s] ? STATUS[s].label : s));
+      box.appendChild(h('div', { class: 'collapsed-note' },
+        h('b', { text: c.total + ' runs of ' + c.saga }), ' (' + parts.join(', ') + '); only those that did not commit are listed'));
+    }
+    const kids = run.children;
+    if (kids.length <= MANY_CHILDREN || (run.collapsed || []).length) { // counted by the server: list what it listed
+      for (const c of kids) box.appendChild(runNode(c, depth + 1, ctx));
+      return box;
+    }
+    const shown = kids.filter(c => c.status !== 'COMMITTED' || c.runId === ctx.highlight);
+    const bySaga = new Map();
+    for (const c of kids) {
+      const m = bySaga.get(c.saga) || new Map();
+      m.set(c.status, (m.get(c.status) || 0) + 1);
+      bySaga.set(c.saga, m);
+    }
+    for (const [saga, m] of bySaga) {
+      const total = [...m.values()].reduce((a, b) => a + b, 0);
+      box.appendChild(h('div', { class: 'collapsed-note' }, h('b', { text: total + ' runs of ' + saga }),
+        ' (' + [...m].map(([s, n]) => n + ' ' + (STATUS[s] ? STATUS[s].label : s)).join(', ') + ')'));
+    }
+    const list = h('div');
+    for (const c of shown.slice(0, 500)) list.appendChild(runNode(c, depth + 1, ctx));
+    box.appendChild(list);
+    box.appendChild(h('button', { type: 'button', class: 'small', onclick: e => {
+      clear(list);
+      for (const c of kids) list.appendChild(runNode(c, depth + 1, ctx));
+      e.target.remove();
+    } }, 'Show all ' + kids.length + ' runs (' + (kids.length - shown.length) + ' committed ones are hidden)'));
+    return box;
+  }
+
+  // ---- the timeline (Gantt)
+
+  function timeline(view, all, now) {
+    const end = view.finished ? null : Date.parse(now);
+    const ms = t => (t ? Date.parse(t) : null);
+    let lo = ms(view.launchedAt);
+    let hi = lo;
+    for (const r of all) {
+      for (const t of [r.createdAt, r.startedAt, r.finishedAt]) if (t) { lo = Math.min(lo, ms(t)); hi = Math.max(hi, ms(t)); }
+      for (const s of r.steps) for (const t of [s.startedAt, s.endedAt]) if (t) hi = Math.max(hi, ms(t));
+    }
+    if (end) hi = Math.max(hi, end);
+    const span = Math.max(hi - lo, 1);
+    const pct = t => ((t - lo) / span * 100).toFixed(3) + '%';
+    const width = (a, b) => (Math.max(b - a, 0) / span * 100).toFixed(3) + '%';
+    const box = h('section', { class: 'timeline', id: 'timeline', 'aria-labelledby': 'timeline-title' });
+    box.appendChild(h('div', { class: 'legend', 'aria-label': 'Legend' },
+      legend('k-STEP', 'step'), legend('k-CHILD_FAILURE_HANDLER', 'child-failure handler'),
+      legend('k-ROLLBACK_CHILDREN', 'rolling back children'), legend('k-COMPENSATION', 'compensation'),
+      legend('k-failed', 'failed'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
+      h('span', { class: 'muted', text: 'total ' + duration(span) })));
+    const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
+    const lane = h('div', { class: 'tl-lane' });
+    for (let i = 0; i <= 4; i++) {
+      lane.appendChild(h('span', { class: 'tl-tick' + (i === 0 ? ' first' : i === 4 ? ' last' : ''), style: { left: (i * 25) + '%' },
+        text: '+' + duration(span * i / 4) }));
+    }
+    axis.appendChild(lane);
+    box.appendChild(axis);
+    const rows = all.slice(0, TIMELINE_ROWS);
+    for (const r of rows) {
+      const row = h('div', { class: 'tl-row' });
+      row.appendChild(h('div', { class: 'tl-label', style: { paddingLeft: (r._depth * 12) + 'px' }, title: r.saga + ' ' + r.status },
+        h('span', { 'aria-hidden': 'true', text: (STATUS[r.status] || {}).icon + ' ' }), r.saga));
+      const l = h('div', { class: 'tl-lane', role: 'img', 'aria-label': r.saga + ': ' + r.steps.length + ' transactions, ' + r.status });
+      const start = ms(r.startedAt) || ms(r.createdAt);
+      const stop = ms(r.finishedAt) || end || hi;
+      l.appendChild(h('div', { class: 'tl-span', style: { left: pct(start), width: width(start, stop) } }));
+      r.steps.forEach((s, i) => {
+        const a = ms(s.startedAt) || ms(s.endedAt);
+        const b = ms(s.endedAt) || a;
+        if (a === null) return;
+        if (s.launched.length) {
+          const next = r.steps[i + 1];
+          const until = next ? (ms(next.startedAt) || ms(next.endedAt)) : (ms(r.finishedAt) || end || hi);
+          if (until > b) {
+            l.appendChild(h('div', { class: 'tl-wait', style: { left: pct(b), width: width(b, until) },
+              title: r.saga + ' waits for the ' + s.launched.length + ' message(s) ' + s.name + ' launched: ' + duration(until - b) }));
+          }
+        }
+        l.appendChild(h('div', { class: 'tl-seg ' + (s.failure ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
+          title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
+      });
+      row.appendChild(l);
+      box.appendChild(row);
+    }
+    if (all.length > rows.length) box.appendChild(h('p', { class: 'muted', text: (all.length - rows.length) + ' more runs are not drawn.' }));
+    return box;
+  }
+
+  function legend(cls, label) {
+    return h('span', null, h('span', { class: 'tl-seg ' + cls }), label);
+  }
+
+  // ---- audit and events
+
+  function auditTable(entries) {
+    if (!entries.length) return h('p', { class: 'muted', id: 'audit', text: 'No operator action was taken on this hierarchy.' });
+    return h('div', { class: 'scroll' }, h('table', { id: 'audit' },
+      h('thead', null, h('tr', null, ['When', 'Who', 'Action', 'Scope', 'Why', 'Outcome'].map(t => h('th', { text: t })))),
+      h('tbody', null, entries.map(e => h('tr', null,
+        h('td', { class: 'mono', text: time(e.createdAt) }), h('td', { class: 'actor', text: e.actor }),
+        h('td', { text: e.action }), h('td', null, e.scope.length ? idSpan(e.scope[e.scope.length - 1]) : 'whole message'),
+        h('td', { class: 'msg reason', text: e.reason }), h('td', { class: 'msg', text: e.outcome }))))));
+  }
+
+  function eventsSection(message, first) {
+    const tbody = h('tbody');
+    const more = h('button', { type: 'button', class: 'small' }, 'Load more events');
+    let last = 0;
+    const add = events => {
+      for (const e of events) {
+        last = e.id;
+        tbody.appendChild(h('tr', null,
+          h('td', { class: 'mono', text: String(e.id) }), h('td', { class: 'mono', text: time(e.createdAt) }),
+          h('td', { text: e.type }), h('td', { text: e.saga || '' }), h('td', { text: e.step || '' }),
+          h('td', { class: 'mono', text: e.engine || '' }),
+          h('td', null, e.lineage ? idSpan(e.lineage[e.lineage.length - 1]) : ''),
+          h('td', { class: 'msg' }, e.exception ? [shortType(e.exception.type), ': ', firstLine(e.exception.message)] : ''),
+          h('td', null, e.context ? h('details', null, h('summary', { text: 'context' }), h('pre', { text: JSON.stringify(e.context, null, 2) })) : '')));
+      }
+      more.hidden = events.length < 500;
+    };
+    add(first);
+    more.addEventListener('click', async () => {
+      more.disabled = true;
+      try {
+        add((await api('events?message=' + q(message) + '&after=' + last + '&limit=500')).events);
+      } catch (e) {
+        flash('Could not load events: ' + e.message, true);
+      }
+      more.disabled = false;
+    });
+    return h('details', { id: 'events' }, h('summary', { text: 'The raw event log (' + first.length + (first.length === 500 ? '+' : '') + ' events)' }),
+      h('div', { class: 'scroll' }, h('table', null,
+        h('thead', null, h('tr', null, ['Id', 'Time', 'Type', 'Saga', 'Step', 'Engine', 'Run', 'Exception', 'Context'].map(t => h('th', { text: t })))),
+        tbody)), more);
+  }
+
+  // ---- actions: confirm what will happen, require a reason, record it
+
+  function confirmAction(action, scope, message, runs, label) {
+    const unfinished = runs.filter(r => !FINISHED.has(r.status));
+    const undone = runs.filter(r => r.steps.some(s => s.kind === 'STEP' && !s.failure) && r.status !== 'ROLLED_BACK');
+    const effects = [];
+    let what;
+    if (action === 'cancel') {
+      what = 'Cancel ' + label + ': every run in it gives up at its next step boundary (a step already running finishes its code, then its transaction rolls back), and rolls back.';
+      effects.push(unfinished.length + ' run(s) still running give up: ' + names(unfinished));
+      effects.push('Then compensations run, children first, for the steps that committed in ' + undone.length + ' run(s): ' + names(undone));
+    } else {
+      what = 'Roll back ' + label + ': it committed; every run in it rolls back its whole history, children first.';
+      effects.push('Compensations run for the committed steps of ' + undone.length + ' run(s): ' + names(undone));
+      for (const r of undone.slice(0, 12)) {
+        const steps = r.steps.filter(s => s.kind === 'STEP' && !s.failure).map(s => s.name);
+        effects.push(r.saga + ': undo ' + steps.reverse().join(', then '));
+      }
+    }
+    openDialog({
+      title: (action === 'cancel' ? 'Cancel ' : 'Roll back ') + label + '?', what, effects,
+      ok: action === 'cancel' ? 'Cancel it' : 'Roll it back',
+      body: scope ? { action, lineage: scope } : { action, message },
+    });
+  }
+
+  function confirmParked(action, run, parked) {
+    const what = action === 'retry'
+      ? 'Run step ' + parked.stepIndex + ' of ' + run.saga + ' again now, from attempt 1 (it failed ' + parked.attempt + ' attempt(s)).'
+      : 'Treat step ' + parked.stepIndex + ' of ' + run.saga + ' as done WITHOUT running it: its work does not happen, and the run goes on with its next step.';
+    openDialog({
+      title: (action === 'retry' ? 'Retry ' : 'Mark done: ') + run.saga + '?', what,
+      effects: parked.failure ? ['It is parked because: ' + shortType(parked.failure.type) + ': ' + firstLine(parked.failure.message)] : [],
+      ok: action === 'retry' ? 'Retry now' : 'Mark it done', body: { action, lineage: run.lineage },
+    });
+  }
+
+  function names(runs) {
+    if (!runs.length) return 'none';
+    const counts = new Map();
+    for (const r of runs) counts.set(r.saga, (counts.get(r.saga) || 0) + 1);
+    return [...counts].map(([s, n]) => n > 1 ? s + ' ×' + n : s).join(', ');
+  }
+
+  function openDialog(spec) {
+    const dialog = document.getElementById('confirm');
+    document.getElementById('confirm-title').textContent = spec.title;
+    document.getElementById('confirm-what').textContent = spec.what;
+    const ul = clear(document.getElementById('confirm-effects'));
+    for (const e of spec.effects) ul.appendChild(h('li', { text: e }));
+    const reason = document.getElementById('confirm-reason');
+    const ok = document.getElementById('confirm-ok');
+    const error = document.getElementById('confirm-error');
+    reason.value = '';
+    error.textContent = '';
+    ok.textContent = spec.ok;
+    ok.disabled = true;
+    reason.oninput = () => { ok.disabled = !reason.value.trim(); };
+    document.getElementById('confirm-cancel').onclick = () => dialog.close();
+    document.getElementById('confirm-form').onsubmit = async e => {
+      e.preventDefault();
+      if (!reason.value.trim()) return;
+      ok.disabled = true;
+      try {
+        const result = await post('action', { ...spec.body, reason: reason.value.trim() });
+        dialog.close();
+        flash((result.ok ? 'Done: ' : 'Not done: ') + spec.body.action + ' → ' + result.outcome + ' (recorded in the audit)', !result.ok);
+        render();
+      } catch (err) {
+        error.textContent = err.message;
+        ok.disabled = false;
+      }
+    };
+    dialog.showModal();
+    reason.focus();
+  }
+
+  // ---- schedules and joins
+
+  async function schedulesPage(main, token) {
+    const schedules = await api('schedules');
+    if (!current(token)) return;
+    document.title = 'Schedules · Coop';
+    clear(main).appendChild(h('h1', { text: 'Schedules' }));
+    if (!schedules.length) {
+      main.appendChild(h('p', { class: 'muted', text: 'No schedules.' }));
+      return;
+    }
+    schedules.sort((a, b) => (a.nextDue || '9').localeCompare(b.nextDue || '9'));
+    main.appendChild(h('div', { class: 'scroll' }, h('table', { id: 'schedules' },
+      h('thead', null, h('tr', null, ['Name', 'Topic', 'When', 'Next due', 'Last fired', 'Last message', 'Skipped'].map(t => h('th', { text: t })))),
+      h('tbody', null, schedules.map(s => h('tr', null,
+        h('td', { text: s.name }), h('td', { text: s.topic }),
+        h('td', null, s.schedule, s.paused ? h('span', { class: 'badge s-PARKED', text: '‖ paused' }) : null),
+        h('td', { class: 'mono', text: s.nextDue ? time(s.nextDue) : '—' }),
+        h('td', { class: 'mono', text: time(s.lastFiredAt) }),
+        h('td', null, s.lastMessage ? h('a', { href: '#/h/' + q(s.lastMessage) }, idSpan(s.lastMessage)) : ''),
+        h('td', { text: String(s.skipped) })))))));
+  }
+
+  async function joinsPage(main, params, token) {
+    const key = params.get('key') || '';
+    const id = params.get('id') || '';
+    const joins = key || id ? await api('joins?' + (id ? 'id=' + q(id) : 'key=' + q(key))) : null;
+    if (!current(token)) return;
+    document.title = 'Joins · Coop';
+    clear(main).appendChild(h('h1', { text: 'Joins' }));
+    const input = h('input', { id: 'join-key', value: key || id, placeholder: 'join key or join id' });
+    const form = h('form', { class: 'toolbar' }, h('label', null, 'Key or id', input), h('button', { type: 'submit' }, 'Look up'));
+    form.addEventListener('submit', e => {
+      e.preventDefault();
+      const v = input.value.trim();
+      go('joins', /^[0-9a-f-]{36}$/i.test(v) ? { id: v } : { key: v });
+    });
+    main.appendChild(form);
+    if (!joins) {
+      main.appendChild(h('p', { class: 'muted', text: 'Joins are found by their key (the one given to JoinSpec) or id.' }));
+      return;
+    }
+    if (!joins.length) main.appendChild(h('p', { class: 'muted', text: 'No join with that key or id.' }));
+    for (const j of joins) {
+      const pending = j.members.filter(m => m.state === 'PENDING');
+      main.appendChild(h('h2', null, j.key || j.id, ' ', h('span', { class: 'badge s-' + (j.status === 'OPEN' ? 'WAITING' : j.status === 'COMPLETED' ? 'COMMITTED' : 'ROLLED_BACK'), text: j.status })));
+      main.appendChild(h('div', { class: 'meta' },
+        h('span', null, 'expected ', h('b', { text: String(j.expected) })), h('span', null, 'attached ', h('b', { text: String(j.attached) })),
+        h('span', null, 'completed ', h('b', { text: String(j.completed) })), h('span', null, 'failed ', h('b', { text: String(j.failed) })),
+        h('span', null, 'pending ', h('b', { text: String(pending.length) })),
+        j.timeoutAt ? h('span', null, 'times out ', h('b', { text: time(j.timeoutAt) })) : null,
+        h('span', null, 'then publishes on ', h('b', { text: j.onCompleteTopic || '' }))));
+      main.appendChild(h('div', { class: 'scroll' }, h('table', null,
+        h('thead', null, h('tr', null, ['Member', 'State', 'Attached', 'Settled'].map(t => h('th', { text: t })))),
+        h('tbody', null, j.members.map(m => h('tr', null,
+          h('td', null, h('a', { href: '#/h/' + q(m.message) }, idSpan(m.message))), h('td', { text: m.state + (m.reported ? ' (reported)' : '') }),
+          h('td', { class: 'mono', text: time(m.attachedAt) }), h('td', { class: 'mono', text: time(m.settledAt) })))))));
+    }
+  }
+
+  // ---- start
+
+  async function start() {
+    document.getElementById('skip').addEventListener('click', () => document.getElementById('main').focus());
+    document.getElementById('jump').addEventListener('submit', e => {
+      e.preventDefault();
+      const v = document.getElementById('jump-id').value.trim().replace(/[\[\]\s]/g, '');
+      if (!v) return;
+      const ids = v.split(/[.,]/);
+      location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
+    });
+    document.addEventListener('keydown', e => {
+      if (e.key === '/' && !/INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName)) {
+        e.preventDefault();
+        document.getElementById('jump-id').focus();
+      }
+    });
+    try {
+      session = await api('session');
+    } catch (e) {
+      flash('Could not start: ' + e.message, true);
+      return;
+    }
+    document.getElementById('who').textContent = session.user + ' (' + session.role.toLowerCase() + ')';
+    const logout = document.getElementById('logout');
+    if (session.logout) {
+      logout.hidden = false;
+      logout.addEventListener('click', async () => {
+        await fetch('logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-Coop-Csrf': session.csrf } });
+        location.href = 'login';
+      });
+    }
+    window.addEventListener('hashchange', () => { flash(''); render(); });
+    render();
+  }
+
+  document.addEventListener('DOMContentLoaded', start);
+})();

@@ -1,0 +1,238 @@
+package dev.coop.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.CoopClient;
+import dev.coop.MessageId;
+import dev.coop.dashboard.DashboardServer;
+import dev.coop.dashboard.Role;
+import dev.coop.examples.Scenarios.Result;
+import dev.coop.inspect.AuditEntry;
+import dev.coop.inspect.Outcome;
+import dev.coop.test.CoopDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.NoAlertPresentException;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.WebDriverWait;
+
+/**
+ * The dashboard in a real browser (headless Chromium), serving the demo's scenarios: what an operator sees, and
+ * what the dashboard refuses. One browser for the class; each test logs in as the user it needs.
+ */
+class DashboardBrowserTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+    static final Duration WAIT = Duration.ofSeconds(45);
+    static final String SCRIPT_TIER = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">";
+
+    @TempDir
+    static Path profile;
+
+    static Scenarios scenarios;
+    static DashboardServer dashboard;
+    static ChromeDriver browser;
+    static MessageId failed;
+    static MessageId succeeded;
+    static MessageId hostile;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Chromium.assumeInstalled();
+        ByteArrayOutputStream progress = new ByteArrayOutputStream();
+        scenarios = Scenarios.start((service, size) -> db.server().dataSource(db.databaseName(), size, service),
+                Progress.printingTo(new PrintStream(progress, true, StandardCharsets.UTF_8)));
+        succeeded = scenarios.everythingSucceeds().tree().messageId();
+        Result rolledBack = scenarios.accessProvisioningFails();
+        assertThat(rolledBack.outcome()).isEqualTo(Outcome.ROLLED_BACK);
+        failed = rolledBack.tree().messageId();
+        hostile = scenarios.launchWithUnknownTier(SCRIPT_TIER);
+        dashboard = DashboardServer.builder(scenarios.client()).port(0)
+                .user("olga", "operator-pass", Role.OPERATOR).user("vic", "viewer-pass", Role.VIEWER).start();
+        browser = Chromium.start(profile);
+    }
+
+    @AfterAll
+    static void stop() {
+        if (browser != null) {
+            browser.quit();
+        }
+        if (dashboard != null) {
+            dashboard.close();
+        }
+        if (scenarios != null) {
+            scenarios.close();
+        }
+    }
+
+    @Test
+    void the_runs_page_lists_the_demos_runs_with_counts_by_status() throws IOException {
+        login("olga", "operator-pass");
+        open("#/runs");
+        WebElement table = await(By.cssSelector("table.runs tbody tr"));
+        String text = browser.findElement(By.cssSelector("table.runs")).getText();
+        assertThat(text).contains("onboarding", "access-provisioning", "support-portal", "committed", "rolled back");
+        assertThat(browser.findElement(By.cssSelector(".chips")).getText()).contains("committed", "rolled back");
+        assertThat(table.isDisplayed()).isTrue();
+        screenshot("dashboard-runs.png");
+
+        browser.findElement(By.id("f-saga")).sendKeys("access-provisioning\n");
+        waitUntil(() -> browser.findElements(By.cssSelector("table.runs tbody tr")).stream()
+                .allMatch(r -> r.getText().contains("access-provisioning")));
+    }
+
+    @Test
+    void the_failed_onboarding_shows_its_tree_timeline_and_stack_trace() throws IOException {
+        login("olga", "operator-pass");
+        open("#/h/" + failed);
+        WebElement trace = await(By.id("stack-trace"));
+        assertThat(trace.getText()).contains("ChildRolledBackException", "caused by", "IllegalArgumentException",
+                "Support tier 'platinum' does not exist", "access-provisioning[");
+        String tree = browser.findElement(By.id("tree")).getText();
+        assertThat(tree).contains("onboarding", "access-provisioning", "support-portal", "crm", "create-account",
+                "compensation");
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-STEP"))).hasSizeGreaterThan(5);
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-COMPENSATION"))).isNotEmpty();
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-wait"))).isNotEmpty();
+        assertThat(browser.findElement(By.id("compensations")).getText()).contains("support-portal",
+                "create-portal-user");
+        assertThat(browser.findElement(By.id("outcome")).getText()).contains("rolled back");
+        screenshot("dashboard-hierarchy.png");
+        browser.findElement(By.cssSelector("#events > summary")).click();
+        assertThat(await(By.cssSelector("#events table")).getText()).contains("ROLLING_BACK", "EMITTED");
+        browser.executeScript("document.getElementById('timeline-title').scrollIntoView()");
+        screenshot("dashboard-timeline.png");
+
+        open("#/runs"); // by keyboard: '/' jumps to the id box, Enter opens the hierarchy
+        await(By.cssSelector("table.runs"));
+        browser.findElement(By.tagName("body")).sendKeys("/");
+        browser.switchTo().activeElement().sendKeys(failed + "\n");
+        waitUntil(() -> browser.getCurrentUrl().endsWith("#/h/" + failed));
+        assertThat(await(By.id("stack-trace")).getText()).contains("Support tier 'platinum' does not exist");
+    }
+
+    @Test
+    void a_failure_message_with_markup_is_shown_as_text() {
+        login("olga", "operator-pass");
+        open("#/h/" + hostile);
+        WebElement trace = await(By.id("stack-trace"));
+        assertThat(trace.getText()).contains("Support tier '" + SCRIPT_TIER + "' does not exist");
+        assertThat(browser.findElements(By.cssSelector("main script, main img"))).isEmpty();
+        assertThat(browser.executeScript("return window.pwned === undefined")).isEqualTo(true);
+        assertNoAlert();
+    }
+
+    @Test
+    void a_cancel_from_the_page_rolls_a_running_hierarchy_back_and_is_audited() throws Exception {
+        login("olga", "operator-pass");
+        try (Scenarios.Held held = scenarios.launchHeld(WAIT)) {
+            open("#/h/" + held.id());
+            await(By.cssSelector("#outcome .live"));
+            await(By.id("cancel")).click();
+            WebElement dialog = await(By.id("confirm"));
+            assertThat(dialog.getText()).contains("give up", "compensations run", "billing-account");
+            WebElement ok = browser.findElement(By.id("confirm-ok"));
+            assertThat(ok.isEnabled()).as("no reason yet").isFalse();
+            browser.findElement(By.id("confirm-reason")).sendKeys("The customer withdrew (browser test)");
+            screenshot("dashboard-cancel.png");
+            ok.click();
+            waitUntil(() -> browser.findElement(By.id("outcome")).getText().contains("rolled back"));
+            assertThat(scenarios.client().awaitCompletion(held.id(), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            WebElement audit = await(By.cssSelector("table#audit"));
+            assertThat(audit.getText()).contains("olga", "cancel", "The customer withdrew (browser test)",
+                    "REQUESTED");
+            assertThat(browser.findElement(By.id("stack-trace")).getText()).contains("CancellationRequested",
+                    "The customer withdrew (browser test)");
+            List<AuditEntry> entries = scenarios.client().audit(held.id());
+            assertThat(entries).extracting(AuditEntry::actor).containsExactly("olga");
+        }
+    }
+
+    @Test
+    void an_anonymous_visitor_and_a_viewers_action_are_refused() {
+        browser.manage().deleteAllCookies();
+        browser.get(dashboard.uri().resolve("api/runs").toString());
+        assertThat(browser.getPageSource()).contains("Log in first");
+        browser.get(dashboard.uri().toString());
+        waitUntil(() -> browser.getCurrentUrl().endsWith("/login"));
+
+        login("vic", "viewer-pass");
+        open("#/h/" + succeeded);
+        assertThat(await(By.id("actions")).getText()).contains("Read-only");
+        assertThat(browser.findElements(By.id("rollback"))).isEmpty();
+        Object status = browser.executeAsyncScript("""
+                const done = arguments[arguments.length - 1];
+                fetch('api/session').then(r => r.json()).then(s => fetch('api/action', {method: 'POST',
+                    headers: {'Content-Type': 'application/json', 'X-Coop-Csrf': s.csrf},
+                    body: JSON.stringify({action: 'rollback', message: arguments[0], reason: 'not allowed'})}))
+                  .then(r => done(r.status), e => done(String(e)));
+                """, succeeded.toString());
+        assertThat(status).isEqualTo(403L);
+        CoopClient client = scenarios.client();
+        assertThat(client.audit(succeeded)).isEmpty();
+        assertThat(client.statuses(succeeded)).allMatch(s -> s.name().equals("COMMITTED"));
+    }
+
+    // ---- helpers
+
+    static void login(String user, String password) {
+        browser.manage().deleteAllCookies();
+        browser.get(dashboard.uri().resolve("login").toString());
+        await(By.id("user")).sendKeys(user);
+        browser.findElement(By.id("password")).sendKeys(password);
+        browser.findElement(By.id("login")).click();
+        waitUntil(() -> browser.findElement(By.id("who")).getText().contains(user));
+    }
+
+    static void open(String hash) {
+        browser.get(dashboard.uri() + hash);
+        browser.navigate().refresh(); // a new hash on the same page: reload so the test starts clean
+    }
+
+    static WebElement await(By by) {
+        return new WebDriverWait(browser, WAIT).until(ExpectedConditions.visibilityOfElementLocated(by));
+    }
+
+    static void waitUntil(java.util.function.BooleanSupplier condition) {
+        new WebDriverWait(browser, WAIT).ignoring(org.openqa.selenium.StaleElementReferenceException.class)
+                .until(d -> condition.getAsBoolean());
+    }
+
+    static void assertNoAlert() {
+        try {
+            browser.switchTo().alert();
+            throw new AssertionError("An alert opened: a script from a failure message ran");
+        } catch (NoAlertPresentException expected) {
+            // as it should be
+        }
+    }
+
+    /** Into target/screenshots; with -Ddashboard.screenshots=<dir> (docs/images) there too. */
+    static void screenshot(String name) throws IOException {
+        byte[] png = browser.getScreenshotAs(OutputType.BYTES);
+        Path dir = Path.of("target", "screenshots");
+        Files.createDirectories(dir);
+        Files.write(dir.resolve(name), png);
+        String docs = System.getProperty("dashboard.screenshots");
+        if (docs != null && !docs.isBlank()) {
+            Path d = Path.of(docs);
+            Files.createDirectories(d);
+            Files.write(d.resolve(name), png);
+        }
+    }
+}
