@@ -263,7 +263,7 @@ public final class CoopEngine implements AutoCloseable {
                             requireHandlers, retention, time));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, time);
+                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 
