@@ -273,7 +273,8 @@ public final class CoopEngine implements AutoCloseable {
                             requireHandlers, retention, time, listenersOf(listeners)));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, time, listenersOf(listeners));
+                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()),
+                    listenersOf(listeners));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 

@@ -43,7 +43,7 @@ public final class Bench {
         report.json.put("options", o.toMap());
         Throwable failure = null;
         try {
-            CoopPostgres server = CoopPostgres.shared();
+            CoopPostgres server = BenchDb.server(o.durable);
             try (BenchDb db = BenchDb.create("settings", false)) {
                 Map<String, Object> server0 = new LinkedHashMap<>();
                 server0.put("server", server.toString());
@@ -239,37 +239,15 @@ public final class Bench {
             case "profile" -> Profile.run(o, report);
             case "observed" -> Observed.run(o, report);
             case "experiments" -> Experiments.run(o, report);
+            case "versus" -> Versus.run(o, report);
+            case "ab" -> AbTest.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }
 
     private static void phys(Options o, Report report) {
         long[] rowBytes = new long[1];
-        Runs runs = Runs.repeat("phys", o.warmups, o.runs, (i, warm) -> {
-            try (BenchDb db = BenchDb.create("phys", o.keep)) {
-                Cpu.locatePostgres(db);
-                PhysicalLimit.setup(db);
-                HikariDataSource pool = db.pool(o.poolSize(), "phys");
-                Cpu.Snapshot c0 = Cpu.take();
-                double tps = PhysicalLimit.run(pool, o.poolSize(), o.physTx);
-                Cpu.Snapshot c1 = Cpu.take();
-                rowBytes[0] = PhysicalLimit.averageRowBytes(db);
-                long rows = db.longValue("SELECT count(*) FROM bench_phys.log");
-                long updates = db.longValue("SELECT sum(counter) FROM bench_phys.state");
-                if (rows != o.physTx || updates != o.physTx) {
-                    throw new IllegalStateException("physical limit: expected " + o.physTx + " rows and updates, found "
-                            + rows + " and " + updates);
-                }
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("txPerSec", Stats.round(tps, 1));
-                m.put("ratioToPhys", 1.0);
-                m.put("rowBytes", rowBytes[0]);
-                m.put("connections", o.poolSize());
-                Cpu.perUnit(m, c0, c1, o.physTx, "Tx");
-                m.put("cpu", Cpu.between(c0, c1));
-                return m;
-            }
-        });
+        Runs runs = Runs.repeat("phys", o.warmups, o.runs, (i, warm) -> physOnce(o, rowBytes));
         report.workloads.put("phys", runs.toMap());
         report.row("physical limit, " + o.poolSize() + " connections", "transactions/s (insert ~"
                 + rowBytes[0] + " B row + update, commit)", runs, "txPerSec", "ratioToPhys", null, null);
@@ -277,6 +255,33 @@ public final class Bench {
                 "cpuUsPerTx", null, null, null);
         report.row("physical limit, " + o.poolSize() + " connections", "CPU us/tx, PostgreSQL", runs, "pgCpuUsPerTx",
                 null, null, null);
+    }
+
+    /** One run of the physical limit on a fresh database; {@code rowBytes[0]} gets the reference row's size. */
+    static Map<String, Object> physOnce(Options o, long[] rowBytes) {
+        try (BenchDb db = BenchDb.create("phys", o.keep)) {
+            Cpu.locatePostgres(db);
+            PhysicalLimit.setup(db);
+            HikariDataSource pool = db.pool(o.poolSize(), "phys");
+            Cpu.Snapshot c0 = Cpu.take();
+            double tps = PhysicalLimit.run(pool, o.poolSize(), o.physTx);
+            Cpu.Snapshot c1 = Cpu.take();
+            rowBytes[0] = PhysicalLimit.averageRowBytes(db);
+            long rows = db.longValue("SELECT count(*) FROM bench_phys.log");
+            long updates = db.longValue("SELECT sum(counter) FROM bench_phys.state");
+            if (rows != o.physTx || updates != o.physTx) {
+                throw new IllegalStateException("physical limit: expected " + o.physTx + " rows and updates, found "
+                        + rows + " and " + updates);
+            }
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("txPerSec", Stats.round(tps, 1));
+            m.put("ratioToPhys", 1.0);
+            m.put("rowBytes", rowBytes[0]);
+            m.put("connections", o.poolSize());
+            Cpu.perUnit(m, c0, c1, o.physTx, "Tx");
+            m.put("cpu", Cpu.between(c0, c1));
+            return m;
+        }
     }
 
     static void progress(String s) {
@@ -329,7 +334,7 @@ public final class Bench {
         return m;
     }
 
-    private static String loadAverage() {
+    static String loadAverage() {
         try {
             return Files.readString(Path.of("/proc/loadavg")).strip();
         } catch (IOException e) {

@@ -32,8 +32,26 @@ final class BenchDb implements AutoCloseable {
         this.keep = keep;
     }
 
+    private static CoopPostgres chosen;
+
+    /**
+     * The benchmark's server: {@code COOP_JDBC_URL}'s as it is configured; else an embedded one, with durable commits
+     * (fsync, synchronous_commit and full_page_writes on, as users run) unless {@code durable} is false (then the
+     * shared test server, all three off).
+     */
+    static synchronized CoopPostgres server(boolean durable) {
+        if (chosen == null) {
+            String url = System.getenv(CoopPostgres.URL_VARIABLE);
+            chosen = !durable || (url != null && !url.isBlank())
+                    ? CoopPostgres.shared()
+                    : CoopPostgres.startEmbedded(Map.of("fsync", "on", "synchronous_commit", "on",
+                            "full_page_writes", "on"));
+        }
+        return chosen;
+    }
+
     static BenchDb create(String prefix, boolean keep) {
-        CoopPostgres server = CoopPostgres.shared();
+        CoopPostgres server = server(true);
         return new BenchDb(server, server.createDatabase("bench_" + prefix), keep);
     }
 

@@ -15,7 +15,7 @@ final class Options {
     static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
-    static final List<String> OPTIONAL_WORKLOADS = List.of("experiments", "prune", "observed");
+    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "experiments", "prune", "observed");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;
@@ -58,10 +58,19 @@ final class Options {
 
     int bigFanout = 10_000;
 
+    /** Client threads of W1 in the side-by-side comparison (workload versus) and the A/B runs (workload ab). */
+    int[] versusThreads = {8, 32};
+    /** Rounds of the A/B runs (each round runs every variant once, in alternating order). */
+    int abRounds = 4;
+    /** W1 sagas per run of the slow-commit A/B variant (commit_delay = 100 ms). */
+    int slowSagas = 200;
+
     int profileSagas = 2_000;
     int profileThreads = 32;
 
     boolean quick;
+    /** Durable commits on the embedded server (fsync, synchronous_commit, full_page_writes on); else the fast one. */
+    boolean durable = true;
     boolean keep;
     Path out = Path.of(System.getProperty("bench.out", "bench-results"));
 
@@ -77,6 +86,11 @@ final class Options {
         HELP.put("--phys-tx", "transactions per physical-limit run (default 6000)");
         HELP.put("--w1-sagas", "W1 sagas per run (default 2000)");
         HELP.put("--w1-threads", "W1 client thread counts (default 8,32,128)");
+        HELP.put("--versus-threads", "W1 client thread counts of workloads versus and ab (default 8,32)");
+        HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");
+        HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
+        HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
+                + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
         HELP.put("--w2-parents", "W2 parents per run (default 200)");
         HELP.put("--w2-inflight", "W2 parents in flight (default 16)");
         HELP.put("--w2-children", "W2 children per parent (default 10)");
@@ -161,6 +175,8 @@ final class Options {
         bigFanout = 1_000;
         profileSagas = 200;
         timeoutSeconds = 120;
+        abRounds = 2;
+        slowSagas = 40;
     }
 
     private void set(String key, String v) {
@@ -187,6 +203,16 @@ final class Options {
             case "--w1-sagas" -> w1Sagas = positive(key, v);
             case "--w1-threads" -> w1Threads = Arrays.stream(v.split(",")).map(String::strip)
                     .mapToInt(s -> positive(key, s)).toArray();
+            case "--versus-threads" -> versusThreads = Arrays.stream(v.split(",")).map(String::strip)
+                    .mapToInt(s -> positive(key, s)).toArray();
+            case "--ab-rounds" -> abRounds = positive(key, v);
+            case "--slow-sagas" -> slowSagas = positive(key, v);
+            case "--durability" -> {
+                if (!v.equals("durable") && !v.equals("fast")) {
+                    throw new IllegalArgumentException("--durability is durable or fast, was '" + v + "'");
+                }
+                durable = v.equals("durable");
+            }
             case "--w2-parents" -> w2Parents = positive(key, v);
             case "--w2-inflight" -> w2InFlight = positive(key, v);
             case "--w2-children" -> w2Children = positive(key, v);
@@ -278,6 +304,10 @@ final class Options {
         m.put("profileSagas", profileSagas);
         m.put("profileThreads", profileThreads);
         m.put("timeoutSeconds", timeoutSeconds);
+        m.put("durability", durable ? "durable" : "fast");
+        m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());
+        m.put("abRounds", abRounds);
+        m.put("slowSagas", slowSagas);
         return m;
     }
 }

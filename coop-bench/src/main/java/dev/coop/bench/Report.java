@@ -21,6 +21,12 @@ final class Report {
     final Map<String, Object> json = new LinkedHashMap<>();
     final Map<String, Object> workloads = new LinkedHashMap<>();
     private final List<Row> rows = new ArrayList<>();
+    /** Tables of their own (Markdown), printed before the rows: the side-by-side comparison, the A/B runs. */
+    private final List<String> extras = new ArrayList<>();
+
+    void extra(String markdown) {
+        extras.add(markdown);
+    }
 
     Report() {
         json.put("workloads", workloads);
@@ -92,7 +98,7 @@ final class Report {
             last = r.workload;
             line(sb, c, w);
         }
-        return sb.toString();
+        return extras.isEmpty() ? sb.toString() : String.join("\n\n", extras) + "\n\n" + sb;
     }
 
     /** The table as Markdown, for docs/performance.md. */
@@ -108,7 +114,7 @@ final class Report {
             last = r.workload;
             sb.append("| ").append(String.join(" | ", c)).append(" |\n");
         }
-        return sb.toString();
+        return extras.isEmpty() ? sb.toString() : String.join("\n\n", extras) + "\n\n" + sb;
     }
 
     private static String[] cells(Row r) {

@@ -77,9 +77,26 @@ final class SqlStats {
         kinds.clear();
     }
 
+    private static boolean inTransaction(Connection c) {
+        try {
+            return c.getAutoCommit()
+                    ? false
+                    : c.unwrap(org.postgresql.core.BaseConnection.class)
+                            .getTransactionState() != org.postgresql.core.TransactionState.IDLE;
+        } catch (SQLException e) {
+            return true;
+        }
+    }
+
     /** The kind of a statement: a name for the engine's known statements, else its first words. */
     static String label(String sql) {
         String s = sql.replaceAll("\\s+", " ").strip();
+        if (s.startsWith("WITH events AS") && s.contains("; COMMIT")) { // one round trip for several statements
+            return s.contains("WITH claimed AS") ? "advance+COMMIT+reclaim" : "advance+COMMIT";
+        }
+        if (s.startsWith("WITH events AS") && s.contains("join_pending_members")) {
+            return "advance+joinLookup";
+        }
         if (s.contains("WITH claimed AS")) {
             if (s.contains("r.saga = ?")) {
                 return "claim";
@@ -280,6 +297,9 @@ final class SqlStats {
                             new StatementHandler(st, null));
                 }
                 case "commit", "rollback" -> {
+                    if (!inTransaction((Connection) target)) {
+                        return call(target, m, args); // the driver sends nothing: not a round trip
+                    }
                     long start = System.nanoTime();
                     Object r = call(target, m, args);
                     record(name.toUpperCase(java.util.Locale.ROOT), null, start, System.nanoTime(), 0, false);

@@ -50,7 +50,7 @@ public final class EngineRuntime {
                 config.pollInterval().toNanos());
         config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers(), config.time()),
+                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keySet()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
                 config.listeners());
         this.topology = new Topology(config.schema());

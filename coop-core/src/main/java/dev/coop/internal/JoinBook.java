@@ -213,15 +213,33 @@ public final class JoinBook {
         for (int i = 0; i < alsoFinished.size(); i++) {
             messages[i + 1] = alsoFinished.get(i);
         }
-        List<Settlement> pending = new ArrayList<>(); // state: still PENDING
+        List<UUID[]> pending = new ArrayList<>(); // still PENDING: join id, message id
         try (PreparedStatement ps = c.prepareStatement(lockPendingSql)) {
             ps.setArray(1, c.createArrayOf("uuid", messages));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    pending.add(new Settlement(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class),
-                            JoinMemberState.PENDING));
+                    pending.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
                 }
             }
+        }
+        return pendingFound(c, pending);
+    }
+
+    /** The statement that locks the pending memberships of messages whose runs finished (one uuid[] parameter). */
+    public String lockPendingSql() {
+        return lockPendingSql;
+    }
+
+    /**
+     * Settles the pending memberships found by {@link #lockPendingSql()} (run by the caller in this transaction for
+     * every message whose runs it finished): as {@link #runsFinished}, after its lookup.
+     *
+     * @param found join id and message id of each pending membership, as the statement returned them
+     */
+    public Set<String> pendingFound(Connection c, List<UUID[]> found) throws SQLException {
+        List<Settlement> pending = new ArrayList<>(found.size());
+        for (UUID[] f : found) {
+            pending.add(new Settlement(f[0], f[1], JoinMemberState.PENDING));
         }
         if (pending.isEmpty()) {
             return Set.of();

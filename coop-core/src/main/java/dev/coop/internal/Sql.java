@@ -66,8 +66,10 @@ final class Sql {
                         FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
                        ORDER BY input.n, reg.saga) x
               RETURNING saga
+            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 9)
+              SELECT set_config('coop.local_sagas', ?, true)
             )
-            SELECT saga, count(*)::int FROM runs GROUP BY saga
+            SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
             UNION ALL -- topics nobody handles come back as '#topic' (saga names cannot start with '#')
             SELECT DISTINCT '#' || input.topic, 0 FROM input
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = input.topic)
@@ -108,6 +110,7 @@ final class Sql {
                  AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+                 AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
             ), instance AS (
               INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
               SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL

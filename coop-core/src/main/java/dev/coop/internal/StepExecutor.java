@@ -49,8 +49,13 @@ final class StepExecutor {
         this.rollback = new RollbackExecutor(transitions, decisions);
     }
 
-    /** @return true when the run is runnable again at once and may continue on this connection */
-    boolean execute(Connection c, ClaimedRun run) throws SQLException {
+    /**
+     * @param mayContinue whether the worker would continue the run at once: then the transaction's commit may also
+     *        reclaim it ({@link #continuationTried()}, {@link #takeContinuation()})
+     * @return true when the run is runnable again at once and may continue on this connection
+     */
+    boolean execute(Connection c, ClaimedRun run, boolean mayContinue) throws SQLException {
+        transitions.allowContinuation(mayContinue);
         try {
             return executeClaimed(c, run);
         } catch (RuntimeException | StackOverflowError | AssertionError | LinkageError e) {
@@ -65,7 +70,18 @@ final class StepExecutor {
      * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
      * neither blocks the runs behind it nor is retried in a tight loop.
      */
+    /** Whether the transaction's commit began the next one and reclaimed the run in it (or found it gone). */
+    boolean continuationTried() {
+        return transitions.continuationTried();
+    }
+
+    /** The run reclaimed by the transaction's commit, or null; see {@link #continuationTried()}. */
+    ClaimedRun takeContinuation() {
+        return transitions.takeContinuation();
+    }
+
     private void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
+        transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
         Worker.rollbackQuietly(c);
         log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
                 e);

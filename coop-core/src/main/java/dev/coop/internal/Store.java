@@ -36,6 +36,8 @@ public final class Store {
     private final String reclaimUnchangedSql;
     private final String emitSql;
     private final String advanceSql;
+    private final String advanceCommitSql;
+    private final String advanceContinueSql;
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -45,6 +47,7 @@ public final class Store {
     private final String detachUnstartedSql;
     private final String probeSql;
     private final boolean requireHandlers;
+    private final String localSagas;
     /** Topics already warned about, per schema (bounded: a warning per topic is enough). */
     private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Store.class);
@@ -61,6 +64,16 @@ public final class Store {
      * @param time what every {@code {now}} of the statements binds
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time) {
+        this(schema, requireHandlers, time, List.of());
+    }
+
+    /**
+     * @param localSagas the sagas whose runs the caller wakes in-process after its commits (an engine's own sagas):
+     *        runs of them that become due at once by this store's emit and advance statements notify nobody
+     */
+    public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
+        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 9)
+        this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
@@ -73,6 +86,8 @@ public final class Store {
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
         this.advanceSql = schema.sql(Sql.ADVANCE);
+        this.advanceCommitSql = advanceSql + ";\nCOMMIT";
+        this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -131,26 +146,30 @@ public final class Store {
 
     private ClaimedRun readClaim(PreparedStatement ps) throws SQLException {
         try (ResultSet rs = ps.executeQuery()) {
-            if (!rs.next()) {
-                return null;
-            }
-            StepHistory history = history(ps.getConnection(), rs);
-            return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
-                    rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
-                    rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
-                    rs.getString("next_step"),
-                    rs.getInt("steps_done"), history,
-                    rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
-                    rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
-                    rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
-                    rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
-                    ints(rs.getArray("finally_done")), rs.getInt("pending_children"), rs.getBoolean("awaited"),
-                    rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
-                    rs.getString("topic"), rs.getString("payload"),
-                    rs.getObject("message_created_at", OffsetDateTime.class),
-                    rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"),
-                    rs.getObject("runnable_at", OffsetDateTime.class));
+            return readClaim(ps.getConnection(), rs);
         }
+    }
+
+    private ClaimedRun readClaim(Connection c, ResultSet rs) throws SQLException {
+        if (!rs.next()) {
+            return null;
+        }
+        StepHistory history = history(c, rs);
+        return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
+                rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
+                rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
+                rs.getString("next_step"),
+                rs.getInt("steps_done"), history,
+                rs.getInt("attempt"), rs.getBoolean("started"), rs.getInt("failed_children"),
+                rs.getObject("rollback_seq", Integer.class), rs.getString("rollback_stage"),
+                rs.getString("rollback_cause"), rs.getString("resolution"), rs.getInt("retries"),
+                rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
+                ints(rs.getArray("finally_done")), rs.getInt("pending_children"), rs.getBoolean("awaited"),
+                rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
+                rs.getString("topic"), rs.getString("payload"),
+                rs.getObject("message_created_at", OffsetDateTime.class),
+                rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"),
+                rs.getObject("runnable_at", OffsetDateTime.class));
     }
 
     /**
@@ -263,6 +282,7 @@ public final class Store {
                 ps.setInt(13, parentSeq);
             }
             ps.setObject(14, now);
+            ps.setString(15, localSagas);
             Map<String, Integer> created = new HashMap<>();
             List<String> unhandled = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
@@ -297,6 +317,34 @@ public final class Store {
      */
     public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
+        return (Counted) advance(c, advanceSql, Tail.NONE, run, engine, entries, next);
+    }
+
+    /**
+     * The advance of a run that does not finish, and the COMMIT, in one round trip; with {@code reclaim}, also the
+     * next transaction's BEGIN and the reclaim of the same run (an immediate continuation without a round trip of
+     * its own). Nothing may follow the advance in the transaction: no count-off, no join settlement.
+     *
+     * @return the run reclaimed in the new transaction, or null (not asked, or not runnable now, or taken by another
+     *         worker between the COMMIT and the reclaim); with {@code reclaim} the connection is in a transaction
+     *         again either way
+     */
+    public ClaimedRun advanceAndCommit(Connection c, ClaimedRun run, String engine, List<LogEntry> entries,
+            Advance next, boolean reclaim) throws SQLException {
+        if (next.status().isFinished()) {
+            throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
+        }
+        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql,
+                reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
+    }
+
+    /** What is sent after the advance in the same round trip. */
+    private enum Tail {
+        NONE, COMMIT, CONTINUE, JOIN_LOOKUP
+    }
+
+    private Object advance(Connection c, String sql, Tail tail, ClaimedRun run, String engine,
+            List<LogEntry> entries, Advance next) throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
         String[] exceptions = new String[entries.size()];
@@ -308,7 +356,7 @@ public final class Store {
             contexts[i] = entries.get(i).context();
         }
         boolean finished = next.status().isFinished();
-        try (PreparedStatement ps = c.prepareStatement(advanceSql)) {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
             ps.setObject(++i, run.messageId());
@@ -357,15 +405,93 @@ public final class Store {
             ps.setObject(++i, run.id());
             ps.setString(++i, run.xact());
             ps.setBoolean(++i, next.checkCancellation());
+            ps.setString(++i, localSagas);
             ps.setObject(++i, run.id());
             ps.setInt(++i, next.instanceSeq());
             setInteger(ps, ++i, next.instance());
             ps.setInt(++i, next.instanceIteration());
             setInteger(ps, ++i, next.instance());
-            bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
+            i = bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
                     run.claimedAt(), now);
-            return readCounted(ps);
+            switch (tail) {
+                case NONE -> {
+                    return readCounted(ps);
+                }
+                case JOIN_LOOKUP -> {
+                    ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
+                    return readFinished(ps);
+                }
+                case CONTINUE -> { // the reclaim's parameters, as in reclaim()
+                    ps.setObject(++i, now);
+                    ps.setObject(++i, run.id());
+                    ps.setObject(++i, now);
+                    ps.setString(++i, engine);
+                    return readCommitted(ps);
+                }
+                default -> {
+                    return readCommitted(ps);
+                }
+            }
         }
+    }
+
+    /** A finished run's advance and its join lookup, sent in one round trip: the parent counted off, and the join
+     * memberships (join id, message id) of the run's message that are pending, locked. */
+    public record Finished(Counted parent, List<UUID[]> pendingMembers) {
+    }
+
+    /**
+     * The advance of a run that finished without a parent to count off (so nothing above it can commit here), and
+     * the join lookup for its message ({@code lockPendingSql}, one uuid[] parameter), in one round trip; the caller
+     * settles what the lookup found, then commits.
+     */
+    public Finished advanceFinished(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next,
+            String lockPendingSql) throws SQLException {
+        if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
+            throw new IllegalArgumentException("only a finished run without a parent to count off");
+        }
+        return (Finished) advance(c, advanceSql + ";\n" + lockPendingSql, Tail.JOIN_LOOKUP, run, engine, entries,
+                next);
+    }
+
+    private static Finished readFinished(PreparedStatement ps) throws SQLException {
+        Counted parent = null;
+        List<UUID[]> pending = new ArrayList<>();
+        int resultSets = 0;
+        boolean isResultSet = ps.execute();
+        while (isResultSet || ps.getUpdateCount() != -1) {
+            if (isResultSet) {
+                try (ResultSet rs = ps.getResultSet()) {
+                    if (++resultSets == 1) {
+                        parent = rs.next() ? counted(rs) : null;
+                    } else {
+                        while (rs.next()) {
+                            pending.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                        }
+                    }
+                }
+            }
+            isResultSet = ps.getMoreResults();
+        }
+        return new Finished(parent, pending);
+    }
+
+    /** Reads the results of advance; COMMIT[; BEGIN; reclaim]: the reclaimed run, or null. */
+    private ClaimedRun readCommitted(PreparedStatement ps) throws SQLException {
+        ClaimedRun again = null;
+        int resultSets = 0;
+        boolean isResultSet = ps.execute();
+        while (isResultSet || ps.getUpdateCount() != -1) {
+            if (isResultSet) {
+                try (ResultSet rs = ps.getResultSet()) {
+                    if (++resultSets == 2) { // the first is the advance's (no parent: empty)
+                        again = readClaim(ps.getConnection(), rs);
+                    }
+                }
+            }
+            isResultSet = ps.getMoreResults();
+        }
+        return again;
     }
 
     /** A parent counted off: whether it became runnable or committed (then count it off at its parent too). */
@@ -381,7 +507,7 @@ public final class Store {
         }
     }
 
-    private static void bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
+    private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
             OffsetDateTime startedAt, OffsetDateTime now) throws SQLException {
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
@@ -391,6 +517,7 @@ public final class Store {
         ps.setObject(++i, parentId, Types.OTHER);
         ps.setString(++i, engine);
         ps.setObject(++i, startedAt);
+        return i;
     }
 
     private static Counted readCounted(PreparedStatement ps) throws SQLException {
@@ -398,9 +525,13 @@ public final class Store {
             if (!rs.next()) {
                 return null;
             }
-            return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
-                    rs.getObject(4, UUID.class), rs.getObject(5, UUID.class));
+            return counted(rs);
         }
+    }
+
+    private static Counted counted(ResultSet rs) throws SQLException {
+        return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
+                rs.getObject(4, UUID.class), rs.getObject(5, UUID.class));
     }
 
     /** The SQLSTATE raised when a step would commit in a cancelled scope. */

@@ -31,7 +31,18 @@ final class Transitions {
     static final int MAX_RETRIES = 1_000;
 
     private final EngineContext engine;
+    /**
+     * A/B switch for the benchmark only (system property {@code dev.coop.internal.separateCommits=true}, read when
+     * an engine starts): send the COMMIT, the continuation's reclaim and a root run's join lookup as round trips of
+     * their own, as before.
+     */
+    private final boolean separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
     private final JoinBook joins;
+    /** Whether the next commit may also reclaim its run when it stays runnable now (set by the worker). */
+    private boolean continuationAllowed;
+    /** Whether the latest commit tried to reclaim its run, and what it got (null: runnable no more, or taken). */
+    private boolean continuationTried;
+    private ClaimedRun continuation;
 
     Transitions(EngineContext engine) {
         this.engine = engine;
@@ -49,7 +60,18 @@ final class Transitions {
      */
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
-        Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
+        if (!next.status().isFinished() && !separateCommits) {
+            return commitUnfinished(c, run, entries, next, woken);
+        }
+        // a finished run with no parent to count off sends its join lookup with the advance (one round trip less)
+        boolean lookupWithAdvance = next.status().isFinished() && !separateCommits
+                && (run.parentId() == null || !run.awaited());
+        Store.Finished finished = lookupWithAdvance
+                ? engine.store().advanceFinished(c, run, engine.engineId(), entries, next, joins.lockPendingSql())
+                : null;
+        Store.Counted parent = lookupWithAdvance
+                ? finished.parent()
+                : engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
             committedAbove.add(parent.messageId());
@@ -58,9 +80,11 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
-        java.util.Set<String> joined = next.status().isFinished()
-                ? joins.runsFinished(c, run.messageId(), committedAbove) // joins with these messages as members
-                : java.util.Set.of();
+        java.util.Set<String> joined = !next.status().isFinished()
+                ? java.util.Set.of()
+                : lookupWithAdvance
+                        ? joins.pendingFound(c, finished.pendingMembers())
+                        : joins.runsFinished(c, run.messageId(), committedAbove); // joins with these as members
         c.commit();
         woken.forEach(engine.dispatcher()::wake);
         joined.forEach(engine.dispatcher()::wake);
@@ -89,6 +113,45 @@ final class Transitions {
 
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
         return commit(c, run, entries, next, List.of());
+    }
+
+    /**
+     * A run that did not finish has nothing to count off or settle: its advance and the COMMIT go in one round trip.
+     * When it stays runnable now and the worker may continue it, the same round trip begins the next transaction
+     * and reclaims the run ({@link #takeContinuation()}); the caller must then return at once, leaving that
+     * transaction to the worker.
+     */
+    private RunStatus commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
+            Collection<String> woken) throws SQLException {
+        boolean reclaim = continuationAllowed && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
+                && next.delayMillis() == 0;
+        try {
+            continuation = engine.store().advanceAndCommit(c, run, engine.engineId(), entries, next, reclaim);
+            continuationTried = reclaim;
+        } finally {
+            woken.forEach(engine.dispatcher()::wake); // also when the commit's fate is unknown: a spare wake is free
+        }
+        return next.status();
+    }
+
+    /** Lets the next commit reclaim its run (or not), and forgets an earlier reclaim. */
+    void allowContinuation(boolean allowed) {
+        continuationAllowed = allowed;
+        continuationTried = false;
+        continuation = null;
+    }
+
+    /** Whether the latest commit reclaimed its run in a new transaction: then {@link #takeContinuation()} says how. */
+    boolean continuationTried() {
+        return continuationTried;
+    }
+
+    /** The run the latest commit reclaimed in the new transaction it began, or null; forgets it. */
+    ClaimedRun takeContinuation() {
+        ClaimedRun run = continuation;
+        continuation = null;
+        continuationTried = false;
+        return run;
     }
 
     /**

@@ -30,6 +30,27 @@ public final class Tx {
     }
 
     /**
+     * Runs {@code work}, which sends exactly one statement, in auto-commit mode: the statement is its own transaction
+     * (atomic, committed when it returns), so there is no separate COMMIT round trip. Nothing thrown after the
+     * statement can undo it: use {@link #run} when a check that follows it may refuse the work.
+     */
+    public static <T> T oneStatement(DataSource dataSource, String what, Work<T> work) {
+        try (Connection c = dataSource.getConnection()) {
+            if (c.getAutoCommit()) {
+                return work.run(c);
+            }
+            c.setAutoCommit(true); // a pool that hands out connections without auto-commit: nothing is open yet
+            try {
+                return work.run(c);
+            } finally {
+                c.setAutoCommit(false);
+            }
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * Runs {@code work} on the caller's connection: inside the caller's transaction when one is open (the caller
      * commits), else in a transaction of its own, committed here.
      */

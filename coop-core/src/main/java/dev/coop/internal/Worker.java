@@ -95,14 +95,22 @@ final class Worker implements Runnable {
                 backendPid = backendPid(c);
                 for (int steps = 1; run != null; steps++) {
                     working = "run " + run.id() + " (saga " + run.saga() + ")";
-                    boolean continueNow = executor.execute(c, run);
+                    boolean mayContinue = steps < MAX_CONTINUATIONS;
+                    boolean continueNow = executor.execute(c, run, mayContinue);
+                    boolean reclaimed = executor.continuationTried();
+                    ClaimedRun again = executor.takeContinuation();
                     UUID id = run.id();
                     String saga = run.saga();
                     run = null;
-                    if (continueNow && steps < MAX_CONTINUATIONS && !engine.dispatcher().stopped()) {
-                        run = engine.store().reclaim(c, id, engine.engineId());
+                    if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
+                        run = reclaimed ? again : engine.store().reclaim(c, id, engine.engineId());
                         if (run == null) {
                             c.commit();
+                        }
+                    } else if (reclaimed) {
+                        c.rollback(); // lets go of the run reclaimed by the commit: not continuing it here
+                        if (again != null) {
+                            engine.dispatcher().wake(saga);
                         }
                     } else if (continueNow) {
                         engine.dispatcher().wake(saga); // still runnable: back to the queue, fairly

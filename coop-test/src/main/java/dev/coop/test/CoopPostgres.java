@@ -139,17 +139,30 @@ public final class CoopPostgres {
     }
 
     private static CoopPostgres startEmbedded() {
+        return startEmbedded(java.util.Map.of());
+    }
+
+    /**
+     * Starts another embedded server, not the shared one: the shared one's settings with {@code settings} on top
+     * (benchmarks use {@code fsync=on, synchronous_commit=on, full_page_writes=on} for durable commits). It stops
+     * when the JVM exits.
+     *
+     * @param settings server settings that replace the defaults
+     * @return the new server
+     */
+    public static CoopPostgres startEmbedded(java.util.Map<String, String> settings) {
         long start = System.nanoTime();
         EmbeddedPostgres postgres;
         try {
-            postgres = EmbeddedPostgres.builder()
+            EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setPGStartupWait(Duration.ofSeconds(60))
                     .setServerConfig("max_connections", "400")
                     .setServerConfig("fsync", "off")
                     .setServerConfig("synchronous_commit", "off")
                     .setServerConfig("full_page_writes", "off")
-                    .setServerConfig("shared_buffers", "256MB")
-                    .start();
+                    .setServerConfig("shared_buffers", "256MB");
+            settings.forEach(builder::setServerConfig);
+            postgres = builder.start();
         } catch (IOException e) {
             throw new UncheckedIOException("Could not start the embedded PostgreSQL server", e);
         }

@@ -1,0 +1,139 @@
+package dev.coop.bench;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * The side-by-side comparison (issue 16): the physical limit, Coop, DBOS Transact and db-scheduler on the same
+ * server, settings, connection count and JVM, each run on a fresh database. The runs are interleaved round by round
+ * (one warm-up round, then {@code --runs} measured ones), so that drift on a shared machine hits every system
+ * alike; every run records the machine's load. The table gives medians and ratios of medians.
+ */
+final class Versus {
+    private final Options o;
+    private final Map<String, Runs> runs = new LinkedHashMap<>();
+
+    private Versus(Options o) {
+        this.o = o;
+    }
+
+    static void run(Options o, Report report) {
+        Versus v = new Versus(o);
+        for (int round = 0; round < o.warmups + o.runs; round++) {
+            v.round(round < o.warmups, round);
+        }
+        Map<String, Object> all = new LinkedHashMap<>();
+        v.runs.forEach((k, r) -> all.put(k, r.toMap()));
+        report.workloads.put("versus", all);
+        String table = v.table();
+        report.json.put("versusTable", table);
+        report.extra(table);
+    }
+
+    private void round(boolean warm, int round) {
+        String label = warm ? "warm-up" : "run " + (round - o.warmups + 1) + "/" + o.runs;
+        long[] rowBytes = new long[1];
+        add("phys", warm, label, () -> Bench.physOnce(o, rowBytes));
+        for (int threads : o.versusThreads) {
+            add("coop w1 " + threads, warm, label, () -> coop("w1", threads));
+            add("dbos w1 " + threads, warm, label, () -> DbosRunner.run(o, "w1", o.w1Sagas, threads));
+            add("db-scheduler w1 " + threads, warm, label, () -> DbSchedulerRunner.w1(o, o.w1Sagas, threads));
+        }
+        add("coop w2", warm, label, () -> coop("w2", o.w2InFlight));
+        add("dbos w2", warm, label, () -> DbosRunner.run(o, "w2", o.w2Parents, o.w2InFlight));
+        add("coop w3", warm, label, () -> coop("w3", o.w3InFlight));
+        add("dbos w3", warm, label, () -> DbosRunner.run(o, "w3", o.w3Chains, o.w3InFlight));
+    }
+
+    private Map<String, Object> coop(String workload, int threads) {
+        try (RunEnv env = RunEnv.fresh(o, "vs_" + workload, false)) {
+            return switch (workload) {
+                case "w1" -> Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1Sagas, threads, "vs");
+                case "w2" -> Throughput.w2(o, env.db, env.pool, Double.NaN, o.w2Parents, threads, "vs");
+                default -> Throughput.w3(o, env.db, env.pool, Double.NaN, o.w3Chains, threads, "vs");
+            };
+        }
+    }
+
+    private void add(String name, boolean warm, String label, Supplier<Map<String, Object>> body) {
+        String load = Bench.loadAverage();
+        long start = System.nanoTime();
+        Map<String, Object> m = body.get();
+        m.put("wallSeconds", Stats.round((System.nanoTime() - start) / 1e9, 1));
+        m.put("loadAverageBefore", load);
+        m.put("load1Before", load1(load));
+        runs.computeIfAbsent(name, Runs::new).add(m, warm, label);
+    }
+
+    private static double load1(String loadavg) {
+        try {
+            return Double.parseDouble(loadavg.split(" ")[0]);
+        } catch (RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
+    private double median(String name, String key) {
+        Runs r = runs.get(name);
+        return r == null ? Double.NaN : r.median(key);
+    }
+
+    /** The Markdown table that leads docs/performance.md. */
+    String table() {
+        double phys = median("phys", "txPerSec");
+        List<String> rows = new ArrayList<>();
+        rows.add(
+                "| Workload | System | Median | Runs min..max | vs limit | Coop vs this | Load before (1 min, median) |");
+        rows.add("|---|---|---:|---:|---:|---:|---:|");
+        rows.add(row("Physical limit, " + o.poolSize() + " connections (tx/s)", "PostgreSQL", "phys", "txPerSec",
+                phys, Double.NaN));
+        for (int threads : o.versusThreads) {
+            String w = "W1, " + threads + " threads (steps/s)";
+            double coop = median("coop w1 " + threads, "stepsPerSec");
+            rows.add(row(w, "Coop", "coop w1 " + threads, "stepsPerSec", phys, Double.NaN));
+            rows.add(row(w, "DBOS Transact", "dbos w1 " + threads, "stepsPerSec", phys, coop));
+            rows.add(row(w, "db-scheduler", "db-scheduler w1 " + threads, "stepsPerSec", phys, coop));
+            rows.add(row("W1, " + threads + " threads (latency p50 ms)", "Coop", "coop w1 " + threads,
+                    "latencyP50Ms", Double.NaN, Double.NaN));
+            rows.add(row("W1, " + threads + " threads (latency p50 ms)", "DBOS Transact", "dbos w1 " + threads,
+                    "latencyP50Ms", Double.NaN, Double.NaN));
+        }
+        double coopW2 = median("coop w2", "parentP50Ms");
+        rows.add(row("W2 fan-out, " + o.w2InFlight + " in flight (parent p50 ms)", "Coop", "coop w2", "parentP50Ms",
+                Double.NaN, Double.NaN));
+        rows.add(rowLatency("W2 fan-out, " + o.w2InFlight + " in flight (parent p50 ms)", "DBOS Transact",
+                "dbos w2", "latencyP50Ms", coopW2));
+        double coopW3 = median("coop w3", "chainP50Ms");
+        rows.add(row("W3 depth " + o.w3Depth + ", " + o.w3InFlight + " in flight (chain p50 ms)", "Coop", "coop w3",
+                "chainP50Ms", Double.NaN, Double.NaN));
+        rows.add(rowLatency("W3 depth " + o.w3Depth + ", " + o.w3InFlight + " in flight (chain p50 ms)",
+                "DBOS Transact", "dbos w3", "latencyP50Ms", coopW3));
+        return String.join("\n", rows);
+    }
+
+    /** A throughput row: ratio to the limit, and Coop's throughput divided by this system's. */
+    private String row(String workload, String system, String name, String key, double phys, double coop) {
+        Runs r = runs.get(name);
+        double v = median(name, key);
+        return String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s |", workload, system, Report.fmt(v),
+                r == null ? "" : r.spread(key), Double.isNaN(phys) ? "" : Report.fmt(v / phys),
+                Double.isNaN(coop) ? "" : Report.fmt(coop / v) + "x", load(r));
+    }
+
+    /** The machine's median 1-minute load average before this system's runs. */
+    private static String load(Runs r) {
+        return r == null ? "" : Report.fmt(r.median("load1Before"));
+    }
+
+    /** A latency row: Coop's latency divided by this system's (below 1: Coop is faster). */
+    private String rowLatency(String workload, String system, String name, String key, double coop) {
+        Runs r = runs.get(name);
+        double v = median(name, key);
+        return String.format(Locale.ROOT, "| %s | %s | %s | %s | | %s | %s |", workload, system, Report.fmt(v),
+                r == null ? "" : r.spread(key), "p50 " + Report.fmt(coop / v) + "x", load(r));
+    }
+}
