@@ -21,6 +21,7 @@ import dev.coop.internal.AuditLog;
 import dev.coop.internal.Completions;
 import dev.coop.internal.Emission;
 import dev.coop.internal.Limits;
+import dev.coop.internal.Listeners;
 import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.Inspection;
 import dev.coop.internal.Json;
@@ -78,16 +79,18 @@ public final class CoopClient {
     private final long firstPauseNanos;
     private final long maxPauseNanos;
     private final Time time;
+    private final Listeners listeners;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time) {
-        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, time, java.util.Set.of());
+            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time, Listeners listeners) {
+        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, time, java.util.Set.of(),
+                listeners);
     }
 
     /** @param localSagas the sagas {@code localWake} wakes (an engine's own): launching them notifies nobody */
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
             Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
-            java.util.Set<String> localSagas) {
+            java.util.Set<String> localSagas, Listeners listeners) {
         this.dataSource = dataSource;
         this.time = time;
         this.store = new Store(schema, requireHandlers, time);
@@ -103,6 +106,7 @@ public final class CoopClient {
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
+        this.listeners = listeners;
         boolean backstop = signalled && !separateCommits; // the benchmark's "before" polls as before: 5 ms, to 50
         this.firstPauseNanos = backstop
                 ? FIRST_PAUSE_SIGNALLED_NANOS
@@ -179,6 +183,9 @@ public final class CoopClient {
     private <P> Emission emission(Topic<P> topic, P payload, CooperationContext context, Instant at) {
         Objects.requireNonNull(topic, "topic");
         Objects.requireNonNull(context, "context");
+        if (!listeners.isEmpty()) {
+            context = listeners.launching(topic.name(), context);
+        }
         json.checkLaunchContext(context);
         if (at != null) {
             Limits.instant("The start time of a message on topic '" + topic.name() + "'", at);
@@ -408,6 +415,18 @@ public final class CoopClient {
         });
     }
 
+    /**
+     * How many runs are {@code RUNNABLE}, {@code WAITING} and {@code PARKED} right now (each status present, zero
+     * when none): cheap, it reads only the index of unfinished runs, never the history.
+     */
+    public Map<RunStatus, Long> unfinishedRuns() {
+        try (Connection c = dataSource.getConnection()) {
+            return inspection.unfinishedRuns(c);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not count the unfinished runs: " + e.getMessage(), e);
+        }
+    }
+
     /** Parked runs, oldest first, at most {@code limit}. */
     public List<ParkedRun> parkedRuns(int limit) {
         if (limit < 1) {
@@ -633,6 +652,7 @@ public final class CoopClient {
         private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
         private boolean migrate = true;
         private boolean requireHandlers;
+        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
         private TimeSource clock;
 
         private Builder(DataSource dataSource) {
@@ -690,6 +710,12 @@ public final class CoopClient {
             return this;
         }
 
+        /** Adds a listener told of this client's launches (to count them, or to carry a trace with them). */
+        public Builder listener(EngineListener listener) {
+            listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
         /**
          * Where the client reads the time for delayed launches, schedules, join timeouts and operator actions
          * (default: the database's clock); the same source as the engines of the schema. See {@link TimeSource}.
@@ -707,7 +733,7 @@ public final class CoopClient {
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
             return new CoopClient(dataSource, name, json, new Completions(), saga -> {
-            }, false, requireHandlers, Time.of(clock));
+            }, false, requireHandlers, Time.of(clock), listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
         }
     }
 }

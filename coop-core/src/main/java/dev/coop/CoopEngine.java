@@ -77,6 +77,7 @@ public final class CoopEngine implements AutoCloseable {
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
+        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
         private TimeSource clock;
 
         Builder(DataSource dataSource) {
@@ -232,6 +233,15 @@ public final class CoopEngine implements AutoCloseable {
         }
 
         /**
+         * Adds a listener that observes steps, claims, retries and launches (metrics, traces); listeners are called
+         * in the order added. The engine's {@link CoopEngine#client() client} reports its launches to them too.
+         */
+        public Builder listener(EngineListener listener) {
+            listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
+        /**
          * Where the engine reads the time for due times, sleeps, retries, deadlines, barrier timers, schedules and
          * join timeouts (default: the database's clock, read by the statements themselves). Every engine and client
          * of a schema must use the same source; see {@link TimeSource}. Its {@link #client()} uses it too.
@@ -260,11 +270,18 @@ public final class CoopEngine implements AutoCloseable {
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
-                            requireHandlers, retention, time));
+                            requireHandlers, retention, time, listenersOf(listeners)));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()));
+                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()),
+                    listenersOf(listeners));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
+        }
+
+        private static dev.coop.internal.Listeners listenersOf(java.util.List<EngineListener> listeners) {
+            return listeners.isEmpty()
+                    ? dev.coop.internal.Listeners.NONE
+                    : new dev.coop.internal.Listeners(listeners);
         }
 
         private void checkPoolSize() {

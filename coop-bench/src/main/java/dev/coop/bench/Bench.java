@@ -237,6 +237,7 @@ public final class Bench {
                 report.row(name, "claim p99 ms", runs, "claimP99Ms", null, null, null);
             }
             case "profile" -> Profile.run(o, report);
+            case "observed" -> Observed.run(o, report);
             case "experiments" -> Experiments.run(o, report);
             case "versus" -> Versus.run(o, report);
             case "ab" -> AbTest.run(o, report);

@@ -42,6 +42,12 @@ final class Throughput {
     /** W1 on a database that already holds {@code prior} runs of the same saga (history workload). */
     static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
             String tag, long prior) {
+        return w1(o, db, ds, phys, sagas, threads, tag, prior, java.util.List.of());
+    }
+
+    /** W1 with {@code listeners} registered on the engine (the metrics and tracing workload). */
+    static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
+            String tag, long prior, java.util.List<dev.coop.EngineListener> listeners) {
         Topic<Job> topic = Topic.of("w1-" + tag, Job.class);
         Saga<Job> saga = Saga.on(topic, "w1-saga-" + tag)
                 .step("a", s -> {
@@ -56,7 +62,9 @@ final class Throughput {
         ClosedLoop.Result r;
         Cpu.Snapshot c0;
         Cpu.Snapshot c1;
-        try (CoopEngine engine = Coop.engine(ds).workers(o.workers).register(saga).start()) {
+        CoopEngine.Builder builder = Coop.engine(ds).workers(o.workers).register(saga);
+        listeners.forEach(builder::listener);
+        try (CoopEngine engine = builder.start()) {
             CoopClient client = engine.client();
             c0 = Cpu.take();
             r = ClosedLoop.run(sagas, threads, i -> client.launch(topic, new Job(i)), client,

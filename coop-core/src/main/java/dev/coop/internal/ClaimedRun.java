@@ -22,6 +22,7 @@ import java.util.UUID;
  * @param awaited false when the parent stopped waiting for this run (its count-off is skipped)
  * @param waitingSince when the run started waiting for its pending children
  * @param xact the id of the transaction that claimed the run; advancing the run in another one fails (CP002)
+ * @param runnableAt when the run became runnable (for the scheduling latency reported to listeners)
  */
 public record ClaimedRun(
         UUID id,
@@ -54,5 +55,6 @@ public record ClaimedRun(
         String payload,
         java.time.OffsetDateTime messageCreatedAt,
         java.time.OffsetDateTime claimedAt,
-        String xact) {
+        String xact,
+        java.time.OffsetDateTime runnableAt) {
 }

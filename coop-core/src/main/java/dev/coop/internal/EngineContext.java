@@ -15,7 +15,8 @@ record EngineContext(
         Map<String, Saga<?>> sagas,
         Dispatcher dispatcher,
         Completions completions,
-        dev.coop.CooperationStrategy strategy) {
+        dev.coop.CooperationStrategy strategy,
+        Listeners listeners) {
 
     /** The saga's own strategy, or the engine's. */
     dev.coop.CooperationStrategy strategyOf(Saga<?> saga) {

@@ -37,7 +37,7 @@ public final class EngineRuntime {
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
-            Duration retention, Time time) {
+            Duration retention, Time time, Listeners listeners) {
     }
 
     private final Config config;
@@ -51,7 +51,8 @@ public final class EngineRuntime {
         config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keySet()),
-                config.json(), config.sagas(), dispatcher, new Completions(), config.strategy());
+                config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
+                config.listeners());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
                 ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
@@ -74,7 +75,7 @@ public final class EngineRuntime {
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake, config.time().controlled()), "listener");
+                    config.engineId(), this::wake, config.time().controlled(), config.listeners()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");

@@ -574,6 +574,24 @@ public final class Inspection {
      * are parked and which are runnable with no running engine for their saga (engines that stopped cleanly do not
      * count; crashed ones still do). Walks the runs by {@code parent_id}; only used when a wait gives up.
      */
+    /** How many runs are RUNNABLE, WAITING and PARKED: a scan of the index of unfinished runs only. */
+    public java.util.Map<dev.coop.RunStatus, Long> unfinishedRuns(Connection c) throws SQLException {
+        java.util.Map<dev.coop.RunStatus, Long> counts = new java.util.EnumMap<>(dev.coop.RunStatus.class);
+        counts.put(dev.coop.RunStatus.RUNNABLE, 0L);
+        counts.put(dev.coop.RunStatus.WAITING, 0L);
+        counts.put(dev.coop.RunStatus.PARKED, 0L);
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT status, count(*) FROM {schema}.run
+                 WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED') GROUP BY status
+                """));
+                java.sql.ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                counts.put(dev.coop.RunStatus.valueOf(rs.getString(1)), rs.getLong(2));
+            }
+        }
+        return counts;
+    }
+
     public String whyUnfinished(Connection c, MessageId message) throws SQLException {
         List<String> parts = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""

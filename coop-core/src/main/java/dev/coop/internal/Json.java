@@ -174,10 +174,18 @@ public final class Json {
             if (!name.startsWith("coop.")) {
                 continue;
             }
+            if (name.equals(dev.coop.EngineListener.TRACE_PARENT)) {
+                if (!context.rawJson(name).orElse("").startsWith("\"")) {
+                    throw new CoopValidationException("Context entry '" + name + "' must be a W3C traceparent"
+                            + " string, was " + context.rawJson(name).orElse(""));
+                }
+                continue;
+            }
             var key = COOP_ENTRIES.stream().filter(k -> k.name().equals(name)).findFirst()
                     .orElseThrow(() -> new CoopValidationException("Context entry '" + name + "' uses the prefix"
                             + " 'coop.', which is reserved for Coop's own entries "
-                            + COOP_ENTRIES.stream().map(dev.coop.ContextKey::name).toList()));
+                            + COOP_ENTRIES.stream().map(dev.coop.ContextKey::name).toList() + " and '"
+                            + dev.coop.EngineListener.TRACE_PARENT + "'"));
             try {
                 context.get(key);
             } catch (RuntimeException e) {

@@ -25,19 +25,21 @@ final class Listener implements Runnable {
     private final Dispatcher dispatcher;
     private final String engineId;
     private final Consumer<String> wake;
+    private final Listeners listeners;
 
     /** Whether a time source decides (not the database's clock): delays in notifications are then only hints. */
     private final boolean timeControlled;
 
     /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
     Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId,
-            Consumer<String> wake, boolean timeControlled) {
+            Consumer<String> wake, boolean timeControlled, Listeners listeners) {
         this.timeControlled = timeControlled;
         this.dataSource = dataSource;
         this.schema = schema;
         this.dispatcher = dispatcher;
         this.engineId = engineId;
         this.wake = wake;
+        this.listeners = listeners;
     }
 
     @Override
@@ -53,6 +55,7 @@ final class Listener implements Runnable {
                 wake.accept(ScheduleTimer.NOTIFICATION); // schedules too
                 wake.accept(JoinTimer.NOTIFICATION); // and join timeouts
                 backoff = 50;
+                listeners.notificationsConnected();
                 PGConnection pg = c.unwrap(PGConnection.class);
                 while (!dispatcher.stopped()) {
                     PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
@@ -69,6 +72,7 @@ final class Listener implements Runnable {
                 if (dispatcher.stopped()) {
                     return;
                 }
+                listeners.notificationsLost(e);
                 log.warn(
                         "Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
                         engineId, e.toString(), backoff, e instanceof Error ? e : null);

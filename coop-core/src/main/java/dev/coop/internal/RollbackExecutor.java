@@ -281,7 +281,8 @@ final class RollbackExecutor {
                 r.nextStep(), r.stepsDone(), r.history(), r.attempt(), r.started(), r.failedChildren(),
                 r.rollbackSeq(), r.rollbackStage(), r.rollbackCause(), r.resolution(), r.retries(), r.version(),
                 context, r.parentContext(), r.finallyDone(), r.pendingChildren(), r.awaited(), r.waitingSince(),
-                r.cancellation(), r.topic(), r.payload(), r.messageCreatedAt(), r.claimedAt(), r.xact());
+                r.cancellation(), r.topic(), r.payload(), r.messageCreatedAt(), r.claimedAt(), r.xact(),
+                r.runnableAt());
     }
 
     private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name) throws SQLException {

@@ -20,7 +20,7 @@ final class Sql {
                      r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                     r.waiting_since, {now} AS claimed_at
+                     r.waiting_since, r.runnable_at, {now} AS claimed_at
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1

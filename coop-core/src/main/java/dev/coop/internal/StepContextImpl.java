@@ -54,6 +54,8 @@ final class StepContextImpl<P> implements StepContext<P> {
     private List<RunResult> childResults;
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
+    /** The retry policy of the step this context runs, for the outcome told to listeners; null for none. */
+    dev.coop.RetryPolicy retryPolicy;
 
     /**
      * @param childSeqs the step instances whose children {@link #childResults()} reads
@@ -290,6 +292,9 @@ final class StepContextImpl<P> implements StepContext<P> {
             throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
                     + step + ")");
         }
+        if (!engine.listeners().isEmpty()) {
+            childContext = engine.listeners().launching(topic.name(), childContext);
+        }
         engine.json().checkLaunchContext(childContext);
         UUID id = Uuids.v7();
         into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
@@ -320,6 +325,37 @@ final class StepContextImpl<P> implements StepContext<P> {
     /** The result the step set (JSON text), or null. */
     String result() {
         return result;
+    }
+
+    Listeners listeners() {
+        return engine.listeners();
+    }
+
+    dev.coop.EngineListener.Part part() {
+        return switch (kind) {
+            case STEP -> dev.coop.EngineListener.Part.STEP;
+            case COMPENSATION -> dev.coop.EngineListener.Part.COMPENSATION;
+            case FINALLY -> dev.coop.EngineListener.Part.FINALLY;
+        };
+    }
+
+    /** How the engine will treat user code that threw {@code thrown} (null: it returned); for listeners. */
+    dev.coop.EngineListener.Outcome outcome(Throwable thrown) {
+        if (thrown == null) {
+            return dev.coop.EngineListener.Outcome.COMMITTED;
+        }
+        if (thrown instanceof dev.coop.failure.GaveUpException) {
+            return dev.coop.EngineListener.Outcome.GAVE_UP;
+        }
+        if (Failures.isInfrastructure(thrown)
+                || (thrown instanceof InterruptedException && engine.dispatcher().stopped())) {
+            return dev.coop.EngineListener.Outcome.RETRIED;
+        }
+        if (retryPolicy != null && !(thrown instanceof CooperationException)
+                && retryPolicy.shouldRetry(thrown, run.attempt())) {
+            return dev.coop.EngineListener.Outcome.RETRIED;
+        }
+        return dev.coop.EngineListener.Outcome.FAILED;
     }
 
     /** Ends the step: the connection handed out can no longer be used. */

@@ -147,6 +147,7 @@ final class StepExecutor {
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
                 StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(c, run, saga));
+        context.retryPolicy = step.retryPolicy();
         if ("SKIP".equals(run.resolution())) {
             log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
                     step.name());
@@ -552,14 +553,28 @@ final class StepExecutor {
         return null;
     }
 
-    /** Runs user code, turning anything it throws into a value; the context's connection is closed afterwards. */
+    /**
+     * Runs user code, turning anything it throws into a value; the context's connection is closed afterwards. While
+     * it runs, the MDC names the run and step, and the engine's listeners are told of its start and end.
+     */
     static Throwable invoke(UserCode code, StepContextImpl<?> context) {
+        StepLogContext.enter(context);
+        Listeners listeners = context.listeners();
+        Object[] states = listeners.isEmpty() ? null : listeners.stepStarted(context, context.part());
+        long start = states == null ? 0 : System.nanoTime();
+        Throwable thrown = null;
         try {
             code.run();
             return null;
         } catch (Throwable t) {
+            thrown = t;
             return t;
         } finally {
+            if (states != null) {
+                listeners.stepEnded(context, context.part(), states, context.outcome(thrown),
+                        System.nanoTime() - start, thrown);
+            }
+            StepLogContext.leave();
             context.close();
             if (Thread.interrupted()) {
                 log.debug("Step code of run {} left its thread interrupted; cleared", context.runId());

@@ -168,7 +168,8 @@ public final class Store {
                 rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"),
                 rs.getString("topic"), rs.getString("payload"),
                 rs.getObject("message_created_at", OffsetDateTime.class),
-                rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"));
+                rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"),
+                rs.getObject("runnable_at", OffsetDateTime.class));
     }
 
     /**

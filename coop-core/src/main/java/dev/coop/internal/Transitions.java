@@ -268,6 +268,7 @@ final class Transitions {
         if (!lockHeld) {
             Worker.rollbackQuietly(c);
         }
+        engine.listeners().databaseRetry(run.saga(), cause);
         if (run.retries() + 1 >= MAX_RETRIES) {
             Failure failure = new Failure("Database trouble on " + MAX_RETRIES + " attempts in a row at " + step
                     + "; parked for an operator (retry it with retryNow once the database is healthy)",

@@ -89,6 +89,9 @@ final class Worker implements Runnable {
                     return;
                 }
                 engine.dispatcher().found(task);
+                if (!engine.listeners().isEmpty()) {
+                    claimed(run);
+                }
                 backendPid = backendPid(c);
                 for (int steps = 1; run != null; steps++) {
                     working = "run " + run.id() + " (saga " + run.saga() + ")";
@@ -126,8 +129,27 @@ final class Worker implements Runnable {
         }
     }
 
+    /** Tells the listeners how long the run waited to be claimed, and for its children when it waited. */
+    private void claimed(ClaimedRun run) {
+        java.time.OffsetDateTime runnableAt = run.runnableAt();
+        if (runnableAt != null) {
+            engine.listeners().claimed(run.saga(), positive(runnableAt, run.claimedAt()));
+        }
+        if (run.waitingSince() != null && run.pendingChildren() == 0) {
+            engine.listeners().barrierPassed(run.saga(), positive(run.waitingSince(), run.claimedAt()));
+        }
+    }
+
+    private static java.time.Duration positive(java.time.OffsetDateTime from, java.time.OffsetDateTime to) {
+        java.time.Duration d = java.time.Duration.between(from, to);
+        return d.isNegative() ? java.time.Duration.ZERO : d;
+    }
+
     private void backOff(Dispatcher.Task task, Throwable e) {
         consecutiveFailures++;
+        if (Failures.isInfrastructure(e)) {
+            engine.listeners().databaseRetry(task.isProbe() ? null : task.saga(), e);
+        }
         long nanos = backoffNanos();
         if (e instanceof Error) {
             log.error("Engine {} hit {} while it tried to {}; nothing of that transaction was committed, and this"

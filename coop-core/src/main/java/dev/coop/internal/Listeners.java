@@ -1,0 +1,123 @@
+package dev.coop.internal;
+
+import dev.coop.CooperationContext;
+import dev.coop.EngineListener;
+import dev.coop.StepContext;
+import java.time.Duration;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The listeners of an engine or client, called in order; whatever one throws is logged and ignored, so that no
+ * listener can change what a step does.
+ */
+public final class Listeners {
+    private static final Logger log = LoggerFactory.getLogger(Listeners.class);
+    public static final Listeners NONE = new Listeners(List.of());
+
+    private final EngineListener[] all;
+
+    public Listeners(List<EngineListener> listeners) {
+        this.all = listeners.toArray(EngineListener[]::new);
+    }
+
+    /** Whether there is none: the hot path then skips the calls. */
+    public boolean isEmpty() {
+        return all.length == 0;
+    }
+
+    Object[] stepStarted(StepContext<?> step, EngineListener.Part part) {
+        Object[] states = new Object[all.length];
+        for (int i = 0; i < all.length; i++) {
+            try {
+                states[i] = all[i].stepStarted(step, part);
+            } catch (RuntimeException | LinkageError e) {
+                failed(all[i], "stepStarted", e);
+            }
+        }
+        return states;
+    }
+
+    /** Ends in reverse order of the starts, so that scopes opened by the starts close innermost first. */
+    void stepEnded(StepContext<?> step, EngineListener.Part part, Object[] states, EngineListener.Outcome outcome,
+            long nanos, Throwable failure) {
+        for (int i = all.length - 1; i >= 0; i--) {
+            try {
+                all[i].stepEnded(step, part, states[i], outcome, nanos, failure);
+            } catch (RuntimeException | LinkageError e) {
+                failed(all[i], "stepEnded", e);
+            }
+        }
+    }
+
+    void claimed(String saga, Duration waited) {
+        for (EngineListener l : all) {
+            try {
+                l.claimed(saga, waited);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "claimed", e);
+            }
+        }
+    }
+
+    void barrierPassed(String saga, Duration waited) {
+        for (EngineListener l : all) {
+            try {
+                l.barrierPassed(saga, waited);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "barrierPassed", e);
+            }
+        }
+    }
+
+    void databaseRetry(String saga, Throwable cause) {
+        for (EngineListener l : all) {
+            try {
+                l.databaseRetry(saga, cause);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "databaseRetry", e);
+            }
+        }
+    }
+
+    void notificationsConnected() {
+        for (EngineListener l : all) {
+            try {
+                l.notificationsConnected();
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "notificationsConnected", e);
+            }
+        }
+    }
+
+    void notificationsLost(Throwable cause) {
+        for (EngineListener l : all) {
+            try {
+                l.notificationsLost(cause);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "notificationsLost", e);
+            }
+        }
+    }
+
+    /** The context to store with a message launched on {@code topic}; a listener that fails leaves it unchanged. */
+    public CooperationContext launching(String topic, CooperationContext context) {
+        CooperationContext result = context;
+        for (EngineListener l : all) {
+            try {
+                CooperationContext next = l.launching(topic, result);
+                if (next != null) {
+                    result = next;
+                }
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "launching", e);
+            }
+        }
+        return result;
+    }
+
+    private static void failed(EngineListener listener, String method, Throwable e) {
+        log.warn("Engine listener {} failed in {}; ignored", listener.getClass().getName(), method, e);
+    }
+}

@@ -1,0 +1,109 @@
+package dev.coop.spring;
+
+import dev.coop.CoopClient;
+import dev.coop.EngineListener;
+import dev.coop.Saga;
+import java.util.List;
+import javax.sql.DataSource;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Coop on the application's DataSource: a {@link CoopClient} that joins Spring-managed transactions, an engine running
+ * every {@link Saga} bean ({@code coop.engine.enabled=false} for a client-only service) in whose steps Spring's JDBC
+ * support uses the step's transaction, and, when present, Micrometer metrics, OpenTelemetry traces, an Actuator health
+ * indicator and endpoint. Every {@link EngineListener} bean is registered with the engine and the client.
+ */
+@AutoConfiguration(afterName = {"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"})
+@ConditionalOnClass(CoopClient.class)
+@ConditionalOnBean(DataSource.class)
+@EnableConfigurationProperties(CoopProperties.class)
+public class CoopAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean
+    public CoopClient coopClient(DataSource dataSource, CoopProperties properties,
+            ObjectProvider<EngineListener> listeners) {
+        CoopClient.Builder builder = CoopClient.builder(new SpringTransactionDataSource(dataSource))
+                .schema(properties.getSchema()).migrate(properties.isMigrate())
+                .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers());
+        listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(builder::listener);
+        return builder.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnProperty(prefix = "coop.engine", name = "enabled", havingValue = "true", matchIfMissing = true)
+    public CoopEngineLifecycle coopEngine(DataSource dataSource, CoopProperties properties,
+            ObjectProvider<Saga<?>> sagas, ObjectProvider<EngineListener> listeners) {
+        List<EngineListener> all = new java.util.ArrayList<>();
+        all.add(new StepTransactions(dataSource));
+        listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(all::add);
+        return new CoopEngineLifecycle(dataSource, properties, sagas.orderedStream().toList(), all);
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"dev.coop.micrometer.CoopMetrics", "io.micrometer.core.instrument.MeterRegistry"})
+    @ConditionalOnProperty(prefix = "coop.metrics", name = "enabled", havingValue = "true", matchIfMissing = true)
+    static class Metrics {
+        @Bean
+        @ConditionalOnBean(type = "io.micrometer.core.instrument.MeterRegistry")
+        @ConditionalOnMissingBean(dev.coop.micrometer.CoopMetrics.class)
+        dev.coop.micrometer.CoopMetrics coopMetrics(io.micrometer.core.instrument.MeterRegistry registry,
+                DataSource dataSource, CoopProperties properties) {
+            // the gauges count with a client of their own: the CoopClient bean is built with the listeners
+            CoopClient counter = CoopClient.builder(dataSource).schema(properties.getSchema()).migrate(false).build();
+            return new dev.coop.micrometer.CoopMetrics(registry).withRunGauges(counter,
+                    properties.getMetrics().getRunsRefresh());
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"dev.coop.opentelemetry.CoopTracing", "io.opentelemetry.api.OpenTelemetry"})
+    @ConditionalOnProperty(prefix = "coop.tracing", name = "enabled", havingValue = "true", matchIfMissing = true)
+    static class Tracing {
+        /**
+         * Traces with the application's OpenTelemetry bean, else with the global one when it is set (by the Java
+         * agent, say); with neither, nothing (a listener that does nothing).
+         */
+        @Bean
+        @ConditionalOnMissingBean(name = "coopTracing")
+        EngineListener coopTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> openTelemetry) {
+            io.opentelemetry.api.OpenTelemetry otel = openTelemetry.getIfAvailable();
+            if (otel == null && io.opentelemetry.api.GlobalOpenTelemetry.isSet()) {
+                otel = io.opentelemetry.api.GlobalOpenTelemetry.get();
+            }
+            return otel == null ? EngineListener.NONE : new dev.coop.opentelemetry.CoopTracing(otel);
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+    static class Health {
+        @Bean
+        @ConditionalOnMissingBean(name = "coopHealthIndicator")
+        CoopHealthIndicator coopHealthIndicator(CoopClient client, ObjectProvider<CoopEngineLifecycle> engine,
+                CoopProperties properties) {
+            return new CoopHealthIndicator(client, engine.getIfAvailable(),
+                    properties.getHealth().getParkedThreshold());
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")
+    static class Endpoint {
+        @Bean
+        @ConditionalOnMissingBean
+        CoopEndpoint coopEndpoint(CoopClient client, ObjectProvider<CoopEngineLifecycle> engine) {
+            return new CoopEndpoint(client, engine.getIfAvailable());
+        }
+    }
+}

@@ -1,0 +1,196 @@
+package dev.coop.spring;
+
+import dev.coop.Coop;
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/** Coop's settings under {@code coop.*}; each default is the core builders' own. */
+@ConfigurationProperties("coop")
+public class CoopProperties {
+    /** The PostgreSQL schema of Coop's tables. */
+    private String schema = Coop.DEFAULT_SCHEMA;
+    /** Whether to apply Coop's schema migrations at start. */
+    private boolean migrate = true;
+    /** The largest payload accepted, in bytes of JSON. */
+    private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
+    /** Whether launching on a topic that no saga handles fails (instead of storing the message). */
+    private boolean requireHandlers;
+    private final Engine engine = new Engine();
+    private final Health health = new Health();
+    private final Metrics metrics = new Metrics();
+    private final Tracing tracing = new Tracing();
+
+    public String getSchema() {
+        return schema;
+    }
+
+    public void setSchema(String schema) {
+        this.schema = schema;
+    }
+
+    public boolean isMigrate() {
+        return migrate;
+    }
+
+    public void setMigrate(boolean migrate) {
+        this.migrate = migrate;
+    }
+
+    public int getMaxPayloadBytes() {
+        return maxPayloadBytes;
+    }
+
+    public void setMaxPayloadBytes(int maxPayloadBytes) {
+        this.maxPayloadBytes = maxPayloadBytes;
+    }
+
+    public boolean isRequireHandlers() {
+        return requireHandlers;
+    }
+
+    public void setRequireHandlers(boolean requireHandlers) {
+        this.requireHandlers = requireHandlers;
+    }
+
+    public Engine getEngine() {
+        return engine;
+    }
+
+    public Health getHealth() {
+        return health;
+    }
+
+    public Metrics getMetrics() {
+        return metrics;
+    }
+
+    public Tracing getTracing() {
+        return tracing;
+    }
+
+    /** The engine that runs this application's {@code Saga} beans. */
+    public static class Engine {
+        /** Whether to run an engine; off gives a client-only service (launch and inspect). */
+        private boolean enabled = true;
+        /** A readable name for the engine; its id is the name plus a random suffix. */
+        private String name = "coop";
+        /** How many steps the engine executes at once, each on its own connection. */
+        private int workers = Coop.DEFAULT_WORKERS;
+        /** How often the engine looks for work it was not told about. */
+        private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
+        /** Whether to LISTEN for wake-ups on a dedicated connection (off behind PgBouncer in transaction mode). */
+        private boolean notifications = true;
+        /** Whether this engine fires due schedules. */
+        private boolean schedules = true;
+        /** How long stopping waits for steps in flight. */
+        private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public String getName() {
+            return name;
+        }
+
+        public void setName(String name) {
+            this.name = name;
+        }
+
+        public int getWorkers() {
+            return workers;
+        }
+
+        public void setWorkers(int workers) {
+            this.workers = workers;
+        }
+
+        public Duration getPollInterval() {
+            return pollInterval;
+        }
+
+        public void setPollInterval(Duration pollInterval) {
+            this.pollInterval = pollInterval;
+        }
+
+        public boolean isNotifications() {
+            return notifications;
+        }
+
+        public void setNotifications(boolean notifications) {
+            this.notifications = notifications;
+        }
+
+        public boolean isSchedules() {
+            return schedules;
+        }
+
+        public void setSchedules(boolean schedules) {
+            this.schedules = schedules;
+        }
+
+        public Duration getShutdownTimeout() {
+            return shutdownTimeout;
+        }
+
+        public void setShutdownTimeout(Duration shutdownTimeout) {
+            this.shutdownTimeout = shutdownTimeout;
+        }
+    }
+
+    /** The Actuator health indicator {@code coop}. */
+    public static class Health {
+        /** How many parked runs turn the indicator's status to WARNING. */
+        private long parkedThreshold = 1;
+
+        public long getParkedThreshold() {
+            return parkedThreshold;
+        }
+
+        public void setParkedThreshold(long parkedThreshold) {
+            this.parkedThreshold = parkedThreshold;
+        }
+    }
+
+    /** Micrometer metrics (when coop-micrometer and a MeterRegistry are present). */
+    public static class Metrics {
+        /** Whether to record Coop's metrics. */
+        private boolean enabled = true;
+        /** How often the gauges coop.runs count the unfinished runs, at most. */
+        private Duration runsRefresh = Duration.ofSeconds(15);
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getRunsRefresh() {
+            return runsRefresh;
+        }
+
+        public void setRunsRefresh(Duration runsRefresh) {
+            this.runsRefresh = runsRefresh;
+        }
+    }
+
+    /** OpenTelemetry traces (when coop-opentelemetry is present). */
+    public static class Tracing {
+        /** Whether to trace steps and carry the trace context with messages. */
+        private boolean enabled = true;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+    }
+}
