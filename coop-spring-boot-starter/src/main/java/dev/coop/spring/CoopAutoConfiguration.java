@@ -11,6 +11,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -104,6 +105,29 @@ public class CoopAutoConfiguration {
         @ConditionalOnMissingBean
         CoopEndpoint coopEndpoint(CoopClient client, ObjectProvider<CoopEngineLifecycle> engine) {
             return new CoopEndpoint(client, engine.getIfAvailable());
+        }
+    }
+
+    /**
+     * The web dashboard (module {@code coop-dashboard}) mounted at {@code coop.dashboard.path} when
+     * {@code coop.dashboard.enabled=true} in a servlet web application. Authentication and roles come from the
+     * container (Spring Security when present); the dashboard's own CSRF token protects its actions.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"dev.coop.dashboard.DashboardServlet", "jakarta.servlet.http.HttpServlet"})
+    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+    @ConditionalOnProperty(prefix = "coop.dashboard", name = "enabled", havingValue = "true")
+    static class Dashboard {
+        @Bean
+        @ConditionalOnMissingBean(name = "coopDashboard")
+        org.springframework.boot.web.servlet.ServletRegistrationBean<dev.coop.dashboard.DashboardServlet> coopDashboard(
+                CoopClient client, CoopProperties properties) {
+            CoopProperties.Dashboard d = properties.getDashboard();
+            var bean = new org.springframework.boot.web.servlet.ServletRegistrationBean<>(
+                    new dev.coop.dashboard.DashboardServlet(client, d.getOperatorRole(), d.getViewerRole()),
+                    d.getPath() + "/*");
+            bean.setName("coopDashboard");
+            return bean;
         }
     }
 }

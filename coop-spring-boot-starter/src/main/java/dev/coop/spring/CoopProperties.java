@@ -19,6 +19,7 @@ public class CoopProperties {
     private final Health health = new Health();
     private final Metrics metrics = new Metrics();
     private final Tracing tracing = new Tracing();
+    private final Dashboard dashboard = new Dashboard();
 
     public String getSchema() {
         return schema;
@@ -66,6 +67,10 @@ public class CoopProperties {
 
     public Tracing getTracing() {
         return tracing;
+    }
+
+    public Dashboard getDashboard() {
+        return dashboard;
     }
 
     /** The engine that runs this application's {@code Saga} beans. */
@@ -191,6 +196,54 @@ public class CoopProperties {
 
         public void setEnabled(boolean enabled) {
             this.enabled = enabled;
+        }
+    }
+
+    /** The web dashboard (when coop-dashboard is present), mounted in this application's servlet container. */
+    public static class Dashboard {
+        /** Whether to serve the dashboard; off by default. */
+        private boolean enabled;
+        /** The path it is served under. */
+        private String path = "/coop";
+        /** The role that may act (cancel, roll back, retry, mark done); others with the viewer role only look. */
+        private String operatorRole = "COOP_OPERATOR";
+        /** The role that may look; null lets any authenticated user look. */
+        private String viewerRole = "COOP_VIEWER";
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public String getPath() {
+            return path;
+        }
+
+        public void setPath(String path) {
+            if (path == null || !path.matches("(/[A-Za-z0-9._~-]+)+")) {
+                throw new IllegalArgumentException("coop.dashboard.path must look like /coop or /admin/coop, was '"
+                        + path + "'");
+            }
+            this.path = path;
+        }
+
+        public String getOperatorRole() {
+            return operatorRole;
+        }
+
+        public void setOperatorRole(String operatorRole) {
+            this.operatorRole = operatorRole;
+        }
+
+        public String getViewerRole() {
+            return viewerRole;
+        }
+
+        public void setViewerRole(String viewerRole) {
+            this.viewerRole = viewerRole;
         }
     }
 }
