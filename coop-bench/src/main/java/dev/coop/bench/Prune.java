@@ -1,19 +1,21 @@
 package dev.coop.bench;
 
 import dev.coop.Coop;
-import dev.coop.PruneResult;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.coop.CoopEngine;
+import dev.coop.Saga;
+import dev.coop.Topic;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * What retention costs the engine: {@code --prune-hierarchies} finished hierarchies are loaded (as the history
- * workload writes them, spread over 30 days), then W1 runs before, during and after a client deletes them with
- * {@code client.prune(1 h)} (one transaction per 100 hierarchies, as an engine's retention thread does). W1's own
- * hierarchies are younger than the age, so every W1 run verifies everything it made durable. Reported: W1 during
+ * workload writes them, spread over 30 days), then W1 runs before, during and after an engine's retention thread
+ * ({@code retention(1 h)}: 100 hierarchies per transaction, resting nine times as long as each batch took) deletes
+ * them. W1's own hierarchies are younger than the age, so every W1 run verifies everything it made durable. Reported: W1 during
  * pruning over W1 without (before and after, medians), and the pruning rate.
  */
 final class Prune {
@@ -35,39 +37,33 @@ final class Prune {
             for (int i = 0; i < o.warmups + o.runs; i++) {
                 without.add(w1(o, db, run++), i < o.warmups, "before " + (i + 1));
             }
-            AtomicReference<Object> pruned = new AtomicReference<>();
+            long before = db.longValue("SELECT count(*) FROM coop.message");
             long t0 = System.nanoTime();
-            com.zaxxer.hikari.HikariDataSource prunePool = db.pool(2, "coop-prune");
-            Thread pruner = Thread.ofPlatform().name("bench-prune").start(() -> {
-                try {
-                    PruneResult r = Coop.client(prunePool).prune(Duration.ofHours(1));
-                    pruned.set(r);
-                } catch (RuntimeException e) {
-                    pruned.set(e);
-                }
-            });
             int overlapped = 0;
             List<Map<String, Object>> late = new ArrayList<>();
-            while (pruner.isAlive() && overlapped < Math.max(o.runs, 3) * 3) {
-                Map<String, Object> m = w1(o, db, run++);
-                if (pruner.isAlive()) {
-                    during.add(m, false, "during " + (++overlapped));
-                } else {
-                    late.add(m); // pruning ended before this run did: counts as neither
+            double pruneSeconds;
+            try (HikariDataSource prunePool = db.pool(2, "coop-prune");
+                    CoopEngine pruner = Coop.engine(prunePool).name("pruner").workers(1)
+                            .register(Saga.on(Topic.of("prune-idle", Payloads.Job.class), "prune-idle")
+                                    .step("never", s -> {
+                                    }).build())
+                            .retention(Duration.ofHours(1)).start()) {
+                while (pruning(db) && overlapped < Math.max(o.runs, 3) * 10) {
+                    Map<String, Object> m = w1(o, db, run++);
+                    if (pruning(db)) {
+                        during.add(m, false, "during " + (++overlapped));
+                    } else {
+                        late.add(m); // pruning ended before this run did: counts as neither
+                    }
                 }
+                pruneSeconds = (System.nanoTime() - t0) / 1e9;
             }
-            pruner.join();
-            prunePool.close();
-            double pruneSeconds = (System.nanoTime() - t0) / 1e9;
+            long deleted = before - db.longValue("SELECT count(*) FROM coop.message");
             for (int i = 0; i < o.runs; i++) {
                 without.add(w1(o, db, run++), false, "after " + (i + 1));
             }
-            if (pruned.get() instanceof RuntimeException e) {
-                throw e;
-            }
-            PruneResult r = (PruneResult) pruned.get();
-            out.put("pruned", Map.of("hierarchies", r.hierarchies(), "runs", r.runs(), "events", r.events(),
-                    "messages", r.messages(), "seconds", Stats.round(pruneSeconds, 1)));
+            out.put("pruned", Map.of("messages", deleted, "seconds", Stats.round(pruneSeconds, 1),
+                    "finished", !pruning(db)));
             out.put("without", without.toMap());
             out.put("during", during.toMap());
             out.put("runsOverlappingPartly", late.size());
@@ -76,8 +72,8 @@ final class Prune {
                     : median(during) / median(without);
             out.put("duringOverWithout", Stats.round(ratio, 3));
             report.workloads.put("prune", out);
-            String w = "prune (" + String.format(java.util.Locale.ROOT, "%,d", r.hierarchies()) + " hierarchies)";
-            report.row(w, "hierarchies deleted per s", r.hierarchies() / pruneSeconds, null, null);
+            String w = "prune (" + String.format(java.util.Locale.ROOT, "%,d", o.pruneHierarchies) + " hierarchies)";
+            report.row(w, "messages deleted per s", deleted / pruneSeconds, null, null);
             report.row(w, "W1 steps/s without pruning", without, "stepsPerSec", "ratioToPhys", null, null);
             report.row(w, "W1 steps/s while pruning", during, "stepsPerSec", "ratioToPhys", null, null);
             report.row(w, "while pruning / without", ratio, ">= 0.9", ratio >= 0.9);
@@ -88,6 +84,12 @@ final class Prune {
         try (RunEnv env = RunEnv.on(o, db, TAG + run, false, false)) {
             return Throughput.w1(o, db, env.pool, Double.NaN, o.historySagas, o.historyThreads, TAG + run);
         }
+    }
+
+    /** Whether history older than the age is left (the loaded hierarchies; W1's are younger). */
+    private static boolean pruning(BenchDb db) {
+        return db.longValue("SELECT count(*) FROM (SELECT 1 FROM coop.run WHERE parent_id IS NULL"
+                + " AND finished_at < now() - interval '1 hour' LIMIT 1) x") > 0;
     }
 
     private static double median(Runs runs) {

@@ -4,7 +4,6 @@ import dev.coop.PruneResult;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -18,8 +17,9 @@ import org.slf4j.LoggerFactory;
  */
 final class Pruner implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(Pruner.class);
-    /** Batches deleted in a row before the thread looks at stop requests and lets other work have the database. */
-    private static final int ROUNDS = 100;
+    /** How long the thread rests after a batch, in multiples of the time the batch took. */
+    private static final int REST_PER_WORK = 9;
+    private static final long MAX_REST_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final DataSource dataSource;
     private final Retention retention;
@@ -60,28 +60,39 @@ final class Pruner implements Runnable {
         }
     }
 
+    /**
+     * Deletes batches until none is left, resting {@value #REST_PER_WORK} times as long as each batch took, so that
+     * retention takes at most a tenth of this thread's time and the database's attention goes to the steps.
+     */
     private void pass() throws SQLException {
         long deleted = 0;
+        while (!stopped()) {
+            long started = System.nanoTime();
+            long batch = batch();
+            if (batch == 0) {
+                break;
+            }
+            deleted += batch;
+            await(Math.min((System.nanoTime() - started) * REST_PER_WORK, MAX_REST_NANOS));
+        }
+        if (deleted > 0) {
+            log.info("Engine {} deleted {} finished hierarchies older than {}", engineId, deleted, keep);
+        }
+    }
+
+    /** One batch in a transaction of its own; the connection goes back to the pool while the thread rests. */
+    private long batch() throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                Instant cutoff = retention.now(c).minus(keep);
-                for (int round = 0; round < ROUNDS && !stopped(); round++) {
-                    PruneResult batch = retention.pruneBatch(c, cutoff);
-                    c.commit();
-                    deleted += batch.hierarchies();
-                    if (batch.hierarchies() == 0) {
-                        break;
-                    }
-                }
+                PruneResult batch = retention.pruneBatch(c, retention.now(c).minus(keep));
+                c.commit();
+                return batch.hierarchies();
             } finally {
                 Worker.rollbackQuietly(c); // never let restoring auto-commit commit what is left open
                 c.setAutoCommit(autoCommit);
             }
-        }
-        if (deleted > 0) {
-            log.info("Engine {} deleted {} finished hierarchies older than {}", engineId, deleted, keep);
         }
     }
 
