@@ -42,7 +42,7 @@ final class Prune {
             int overlapped = 0;
             List<Map<String, Object>> late = new ArrayList<>();
             double pruneSeconds;
-            try (HikariDataSource prunePool = db.pool(2, "coop-prune");
+            try (HikariDataSource prunePool = db.pool(3, "coop-prune");
                     CoopEngine pruner = Coop.engine(prunePool).name("pruner").workers(1)
                             .register(Saga.on(Topic.of("prune-idle", Payloads.Job.class), "prune-idle")
                                     .step("never", s -> {
