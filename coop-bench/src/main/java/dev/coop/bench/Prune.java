@@ -37,7 +37,7 @@ final class Prune {
             for (int i = 0; i < o.warmups + o.runs; i++) {
                 without.add(w1(o, db, run++), i < o.warmups, "before " + (i + 1));
             }
-            long before = db.longValue("SELECT count(*) FROM coop.message");
+            long before = history(db);
             long t0 = System.nanoTime();
             int overlapped = 0;
             List<Map<String, Object>> late = new ArrayList<>();
@@ -58,7 +58,7 @@ final class Prune {
                 }
                 pruneSeconds = (System.nanoTime() - t0) / 1e9;
             }
-            long deleted = before - db.longValue("SELECT count(*) FROM coop.message");
+            long deleted = before - history(db);
             for (int i = 0; i < o.runs; i++) {
                 without.add(w1(o, db, run++), false, "after " + (i + 1));
             }
@@ -84,6 +84,11 @@ final class Prune {
         try (RunEnv env = RunEnv.on(o, db, TAG + run, false, false)) {
             return Throughput.w1(o, db, env.pool, Double.NaN, o.historySagas, o.historyThreads, TAG + run);
         }
+    }
+
+    /** The loaded history's messages left (W1's are younger than an hour). */
+    private static long history(BenchDb db) {
+        return db.longValue("SELECT count(*) FROM coop.message WHERE created_at < now() - interval '1 hour'");
     }
 
     /** Whether history older than the age is left (the loaded hierarchies; W1's are younger). */
