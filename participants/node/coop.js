@@ -609,7 +609,8 @@ function failureOf(err, source, depth = 0) {
   const frames = String(err.stack || '').split('\n')
     .map((line) => /^\s+at (?:async )?(?:(.+?) \()?(.+?):(\d+):\d+\)?$/.exec(line))
     .filter(Boolean)
-    .map(([, fn, file, line]) => {
+    .map(([, name, file, line]) => {
+      const fn = name && name.replace(/ \[as [^\]]+\]$/, ''); // V8 adds the alias a method was called by
       const dot = fn ? fn.lastIndexOf('.') : -1;
       return { fileName: file.split('/').pop(), lineNumber: Number(line),
         className: dot > 0 ? fn.slice(0, dot) : null, functionName: fn ? fn.slice(dot + 1) : '<anonymous>' };

@@ -6,6 +6,11 @@ import dev.coop.failure.ChildRolledBackException;
 import dev.coop.failure.Failure;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.Outcome;
+import dev.coop.join.JoinId;
+import dev.coop.join.JoinResult;
+import dev.coop.join.JoinSpec;
+import dev.coop.join.JoinStatus;
+import dev.coop.join.JoinView;
 import dev.coop.render.Renderers;
 import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
@@ -22,6 +27,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -73,7 +79,7 @@ class NodeParticipantTest {
                         step -> step.launch(fulfilment, new Fulfilment(step.payload().order(),
                                 step.payload().quantity())))
                 .compensateWith((step, cause) -> undo(step.connection(), name, step.payload().order(),
-                        cause.getMessage()))
+                        cause.failure().message()))
                 .step("record-fulfilment", step -> {
                     ledger(step.connection(), step.payload().order(),
                             "orders saw children " + children(step.connection(), step.runId()));
@@ -84,10 +90,20 @@ class NodeParticipantTest {
                 .build();
     }
 
+    static final Topic<JoinResult> FULFILLED = Topic.of("fulfilment-joined", JoinResult.class);
+    static final Topic<JoinResult> UNFULFILLED = Topic.of("fulfilment-join-failed", JoinResult.class);
+
+    /** Reads the outcome message of a join that a Node run settled. */
+    static final Saga<JoinResult> JOINED = Saga.on(FULFILLED, "joined")
+            .step("record", step -> ledger(step.connection(), step.payload().key(), "join "
+                    + step.payload().status() + ": " + step.payload().members().getFirst().messageId() + " "
+                    + step.payload().members().getFirst().state()))
+            .build();
+
     static final Saga<StockChecked> STOCK = Saga.on(STOCK_CHECKED, "stock")
             .step("check", step -> ledger(step.connection(), step.payload().order(), "stock checked"))
             .compensateWith((step, cause) -> undo(step.connection(), "stock", step.payload().order(),
-                    cause.getMessage()))
+                    cause.failure().message()))
             .build();
 
     static final class OutOfStockException extends RuntimeException {
@@ -107,7 +123,7 @@ class NodeParticipantTest {
                 step.launch(STOCK_CHECKED, new StockChecked(step.payload().order()));
             })
             .compensateWith((step, cause) -> undo(step.connection(), "java-fulfilment", step.payload().order(),
-                    cause.getMessage()))
+                    cause.failure().message()))
             .step("confirm", step -> ledger(step.connection(), step.payload().order(),
                     "confirmed after children " + children(step.connection(), step.runId())))
             .build();
@@ -133,7 +149,7 @@ class NodeParticipantTest {
         }
         engine = Coop.engine(dataSource)
                 .register(orders("orders", ORDER_PLACED, FULFILMENT), orders("orders-twin", ORDER_PLACED_TWIN,
-                        FULFILMENT_TWIN), STOCK, JAVA_FULFILMENT)
+                        FULFILMENT_TWIN), STOCK, JAVA_FULFILMENT, JOINED)
                 .start(); // creates the schema the participant works in
         node = startNode();
     }
@@ -234,6 +250,46 @@ class NodeParticipantTest {
         assertThat(ledger("o-4")).isEmpty();
         assertThat(undone("o-4")).containsExactly("orders");
         Invariants.assertAll(client.events(id));
+    }
+
+    @Test
+    void a_node_run_that_gives_up_at_its_deadline_rolls_back_like_a_java_run() {
+        CoopClient client = engine.client();
+        CooperationContext late = CooperationContext.of(Deadlines.HAPPY_PATH,
+                Deadline.at(Instant.now().minusSeconds(60), "the warehouse"));
+        MessageId id = client.launch(FULFILMENT, new Fulfilment("o-5", 1), late);
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        Failure gaveUp = client.results(id).getFirst().failure().orElseThrow();
+        assertThat(gaveUp.type()).isEqualTo("dev.coop.failure.GaveUpException");
+        assertThat(gaveUp.causes().getFirst().type()).isEqualTo("dev.coop.failure.HappyPathDeadlineMissedException");
+        assertThat(gaveUp.causes().getFirst().message()).contains("set by the warehouse");
+        MessageId twin = client.launch(FULFILMENT_TWIN, new Fulfilment("t-5", 1), late);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.results(twin).getFirst().failure().orElseThrow().causes().getFirst().type())
+                .isEqualTo(gaveUp.causes().getFirst().type());
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("java-fulfilment", "node-fulfilment")).toList());
+    }
+
+    @Test
+    void a_node_run_that_finishes_settles_its_join_and_publishes_the_outcome() throws SQLException {
+        CoopClient client = engine.client();
+        JoinId join = client.joins().start(JoinSpec.expecting(1).key("o-6").onComplete(FULFILLED).onFail(UNFULFILLED));
+        MessageId id;
+        try (Connection c = db.dataSource().getConnection()) { // the member is attached before any run starts
+            c.setAutoCommit(false);
+            id = client.launch(c, FULFILMENT, new Fulfilment("o-6", 1));
+            client.joins().attach(c, join, id);
+            c.commit();
+        }
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.COMMITTED);
+        JoinView view = client.joins().get(join);
+        assertThat(view.status()).isEqualTo(JoinStatus.COMPLETED);
+        assertThat(client.awaitCompletion(view.outcomeMessage(), WAIT)).isEqualTo(Outcome.COMMITTED);
+        assertThat(ledger("o-6")).containsExactly("reserved", "stock checked", "confirmed after children COMMITTED",
+                "join COMPLETED: " + id.value() + " COMPLETED");
     }
 
     /** The same order through the Java twin of the Node saga: the event logs must be the same, row for row. */
