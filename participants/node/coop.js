@@ -13,7 +13,8 @@
  * Left out, to stay small: child-failure handlers, retry policies, loops (Flow), sleeps, finally parts, results read
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
  * never started when it gives up while waiting (it waits for them instead), and deadlines other than checking the
- * happy-path and absolute deadlines when a run is claimed.
+ * happy-path and absolute deadlines when a run is claimed (no deadline timer while it waits for children: they
+ * inherit the deadline and give up themselves).
  */
 const { Pool, Client } = require('pg');
 const crypto = require('crypto');
@@ -324,7 +325,8 @@ class Participant {
     const thrown = definition.compensate ? await this.userCode(c, () => definition.compensate(ctx, JSON.parse(cause))) : null;
     if (thrown) {
       this.log(`coop: compensation '${step}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
-      const why = JSON.stringify({ ...failureOf(thrown, this.source(run)), causes: [JSON.parse(cause)] });
+      const own = failureOf(thrown, this.source(run));
+      const why = JSON.stringify({ ...own, causes: [...own.causes, JSON.parse(cause)] });
       return this.advance(c, run, [['ROLLBACK_FAILED', step, why]], { status: 'ROLLBACK_FAILED', failure: why });
     }
     if (ctx.launched.length > 0) throw new Error('This participant does not launch messages from compensations');

@@ -6,6 +6,7 @@
  *
  *   reserve  writes a ledger row, launches 'stock-checked' (a Java saga handles it) and waits for it;
  *            fails with an OutOfStockError when the payload asks for more than 10; compensated by an undo row
+ *            (the compensation fails for orders named 'lost-...')
  *   confirm  writes a ledger row that says how its children had ended when it started (the barrier)
  */
 const { Participant } = require('./coop');
@@ -27,6 +28,9 @@ async function reserve(step) {
 }
 
 async function undoReserve(step, cause) {
+  if (step.payload.order.startsWith('lost-')) {
+    throw new Error(`The warehouse lost the reservation of order ${step.payload.order}`);
+  }
   await step.client.query('INSERT INTO fulfilment_undo (who, order_id, why) VALUES ($1, $2, $3)',
     ['node-fulfilment', step.payload.order, cause.message]);
 }

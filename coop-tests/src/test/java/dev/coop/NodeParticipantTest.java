@@ -122,8 +122,13 @@ class NodeParticipantTest {
                 }
                 step.launch(STOCK_CHECKED, new StockChecked(step.payload().order()));
             })
-            .compensateWith((step, cause) -> undo(step.connection(), "java-fulfilment", step.payload().order(),
-                    cause.failure().message()))
+            .compensateWith((step, cause) -> {
+                if (step.payload().order().startsWith("lost-")) {
+                    throw new IllegalStateException("The warehouse lost the reservation of order "
+                            + step.payload().order());
+                }
+                undo(step.connection(), "java-fulfilment", step.payload().order(), cause.failure().message());
+            })
             .step("confirm", step -> ledger(step.connection(), step.payload().order(),
                     "confirmed after children " + children(step.connection(), step.runId())))
             .build();
@@ -230,6 +235,26 @@ class NodeParticipantTest {
                 "ROLLED_BACK stock Rollback of check", "SUSPENDED node-fulfilment Rollback of reserve",
                 "ROLLED_BACK node-fulfilment Rollback of reserve", "ROLLED_BACK orders Rollback of request-fulfilment");
         assertSameLogAsJavaTwin(client, id, new Order("t-3", 2, true), Outcome.ROLLED_BACK);
+    }
+
+    @Test
+    void a_failing_node_compensation_ends_the_hierarchy_rollback_failed() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("lost-7", 2, true));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLBACK_FAILED);
+        Failure failure = client.results(id).getFirst().failure().orElseThrow();
+        assertThat(failure.type()).isEqualTo("dev.coop.failure.ChildRollbackFailedException");
+        Failure fromNode = failure.causes().getFirst();
+        assertThat(fromNode.type()).isEqualTo("Error");
+        assertThat(fromNode.message()).isEqualTo("The warehouse lost the reservation of order lost-7");
+        assertThat(fromNode.stackTrace().getFirst().functionName()).isEqualTo("undoReserve");
+        assertThat(fromNode.causes().getLast().type()).isEqualTo("dev.coop.failure.ParentSaidSoException");
+        assertThat(Renderers.text().render(client.tree(id)))
+                .contains("The warehouse lost the reservation of order lost-7");
+        // the Java child below was undone; Node's compensation wrote nothing; the Java root could not be undone
+        assertThat(undone("lost-7")).containsExactly("stock");
+        assertSameLogAsJavaTwin(client, id, new Order("lost-8", 2, true), Outcome.ROLLBACK_FAILED);
     }
 
     @Test
