@@ -67,6 +67,7 @@ class Participant {
   /** Registers the sagas, listens for wake-ups, and starts claiming. */
   async start() {
     this.pool = new Pool({ max: 4, ...this.pgOptions });
+    this.pool.on('error', (e) => this.log(`coop: an idle connection failed (${e.message})`)); // else it would crash
     await this.pool.query(this.sql(`
       INSERT INTO {schema}.engine (id, name, host, sagas) VALUES ($1, 'node-participant', $2, $3::text[])`),
     [this.engineId, os.hostname(), [...this.sagas.keys()]]);
@@ -133,7 +134,7 @@ class Participant {
     let run = null;
     try {
       await c.query('BEGIN');
-      run = await this.claim(c, saga.name);
+      run = await this.claim(c, DUE, [saga.name, this.engineId]);
       if (!run) {
         await c.query('ROLLBACK');
         return false;
@@ -143,6 +144,10 @@ class Participant {
       return true;
     } catch (e) {
       await c.query('ROLLBACK').catch(() => {});
+      if (run && (e instanceof ClaimLostError || e.code === 'CP002')) {
+        await this.claimLost(c, saga, run, e);
+        return true;
+      }
       if (run && e.code !== 'CP001') { // CP001: cancelled while the step ran; the next claim gives up
         this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}; retrying later`);
         await this.postpone(c, run).catch(() => {});
@@ -151,6 +156,27 @@ class Participant {
     } finally {
       c.release();
     }
+  }
+
+  /**
+   * User code ended the claiming transaction (COMMIT, ROLLBACK or END on its client): the step fails, or, on the
+   * rollback path, the rollback. In a new transaction, and only if nobody moved the run meanwhile.
+   */
+  async claimLost(c, saga, run, e) {
+    this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}`);
+    await c.query('BEGIN');
+    // a COMMIT in the step committed what the claim wrote: SEEN is written again only if it is not in the log
+    const again = await this.claim(c, UNCHANGED, [run.id, run.version, this.engineId], `AND NOT EXISTS (
+      SELECT 1 FROM {schema}.event e WHERE e.message_id = claimed.message_id AND e.type = 'SEEN'
+         AND e.lineage = claimed.lineage)`);
+    const lost = failureOf(e instanceof ClaimLostError ? e : new ClaimLostError(), this.source(run));
+    if (again?.phase === 'HAPPY') {
+      await this.startRollback(c, saga, again, saga.steps[again.step_index]?.name ?? null, lost);
+    } else if (again) {
+      const why = JSON.stringify({ ...lost, causes: [JSON.parse(again.rollback_cause)] });
+      await this.advance(c, again, [['ROLLBACK_FAILED', null, why]], { status: 'ROLLBACK_FAILED', failure: why });
+    }
+    await c.query('COMMIT');
   }
 
   // ---- the happy path
@@ -215,12 +241,16 @@ class Participant {
     await c.query('SAVEPOINT coop_step');
     try {
       await code();
-      await c.query('RELEASE SAVEPOINT coop_step');
-      return null;
     } catch (e) {
-      await c.query('ROLLBACK TO SAVEPOINT coop_step');
+      await c.query('ROLLBACK TO SAVEPOINT coop_step').catch(() => {
+        throw new ClaimLostError(); // the savepoint is gone with the transaction
+      });
       return e instanceof Error ? e : new Error(String(e));
     }
+    await c.query('RELEASE SAVEPOINT coop_step').catch(() => {
+      throw new ClaimLostError();
+    });
+    return null;
   }
 
   stepContext(c, saga, run, stepName, iteration) {
@@ -358,10 +388,10 @@ class Participant {
   // ---- statements
 
   /**
-   * The claim: the due runnable run of the saga, locked; SEEN on its first step; the cancellation of its scope.
-   * Runs only this participant's sagas, so it never claims a run of a saga it does not know.
+   * The claim: a runnable run (DUE: the saga's due first; UNCHANGED: a run by id and version), locked; SEEN on its
+   * first step; the cancellation of its scope. Only this participant's sagas are claimed.
    */
-  async claim(c, saga) {
+  async claim(c, selection, params, seenUnless = '') {
     const { rows } = await c.query(this.sql(`
       WITH claimed AS (
         SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
@@ -369,18 +399,17 @@ class Participant {
                r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version,
                r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at
           FROM {schema}.run r
-         WHERE r.saga = $1 AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
-         ORDER BY r.runnable_at
+         WHERE ${selection}
          LIMIT 1
            FOR UPDATE SKIP LOCKED
       ), seen AS (
         INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-        SELECT message_id, 'SEEN', saga, $2, lineage FROM claimed WHERE NOT started
+        SELECT message_id, 'SEEN', saga, $${params.length}, lineage FROM claimed WHERE NOT started ${seenUnless}
       )
       SELECT c.*, m.topic, m.payload::text AS payload, pg_current_xact_id()::text AS xact,
              (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
-        FROM claimed c JOIN {schema}.message m ON m.id = c.message_id`), [saga, this.engineId]);
+        FROM claimed c JOIN {schema}.message m ON m.id = c.message_id`), params);
     return rows[0] || null;
   }
 
@@ -587,6 +616,19 @@ class Participant {
 
   sql(text) {
     return text.replaceAll('{schema}', this.schema);
+  }
+}
+
+/** The claim's selections (the engine id is the last parameter of each). */
+const DUE = "r.saga = $1 AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp() ORDER BY r.runnable_at";
+const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
+
+/** Thrown when step code ended the transaction that claimed its run (protocol.md: claim_lost(), CP002). */
+class ClaimLostError extends Error {
+  constructor() {
+    super('The step ended the transaction that claimed its run (COMMIT, ROLLBACK or END on its connection); '
+      + 'the participant commits or rolls back a step\'s transaction itself, so this step cannot be committed');
+    this.name = 'ClaimLostError';
   }
 }
 

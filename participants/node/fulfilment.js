@@ -6,7 +6,7 @@
  *
  *   reserve  writes a ledger row, launches 'stock-checked' (a Java saga handles it) and waits for it;
  *            fails with an OutOfStockError when the payload asks for more than 10; compensated by an undo row
- *            (the compensation fails for orders named 'lost-...')
+ *            (the compensation fails for orders named 'lost-...'; the step ends its transaction for 'rogue-...')
  *   confirm  writes a ledger row that says how its children had ended when it started (the barrier)
  */
 const { Participant } = require('./coop');
@@ -21,6 +21,9 @@ class OutOfStockError extends Error {
 async function reserve(step) {
   const { order, quantity } = step.payload;
   await step.client.query('INSERT INTO fulfilment_ledger (order_id, entry) VALUES ($1, $2)', [order, 'reserved']);
+  if (order.startsWith('rogue-')) {
+    await step.client.query('COMMIT'); // what a step must not do: the participant fails it (ClaimLostError)
+  }
   if (quantity > 10) {
     throw new OutOfStockError(`Only 10 left of what order ${order} wants ${quantity} of`);
   }

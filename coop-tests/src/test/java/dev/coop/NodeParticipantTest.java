@@ -258,6 +258,21 @@ class NodeParticipantTest {
     }
 
     @Test
+    void a_node_step_that_ends_its_transaction_fails_and_runs_once() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("rogue-1", 1, false));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        Failure fromNode = client.results(id).getFirst().failure().orElseThrow().causes().getFirst();
+        assertThat(fromNode.type()).isEqualTo("ClaimLostError");
+        assertThat(fromNode.message()).startsWith("The step ended the transaction that claimed its run");
+        // what it wrote before its COMMIT stays (as in Java), but the step never ran a second time
+        assertThat(ledger("rogue-1")).containsExactly("reserved");
+        assertThat(undone("rogue-1")).containsExactly("orders");
+        Invariants.assertAll(client.events(id));
+    }
+
+    @Test
     void a_cancelled_hierarchy_rolls_the_node_run_back() throws SQLException {
         CoopClient client = engine.client();
         MessageId id;
