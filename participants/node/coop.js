@@ -51,7 +51,8 @@ class Participant {
   /**
    * Defines a saga: a name, the topic it handles, and its steps, each { name, run(step), compensate(step, cause) }
    * (compensate optional). A step receives { payload, client, launch(topic, payload), runId, messageId, saga, step,
-   * iteration, context }; it may throw to fail. A compensation receives the same and the failure being compensated.
+   * iteration, context } (client: the transaction's pg client; set step.result to return a JSON value to the
+   * parent); it may throw to fail. A compensation receives the same (it cannot launch) and the failure compensated.
    */
   saga(name, topic, steps) {
     if (!NAME.test(name) || !NAME.test(topic)) {
@@ -253,13 +254,14 @@ class Participant {
     return null;
   }
 
-  stepContext(c, saga, run, stepName, iteration) {
+  stepContext(c, saga, run, stepName, iteration, mayLaunch = true) {
     const launched = [];
     return {
       payload: JSON.parse(run.payload), client: c, runId: run.id, messageId: run.message_id, saga: saga.name,
       step: stepName, iteration, context: run.context === null ? {} : JSON.parse(run.context), launched,
       /** Launches a message in this run's scope: the next step starts when every run of it finished. */
       launch(topic, payload) {
+        if (!mayLaunch) throw new Error(`${stepName}: this participant does not launch from compensations`);
         if (!NAME.test(topic)) throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
         const id = uuidV7();
         launched.push({ id, topic, payload: JSON.stringify(payload) });
@@ -347,19 +349,20 @@ class Participant {
 
   async compensate(c, saga, run, seq, name, cause) {
     const step = `Rollback of ${name}`;
-    const { rows } = await c.query(this.sql('SELECT instance, iteration FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'),
-      [run.id, seq]);
+    const { rows } = await c.query(
+      this.sql('SELECT instance, iteration FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'), [run.id, seq]);
     const definition = saga.steps[rows[0].instance];
-    const ctx = this.stepContext(c, saga, run, step, rows[0].iteration);
+    const ctx = this.stepContext(c, saga, run, step, rows[0].iteration, false);
     ctx.context = { ...ctx.context, ...JSON.parse(run.parent_context || '{}') };
-    const thrown = definition.compensate ? await this.userCode(c, () => definition.compensate(ctx, JSON.parse(cause))) : null;
+    const thrown = definition.compensate
+      ? await this.userCode(c, () => definition.compensate(ctx, JSON.parse(cause)))
+      : null;
     if (thrown) {
       this.log(`coop: compensation '${step}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
       const own = failureOf(thrown, this.source(run));
       const why = JSON.stringify({ ...own, causes: [...own.causes, JSON.parse(cause)] });
       return this.advance(c, run, [['ROLLBACK_FAILED', step, why]], { status: 'ROLLBACK_FAILED', failure: why });
     }
-    if (ctx.launched.length > 0) throw new Error('This participant does not launch messages from compensations');
     const events = [['SUSPENDED', step]];
     if (seq === 0) return this.finishRollback(c, saga, run, events, step, cause);
     return this.advance(c, run, events, rollingBack(seq - 1, 'CHILDREN', cause));
@@ -489,7 +492,8 @@ class Participant {
       next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation]);
     if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
     if (next.instance) {
-      await c.query(this.sql('INSERT INTO {schema}.run_step (run_id, seq, instance, iteration) VALUES ($1, $2, $3, $4)'),
+      await c.query(
+        this.sql('INSERT INTO {schema}.run_step (run_id, seq, instance, iteration) VALUES ($1, $2, $3, $4)'),
         [run.id, next.instance.seq, next.instance.index, next.instance.iteration]);
     }
     if (finished) await this.finished(c, run, next.status);
@@ -531,8 +535,8 @@ class Participant {
 
   /** Joins: settle the pending memberships of messages whose runs all finished (protocol.md, "Joins"). */
   async settleJoins(c, messages) {
-    const pending = (await c.query(this.sql('SELECT join_id, message_id FROM {schema}.join_pending_members($1::uuid[])'),
-      [messages])).rows;
+    const pending = (await c.query(
+      this.sql('SELECT join_id, message_id FROM {schema}.join_pending_members($1::uuid[])'), [messages])).rows;
     if (pending.length === 0) return;
     const { rows } = await c.query(this.sql(`
       SELECT message_id, bool_and(status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')) AS finished,
@@ -581,7 +585,8 @@ class Participant {
        ORDER BY attached_at, message_id`), [joinId])).rows;
     const result = `{"joinId":${JSON.stringify(joinId)},"key":${JSON.stringify(g.grouping_key)},`
       + `"status":"${g.status}","metadata":${g.metadata ?? 'null'},"expected":${g.expected},`
-      + `"attached":${g.attached},"completed":${g.completed},"failed":${g.failed},"members":${JSON.stringify(members)}}`;
+      + `"attached":${g.attached},"completed":${g.completed},"failed":${g.failed},`
+      + `"members":${JSON.stringify(members)}}`;
     const topic = g.status === 'COMPLETED' ? g.on_complete_topic : g.on_fail_topic;
     await c.query(this.sql(`
       WITH msg AS (

@@ -142,9 +142,10 @@ class NodeParticipantTest {
         Assumptions.assumeTrue(PARTICIPANT != null && Files.isDirectory(PARTICIPANT.resolve("node_modules/pg")),
                 "Node participant tests skipped: participants/node/node_modules is missing. Install it with"
                         + " 'cd participants/node && npm ci' (Node.js 18 or later)");
-        Assumptions.assumeTrue(nodeVersion() != null,
-                "Node participant tests skipped: no 'node' on the PATH. Install Node.js 18 or later"
-                        + " ('sudo apt-get install -y nodejs' on Debian/Ubuntu)");
+        String version = nodeVersion();
+        Assumptions.assumeTrue(version != null && version.matches("v(1[89]|[2-9][0-9])\\..*"),
+                "Node participant tests skipped: " + (version == null ? "no 'node' on the PATH" : "node " + version)
+                        + ". Install Node.js 18 or later ('sudo apt-get install -y nodejs npm' on Debian/Ubuntu)");
         DataSource dataSource = db.dataSource();
         try (Connection c = dataSource.getConnection(); var s = c.createStatement()) {
             s.execute("CREATE TABLE fulfilment_ledger (seq bigserial PRIMARY KEY, order_id text NOT NULL,"
