@@ -37,6 +37,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -137,15 +138,15 @@ class NodeParticipantTest {
     static Process node;
     static final List<String> nodeOutput = new CopyOnWriteArrayList<>();
 
+    /** Why the participant cannot run here (each test is then skipped with it), or null. */
+    static String missing;
+
     @BeforeAll
     static void start() throws Exception {
-        Assumptions.assumeTrue(PARTICIPANT != null && Files.isDirectory(PARTICIPANT.resolve("node_modules/pg")),
-                "Node participant tests skipped: participants/node/node_modules is missing. Install it with"
-                        + " 'cd participants/node && npm ci' (Node.js 18 or later)");
-        String version = nodeVersion();
-        Assumptions.assumeTrue(version != null && version.matches("v(1[89]|[2-9][0-9])\\..*"),
-                "Node participant tests skipped: " + (version == null ? "no 'node' on the PATH" : "node " + version)
-                        + ". Install Node.js 18 or later ('sudo apt-get install -y nodejs npm' on Debian/Ubuntu)");
+        missing = missing();
+        if (missing != null) {
+            return;
+        }
         DataSource dataSource = db.dataSource();
         try (Connection c = dataSource.getConnection(); var s = c.createStatement()) {
             s.execute("CREATE TABLE fulfilment_ledger (seq bigserial PRIMARY KEY, order_id text NOT NULL,"
@@ -158,6 +159,11 @@ class NodeParticipantTest {
                         FULFILMENT_TWIN), STOCK, JAVA_FULFILMENT, JOINED)
                 .start(); // creates the schema the participant works in
         node = startNode();
+    }
+
+    @BeforeEach
+    void participantInstalled() {
+        Assumptions.assumeTrue(missing == null, missing);
     }
 
     @AfterAll
@@ -371,6 +377,19 @@ class NodeParticipantTest {
                 () -> nodeOutput.contains("ready") || !process.isAlive());
         assertThat(process.isAlive()).as("the Node participant runs; its output: %s", nodeOutput).isTrue();
         return process;
+    }
+
+    private static String missing() {
+        if (PARTICIPANT == null || !Files.isDirectory(PARTICIPANT.resolve("node_modules/pg"))) {
+            return "Node participant tests skipped: participants/node/node_modules is missing. Install it with"
+                    + " 'cd participants/node && npm ci' (Node.js 18 or later)";
+        }
+        String version = nodeVersion();
+        if (version == null || !version.matches("v(1[89]|[2-9][0-9])\\..*")) {
+            return "Node participant tests skipped: " + (version == null ? "no 'node' on the PATH" : "node " + version)
+                    + ". Install Node.js 18 or later ('sudo apt-get install -y nodejs npm' on Debian/Ubuntu)";
+        }
+        return null;
     }
 
     private static String nodeVersion() {
