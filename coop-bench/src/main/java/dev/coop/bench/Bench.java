@@ -241,6 +241,8 @@ public final class Bench {
             case "experiments" -> Experiments.run(o, report);
             case "versus" -> Versus.run(o, report);
             case "ab" -> AbTest.run(o, report);
+            case "growth" -> Growth.run(o, report);
+            case "sweep" -> Growth.sweep(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

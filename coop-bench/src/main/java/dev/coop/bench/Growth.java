@@ -1,0 +1,281 @@
+package dev.coop.bench;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.coop.Coop;
+import dev.coop.CoopClient;
+import dev.coop.CoopEngine;
+import dev.coop.MessageId;
+import dev.coop.Saga;
+import dev.coop.Topic;
+import dev.coop.bench.Payloads.Job;
+import dev.coop.bench.Payloads.Level;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.BiFunction;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+
+/**
+ * How cost grows (issue 16 item 5, issue 13 item 4): the cost of a step against fan-out width, chain depth and the
+ * number of engines on one database. Every measurement starts its engines on a fresh database, each engine with a
+ * pool of its own (workers + 2 connections), all in this JVM; client threads launch and await through the engines'
+ * clients in turn. A step's cost: JDBC round trips and statements (counted by {@link SqlStats} on every pool), server
+ * transactions, WAL bytes ({@code pg_current_wal_lsn()} before and after), PostgreSQL CPU (its processes in /proc) and
+ * JVM CPU (the process, and the engines' threads alone).
+ */
+final class Growth {
+    private Growth() {
+    }
+
+    /** One closed loop: the sagas every engine registers, what a client thread launches, how many, and the check. */
+    record Shape(String tag, List<Saga<?>> sagas, BiFunction<CoopClient, Integer, MessageId> launch, int total,
+            int inFlight, double steps, Consumer<BenchDb> verify) {
+    }
+
+    static void run(Options o, Report report) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        warmUp(o);
+        Map<String, Object> width = new LinkedHashMap<>();
+        for (int w : o.growthWidths) {
+            Map<String, Object> m = measure(o, fanOut(o, w), 1, true);
+            width.put(Integer.toString(w), m);
+            costRows(report, "fan-out width " + w + " (" + m.get("hierarchies") + " parents)", m);
+        }
+        out.put("width", width);
+        Map<String, Object> depth = new LinkedHashMap<>();
+        for (int d : o.growthDepths) {
+            Map<String, Object> m = measure(o, chain(o, d), 1, true);
+            depth.put(Integer.toString(d), m);
+            costRows(report, "depth " + d + " (" + m.get("hierarchies") + " chains)", m);
+        }
+        out.put("depth", depth);
+        Map<String, Object> engines = new LinkedHashMap<>();
+        for (int e : o.growthEngines) {
+            Map<String, Object> counted = measure(o, w1(o, o.growthSagas, o.growthThreads, "c" + e), e, true);
+            Runs plain = Runs.repeat("growth engines " + e, 0, o.runs,
+                    (i, warm) -> measure(o, w1(o, o.growthSagas, o.growthThreads, "e" + e + "r" + i), e, false));
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("counted", counted);
+            m.put("plain", plain.toMap());
+            engines.put(Integer.toString(e), m);
+            String name = "engines " + e + " on one database, W1 " + o.growthThreads + " threads";
+            report.row(name, "steps/s", plain, "stepsPerSec", null, null, null);
+            report.row(name, "latency p50 ms", plain, "latencyP50Ms", null, null, null);
+            report.row(name, "CPU us/step, PostgreSQL", plain, "pgCpuUsPerStep", null, null, null);
+            report.row(name, "CPU us/step, JVM", plain, "jvmCpuUsPerStep", null, null, null);
+            report.row(name, "machine busy cores", plain, "machineBusyCores", null, null, null);
+            report.row(name, "WAL bytes/step", plain, "walBytesPerStep", null, null, null);
+            report.row(name, "engine round trips/step (counted run)", num(counted, "engineRoundTripsPerStep"),
+                    null, null);
+            report.row(name, "claims that found nothing/step (counted run)", num(counted, "emptyClaimsPerStep"),
+                    null, null);
+        }
+        out.put("engines", engines);
+        report.workloads.put("growth", out);
+    }
+
+    /** Threads against throughput (W1, one series per engine count), drawn into a PNG from the runs' own numbers. */
+    static void sweep(Options o, Report report) {
+        warmUp(o);
+        Map<String, Object> out = new LinkedHashMap<>();
+        List<Plot.Series> series = new ArrayList<>();
+        for (int e : o.sweepEngines) {
+            Map<String, Object> points = new LinkedHashMap<>();
+            Plot.Series s = new Plot.Series(e == 1 ? "1 engine" : e + " engines");
+            for (int t : o.sweepThreads) {
+                Runs runs = Runs.repeat("sweep " + e + " engines " + t + " threads", 0, o.runs,
+                        (i, warm) -> measure(o, w1(o, o.sweepSagas, t, "s" + e + "t" + t + "r" + i), e, false));
+                points.put(Integer.toString(t), runs.toMap());
+                s.add(t, runs.median("stepsPerSec"), min(runs, "stepsPerSec"), max(runs, "stepsPerSec"));
+                String name = "W1 " + o.sweepSagas + " sagas, " + e + " engine(s), " + t + " threads";
+                report.row(name, "steps/s", runs, "stepsPerSec", null, null, null);
+                report.row(name, "latency p50 ms", runs, "latencyP50Ms", null, null, null);
+                report.row(name, "machine busy cores", runs, "machineBusyCores", null, null, null);
+            }
+            series.add(s);
+            out.put(Integer.toString(e), points);
+        }
+        List<String> subtitle = List.of("W1 (3 no-op steps), " + o.sweepSagas + " sagas per run, median of "
+                + o.runs + " runs (bars: min..max), " + o.workers + " workers and " + o.poolSize()
+                + " connections per engine",
+                (o.durable ? "durable commits" : "fsync off") + ", "
+                        + Runtime.getRuntime().availableProcessors()
+                        + " cores shared with the database; load average at"
+                        + " the end " + Bench.loadAverage().split(" ")[0] + ", " + java.time.LocalDate.now());
+        java.nio.file.Path png = Plot.draw(o.plot, "Coop throughput against client threads", subtitle,
+                "client threads", "steps/s", series);
+        out.put("png", png.toString());
+        report.text("sweep", "plot", png.toString());
+        report.workloads.put("sweep", out);
+    }
+
+    /** One W1 run before the measurements, so that the first one does not pay for the JIT. */
+    private static void warmUp(Options o) {
+        Map<String, Object> m = measure(o, w1(o, Math.min(o.growthSagas, 1_000), 16, "warm"), 1, false);
+        Bench.progress("growth warm-up: " + Runs.summary(m));
+    }
+
+    static Shape fanOut(Options o, int width) {
+        String tag = "w" + width;
+        int parents = Math.max(2, o.growthChildren / width);
+        Topic<Job> parentTopic = Topic.of("g-parent-" + tag, Job.class);
+        Topic<Job> childTopic = Topic.of("g-child-" + tag, Job.class);
+        Saga<Job> parent = Saga.on(parentTopic, "g-parent-" + tag)
+                .step("fan", s -> {
+                    for (int c = 0; c < width; c++) {
+                        s.launch(childTopic, new Job(c));
+                    }
+                })
+                .step("join", s -> {
+                })
+                .build();
+        Saga<Job> child = Saga.on(childTopic, "g-child-" + tag).step("child", s -> {
+        }).build();
+        long runs = (long) parents * (1 + width);
+        return new Shape(tag, List.of(parent, child), (c, i) -> c.launch(parentTopic, new Job(i)), parents,
+                Math.min(o.growthInFlight, parents), (double) parents * (2 + width), db -> {
+                    Verify.runsCommitted(db, parent.name(), parents);
+                    Verify.runsCommitted(db, child.name(), (long) parents * width);
+                    Verify.events(db, 0, Verify.eventCounts(runs, runs, (long) parents * (2 + width), runs));
+                });
+    }
+
+    static Shape chain(Options o, int depth) {
+        String tag = "d" + depth;
+        int chains = Math.max(2, o.growthLevels / depth);
+        Topic<Level> topic = Topic.of("g-level-" + tag, Level.class);
+        Saga<Level> level = Saga.on(topic, "g-level-" + tag)
+                .step("descend", s -> {
+                    if (s.payload().level() < depth) {
+                        s.launch(topic, new Level(s.payload().level() + 1));
+                    }
+                })
+                .build();
+        long levels = (long) chains * depth;
+        return new Shape(tag, List.of(level), (c, i) -> c.launch(topic, new Level(1)), chains,
+                Math.min(o.growthInFlight, chains), levels, db -> {
+                    Verify.runsCommitted(db, level.name(), levels);
+                    Verify.events(db, 0, Verify.eventCounts(levels, levels, levels, levels));
+                });
+    }
+
+    static Shape w1(Options o, int sagas, int threads, String tag) {
+        Topic<Job> topic = Topic.of("g-w1-" + tag, Job.class);
+        Saga<Job> saga = Saga.on(topic, "g-w1-" + tag)
+                .step("a", s -> {
+                })
+                .step("b", s -> {
+                })
+                .step("c", s -> {
+                })
+                .build();
+        return new Shape(tag, List.of(saga), (c, i) -> c.launch(topic, new Job(i)), sagas, threads, 3.0 * sagas,
+                db -> {
+                    Verify.runsCommitted(db, saga.name(), sagas);
+                    Verify.events(db, 0, Verify.eventCounts(sagas, sagas, 3L * sagas, sagas));
+                });
+    }
+
+    /**
+     * Runs {@code shape} on a fresh database with {@code engines} engines, each on a pool of its own; with
+     * {@code counted}, every pool goes through one {@link SqlStats} (which costs some JVM CPU per round trip).
+     */
+    static Map<String, Object> measure(Options o, Shape shape, int engines, boolean counted) {
+        try (RunEnv env = RunEnv.fresh(o, "growth_" + shape.tag().toLowerCase(Locale.ROOT), false)) {
+            BenchDb db = env.db;
+            List<HikariDataSource> pools = new ArrayList<>(List.of(env.pool));
+            for (int k = 1; k < engines; k++) {
+                pools.add(db.pool(o.poolSize(), env.pool.getPoolName() + "-e" + (k + 1)));
+            }
+            SqlStats stats = new SqlStats();
+            Map<String, Object> before = RunEnv.dbCounters(db);
+            List<CoopEngine> list = new ArrayList<>();
+            ClosedLoop.Result r;
+            Cpu.Snapshot c0;
+            Cpu.Snapshot c1;
+            try {
+                for (int k = 0; k < engines; k++) {
+                    DataSource ds = counted ? stats.wrap(pools.get(k)) : pools.get(k);
+                    CoopEngine.Builder b = Coop.engine(ds).name("growth-" + (k + 1)).workers(o.workers);
+                    shape.sagas().forEach(b::register);
+                    list.add(b.start());
+                }
+                c0 = Cpu.take();
+                r = ClosedLoop.run(shape.total(), shape.inFlight(), t -> list.get(t % engines).client(),
+                        shape.launch(), Duration.ofSeconds(o.timeoutSeconds));
+                c1 = Cpu.take();
+            } finally {
+                list.forEach(CoopEngine::close);
+            }
+            for (HikariDataSource p : pools) {
+                p.close();
+                RunEnv.awaitBackendsGone(db, p.getPoolName());
+            }
+            Map<String, Object> d = RunEnv.delta(db, before, RunEnv.dbCounters(db));
+            Verify.noFailures("growth " + shape.tag(), r.failures());
+            shape.verify().accept(db);
+            double steps = shape.steps();
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("engines", engines);
+            m.put("hierarchies", shape.total());
+            m.put("inFlight", shape.inFlight());
+            m.put("steps", (long) steps);
+            m.put("stepsPerSec", Stats.round(r.perSecond(steps), 1));
+            Throughput.latencies(m, "latency", r.latencies());
+            Cpu.perUnit(m, c0, c1, steps, "Step");
+            m.put("walBytesPerStep", Stats.round(Idle.num(d.get("walBytes")) / steps, 1));
+            m.put("xactCommitPerStep", Stats.round(Idle.num(d.get("xact_commit")) / steps, 3));
+            m.put("rowsInsertedPerStep", Stats.round(Idle.num(d.get("tup_inserted")) / steps, 3));
+            Map<String, Object> cpu = Cpu.between(c0, c1);
+            m.put("machineBusyCores", cpu.get("machineBusyCores"));
+            m.put("postgresCores", cpu.get("postgresCores"));
+            m.put("jvmCores", cpu.get("jvmCores"));
+            if (counted) {
+                m.put("engineRoundTripsPerStep", Stats.round(stats.total("engine", true) / steps, 3));
+                m.put("engineStatementsPerStep", Stats.round(stats.total("engine", false) / steps, 3));
+                m.put("clientRoundTripsPerStep", Stats.round(stats.total("client", true) / steps, 3));
+                long empty = 0;
+                for (Map<String, Object> row : stats.table(1)) {
+                    if ("engine".equals(row.get("role")) && String.valueOf(row.get("kind")).contains("claim")) {
+                        empty += ((Number) row.get("emptyResults")).longValue();
+                    }
+                }
+                m.put("emptyClaimsPerStep", Stats.round(empty / steps, 3));
+                m.put("jdbc", stats.table(steps));
+            }
+            m.put("elapsedSec", Stats.round(r.elapsedNanos() / 1e9, 3));
+            m.put("cpu", cpu);
+            m.put("loadAverage", Bench.loadAverage());
+            Bench.progress("growth " + shape.tag() + " x" + engines + (counted ? " counted" : "") + ": "
+                    + Runs.summary(m));
+            return m;
+        }
+    }
+
+    private static void costRows(Report report, String name, Map<String, Object> m) {
+        report.row(name, "steps/s (counted run)", num(m, "stepsPerSec"), null, null);
+        report.row(name, "engine round trips/step", num(m, "engineRoundTripsPerStep"), null, null);
+        report.row(name, "engine statements/step", num(m, "engineStatementsPerStep"), null, null);
+        report.row(name, "server transactions/step", num(m, "xactCommitPerStep"), null, null);
+        report.row(name, "WAL bytes/step", num(m, "walBytesPerStep"), null, null);
+        report.row(name, "CPU us/step, PostgreSQL", num(m, "pgCpuUsPerStep"), null, null);
+        report.row(name, "CPU us/step, JVM (whole process)", num(m, "jvmCpuUsPerStep"), null, null);
+        report.row(name, "CPU us/step, engine threads", num(m, "engineCpuUsPerStep"), null, null);
+    }
+
+    private static double num(Map<String, Object> m, String k) {
+        return m.get(k) instanceof Number n ? n.doubleValue() : Double.NaN;
+    }
+
+    private static double min(Runs runs, String key) {
+        return runs.measured.stream().mapToDouble(m -> num(m, key)).min().orElse(Double.NaN);
+    }
+
+    private static double max(Runs runs, String key) {
+        return runs.measured.stream().mapToDouble(m -> num(m, key)).max().orElse(Double.NaN);
+    }
+}
