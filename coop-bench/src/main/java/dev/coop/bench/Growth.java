@@ -78,39 +78,58 @@ final class Growth {
         report.workloads.put("growth", out);
     }
 
-    /** Threads against throughput (W1, one series per engine count), drawn into a PNG from the runs' own numbers. */
+    /**
+     * Threads against throughput (W1, one series per engine count), drawn into a PNG from the runs' own numbers. The
+     * engine counts alternate within each thread count and run (1, 3, 1, 3, ...), so that drift of a shared machine's
+     * load hits every line alike. Runs with few threads get fewer sagas (at least 100 per thread, at least 300).
+     */
     static void sweep(Options o, Report report) {
         warmUp(o);
         Map<String, Object> out = new LinkedHashMap<>();
-        List<Plot.Series> series = new ArrayList<>();
+        Map<Integer, Plot.Series> series = new LinkedHashMap<>();
+        Map<Integer, Map<String, Object>> points = new LinkedHashMap<>();
         for (int e : o.sweepEngines) {
-            Map<String, Object> points = new LinkedHashMap<>();
-            Plot.Series s = new Plot.Series(e == 1 ? "1 engine" : e + " engines");
-            for (int t : o.sweepThreads) {
-                Runs runs = Runs.repeat("sweep " + e + " engines " + t + " threads", 0, o.runs,
-                        (i, warm) -> measure(o, w1(o, o.sweepSagas, t, "s" + e + "t" + t + "r" + i), e, false));
-                points.put(Integer.toString(t), runs.toMap());
-                s.add(t, runs.median("stepsPerSec"), min(runs, "stepsPerSec"), max(runs, "stepsPerSec"));
-                String name = "W1 " + o.sweepSagas + " sagas, " + e + " engine(s), " + t + " threads";
+            series.put(e, new Plot.Series(e == 1 ? "1 engine" : e + " engines"));
+            points.put(e, new LinkedHashMap<>());
+        }
+        for (int t : o.sweepThreads) {
+            int sagas = sweepSagas(o, t);
+            Map<Integer, Runs> byEngines = new LinkedHashMap<>();
+            for (int e : o.sweepEngines) {
+                byEngines.put(e, new Runs("sweep " + e + " engines " + t + " threads"));
+            }
+            for (int i = 0; i < o.runs; i++) {
+                for (int e : o.sweepEngines) {
+                    String tag = "s" + e + "t" + t + "r" + i;
+                    byEngines.get(e).add(measure(o, w1(o, sagas, t, tag), e, false), false, "run " + (i + 1));
+                }
+            }
+            for (int e : o.sweepEngines) {
+                Runs runs = byEngines.get(e);
+                points.get(e).put(Integer.toString(t), runs.toMap());
+                series.get(e).add(t, runs.median("stepsPerSec"), min(runs, "stepsPerSec"), max(runs, "stepsPerSec"));
+                String name = "W1 " + sagas + " sagas, " + e + " engine(s), " + t + " threads";
                 report.row(name, "steps/s", runs, "stepsPerSec", null, null, null);
                 report.row(name, "latency p50 ms", runs, "latencyP50Ms", null, null, null);
                 report.row(name, "machine busy cores", runs, "machineBusyCores", null, null, null);
             }
-            series.add(s);
-            out.put(Integer.toString(e), points);
         }
-        List<String> subtitle = List.of("W1 (3 no-op steps), " + o.sweepSagas + " sagas per run, median of "
-                + o.runs + " runs (bars: min..max), " + o.workers + " workers and " + o.poolSize()
-                + " connections per engine",
-                (o.durable ? "durable commits" : "fsync off") + ", "
-                        + Runtime.getRuntime().availableProcessors()
-                        + " cores shared with the database; load average at"
-                        + " the end " + Bench.loadAverage().split(" ")[0] + ", " + java.time.LocalDate.now());
+        points.forEach((e, p) -> out.put(Integer.toString(e), p));
+        List<String> subtitle = List.of("W1 (3 no-op steps), " + sweepSagas(o, o.sweepThreads[0]) + "-" + o.sweepSagas
+                + " sagas per run, median of " + o.runs + " runs (bars: min..max), engine counts interleaved, "
+                + o.workers + " workers and " + o.poolSize() + " connections per engine",
+                (o.durable ? "durable commits" : "fsync off") + ", " + Runtime.getRuntime().availableProcessors()
+                        + " cores shared by the JVM, PostgreSQL and other tenants; load average (1 min) "
+                        + Bench.loadAverage().split(" ")[0] + " at the end, " + java.time.LocalDate.now());
         java.nio.file.Path png = Plot.draw(o.plot, "Coop throughput against client threads", subtitle,
-                "client threads", "steps/s", series);
+                "client threads", "steps/s", List.copyOf(series.values()));
         out.put("png", png.toString());
         report.text("sweep", "plot", png.toString());
         report.workloads.put("sweep", out);
+    }
+
+    private static int sweepSagas(Options o, int threads) {
+        return Math.min(o.sweepSagas, Math.max(300, 100 * threads));
     }
 
     /** One W1 run before the measurements, so that the first one does not pay for the JIT. */
