@@ -54,25 +54,38 @@ final class Growth {
         }
         out.put("depth", depth);
         Map<String, Object> engines = new LinkedHashMap<>();
+        Map<Integer, Map<String, Object>> counted = new LinkedHashMap<>();
+        Map<Integer, Runs> plain = new LinkedHashMap<>();
         for (int e : o.growthEngines) {
-            Map<String, Object> counted = measure(o, w1(o, o.growthSagas, o.growthThreads, "c" + e), e, true);
-            Runs plain = Runs.repeat("growth engines " + e, 0, o.runs,
-                    (i, warm) -> measure(o, w1(o, o.growthSagas, o.growthThreads, "e" + e + "r" + i), e, false));
+            counted.put(e, measure(o, w1(o, o.growthSagas, o.growthThreads, "c" + e), e, true));
+            plain.put(e, new Runs("growth engines " + e));
+        }
+        // the plain runs alternate between engine counts (1, 2, 3, 1, 2, 3, ...): drift of a shared machine's load
+        // hits every count alike
+        for (int i = 0; i < o.runs; i++) {
+            for (int e : o.growthEngines) {
+                String tag = "e" + e + "r" + i;
+                plain.get(e).add(measure(o, w1(o, o.growthSagas, o.growthThreads, tag), e, false), false,
+                        "run " + (i + 1));
+            }
+        }
+        for (int e : o.growthEngines) {
+            Runs runs = plain.get(e);
             Map<String, Object> m = new LinkedHashMap<>();
-            m.put("counted", counted);
-            m.put("plain", plain.toMap());
+            m.put("counted", counted.get(e));
+            m.put("plain", runs.toMap());
             engines.put(Integer.toString(e), m);
             String name = "engines " + e + " on one database, W1 " + o.growthThreads + " threads";
-            report.row(name, "steps/s", plain, "stepsPerSec", null, null, null);
-            report.row(name, "latency p50 ms", plain, "latencyP50Ms", null, null, null);
-            report.row(name, "CPU us/step, PostgreSQL", plain, "pgCpuUsPerStep", null, null, null);
-            report.row(name, "CPU us/step, JVM", plain, "jvmCpuUsPerStep", null, null, null);
-            report.row(name, "machine busy cores", plain, "machineBusyCores", null, null, null);
-            report.row(name, "WAL bytes/step", plain, "walBytesPerStep", null, null, null);
-            report.row(name, "engine round trips/step (counted run)", num(counted, "engineRoundTripsPerStep"),
-                    null, null);
-            report.row(name, "claims that found nothing/step (counted run)", num(counted, "emptyClaimsPerStep"),
-                    null, null);
+            report.row(name, "steps/s", runs, "stepsPerSec", null, null, null);
+            report.row(name, "latency p50 ms", runs, "latencyP50Ms", null, null, null);
+            report.row(name, "CPU us/step, PostgreSQL", runs, "pgCpuUsPerStep", null, null, null);
+            report.row(name, "CPU us/step, JVM", runs, "jvmCpuUsPerStep", null, null, null);
+            report.row(name, "machine busy cores", runs, "machineBusyCores", null, null, null);
+            report.row(name, "WAL bytes/step", runs, "walBytesPerStep", null, null, null);
+            report.row(name, "engine round trips/step (counted run)",
+                    num(counted.get(e), "engineRoundTripsPerStep"), null, null);
+            report.row(name, "claims that found nothing/step (counted run)",
+                    num(counted.get(e), "emptyClaimsPerStep"), null, null);
         }
         out.put("engines", engines);
         report.workloads.put("growth", out);
@@ -115,17 +128,61 @@ final class Growth {
             }
         }
         points.forEach((e, p) -> out.put(Integer.toString(e), p));
-        List<String> subtitle = List.of("W1 (3 no-op steps), " + sweepSagas(o, o.sweepThreads[0]) + "-" + o.sweepSagas
-                + " sagas per run, median of " + o.runs + " runs (bars: min..max), engine counts interleaved, "
-                + o.workers + " workers and " + o.poolSize() + " connections per engine",
-                (o.durable ? "durable commits" : "fsync off") + ", " + Runtime.getRuntime().availableProcessors()
-                        + " cores shared by the JVM, PostgreSQL and other tenants; load average (1 min) "
-                        + Bench.loadAverage().split(" ")[0] + " at the end, " + java.time.LocalDate.now());
-        java.nio.file.Path png = Plot.draw(o.plot, "Coop throughput against client threads", subtitle,
-                "client threads", "steps/s", List.copyOf(series.values()));
+        List<String> subtitle = subtitle(sweepSagas(o, o.sweepThreads[0]) + "-" + o.sweepSagas, o.runs, o.workers,
+                o.poolSize(), o.durable, Runtime.getRuntime().availableProcessors(),
+                Bench.loadAverage().split(" ")[0], java.time.LocalDate.now().toString());
+        java.nio.file.Path png = Plot.draw(o.plot, TITLE, subtitle, "client threads", "steps/s",
+                List.copyOf(series.values()));
         out.put("png", png.toString());
         report.text("sweep", "plot", png.toString());
         report.workloads.put("sweep", out);
+    }
+
+    private static final String TITLE = "Coop throughput against client threads";
+
+    private static List<String> subtitle(String sagas, int runs, int workers, int pool, boolean durable, int cores,
+            String load, String date) {
+        return List.of("W1 (3 no-op steps), " + sagas + " sagas per run, median of " + runs
+                + " runs (bars: min..max), engine counts interleaved, " + workers + " workers and " + pool
+                + " connections per engine",
+                (durable ? "durable commits" : "fsync off") + ", " + cores
+                        + " cores shared by the JVM, PostgreSQL and other tenants; load average (1 min) " + load
+                        + " at the end, " + date);
+    }
+
+    /** Draws the sweep's PNG again from the JSON of an earlier run ({@code --replot FILE}): its own numbers. */
+    static java.nio.file.Path replot(java.nio.file.Path json, java.nio.file.Path png) throws java.io.IOException {
+        var root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.toFile());
+        var sweep = root.path("workloads").path("sweep");
+        var options = root.path("options");
+        if (sweep.isMissingNode()) {
+            throw new IllegalArgumentException(json + " holds no sweep workload");
+        }
+        List<Plot.Series> series = new ArrayList<>();
+        int minSagas = Integer.MAX_VALUE;
+        for (var engines = sweep.fieldNames(); engines.hasNext();) {
+            String e = engines.next();
+            if (e.equals("png")) {
+                continue;
+            }
+            Plot.Series s = new Plot.Series(e.equals("1") ? "1 engine" : e + " engines");
+            for (var threads = sweep.path(e).fields(); threads.hasNext();) {
+                var point = threads.next();
+                List<Double> values = new ArrayList<>();
+                point.getValue().path("runs").forEach(r -> values.add(r.path("stepsPerSec").asDouble()));
+                minSagas = Math.min(minSagas, point.getValue().path("runs").path(0).path("hierarchies").asInt());
+                s.add(Integer.parseInt(point.getKey()), Stats.median(values),
+                        values.stream().mapToDouble(Double::doubleValue).min().orElse(Double.NaN),
+                        values.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN));
+            }
+            series.add(s);
+        }
+        String date = root.path("meta").path("date").asText();
+        List<String> subtitle = subtitle(minSagas + "-" + options.path("sweepSagas").asInt(),
+                options.path("runs").asInt(), options.path("workers").asInt(), options.path("poolSize").asInt(),
+                options.path("durability").asText().equals("durable"), root.path("meta").path("cores").asInt(),
+                root.path("loadAverageEnd").asText().split(" ")[0], date.length() >= 10 ? date.substring(0, 10) : date);
+        return Plot.draw(png, TITLE, subtitle, "client threads", "steps/s", series);
     }
 
     private static int sweepSagas(Options o, int threads) {

@@ -84,6 +84,8 @@ final class Options {
     int[] sweepEngines = {1};
     int sweepSagas = 1_000;
     Path plot = Path.of("docs/images/throughput-vs-threads.png");
+    /** A JSON of an earlier run whose sweep is drawn again into {@link #plot}, instead of running anything. */
+    Path replot;
 
     boolean quick;
     /** Durable commits on the embedded server (fsync, synchronous_commit, full_page_writes on); else the fast one. */
@@ -144,6 +146,7 @@ final class Options {
         HELP.put("--sweep-engines", "workload sweep: engine counts, one line each (default 1)");
         HELP.put("--sweep-sagas", "workload sweep: W1 sagas per run (default 1000)");
         HELP.put("--plot", "workload sweep: the PNG written (default docs/images/throughput-vs-threads.png)");
+        HELP.put("--replot", "draw the sweep's PNG again from an earlier run's JSON (into --plot), run nothing");
         HELP.put("--out", "directory of the JSON results (default bench-results/)");
         HELP.put("--keep", "keep the databases instead of dropping them");
         HELP.put("--quick", "small sizes, no warm-up, one measured run: a smoke run of about a minute");
@@ -285,6 +288,7 @@ final class Options {
             case "--sweep-engines" -> sweepEngines = list(key, v);
             case "--sweep-sagas" -> sweepSagas = positive(key, v);
             case "--plot" -> plot = Path.of(v);
+            case "--replot" -> replot = Path.of(v);
             case "--out" -> out = Path.of(v);
             default -> throw new IllegalArgumentException("Unknown option " + key + "\n" + usage());
         }

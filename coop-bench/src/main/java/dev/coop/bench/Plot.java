@@ -21,7 +21,7 @@ import javax.imageio.ImageIO;
  * threads), y linear from zero, one line per series, each point its median with a bar from its minimum to its maximum.
  */
 final class Plot {
-    private static final int WIDTH = 900;
+    private static final int WIDTH = 1040;
     private static final int HEIGHT = 560;
     private static final int LEFT = 90;
     private static final int RIGHT = 30;
@@ -78,7 +78,7 @@ final class Plot {
             Axes axes = new Axes(lx0, lx1, yTop);
             drawFrame(g, axes, title, subtitle, xLabel, yLabel, series);
             for (int i = 0; i < series.size(); i++) {
-                drawSeries(g, axes, series.get(i), COLORS[i % COLORS.length]);
+                drawSeries(g, axes, series.get(i), COLORS[i % COLORS.length], i % 2 == 0);
             }
         } finally {
             g.dispose();
@@ -142,17 +142,18 @@ final class Plot {
         rotated.rotate(-Math.PI / 2);
         rotated.drawString(yLabel, -(HEIGHT + fm.stringWidth(yLabel)) / 2, 30);
         rotated.dispose();
-        int ly = TOP + 10;
+        int ly = TOP + 16; // the legend, top left: throughput curves rise to the right
         for (int i = 0; i < series.size(); i++) {
             g.setColor(COLORS[i % COLORS.length]);
-            g.fillRect(WIDTH - RIGHT - 130, ly - 9, 14, 10);
+            g.fillRect(LEFT + 14, ly - 9, 14, 10);
             g.setColor(Color.BLACK);
-            g.drawString(series.get(i).name, WIDTH - RIGHT - 110, ly);
+            g.drawString(series.get(i).name, LEFT + 34, ly);
             ly += 18;
         }
     }
 
-    private static void drawSeries(Graphics2D g, Axes a, Series s, Color color) {
+    /** One line; its values are written above the points ({@code above}) or below them, so two lines stay legible. */
+    private static void drawSeries(Graphics2D g, Axes a, Series s, Color color, boolean above) {
         g.setColor(color);
         g.setStroke(new BasicStroke(2f));
         int[] prev = null;
@@ -171,7 +172,7 @@ final class Plot {
                 g.setStroke(new BasicStroke(2f));
             }
             String label = String.format(Locale.ROOT, "%,.0f", p[1]);
-            g.drawString(label, x + 6, y - 6);
+            g.drawString(label, x + 6, above ? y - 6 : y + 16);
             prev = new int[]{x, y};
         }
         g.setStroke(new BasicStroke(1f));
