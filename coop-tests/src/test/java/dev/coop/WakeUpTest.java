@@ -75,6 +75,70 @@ class WakeUpTest {
         }
     }
 
+    /**
+     * Poll-only is the mode for engines that cannot LISTEN (a pooler in transaction mode, a distributed PostgreSQL
+     * whose notifications stay on the node that sent them; see docs/scaling.md). Three engines, each on a pool of its
+     * own as in three processes: parents run in two of them, which compete for the same runs, and the children in the
+     * third, so every hand-over (a child created, a parent made runnable by its last child) is found by another
+     * engine's poll. Twelve hierarchies run at once and nothing is lost or run twice.
+     */
+    @Test
+    void poll_only_engines_on_their_own_pools_hand_work_over_by_polling_and_lose_nothing(DataSource dataSource) {
+        int roots = 12;
+        int fanOut = 4;
+        Topic<Empty> rootTopic = Topic.of("poll-share-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("poll-share-child", Empty.class);
+        StepRecorder recorder = new StepRecorder();
+        Saga<Empty> root = Saga.on(rootTopic, "poll-share-root-handler")
+                .step("fan-out", step -> {
+                    recorder.record(step);
+                    for (int i = 0; i < fanOut; i++) {
+                        step.launch(childTopic, new Empty());
+                    }
+                })
+                .step("after-children", recorder::record)
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "poll-share-child-handler")
+                .step("before-sleep", recorder::record)
+                .sleep("pause", Duration.ofMillis(30))
+                .step("after-sleep", recorder::record)
+                .build();
+        List<HikariDataSource> pools = List.of(db.newDataSource(4), db.newDataSource(4), db.newDataSource(4));
+        try (CoopEngine parentsA = pollOnly(pools.get(0), "poll-share-a").register(root).start();
+                CoopEngine parentsB = pollOnly(pools.get(1), "poll-share-b").register(root).start();
+                CoopEngine children = pollOnly(pools.get(2), "poll-share-c").register(child).start()) {
+            CoopClient client = Coop.client(dataSource); // wakes no engine: launches are found by polling too
+            List<MessageId> launched = new ArrayList<>();
+            for (int i = 0; i < roots; i++) {
+                launched.add(client.launch(rootTopic, new Empty()));
+            }
+            Set<String> parentEngines = new HashSet<>();
+            for (MessageId id : launched) {
+                assertThat(client.awaitCompletion(id, Duration.ofSeconds(60))).as("hierarchy %s", id)
+                        .isEqualTo(Outcome.COMMITTED);
+                List<Event> events = client.events(id);
+                Invariants.assertAll(events);
+                assertThat(events).filteredOn(e -> "poll-share-child-handler".equals(e.saga())
+                        && e.type() == EventType.SEEN).extracting(Event::engine).hasSize(fanOut)
+                        .containsOnly(children.id());
+                events.stream().filter(e -> "poll-share-root-handler".equals(e.saga()) && e.type() == EventType.SEEN)
+                        .map(Event::engine).forEach(parentEngines::add);
+            }
+            recorder.assertEachStepRanOnce();
+            assertThat(recorder.total()).as("step executions").isEqualTo(roots * 2 + roots * fanOut * 2);
+            assertThat(parentEngines).as("engines that started parents").isNotEmpty()
+                    .isSubsetOf(Set.of(parentsA.id(), parentsB.id()));
+            for (HikariDataSource pool : pools) {
+                assertThat(listenerPids(dataSource, pool.getPoolName())).as("LISTEN sessions of pool %s",
+                        pool.getPoolName()).isEmpty();
+            }
+        }
+    }
+
+    private static CoopEngine.Builder pollOnly(DataSource pool, String name) {
+        return Coop.engine(pool).name(name).notifications(false).pollInterval(Duration.ofMillis(50)).workers(2);
+    }
+
     @Test
     void engines_keep_being_woken_after_their_listener_connections_are_killed(DataSource dataSource)
             throws SQLException {

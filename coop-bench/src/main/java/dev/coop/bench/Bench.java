@@ -37,6 +37,16 @@ public final class Bench {
             System.exit(2);
             return;
         }
+        if (o.replot != null) {
+            try {
+                System.out.println("Drew " + Growth.replot(o.replot, o.plot).toAbsolutePath());
+                System.exit(0);
+            } catch (java.io.IOException | RuntimeException e) {
+                System.err.println("Could not draw " + o.plot + " from " + o.replot + ": " + e);
+                System.exit(2);
+            }
+            return;
+        }
         Report report = new Report();
         String stamp = ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         report.json.put("meta", meta(o));
@@ -241,6 +251,8 @@ public final class Bench {
             case "experiments" -> Experiments.run(o, report);
             case "versus" -> Versus.run(o, report);
             case "ab" -> AbTest.run(o, report);
+            case "growth" -> Growth.run(o, report);
+            case "sweep" -> Growth.sweep(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

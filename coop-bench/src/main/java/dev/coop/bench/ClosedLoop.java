@@ -11,6 +11,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiFunction;
 import java.util.function.IntFunction;
 
 /**
@@ -31,6 +32,15 @@ final class ClosedLoop {
 
     static Result run(int total, int threads, IntFunction<MessageId> launch, CoopClient client,
             Duration timeout) {
+        return run(total, threads, t -> client, (c, i) -> launch.apply(i), timeout);
+    }
+
+    /**
+     * The same with a client per thread ({@code clientOfThread}: thread index to client), so that with several engines
+     * each thread launches and awaits through one engine's client (its completions wake its waiters locally).
+     */
+    static Result run(int total, int threads, IntFunction<CoopClient> clientOfThread,
+            BiFunction<CoopClient, Integer, MessageId> launch, Duration timeout) {
         AtomicInteger next = new AtomicInteger();
         long[] latencies = new long[total];
         MessageId[] ids = new MessageId[total];
@@ -41,6 +51,7 @@ final class ClosedLoop {
         CountDownLatch gate = new CountDownLatch(1);
         List<Thread> list = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
+            CoopClient client = clientOfThread.apply(t);
             Thread th = Thread.ofPlatform().name("bench-client-" + t).daemon(true).unstarted(() -> {
                 try {
                     gate.await();
@@ -53,7 +64,7 @@ final class ClosedLoop {
                     long start = System.nanoTime();
                     first.accumulateAndGet(start, Math::min);
                     try {
-                        MessageId id = launch.apply(i);
+                        MessageId id = launch.apply(client, i);
                         ids[i] = id;
                         Outcome outcome = client.awaitCompletion(id, timeout);
                         long end = System.nanoTime();

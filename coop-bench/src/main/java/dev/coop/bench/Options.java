@@ -15,7 +15,8 @@ final class Options {
     static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
-    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "experiments", "prune", "observed");
+    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "experiments", "prune", "observed",
+            "growth", "sweep");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;
@@ -68,6 +69,24 @@ final class Options {
     int profileSagas = 2_000;
     int profileThreads = 32;
 
+    /** Workload growth: fan-out widths, depths, engine counts; children and levels per measurement. */
+    int[] growthWidths = {1, 10, 100, 1_000};
+    int[] growthDepths = {1, 10, 50};
+    int[] growthEngines = {1, 2, 3};
+    int growthChildren = 2_000;
+    int growthLevels = 500;
+    int growthInFlight = 8;
+    int growthSagas = 2_000;
+    int growthThreads = 32;
+
+    /** Workload sweep: W1 throughput against client threads, one line per engine count, drawn as a PNG. */
+    int[] sweepThreads = {1, 2, 4, 8, 16, 32, 64};
+    int[] sweepEngines = {1};
+    int sweepSagas = 1_000;
+    Path plot = Path.of("docs/images/throughput-vs-threads.png");
+    /** A JSON of an earlier run whose sweep is drawn again into {@link #plot}, instead of running anything. */
+    Path replot;
+
     boolean quick;
     /** Durable commits on the embedded server (fsync, synchronous_commit, full_page_writes on); else the fast one. */
     boolean durable = true;
@@ -115,6 +134,19 @@ final class Options {
         HELP.put("--big-fanout", "messages emitted by the one big step (default 10000)");
         HELP.put("--profile-sagas", "W1 sagas of the instrumented profile run (default 2000)");
         HELP.put("--profile-threads", "client threads of the profile runs (default 32)");
+        HELP.put("--growth-widths", "workload growth: children per parent (default 1,10,100,1000)");
+        HELP.put("--growth-depths", "workload growth: chain depths (default 1,10,50)");
+        HELP.put("--growth-engines", "workload growth: engines on one database, each its own pool (default 1,2,3)");
+        HELP.put("--growth-children", "workload growth: child runs per width measurement (default 2000)");
+        HELP.put("--growth-levels", "workload growth: levels per depth measurement (default 500)");
+        HELP.put("--growth-inflight", "workload growth: parents or chains in flight (default 8)");
+        HELP.put("--growth-sagas", "workload growth: W1 sagas per engine-count run (default 2000)");
+        HELP.put("--growth-threads", "workload growth: W1 client threads of the engine-count runs (default 32)");
+        HELP.put("--sweep-threads", "workload sweep: W1 client thread counts (default 1,2,4,8,16,32,64)");
+        HELP.put("--sweep-engines", "workload sweep: engine counts, one line each (default 1)");
+        HELP.put("--sweep-sagas", "workload sweep: W1 sagas per run (default 1000)");
+        HELP.put("--plot", "workload sweep: the PNG written (default docs/images/throughput-vs-threads.png)");
+        HELP.put("--replot", "draw the sweep's PNG again from an earlier run's JSON (into --plot), run nothing");
         HELP.put("--out", "directory of the JSON results (default bench-results/)");
         HELP.put("--keep", "keep the databases instead of dropping them");
         HELP.put("--quick", "small sizes, no warm-up, one measured run: a smoke run of about a minute");
@@ -177,6 +209,15 @@ final class Options {
         timeoutSeconds = 120;
         abRounds = 2;
         slowSagas = 40;
+        growthWidths = new int[]{1, 10, 100};
+        growthDepths = new int[]{1, 10};
+        growthEngines = new int[]{1, 2};
+        growthChildren = 200;
+        growthLevels = 100;
+        growthSagas = 200;
+        sweepThreads = new int[]{1, 4, 16};
+        sweepSagas = 100;
+        plot = out.resolve("throughput-vs-threads-quick.png");
     }
 
     private void set(String key, String v) {
@@ -235,9 +276,26 @@ final class Options {
             case "--big-fanout" -> bigFanout = positive(key, v);
             case "--profile-sagas" -> profileSagas = positive(key, v);
             case "--profile-threads" -> profileThreads = positive(key, v);
+            case "--growth-widths" -> growthWidths = list(key, v);
+            case "--growth-depths" -> growthDepths = list(key, v);
+            case "--growth-engines" -> growthEngines = list(key, v);
+            case "--growth-children" -> growthChildren = positive(key, v);
+            case "--growth-levels" -> growthLevels = positive(key, v);
+            case "--growth-inflight" -> growthInFlight = positive(key, v);
+            case "--growth-sagas" -> growthSagas = positive(key, v);
+            case "--growth-threads" -> growthThreads = positive(key, v);
+            case "--sweep-threads" -> sweepThreads = list(key, v);
+            case "--sweep-engines" -> sweepEngines = list(key, v);
+            case "--sweep-sagas" -> sweepSagas = positive(key, v);
+            case "--plot" -> plot = Path.of(v);
+            case "--replot" -> replot = Path.of(v);
             case "--out" -> out = Path.of(v);
             default -> throw new IllegalArgumentException("Unknown option " + key + "\n" + usage());
         }
+    }
+
+    private static int[] list(String key, String v) {
+        return Arrays.stream(v.split(",")).map(String::strip).mapToInt(s -> positive(key, s)).toArray();
     }
 
     private static int positive(String key, String v) {
@@ -308,6 +366,18 @@ final class Options {
         m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());
         m.put("abRounds", abRounds);
         m.put("slowSagas", slowSagas);
+        m.put("growthWidths", Arrays.stream(growthWidths).boxed().toList());
+        m.put("growthDepths", Arrays.stream(growthDepths).boxed().toList());
+        m.put("growthEngines", Arrays.stream(growthEngines).boxed().toList());
+        m.put("growthChildren", growthChildren);
+        m.put("growthLevels", growthLevels);
+        m.put("growthInFlight", growthInFlight);
+        m.put("growthSagas", growthSagas);
+        m.put("growthThreads", growthThreads);
+        m.put("sweepThreads", Arrays.stream(sweepThreads).boxed().toList());
+        m.put("sweepEngines", Arrays.stream(sweepEngines).boxed().toList());
+        m.put("sweepSagas", sweepSagas);
+        m.put("plot", plot.toString());
         return m;
     }
 }
