@@ -587,6 +587,21 @@ public final class CoopClient {
     }
 
     /**
+     * Removes one version of a saga from the topology registry once none of its runs is unfinished (a drained rolling
+     * deploy: no engine needs to keep that version any more). New runs get the highest version left; retiring the
+     * last version retires the saga. Engines that start with the version register it again.
+     *
+     * @return false when that version of the saga is not registered
+     * @throws CoopValidationException while runs of that version are unfinished (runnable, waiting, sleeping,
+     *         parked or rolling back): the message says how many, by status
+     */
+    public boolean retireSagaVersion(String saga, int version) {
+        Objects.requireNonNull(saga, "saga");
+        return inTransaction("retire version " + version + " of saga '" + saga + "'",
+                c -> topology.retireVersion(c, saga, version));
+    }
+
+    /**
      * Creates or replaces the schedule {@code name}: at each of its times an engine launches {@code payload} on
      * {@code topic} on the global scope. Idempotent: declaring the same schedule again (at every start of a service)
      * keeps its next due time; changing its times makes it due again from now. See {@link Schedule} for overlap and
