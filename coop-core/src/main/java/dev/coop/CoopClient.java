@@ -11,6 +11,7 @@ import dev.coop.inspect.Outcome;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.SagaVersionSummary;
 import dev.coop.inspect.RunView;
 import dev.coop.join.Joins;
 import dev.coop.schedule.Schedule;
@@ -599,6 +600,15 @@ public final class CoopClient {
         Objects.requireNonNull(saga, "saga");
         return inTransaction("retire version " + version + " of saga '" + saga + "'",
                 c -> topology.retireVersion(c, saga, version));
+    }
+
+    /**
+     * The saga versions: every registered one (which one new runs get, how many of its runs are unfinished, which
+     * running engines have it), and any version with unfinished runs that is not registered any more. A version
+     * whose runs wait with no running engine that has it is {@link SagaVersionSummary#stranded() stranded}.
+     */
+    public List<SagaVersionSummary> sagaVersions() {
+        return inTransaction("list the saga versions", topology::versions);
     }
 
     /**

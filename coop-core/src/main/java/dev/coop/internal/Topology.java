@@ -172,6 +172,41 @@ public final class Topology {
                 + (rollingBack == 0 ? "" : "; " + rollingBack + " of them rolling back") + ")";
     }
 
+    /**
+     * Every registered saga version, and every version that has unfinished runs without being registered, by saga
+     * and version: the registry joined with one aggregate over the unfinished runs.
+     */
+    public List<dev.coop.inspect.SagaVersionSummary> versions(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH active AS (
+                  SELECT saga, saga_version AS version, count(*) AS unfinished FROM {schema}.run
+                   WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED') GROUP BY saga, saga_version
+                ), known AS (
+                  SELECT coalesce(v.saga, a.saga) AS saga, coalesce(v.version, a.version) AS version,
+                         v.saga IS NOT NULL AS registered, coalesce(a.unfinished, 0) AS unfinished, v.last_engine,
+                         v.last_seen_at
+                    FROM {schema}.saga_version v FULL JOIN active a ON a.saga = v.saga AND a.version = v.version
+                )
+                SELECT k.saga, k.version, reg.topic, k.registered, k.registered AND reg.version = k.version,
+                       k.unfinished,
+                       ARRAY(SELECT e.id FROM {schema}.engine e
+                              WHERE e.stopped_at IS NULL AND k.saga || '@' || k.version = ANY(e.versions)
+                              ORDER BY e.started_at, e.id),
+                       k.last_engine, k.last_seen_at
+                  FROM known k LEFT JOIN {schema}.saga_registration reg ON reg.saga = k.saga
+                 ORDER BY k.saga, k.version
+                """)); ResultSet rs = ps.executeQuery()) {
+            List<dev.coop.inspect.SagaVersionSummary> all = new java.util.ArrayList<>();
+            while (rs.next()) {
+                all.add(new dev.coop.inspect.SagaVersionSummary(rs.getString(1), rs.getInt(2), rs.getString(3),
+                        rs.getBoolean(4), rs.getBoolean(5), rs.getLong(6),
+                        List.of((String[]) rs.getArray(7).getArray()), rs.getString(8),
+                        rs.getObject(9, java.time.OffsetDateTime.class)));
+            }
+            return all;
+        }
+    }
+
     /** @param versions the saga versions the engine runs, as {@link EngineSagas#key} names them */
     public void engineStarted(Connection c, String engine, String name, String host, List<String> sagas,
             List<String> versions) throws SQLException {
