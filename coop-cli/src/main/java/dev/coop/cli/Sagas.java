@@ -75,7 +75,8 @@ final class Sagas implements Runnable {
             if (v.stranded()) {
                 return "none: its runs wait for an engine with version " + v.version();
             }
-            return v.runningEngines().isEmpty() ? "none"
+            return v.runningEngines().isEmpty()
+                    ? "none"
                     : TerminalText.escape(String.join(", ", v.runningEngines()));
         }
     }
