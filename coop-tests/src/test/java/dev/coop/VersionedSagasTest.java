@@ -38,7 +38,10 @@ class VersionedSagasTest {
 
     static final Duration WAIT = Duration.ofSeconds(20);
 
-    record Charge(String id, boolean fail) {
+    record Charge(String id, boolean fail, int hours) {
+        Charge(String id, boolean fail) {
+            this(id, fail, 1);
+        }
     }
 
     static final Topic<Charge> CHARGES = Topic.of("versioned-charges", Charge.class);
@@ -46,12 +49,12 @@ class VersionedSagasTest {
     /** What ran, as "v<version>:<what>:<id>", in the order it ran. */
     final List<String> ran = Collections.synchronizedList(new ArrayList<>());
 
-    /** Version 1: reserve, sleep an hour, charge (failing on request); reserving is compensated. */
+    /** Version 1: reserve, sleep (an hour unless the payload says otherwise), charge (failing on request). */
     Saga<Charge> v1() {
         return Saga.on(CHARGES, "billing")
                 .step("reserve", step -> ran.add("v1:reserve:" + step.payload().id()))
                 .compensateWith((step, cause) -> ran.add("v1:unreserve:" + step.payload().id()))
-                .sleep("cool-off", Duration.ofHours(1))
+                .sleepUntil("cool-off", step -> step.startedAt().plus(Duration.ofHours(step.payload().hours())))
                 .step("charge", step -> {
                     ran.add("v1:charge:" + step.payload().id());
                     if (step.payload().fail()) {
@@ -61,7 +64,7 @@ class VersionedSagasTest {
                 .build();
     }
 
-    /** Version 2: other steps (a deploy renamed and reordered them). */
+    /** Version 2: other steps (a deploy renamed and reordered them), another compensation. */
     Saga<Charge> v2() {
         return Saga.on(CHARGES, "billing").version(2)
                 .step("authorize", step -> ran.add("v2:authorize:" + step.payload().id()))
@@ -71,72 +74,82 @@ class VersionedSagasTest {
     }
 
     @Test
-    void a_rolling_deploy_drains_v1_runs_on_v1_engines_while_new_runs_go_to_v2(DataSource dataSource)
-            throws Exception {
+    void v1_and_v2_engines_side_by_side_each_run_their_own_version_then_v1_drains_and_is_retired(
+            DataSource dataSource) throws Exception {
         TestClock clock = new TestClock();
         CoopTables tables = CoopTables.of(dataSource);
         CoopClient client = CoopClient.builder(dataSource).clock(clock).build();
-        MessageId commits;
-        MessageId failsLater;
-        String oldEngine;
         try (CoopEngine v1Engine = Coop.engine(dataSource).name("billing-v1").clock(clock).register(v1()).start()) {
-            oldEngine = v1Engine.id();
-            commits = client.launch(CHARGES, new Charge("c1", false));
-            failsLater = client.launch(CHARGES, new Charge("c2", true));
-            Await.until("both v1 runs sleep", WAIT, () -> tables.idleAt(clock.now()) && suspended(client, commits)
-                    && suspended(client, failsLater));
-        } // the old deploy is gone; its runs sleep in the database
+            MessageId commits = client.launch(CHARGES, new Charge("c1", false));
+            MessageId failsLater = client.launch(CHARGES, new Charge("c2", true));
+            MessageId sleepsLong = client.launch(CHARGES, new Charge("c5", false, 5));
+            Await.until("the v1 runs sleep", WAIT, () -> tables.idleAt(clock.now())
+                    && List.of(commits, failsLater, sleepsLong).stream().allMatch(m -> suspended(client, m)));
 
-        try (CoopEngine v2Engine = Coop.engine(dataSource).name("billing-v2").clock(clock).register(v2()).start()) {
-            assertThat(registeredVersions(dataSource)).containsExactly(1, 2);
-            clock.advance(Duration.ofHours(2)); // the v1 runs are due, but only a v1 engine may take them
-            MessageId newRun = client.launch(CHARGES, new Charge("c3", false));
-            assertThat(client.awaitCompletion(newRun, WAIT)).isEqualTo(Outcome.COMMITTED);
-            assertThat(client.tree(newRun).runs()).singleElement()
-                    .satisfies(run -> assertThat(run.sagaVersion()).isEqualTo(2));
-            assertThat(Renderers.text().render(client.tree(newRun))).contains("billing v2");
-            assertThat(Renderers.json().render(client.tree(newRun))).contains("\"sagaVersion\" : 2");
-            assertThat(engines(client.events(newRun))).containsExactly(v2Engine.id());
+            try (CoopEngine v2Engine = Coop.engine(dataSource).name("billing-v2").clock(clock).register(v2())
+                    .start()) { // the rolling deploy: the new engine beside the old one
+                assertThat(registeredVersions(dataSource)).containsExactly(1, 2);
+                MessageId newRun = client.launch(CHARGES, new Charge("c3", false)); // v2 now: only v2Engine runs it
+                assertThat(client.awaitCompletion(newRun, WAIT)).isEqualTo(Outcome.COMMITTED);
+                assertThat(client.tree(newRun).runs()).singleElement()
+                        .satisfies(run -> assertThat(run.sagaVersion()).isEqualTo(2));
+                assertThat(Renderers.text().render(client.tree(newRun))).contains("billing v2");
+                assertThat(Renderers.json().render(client.tree(newRun))).contains("\"sagaVersion\" : 2");
+                assertThat(engines(client.events(newRun))).containsExactly(v2Engine.id());
+                assertThatThrownBy(() -> client.retireSagaVersion("billing", 1))
+                        .isInstanceOf(CoopValidationException.class)
+                        .hasMessageContaining("Cannot retire version 1 of saga 'billing'")
+                        .hasMessageContaining("3 unfinished runs (3 runnable)");
 
-            // the v2 engine was awake and saw the due v1 runs: it left them runnable, unparked, untouched
-            assertThat(client.statuses(commits)).containsExactly(RunStatus.RUNNABLE);
-            assertThat(client.statuses(failsLater)).containsExactly(RunStatus.RUNNABLE);
-            assertThat(engines(client.events(commits))).containsExactly(oldEngine);
-            assertThat(client.tree(commits).runs().getFirst().sagaVersion()).isEqualTo(1);
-            assertThatThrownBy(() -> client.retireSagaVersion("billing", 1))
-                    .isInstanceOf(CoopValidationException.class)
-                    .hasMessageContaining("Cannot retire version 1 of saga 'billing'")
-                    .hasMessageContaining("2 unfinished runs (2 runnable)");
-            assertThatThrownBy(() -> client.awaitCompletion(commits, Duration.ofMillis(50)))
-                    .hasMessageContaining(
-                            "1 run of saga 'billing' runnable with no running engine for version 1 of that saga");
-
-            // the drain deploy: one engine with v1 beside v2 finishes the v1 runs with v1's steps and compensations
-            try (CoopEngine drain = Coop.engine(dataSource).name("billing-drain").clock(clock).register(v2(), v1())
-                    .start()) {
+                clock.advance(Duration.ofHours(2)); // c1 and c2 are due: the v1 engine goes on with v1's steps
                 assertThat(client.awaitCompletion(commits, WAIT)).isEqualTo(Outcome.COMMITTED);
                 assertThat(client.awaitCompletion(failsLater, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
-                assertThat(engines(client.events(commits))).containsExactlyInAnyOrder(oldEngine, drain.id());
-                assertThat(engines(client.events(failsLater))).containsExactlyInAnyOrder(oldEngine, drain.id());
-                MessageId afterDrain = client.launch(CHARGES, new Charge("c4", false));
-                assertThat(client.awaitCompletion(afterDrain, WAIT)).isEqualTo(Outcome.COMMITTED);
-                assertThat(client.tree(afterDrain).runs().getFirst().sagaVersion()).isEqualTo(2);
+                assertThat(engines(client.events(commits))).containsExactly(v1Engine.id());
+                assertThat(engines(client.events(failsLater))).containsExactly(v1Engine.id());
 
-                assertThat(client.retireSagaVersion("billing", 1)).isTrue();
-                assertThat(client.retireSagaVersion("billing", 1)).isFalse();
-                assertThat(registeredVersions(dataSource)).containsExactly(2);
+                v1Engine.close(); // the old deploy is gone; c5 still sleeps
+                clock.advance(Duration.ofHours(4)); // c5 is due, and only the v2 engine runs
+                MessageId another = client.launch(CHARGES, new Charge("c6", false));
+                assertThat(client.awaitCompletion(another, WAIT)).isEqualTo(Outcome.COMMITTED);
+                // the v2 engine was awake after the time jump and saw the due v1 run: it left it runnable, unparked
+                assertThat(client.statuses(sleepsLong)).containsExactly(RunStatus.RUNNABLE);
+                assertThat(engines(client.events(sleepsLong))).containsExactly(v1Engine.id());
+                assertThat(client.tree(sleepsLong).runs().getFirst().sagaVersion()).isEqualTo(1);
+                assertThatThrownBy(() -> client.awaitCompletion(sleepsLong, Duration.ofMillis(50)))
+                        .hasMessageContaining("1 run of saga 'billing' runnable with no running engine for version 1"
+                                + " of that saga");
+                assertThat(client.sagaVersions()).filteredOn(v -> v.saga().equals("billing"))
+                        .extracting(v -> v.version() + " " + v.current() + " " + v.unfinishedRuns() + " "
+                                + v.stranded())
+                        .containsExactly("1 false 1 true", "2 true 0 false");
+
+                // the drain deploy: an engine with v1 beside v2 finishes the v1 run with v1's steps
+                try (CoopEngine drain = Coop.engine(dataSource).name("billing-drain").clock(clock)
+                        .register(v2(), v1()).start()) {
+                    assertThat(client.awaitCompletion(sleepsLong, WAIT)).isEqualTo(Outcome.COMMITTED);
+                    assertThat(engines(client.events(sleepsLong))).containsExactlyInAnyOrder(v1Engine.id(),
+                            drain.id());
+                    MessageId afterDrain = client.launch(CHARGES, new Charge("c4", false));
+                    assertThat(client.awaitCompletion(afterDrain, WAIT)).isEqualTo(Outcome.COMMITTED);
+                    assertThat(client.tree(afterDrain).runs().getFirst().sagaVersion()).isEqualTo(2);
+
+                    assertThat(client.retireSagaVersion("billing", 1)).isTrue();
+                    assertThat(client.retireSagaVersion("billing", 1)).isFalse();
+                    assertThat(registeredVersions(dataSource)).containsExactly(2);
+                }
+                for (MessageId m : List.of(commits, failsLater, sleepsLong, newRun, another)) {
+                    Invariants.assertAll(client.events(m));
+                }
+                assertThat(client.events(commits)).filteredOn(e -> e.type() == EventType.SUSPENDED)
+                        .extracting(Event::step).containsExactly("reserve", "cool-off", "charge");
             }
         }
         assertThat(ran).filteredOn(s -> s.endsWith(":c1")).containsExactly("v1:reserve:c1", "v1:charge:c1");
         assertThat(ran).filteredOn(s -> s.endsWith(":c2"))
                 .containsExactly("v1:reserve:c2", "v1:charge:c2", "v1:unreserve:c2");
+        assertThat(ran).filteredOn(s -> s.endsWith(":c5")).containsExactly("v1:reserve:c5", "v1:charge:c5");
         assertThat(ran).filteredOn(s -> s.endsWith(":c3")).containsExactly("v2:authorize:c3", "v2:capture:c3");
         assertThat(tables.runCount(RunStatus.PARKED)).isZero();
-        assertThat(client.events(commits)).filteredOn(e -> e.type() == EventType.SUSPENDED).extracting(Event::step)
-                .containsExactly("reserve", "cool-off", "charge");
-        for (MessageId m : List.of(commits, failsLater)) {
-            Invariants.assertAll(client.events(m));
-        }
     }
 
     @Test
@@ -164,6 +177,33 @@ class VersionedSagasTest {
             assertThat(engines(client.events(fresh))).containsExactly(v3.id());
         }
         assertThat(ran).containsExactlyInAnyOrder("v3:uno", "v1:one");
+    }
+
+    @Test
+    void the_probe_and_the_claim_see_only_the_engines_versions_so_due_runs_of_others_never_keep_it_busy(
+            DataSource dataSource) throws SQLException {
+        Topic<Charge> topic = Topic.of("versioned-probe", Charge.class);
+        Saga<Charge> old = Saga.on(topic, "probe-billing").step("one", step -> {
+        }).build();
+        Saga<Charge> current = Saga.on(topic, "probe-billing").version(2).step("uno", step -> {
+        }).build();
+        try (CoopEngine registers = Coop.engine(dataSource).name("probe-v1").register(old).start()) {
+            assertThat(registers.id()).startsWith("probe-v1");
+        }
+        MessageId due = Coop.client(dataSource).launch(topic, new Charge("p", false)); // a v1 run, due now
+        dev.coop.internal.Store store = new dev.coop.internal.Store(new dev.coop.internal.SchemaName("coop"),
+                dev.coop.internal.Time.of(null));
+        dev.coop.internal.EngineSagas onlyV2 = new dev.coop.internal.EngineSagas(List.of(current));
+        dev.coop.internal.EngineSagas both = new dev.coop.internal.EngineSagas(List.of(current, old));
+        try (Connection c = dataSource.getConnection()) {
+            assertThat(store.probe(c, onlyV2)).doesNotContainKey("probe-billing"); // nothing marks the saga ready
+            assertThat(store.probe(c, both).get("probe-billing").firstMillis()).isLessThanOrEqualTo(0);
+            c.setAutoCommit(false);
+            assertThat(store.claim(c, "probe-billing", 2, "test")).isNull(); // a wake-up costs one empty claim
+            assertThat(store.claim(c, "probe-billing", 1, "test").messageId()).isEqualTo(due.value());
+            c.rollback();
+        }
+        assertThat(both.versions("probe-billing")).containsExactly(2, 1);
     }
 
     @Test

@@ -2,13 +2,11 @@ package dev.coop.internal;
 
 import dev.coop.CooperationStrategy;
 
-import dev.coop.Saga;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
