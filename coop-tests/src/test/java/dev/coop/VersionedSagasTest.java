@@ -180,6 +180,26 @@ class VersionedSagasTest {
     }
 
     @Test
+    void a_launch_by_an_engine_without_the_current_version_wakes_the_engines_that_have_it(DataSource dataSource) {
+        Topic<Charge> topic = Topic.of("versioned-notify", Charge.class);
+        Saga<Charge> old = Saga.on(topic, "notify-billing").step("one", step -> ran.add("v1:one")).build();
+        Saga<Charge> current = Saga.on(topic, "notify-billing").version(2).step("uno", step -> ran.add("v2:uno"))
+                .build();
+        Duration never = Duration.ofHours(1); // no probe after the first: only a notification wakes an engine
+        try (CoopEngine v1 = Coop.engine(dataSource).name("notify-v1").pollInterval(never).register(old).start();
+                CoopEngine v2 = Coop.engine(dataSource).name("notify-v2").pollInterval(never).register(current)
+                        .start()) {
+            // the v1 engine's own client launches: its sagas are quiet for it, but the runs are v2, so it notifies
+            for (String id : List.of("n1", "n2")) { // n2 starts after v2's first probe: a notification wakes it
+                MessageId m = v1.client().launch(topic, new Charge(id, false));
+                assertThat(v1.client().awaitCompletion(m, WAIT)).isEqualTo(Outcome.COMMITTED);
+                assertThat(engines(v1.client().events(m))).containsExactly(v2.id());
+            }
+        }
+        assertThat(ran).containsExactly("v2:uno", "v2:uno");
+    }
+
+    @Test
     void the_probe_and_the_claim_see_only_the_engines_versions_so_due_runs_of_others_never_keep_it_busy(
             DataSource dataSource) throws SQLException {
         Topic<Charge> topic = Topic.of("versioned-probe", Charge.class);
