@@ -574,8 +574,9 @@ public final class CoopClient {
     }
 
     /**
-     * Removes a saga from the topology registry: messages launched from now on no longer wait for it. Runs already
-     * created for it still run when an engine that has the saga is up.
+     * Removes a saga, every version of it, from the topology registry: messages launched from now on no longer wait
+     * for it. Runs already created for it still run when an engine that has the saga (in their version) is up; unlike
+     * {@link #retireSagaVersion}, this does not check for unfinished runs.
      *
      * @return false when no saga of that name was registered
      */

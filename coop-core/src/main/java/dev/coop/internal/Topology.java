@@ -15,6 +15,7 @@ import java.util.List;
  * registered for the topic at the moment it emits, wherever that saga's engines run, even when they are all down.
  */
 public final class Topology {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Topology.class);
     private final SchemaName schema;
 
     public Topology(SchemaName schema) {
@@ -40,7 +41,7 @@ public final class Topology {
                   ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
                          last_seen_at = clock_timestamp()
                 )
-                SELECT topic FROM reg
+                SELECT topic, version FROM reg
                 """);
         List<Saga<?>> ordered = sagas.stream() // one order for every engine: no deadlock between two starting
                 .sorted(java.util.Comparator.comparing((Saga<?> s) -> s.name()).thenComparing(Saga::version))
@@ -63,9 +64,19 @@ public final class Topology {
                                 + saga.topic().name()
                                 + "'; retire it first (CoopClient.retireSaga) or choose another saga name");
                     }
+                    int current = rs.getInt(2);
+                    if (current > saga.version() && saga == newest(ordered, saga.name())) {
+                        log.info("Engine {} has versions up to {} of saga '{}', but new runs of it get version {}"
+                                + " (registered by another engine): this engine runs only the runs of its versions",
+                                engine, saga.version(), saga.name(), current);
+                    }
                 }
             }
         }
+    }
+
+    private static Saga<?> newest(List<Saga<?>> ordered, String name) {
+        return ordered.stream().filter(s -> s.name().equals(name)).toList().getLast();
     }
 
     private String topicOf(Connection c, String saga) throws SQLException {
