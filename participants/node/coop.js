@@ -3,7 +3,8 @@
  * A Coop participant in Node.js, written from docs/protocol.md: it runs sagas of its own in hierarchies that Java
  * sagas (or anyone following the protocol) start, and launches messages that anyone's sagas handle.
  *
- * What it does, in the protocol's words: registers its sagas in saga_registration (and their version, 1, in saga_version); claims runnable runs of its sagas
+ * What it does, in the protocol's words: registers its sagas in saga_registration (and their version, 1, in
+ * saga_version); claims runnable runs of its sagas (of that version)
  * with FOR UPDATE SKIP LOCKED; runs each step in the claiming transaction (the step's business writes, what it
  * launched, its events and the run's update commit together); waits for the runs its step caused (the barrier);
  * counts finished runs off at their parent (committing a parent whose last step already ran, and so on up); settles
