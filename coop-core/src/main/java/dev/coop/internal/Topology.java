@@ -34,7 +34,7 @@ public final class Topology {
                   ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
                          version = greatest(saga_registration.version, EXCLUDED.version)
                    WHERE saga_registration.topic = EXCLUDED.topic
-                  RETURNING topic
+                  RETURNING topic, version
                 ), ver AS (
                   INSERT INTO {schema}.saga_version (saga, version, last_engine)
                   SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
