@@ -3,7 +3,8 @@
  * A Coop participant in Node.js, written from docs/protocol.md: it runs sagas of its own in hierarchies that Java
  * sagas (or anyone following the protocol) start, and launches messages that anyone's sagas handle.
  *
- * What it does, in the protocol's words: registers its sagas in saga_registration; claims runnable runs of its sagas
+ * What it does, in the protocol's words: registers its sagas in saga_registration (and their version, 1, in
+ * saga_version); claims runnable runs of its sagas (of that version)
  * with FOR UPDATE SKIP LOCKED; runs each step in the claiming transaction (the step's business writes, what it
  * launched, its events and the run's update commit together); waits for the runs its step caused (the barrier);
  * counts finished runs off at their parent (committing a parent whose last step already ran, and so on up); settles
@@ -70,13 +71,21 @@ class Participant {
     this.pool = new Pool({ max: 4, ...this.pgOptions });
     this.pool.on('error', (e) => this.log(`coop: an idle connection failed (${e.message})`)); // else it would crash
     await this.pool.query(this.sql(`
-      INSERT INTO {schema}.engine (id, name, host, sagas) VALUES ($1, 'node-participant', $2, $3::text[])`),
-    [this.engineId, os.hostname(), [...this.sagas.keys()]]);
+      INSERT INTO {schema}.engine (id, name, host, sagas, versions)
+      VALUES ($1, 'node-participant', $2, $3::text[], $4::text[])`),
+    [this.engineId, os.hostname(), [...this.sagas.keys()], [...this.sagas.keys()].map((s) => `${s}@${VERSION}`)]);
     for (const saga of this.sagas.values()) {
       const { rows } = await this.pool.query(this.sql(`
-        INSERT INTO {schema}.saga_registration (saga, topic, last_engine) VALUES ($1, $2, $3)
-        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
-        RETURNING topic`), [saga.name, saga.topic, this.engineId]);
+        WITH reg AS (
+          INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4)
+          ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+                 version = greatest(saga_registration.version, EXCLUDED.version)
+          RETURNING topic
+        ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
+          INSERT INTO {schema}.saga_version (saga, version, last_engine) VALUES ($1, $4, $3)
+          ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
+        )
+        SELECT topic FROM reg`), [saga.name, saga.topic, this.engineId, VERSION]);
       if (rows[0].topic !== saga.topic) {
         throw new Error(`Saga '${saga.name}' is registered for topic '${rows[0].topic}', not '${saga.topic}'`);
       }
@@ -442,9 +451,10 @@ class Participant {
           INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
           VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8)
         ), runs AS (
-          INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context, runnable_at)
-          SELECT x.id, $1, x.saga, $7::uuid[] || x.id, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp()
-            FROM (SELECT {schema}.uuid_v7() AS id, reg.saga FROM {schema}.saga_registration reg
+          INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status, context,
+                                    runnable_at)
+          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || x.id, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp()
+            FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
           RETURNING 1
         )
@@ -594,9 +604,10 @@ class Participant {
       ), emitted AS (
         INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
       )
-      INSERT INTO {schema}.run (id, message_id, saga, lineage, status, runnable_at)
-      SELECT x.id, $1, x.saga, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
-        FROM (SELECT {schema}.uuid_v7() AS id, saga FROM {schema}.saga_registration WHERE topic = $2 ORDER BY saga) x`),
+      INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
+      SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
+        FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
+               ORDER BY saga) x`),
     [g.outcome_message_id, topic, result]);
   }
 
@@ -624,8 +635,15 @@ class Participant {
   }
 }
 
+/**
+ * The version of the sagas this participant implements (protocol.md: saga versions): it claims only runs of this
+ * version and leaves runs of other versions to participants that have them.
+ */
+const VERSION = 1;
+
 /** The claim's selections (the engine id is the last parameter of each). */
-const DUE = "r.saga = $1 AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp() ORDER BY r.runnable_at";
+const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'
+   AND r.runnable_at <= clock_timestamp() ORDER BY r.runnable_at`;
 const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
 
 /** Thrown when step code ended the transaction that claimed its run (protocol.md: claim_lost(), CP002). */

@@ -11,6 +11,7 @@ import dev.coop.inspect.Outcome;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.SagaVersionSummary;
 import dev.coop.inspect.RunView;
 import dev.coop.join.Joins;
 import dev.coop.schedule.Schedule;
@@ -573,8 +574,9 @@ public final class CoopClient {
     }
 
     /**
-     * Removes a saga from the topology registry: messages launched from now on no longer wait for it. Runs already
-     * created for it still run when an engine that has the saga is up.
+     * Removes a saga, every version of it, from the topology registry: messages launched from now on no longer wait
+     * for it. Runs already created for it still run when an engine that has the saga (in their version) is up; unlike
+     * {@link #retireSagaVersion}, this does not check for unfinished runs.
      *
      * @return false when no saga of that name was registered
      */
@@ -584,6 +586,30 @@ public final class CoopClient {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not retire saga '" + saga + "': " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Removes one version of a saga from the topology registry once none of its runs is unfinished (a drained rolling
+     * deploy: no engine needs to keep that version any more). New runs get the highest version left; retiring the
+     * last version retires the saga. Engines that start with the version register it again.
+     *
+     * @return false when that version of the saga is not registered
+     * @throws CoopValidationException while runs of that version are unfinished (runnable, waiting, sleeping,
+     *         parked or rolling back): the message says how many, by status
+     */
+    public boolean retireSagaVersion(String saga, int version) {
+        Objects.requireNonNull(saga, "saga");
+        return inTransaction("retire version " + version + " of saga '" + saga + "'",
+                c -> topology.retireVersion(c, saga, version));
+    }
+
+    /**
+     * The saga versions: every registered one (which one new runs get, how many of its runs are unfinished, which
+     * running engines have it), and any version with unfinished runs that is not registered any more. A version
+     * whose runs wait with no running engine that has it is {@link SagaVersionSummary#stranded() stranded}.
+     */
+    public List<SagaVersionSummary> sagaVersions() {
+        return inTransaction("list the saga versions", topology::versions);
     }
 
     /**

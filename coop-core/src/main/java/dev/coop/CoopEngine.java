@@ -84,14 +84,28 @@ public final class CoopEngine implements AutoCloseable {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
         }
 
-        /** Adds sagas this engine runs. Saga names are unique. */
+        /**
+         * Adds sagas this engine runs. Saga names are unique, except that several versions of one saga may be
+         * registered (the old one beside the new one, to drain its runs; see {@link Saga.Builder#version(int)}); the
+         * versions of a saga handle the same topic.
+         */
         public Builder register(Saga<?>... sagas) {
             for (Saga<?> saga : sagas) {
                 Objects.requireNonNull(saga, "saga");
-                if (this.sagas.putIfAbsent(saga.name(), saga) != null) {
-                    throw new CoopValidationException("Two sagas are named '" + saga.name()
-                            + "'; saga names must be unique");
+                for (Saga<?> other : this.sagas.values()) {
+                    if (other.name().equals(saga.name()) && other.version() == saga.version()) {
+                        throw new CoopValidationException("Two sagas are named '" + saga.name() + "'"
+                                + (saga.version() == 1 ? "" : " with version " + saga.version())
+                                + "; saga names must be unique (several versions of one saga are allowed)");
+                    }
+                    if (other.name().equals(saga.name()) && !other.topic().name().equals(saga.topic().name())) {
+                        throw new CoopValidationException("Versions " + other.version() + " and " + saga.version()
+                                + " of saga '" + saga.name() + "' handle different topics ('"
+                                + other.topic().name() + "', '" + saga.topic().name()
+                                + "'); a saga name is bound to one topic");
+                    }
                 }
+                this.sagas.put(dev.coop.internal.EngineSagas.key(saga.name(), saga.version()), saga);
             }
             return this;
         }
@@ -269,11 +283,12 @@ public final class CoopEngine implements AutoCloseable {
             Time time = Time.of(clock);
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
-                            Map.copyOf(sagas), workers, pollInterval, notifications, strategy, schedules,
+                            new dev.coop.internal.EngineSagas(sagas.values()), workers, pollInterval, notifications,
+                            strategy, schedules,
                             requireHandlers, retention, time, listenersOf(listeners)));
             runtime.start();
             CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()),
+                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()), // <saga>@<version>
                     listenersOf(listeners));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }

@@ -16,19 +16,32 @@ import java.util.regex.Pattern;
 public final class Saga<P> {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}");
     private static final int MAX_STEP_NAME = 200;
+    /** The highest saga version. */
+    public static final int MAX_VERSION = 1_000_000;
 
     private final Topic<P> topic;
     private final String name;
     private final List<Step<P>> steps;
     private final CooperationStrategy strategy;
     private final int workers;
+    private final int version;
 
-    private Saga(Topic<P> topic, String name, List<Step<P>> steps, CooperationStrategy strategy, int workers) {
+    private Saga(Topic<P> topic, String name, int version, List<Step<P>> steps, CooperationStrategy strategy,
+            int workers) {
         this.topic = topic;
         this.name = name;
+        this.version = version;
         this.steps = List.copyOf(steps);
         this.strategy = strategy;
         this.workers = workers;
+    }
+
+    /**
+     * The saga's version (default 1; see {@link Builder#version(int)}). A run keeps the version it was created with
+     * and only engines that have that version of the saga execute it.
+     */
+    public int version() {
+        return version;
     }
 
     /**
@@ -72,7 +85,8 @@ public final class Saga<P> {
 
     @Override
     public String toString() {
-        return "Saga[" + name + " on " + topic.name() + ", " + steps.size() + " steps]";
+        return "Saga[" + name + (version == 1 ? "" : " v" + version) + " on " + topic.name() + ", " + steps.size()
+                + " steps]";
     }
 
     /**
@@ -113,6 +127,7 @@ public final class Saga<P> {
         private final Set<String> stepNames = new HashSet<>();
         private CooperationStrategy strategy;
         private int workers;
+        private int version = 1;
 
         private Builder(Topic<P> topic, String name) {
             this.topic = topic;
@@ -307,12 +322,29 @@ public final class Saga<P> {
             return this;
         }
 
+        /**
+         * The saga's version, from 1 (the default) to {@value Saga#MAX_VERSION}. Give a saga a new version when a deploy
+         * changes its steps while runs are in flight: each run keeps the version it was created with, an engine
+         * executes only runs of the versions it has and leaves the others to engines that have them, and new runs
+         * get the highest version registered by any engine. An engine may register several versions of one saga
+         * (the old one beside the new one, to drain it); {@code CoopClient.retireSagaVersion} removes a version once
+         * none of its runs is unfinished.
+         */
+        public Builder<P> version(int version) {
+            if (version < 1 || version > MAX_VERSION) {
+                throw new CoopValidationException("version of saga '" + name + "' must be between 1 and "
+                        + MAX_VERSION + ", was " + version);
+            }
+            this.version = version;
+            return this;
+        }
+
         public Saga<P> build() {
             if (steps.isEmpty()) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' has no steps; add at least one with step()");
             }
-            return new Saga<>(topic, name, steps, strategy, workers);
+            return new Saga<>(topic, name, version, steps, strategy, workers);
         }
     }
 }

@@ -133,6 +133,37 @@ class CoopCliTest {
         assertThat(coop("dashboard", "--help").out()).contains("--port", "--bind", "COOP_DASHBOARD_USERS");
     }
 
+    // ---- saga versions
+
+    @Test
+    void saga_list_shows_stranded_versions_and_retire_is_refused_until_their_runs_finished() {
+        Topic<Order> topic = Topic.of("cli-versioned", Order.class);
+        Saga<Order> v2 = Saga.on(topic, "cli-versioned-saga").version(2).step("handle", step -> {
+        }).build();
+        try (CoopEngine registers = Coop.engine(db.dataSource()).name("cli-v2").workers(1).register(v2).start()) {
+            assertThat(registers.id()).startsWith("cli-v2");
+        }
+        MessageId waiting = client.launch(topic, new Order("v-1", false)); // version 2, no engine has it now
+        Result list = coop("saga", "list");
+        assertThat(list.exit()).isZero();
+        assertThat(list.out()).containsPattern(
+                "cli-versioned-saga +2 +cli-versioned +yes +1 +none: its runs wait for an engine with version 2");
+        assertThat(coop("saga", "list", "--json").out()).contains("\"stranded\" : true");
+        Result refused = coop("saga", "retire", "cli-versioned-saga", "--version", "2");
+        assertThat(refused.exit()).isEqualTo(CoopCli.EXIT_FAILURE);
+        assertThat(refused.err()).contains("Cannot retire version 2 of saga 'cli-versioned-saga'",
+                "1 unfinished run (1 runnable)");
+        assertThat(coop("saga", "retire", "cli-versioned-saga", "--version", "7").err()).contains("not registered");
+        assertThat(coop("saga", "retire", "cli-versioned-saga").exit()).isEqualTo(CoopCli.EXIT_USAGE);
+        try (CoopEngine drains = Coop.engine(db.dataSource()).name("cli-v2").workers(1).register(v2).start()) {
+            assertThat(client.awaitCompletion(waiting, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+        Result retired = coop("saga", "retire", "cli-versioned-saga", "--version", "2");
+        assertThat(retired.exit()).isZero();
+        assertThat(retired.out()).contains("Retired version 2 of saga 'cli-versioned-saga'.");
+        assertThat(coop("saga", "list").out()).doesNotContain("cli-versioned-saga");
+    }
+
     // ---- tree
 
     @Test

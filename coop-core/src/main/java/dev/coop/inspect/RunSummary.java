@@ -7,7 +7,17 @@ import dev.coop.RunStatus;
 import java.time.OffsetDateTime;
 import java.util.UUID;
 
-/** A run in a listing: enough to pick it, then inspect its tree. */
+/**
+ * A run in a listing: enough to pick it, then inspect its tree.
+ *
+ * @param sagaVersion the version of the saga the run was created with (1 unless the saga has versions)
+ */
 public record RunSummary(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
-        OffsetDateTime createdAt, OffsetDateTime finishedAt, String failureMessage) {
+        OffsetDateTime createdAt, OffsetDateTime finishedAt, String failureMessage, int sagaVersion) {
+
+    /** A run of version 1 of its saga. */
+    public RunSummary(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            OffsetDateTime createdAt, OffsetDateTime finishedAt, String failureMessage) {
+        this(runId, messageId, topic, saga, lineage, status, createdAt, finishedAt, failureMessage, 1);
+    }
 }

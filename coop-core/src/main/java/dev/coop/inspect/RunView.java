@@ -19,16 +19,27 @@ import java.util.UUID;
  *        tree lists ({@code collapsed} is not empty), only those that did not commit (up to a cap, oldest first)
  * @param collapsed when the read counted its children instead of listing them all: per saga, how many runs it caused
  *        and how they stand (listed children included); empty when every child is in {@code children}
+ * @param sagaVersion the version of the saga the run was created with (1 unless the saga has versions), the only
+ *        version that executes it
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
-        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
+        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+        int sagaVersion) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
     }
 
-    /** A run whose children are all listed. */
+    /** A run of version 1 of its saga. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, 1);
+    }
+
+    /** A run of version 1 of its saga whose children are all listed. */
     public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
             boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
             Failure failure, List<StepView> steps, List<RunView> children) {

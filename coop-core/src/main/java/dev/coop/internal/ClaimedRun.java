@@ -5,6 +5,7 @@ import java.util.UUID;
 /**
  * A run whose row this transaction locked: the engine may execute its next transaction.
  *
+ * @param sagaVersion the version of the saga the run was created with (only that version executes it)
  * @param stepIndex happy path: the index of the step to execute next (the number of steps when only the final
  *        COMMITTED is left)
  * @param nextStep the name of that step when the run last moved (null before its first step and after its last)
@@ -27,6 +28,7 @@ import java.util.UUID;
 public record ClaimedRun(
         UUID id,
         String saga,
+        int sagaVersion,
         UUID messageId,
         UUID[] lineage,
         UUID parentId,

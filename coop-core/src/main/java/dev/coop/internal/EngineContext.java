@@ -3,7 +3,6 @@ package dev.coop.internal;
 import dev.coop.CooperationStrategy;
 
 import dev.coop.Saga;
-import java.util.Map;
 import javax.sql.DataSource;
 
 /** What an engine's workers share: read-only after start. */
@@ -12,7 +11,7 @@ record EngineContext(
         DataSource dataSource,
         Store store,
         Json json,
-        Map<String, Saga<?>> sagas,
+        EngineSagas sagas,
         Dispatcher dispatcher,
         Completions completions,
         dev.coop.CooperationStrategy strategy,

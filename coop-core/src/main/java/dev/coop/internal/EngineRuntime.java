@@ -2,13 +2,11 @@ package dev.coop.internal;
 
 import dev.coop.CooperationStrategy;
 
-import dev.coop.Saga;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -35,7 +33,7 @@ public final class EngineRuntime {
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
-            Map<String, Saga<?>> sagas, int workers, Duration pollInterval, boolean notifications,
+            EngineSagas sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
             Duration retention, Time time, Listeners listeners) {
     }
@@ -46,11 +44,11 @@ public final class EngineRuntime {
 
     public EngineRuntime(Config config) {
         this.config = config;
-        Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().keySet()),
+        Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().names()),
                 config.pollInterval().toNanos());
-        config.sagas().forEach((name, saga) -> dispatcher.limit(name, saga.workers()));
+        config.sagas().names().forEach(name -> dispatcher.limit(name, config.sagas().newest(name).workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keySet()),
+                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
                 config.listeners());
         this.topology = new Topology(config.schema());
@@ -63,10 +61,9 @@ public final class EngineRuntime {
     /** Registers the sagas in the topology, then starts the listener and the workers. */
     public void start() {
         Tx.run(config.dataSource(), "register the sagas of engine " + config.engineId(), c -> {
-            Map<String, String> sagaTopics = new java.util.TreeMap<>();
-            config.sagas().forEach((name, saga) -> sagaTopics.put(name, saga.topic().name()));
-            topology.register(c, config.engineId(), sagaTopics);
-            topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(sagaTopics.keySet()));
+            topology.register(c, config.engineId(), config.sagas().all());
+            topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(config.sagas().names()),
+                    config.sagas().keys());
             return null;
         });
         // created before the listener starts, so that its nudges always reach the timer
@@ -96,7 +93,7 @@ public final class EngineRuntime {
         unsubscribeJumps = config.time().onJump(this::timeJumped);
         log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
                 config.engineId(),
-                config.workers(), config.sagas().keySet(), config.notifications() ? "on" : "off",
+                config.workers(), config.sagas().keys(), config.notifications() ? "on" : "off",
                 config.schedules() ? "on" : "off", config.pollInterval().toMillis());
     }
 

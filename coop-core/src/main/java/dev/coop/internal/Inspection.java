@@ -37,7 +37,7 @@ public final class Inspection {
     /** A run row, before its steps and children are attached. */
     private record Row(UUID id, MessageId message, String topic, String saga, UUID[] lineage, UUID parent,
             RunStatus status, boolean rollingBack, OffsetDateTime created, OffsetDateTime started,
-            OffsetDateTime finished, String failure) {
+            OffsetDateTime finished, String failure, int sagaVersion) {
     }
 
     /** A tree this small (runs) is read whole, as long as its hierarchy's log is small too. */
@@ -53,7 +53,7 @@ public final class Inspection {
 
     private static final String ROW = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, %s, r.phase = 'ROLLBACK',
-                   r.created_at, r.started_at, r.finished_at, r.failure::text
+                   r.created_at, r.started_at, r.finished_at, r.failure::text, r.saga_version
             """.formatted(shownStatus("r"));
 
     /** The runs read and, for collapsed runs, their children's counts. */
@@ -285,7 +285,7 @@ public final class Inspection {
                         rs.getString(3), rs.getString(4), (UUID[]) rs.getArray(5).getArray(),
                         rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
                         rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
-                        rs.getObject(11, OffsetDateTime.class), rs.getString(12)));
+                        rs.getObject(11, OffsetDateTime.class), rs.getString(12), rs.getInt(13)));
             }
         }
         return rows;
@@ -374,7 +374,7 @@ public final class Inspection {
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()),
                 counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
-                kids, collapsed);
+                kids, collapsed, r.sagaVersion());
     }
 
     /**
@@ -544,7 +544,7 @@ public final class Inspection {
         filter(q, where, values);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
-                       r.failure->>'message'
+                       r.failure->>'message', r.saga_version
                   FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
                  WHERE %2$s
                  ORDER BY r.created_at DESC, r.id DESC
@@ -562,7 +562,7 @@ public final class Inspection {
                             rs.getString(3), rs.getString(4),
                             new Lineage(Arrays.asList((UUID[]) rs.getArray(5).getArray())),
                             RunStatus.valueOf(rs.getString(6)), rs.getObject(7, OffsetDateTime.class),
-                            rs.getObject(8, OffsetDateTime.class), rs.getString(9)));
+                            rs.getObject(8, OffsetDateTime.class), rs.getString(9), rs.getInt(10)));
                 }
             }
             return runs;
@@ -596,32 +596,41 @@ public final class Inspection {
         List<String> parts = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE h AS (
-                  SELECT id, saga, CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING'
-                                        ELSE status END AS status
+                  SELECT id, saga, saga_version, CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING'
+                                                      ELSE status END AS status
                     FROM {schema}.run WHERE message_id = ?
                   UNION ALL
-                  SELECT r.id, r.saga, CASE WHEN r.status = 'RUNNABLE' AND r.pending_children > 0 THEN 'WAITING'
-                                            ELSE r.status END
+                  SELECT r.id, r.saga, r.saga_version,
+                         CASE WHEN r.status = 'RUNNABLE' AND r.pending_children > 0 THEN 'WAITING' ELSE r.status END
                     FROM {schema}.run r JOIN h ON r.parent_id = h.id
                 )
-                SELECT saga, status, count(*)::int AS n,
+                SELECT saga, saga_version, status, count(*)::int AS n,
+                       EXISTS (SELECT 1 FROM {schema}.engine e
+                                WHERE e.stopped_at IS NULL
+                                  AND (h.saga || '@' || h.saga_version = ANY(e.versions)
+                                       OR (e.versions IS NULL AND h.saga_version = 1 AND h.saga = ANY(e.sagas))))
+                         AS served,
                        EXISTS (SELECT 1 FROM {schema}.engine e WHERE e.stopped_at IS NULL AND h.saga = ANY(e.sagas))
-                         AS served
+                         AS named
                   FROM h WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED')
-                 GROUP BY saga, status ORDER BY saga, status
+                 GROUP BY saga, saga_version, status ORDER BY saga, saga_version, status
                 """))) {
             ps.setObject(1, message.value());
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     String saga = rs.getString("saga");
+                    int version = rs.getInt("saga_version");
                     String status = rs.getString("status");
                     int n = rs.getInt("n");
-                    String runs = n + (n == 1 ? " run" : " runs") + " of saga '" + saga + "'";
+                    String runs = n + (n == 1 ? " run" : " runs") + " of saga '" + saga + "'"
+                            + (version == 1 ? "" : " version " + version);
                     if (status.equals("PARKED")) {
                         parts.add(runs + " parked (an operator must retry or resolve: see parkedRuns)");
                     } else if (!rs.getBoolean("served")) {
                         parts.add(runs + " " + status.toLowerCase(java.util.Locale.ROOT)
-                                + " with no running engine for that saga");
+                                + (version == 1 && !rs.getBoolean("named")
+                                        ? " with no running engine for that saga"
+                                        : " with no running engine for version " + version + " of that saga"));
                     } else {
                         parts.add(runs + " " + status.toLowerCase(java.util.Locale.ROOT));
                     }

@@ -277,7 +277,8 @@ final class RollbackExecutor {
 
     /** The claimed run with another context (what a compensation left), for the transition that follows. */
     private static ClaimedRun withContext(ClaimedRun r, String context) {
-        return new ClaimedRun(r.id(), r.saga(), r.messageId(), r.lineage(), r.parentId(), r.rollback(), r.stepIndex(),
+        return new ClaimedRun(r.id(), r.saga(), r.sagaVersion(), r.messageId(), r.lineage(), r.parentId(), r.rollback(),
+                r.stepIndex(),
                 r.nextStep(), r.stepsDone(), r.history(), r.attempt(), r.started(), r.failedChildren(),
                 r.rollbackSeq(), r.rollbackStage(), r.rollbackCause(), r.resolution(), r.retries(), r.version(),
                 context, r.parentContext(), r.finallyDone(), r.pendingChildren(), r.awaited(), r.waitingSince(),

@@ -15,7 +15,7 @@ final class Sql {
      */
     static final String CLAIM = """
             WITH claimed AS (
-              SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
+              SELECT r.id, r.saga, r.saga_version, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
                      r.next_step,
                      r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
@@ -43,8 +43,9 @@ final class Sql {
             .replace("%d", String.valueOf(StepHistory.RECENT));
 
     /**
-     * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now.
-     * Runs in a scope get the emitting run as parent; the parent waits for them.
+     * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
+     * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
+     * parent waits for them.
      */
     static final String EMIT = """
             WITH input AS (
@@ -58,11 +59,12 @@ final class Sql {
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
               SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM input ORDER BY n
             ), runs AS (
-              INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
-                                        runnable_at)
-              SELECT x.id, x.message_id, x.saga, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid, ?::int,
-                     'RUNNABLE', x.context, coalesce(x.due, {now})
-                FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga, input.context, input.due
+              INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
+                                        context, runnable_at)
+              SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid,
+                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now})
+                FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga, reg.version, input.context,
+                             input.due
                         FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
                        ORDER BY input.n, reg.saga) x
               RETURNING saga
@@ -267,17 +269,19 @@ final class Sql {
             """;
 
     /**
-     * Probe: per saga, milliseconds until its earliest runnable run is due, and until the earliest one due in the
-     * future (which the first hides when it is due now); two index probes per saga.
+     * Probe: per saga version, milliseconds until its earliest runnable run is due, and until the earliest one due in
+     * the future (which the first hides when it is due now); two index probes per saga version. Runs of versions the
+     * engine does not have are not looked at: it could not claim them.
      */
     static final String PROBE = """
             SELECT s.saga, floor(extract(epoch FROM (d.due - {now})) * 1000)::bigint,
                    ceil(extract(epoch FROM (f.due - {now})) * 1000)::bigint
-              FROM unnest(?::text[]) AS s(saga)
+              FROM unnest(?::text[], ?::int[]) AS s(saga, version)
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
-                                   WHERE r.saga = s.saga AND r.status = 'RUNNABLE') d
+                                   WHERE r.saga = s.saga AND r.saga_version = s.version
+                                     AND r.status = 'RUNNABLE') d
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
-                                   WHERE r.saga = s.saga AND r.status = 'RUNNABLE'
+                                   WHERE r.saga = s.saga AND r.saga_version = s.version AND r.status = 'RUNNABLE'
                                      AND r.runnable_at > {now}) f
              WHERE d.due IS NOT NULL
             """;

@@ -209,7 +209,7 @@ final class StepContextImpl<P> implements StepContext<P> {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
         }
-        dev.coop.Saga<?> saga = engine.sagas().get(run.saga());
+        dev.coop.Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         Failure reason = engine.strategyOf(saga)
                 .giveUpOnHappyPath(Decisions.facts(run, saga, context, liveness.now(), liveness.cancellation()))
                 .orElse(null);

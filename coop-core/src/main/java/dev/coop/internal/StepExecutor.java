@@ -96,7 +96,7 @@ final class StepExecutor {
     }
 
     private boolean executeClaimed(Connection c, ClaimedRun run) throws SQLException {
-        Saga<?> saga = engine.sagas().get(run.saga());
+        Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         if (run.rollback()) {
             return rollback.execute(c, run, saga);
         }
@@ -532,23 +532,30 @@ final class StepExecutor {
                 Advance.from(run).status(RunStatus.PARKED).failure(failure.toJson()));
     }
 
-    /** Why the run cannot continue with this saga definition (steps removed or renamed by a deploy), or null. */
+    /**
+     * Why the run cannot continue with this saga definition (steps removed or renamed by a deploy that kept the
+     * saga's version), or null. A deploy that changes steps under a new version never gets here: runs keep their
+     * version and only engines that have it claim them.
+     */
+    private static final String NEW_VERSION = "a deploy that changes a saga's steps should give it a new version"
+            + " (Saga.Builder.version), so that runs in flight keep the steps they started with";
+
     private static String unknownStep(ClaimedRun run, Saga<?> saga) {
         int size = saga.steps().size();
         if (run.stepIndex() > size) {
             return "Saga '" + saga.name() + "' has " + size + " steps, but this run was at step number "
-                    + (run.stepIndex() + 1) + "; was the saga changed while it ran?";
+                    + (run.stepIndex() + 1) + "; was the saga changed while it ran? (" + NEW_VERSION + ")";
         }
         String expected = run.stepIndex() < size ? saga.steps().get(run.stepIndex()).name() : null;
         if (run.nextStep() != null && !run.nextStep().equals(expected)) {
             return "Saga '" + saga.name() + "' has no step '" + run.nextStep() + "' at position "
                     + (run.stepIndex() + 1)
                     + (expected == null ? " any more" : " (it has '" + expected + "' there)")
-                    + "; was the step removed or renamed while this run waited?";
+                    + "; was the step removed or renamed while this run waited? (" + NEW_VERSION + ")";
         }
         if (run.history().highestStep() >= size) {
             return "Saga '" + saga.name() + "' has " + size + " steps, but this run executed step number "
-                    + (run.history().highestStep() + 1) + "; was the saga changed while it ran?";
+                    + (run.history().highestStep() + 1) + "; was the saga changed while it ran? (" + NEW_VERSION + ")";
         }
         return null;
     }

@@ -78,7 +78,7 @@ public final class Store {
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
         this.claimSql = schema.sql(Sql.CLAIM
-                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
+                .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
                         + " ORDER BY r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
@@ -109,14 +109,18 @@ public final class Store {
         return time;
     }
 
-    /** Locks the runnable run of {@code saga} that is due first, writing its SEEN if it had not started. */
-    public ClaimedRun claim(Connection c, String saga, String engine) throws SQLException {
+    /**
+     * Locks the runnable run of version {@code version} of {@code saga} that is due first, writing its SEEN if it had
+     * not started. Runs of other versions are left to engines that have them.
+     */
+    public ClaimedRun claim(Connection c, String saga, int version, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
             OffsetDateTime now = time.bind();
             ps.setObject(1, now);
             ps.setString(2, saga);
-            ps.setObject(3, now);
-            ps.setString(4, engine);
+            ps.setInt(3, version);
+            ps.setObject(4, now);
+            ps.setString(5, engine);
             return readClaim(ps);
         }
     }
@@ -155,7 +159,7 @@ public final class Store {
             return null;
         }
         StepHistory history = history(c, rs);
-        return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"),
+        return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"), rs.getInt("saga_version"),
                 rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
                 rs.getObject("parent_id", UUID.class), rs.getBoolean("rollback"), rs.getInt("step_index"),
                 rs.getString("next_step"),
@@ -734,20 +738,39 @@ public final class Store {
      * @param nextMillis milliseconds until the earliest due in the future, or null when none is
      */
     public record Due(long firstMillis, Long nextMillis) {
+        /** The earlier of two versions' due times. */
+        Due earliest(Due other) {
+            Long next = nextMillis == null
+                    ? other.nextMillis
+                    : other.nextMillis == null ? nextMillis : Long.valueOf(Math.min(nextMillis, other.nextMillis));
+            return new Due(Math.min(firstMillis, other.firstMillis), next);
+        }
     }
 
-    /** For each saga with runnable runs, when they are due; two index probes per saga. */
-    public Map<String, Due> probe(Connection c, List<String> sagas) throws SQLException {
+    /**
+     * For each saga with runnable runs of the given versions, when they are due (the earliest over its versions); two
+     * index probes per saga version.
+     */
+    public Map<String, Due> probe(Connection c, EngineSagas sagas) throws SQLException {
+        List<String> names = new ArrayList<>();
+        List<Integer> versions = new ArrayList<>();
+        for (String name : sagas.names()) {
+            for (int version : sagas.versions(name)) {
+                names.add(name);
+                versions.add(version);
+            }
+        }
         try (PreparedStatement ps = c.prepareStatement(probeSql)) {
             OffsetDateTime now = time.bind();
             ps.setObject(1, now);
             ps.setObject(2, now);
-            ps.setArray(3, c.createArrayOf("text", sagas.toArray()));
-            ps.setObject(4, now);
+            ps.setArray(3, c.createArrayOf("text", names.toArray()));
+            ps.setArray(4, c.createArrayOf("integer", versions.toArray()));
+            ps.setObject(5, now);
             Map<String, Due> due = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    due.put(rs.getString(1), new Due(rs.getLong(2), rs.getObject(3, Long.class)));
+                    due.merge(rs.getString(1), new Due(rs.getLong(2), rs.getObject(3, Long.class)), Due::earliest);
                 }
             }
             return due;

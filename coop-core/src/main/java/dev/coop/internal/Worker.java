@@ -69,7 +69,7 @@ final class Worker implements Runnable {
     private void probe() throws SQLException {
         Map<String, Store.Due> due;
         try (Connection c = engine.dataSource().getConnection()) {
-            due = engine.store().probe(c, engine.sagas().keySet().stream().toList());
+            due = engine.store().probe(c, engine.sagas());
         }
         engine.dispatcher().probed(due);
     }
@@ -78,7 +78,7 @@ final class Worker implements Runnable {
         try (Connection c = engine.dataSource().getConnection()) {
             c.setAutoCommit(false);
             try {
-                ClaimedRun run = engine.store().claim(c, task.saga(), engine.engineId());
+                ClaimedRun run = claim(c, task.saga());
                 if (run == null) {
                     c.commit();
                     engine.dispatcher().empty(task);
@@ -127,6 +127,21 @@ final class Worker implements Runnable {
                 c.setAutoCommit(true);
             }
         }
+    }
+
+    /**
+     * Claims a run of one of the versions of the saga this engine has (a turn each when it has several, so that
+     * draining an old version does not starve the new one or the reverse); runs of other versions are left to the
+     * engines that have them. One index probe per version tried.
+     */
+    private ClaimedRun claim(Connection c, String saga) throws SQLException {
+        for (int version : engine.sagas().claimOrder(saga)) {
+            ClaimedRun run = engine.store().claim(c, saga, version, engine.engineId());
+            if (run != null) {
+                return run;
+            }
+        }
+        return null;
     }
 
     /** Tells the listeners how long the run waited to be claimed, and for its children when it waited. */

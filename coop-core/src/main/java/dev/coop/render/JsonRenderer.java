@@ -92,6 +92,7 @@ public final class JsonRenderer {
         n.put("messageId", r.messageId().toString());
         n.put("topic", r.topic());
         n.put("saga", r.saga());
+        n.put("sagaVersion", r.sagaVersion());
         n.set("lineage", lineage(r.lineage()));
         n.put("status", r.status().name());
         n.put("rollingBack", r.rollingBack());
@@ -151,7 +152,8 @@ public final class JsonRenderer {
                 text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
-                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed));
+                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed),
+                n.path("sagaVersion").asInt(1));
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {
@@ -212,6 +214,7 @@ public final class JsonRenderer {
             n.put("messageId", r.messageId().toString());
             n.put("topic", r.topic());
             n.put("saga", r.saga());
+            n.put("sagaVersion", r.sagaVersion());
             n.set("lineage", lineage(r.lineage()));
             n.put("status", r.status().name());
             n.put("createdAt", time(r.createdAt()));
@@ -226,7 +229,7 @@ public final class JsonRenderer {
         return list(parse(json), n -> new RunSummary(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
                 text(n, "topic"), text(n, "saga"), readLineage(n.get("lineage")),
                 RunStatus.valueOf(text(n, "status")), readTime(n, "createdAt"), readTime(n, "finishedAt"),
-                text(n, "failureMessage")));
+                text(n, "failureMessage"), n.path("sagaVersion").asInt(1)));
     }
 
     /** Parked runs as a JSON array. */

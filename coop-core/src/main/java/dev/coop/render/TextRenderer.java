@@ -154,7 +154,8 @@ public final class TextRenderer {
         List<List<String>> rows = new ArrayList<>();
         rows.add(List.of("CREATED", "STATUS", "SAGA", "TOPIC", "RUN", "MESSAGE", "FAILURE"));
         for (RunSummary r : runs) {
-            rows.add(List.of(time(r.createdAt()), r.status().name(), r.saga(), r.topic(), r.runId().toString(),
+            rows.add(List.of(time(r.createdAt()), r.status().name(), sagaName(r.saga(), r.sagaVersion()), r.topic(),
+                    r.runId().toString(),
                     r.messageId().toString(), r.failureMessage() == null ? "" : firstLine(r.failureMessage())));
         }
         return table(rows, 1, this::colorStatus);
@@ -340,9 +341,14 @@ public final class TextRenderer {
         }
     }
 
+    /** A saga's name, with its version when it has versions ({@code billing v2}); version 1 is the name alone. */
+    static String sagaName(String saga, int version) {
+        return version == 1 ? saga : saga + " v" + version;
+    }
+
     private String runLabel(RunView run) {
         StringBuilder s = new StringBuilder();
-        s.append(bold(run.saga())).append(dim(" on " + run.topic())).append("  ");
+        s.append(bold(sagaName(run.saga(), run.sagaVersion()))).append(dim(" on " + run.topic())).append("  ");
         String status = run.status().name();
         if (!run.status().isFinished() && run.rollingBack()) {
             status += " (rolling back)";

@@ -47,7 +47,8 @@ class JsonRendererTest {
         assertThat(fields(n)).containsExactly("messageId", "topic", "launchedAt", "finished", "outcome", "runs");
         assertThat(n.get("outcome").isNull()).isTrue();
         JsonNode run = n.get("runs").get(0);
-        assertThat(fields(run)).containsExactly("runId", "messageId", "topic", "saga", "lineage", "status",
+        assertThat(fields(run)).containsExactly("runId", "messageId", "topic", "saga", "sagaVersion", "lineage",
+                "status",
                 "rollingBack", "createdAt", "startedAt", "finishedAt", "durationMs", "failure", "steps", "children",
                 "collapsed");
         assertThat(run.get("finishedAt").isNull()).isTrue();

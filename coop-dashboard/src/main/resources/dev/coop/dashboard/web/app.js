@@ -33,6 +33,11 @@
 
   // ---- DOM helpers: text only
 
+  /** A run's saga, with its version when it is not 1 (a versioned saga: "billing v2"), as the text renderer writes it. */
+  function sagaLabel(run) {
+    return run.sagaVersion > 1 ? run.saga + ' v' + run.sagaVersion : run.saga;
+  }
+
   function h(tag, props, ...children) {
     const el = document.createElement(tag);
     if (props) {
@@ -222,7 +227,7 @@
       body.appendChild(h('tr', null,
         h('td', { class: 'mono', text: time(run.createdAt) }),
         h('td', null, badge(run.status)),
-        h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: run.saga })),
+        h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: sagaLabel(run) })),
         h('td', { text: run.topic }),
         h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
         h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)))));
@@ -474,7 +479,7 @@
     details.dataset.runId = run.runId;
     const failed = run.failure && !run.rollingBack ? '✗' : run.failure ? '↺' : null;
     details.appendChild(h('summary', null,
-      badge(run.status), h('span', { class: 'saga', text: run.saga }), h('span', { class: 'muted', text: 'on ' + run.topic }),
+      badge(run.status), h('span', { class: 'saga', text: sagaLabel(run) }), h('span', { class: 'muted', text: 'on ' + run.topic }),
       h('span', { text: duration(run.durationMs) }),
       run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
       h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId))));
