@@ -19,13 +19,24 @@ import java.util.UUID;
  *        tree lists ({@code collapsed} is not empty), only those that did not commit (up to a cap, oldest first)
  * @param collapsed when the read counted its children instead of listing them all: per saga, how many runs it caused
  *        and how they stand (listed children included); empty when every child is in {@code children}
+ * @param waitingFor why a runnable, due run that no engine executes right now is not running: its saga's limits
+ *        ({@code "waiting for a slot (3 of 3 busy)"}, {@code "rate limited until <instant>"}); null otherwise
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
-        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
+        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+        String waitingFor) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
+    }
+
+    /** A run not held back by its saga's limits. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, null);
     }
 
     /** A run whose children are all listed. */

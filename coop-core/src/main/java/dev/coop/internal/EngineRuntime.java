@@ -52,7 +52,7 @@ public final class EngineRuntime {
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keySet()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
-                config.listeners());
+                config.listeners(), new SagaLimits(config.schema()));
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
                 ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
@@ -66,6 +66,10 @@ public final class EngineRuntime {
             Map<String, String> sagaTopics = new java.util.TreeMap<>();
             config.sagas().forEach((name, saga) -> sagaTopics.put(name, saga.topic().name()));
             topology.register(c, config.engineId(), sagaTopics);
+            for (Saga<?> saga : config.sagas().values()) {
+                context.limits().register(c, saga); // the last engine to register a saga decides its limits
+            }
+            context.store().limited(context.limits().limited(c, sagaTopics.keySet()));
             topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(sagaTopics.keySet()));
             return null;
         });

@@ -38,6 +38,12 @@ public final class Store {
     private final String advanceSql;
     private final String advanceCommitSql;
     private final String advanceContinueSql;
+    /** The same three for sagas with limits: the claim first takes a slot and a rate token (schema version 11). */
+    private final String limitedClaimSql;
+    private final String limitedReclaimSql;
+    private final String limitedAdvanceContinueSql;
+    /** The sagas whose claims go through their limits (read from the registry; see {@link #limited(java.util.Set)}). */
+    private volatile java.util.Set<String> limited = java.util.Set.of();
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -88,6 +94,12 @@ public final class Store {
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
+        this.limitedClaimSql = schema.sql(limited(Sql.CLAIM
+                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
+                        + " ORDER BY r.runnable_at")));
+        this.limitedReclaimSql = schema.sql(limited(Sql.CLAIM
+                .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}")));
+        this.limitedAdvanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -109,28 +121,72 @@ public final class Store {
         return time;
     }
 
+    /**
+     * A claim of a limited saga: a first CTE takes a concurrency slot and a rate token ({@code start_limited}, once
+     * per statement, before the run is looked up) and yields the step's start time, or null when refused; that time
+     * is the claim's {@code {now}} everywhere (so the log's start times are the rate window's), and a null one
+     * selects nothing.
+     */
+    private static String limited(String claim) {
+        if (!claim.startsWith("WITH claimed AS (")) {
+            throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
+        }
+        return "WITH gate AS MATERIALIZED (SELECT {schema}.start_limited(?, {now}) AS at), "
+                + claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)");
+    }
+
+    /**
+     * Which sagas this store claims through their limits: the engine's sagas that have limits in the registry, read
+     * at start and at every probe.
+     */
+    public void limited(java.util.Set<String> sagas) {
+        this.limited = java.util.Set.copyOf(sagas);
+    }
+
+    /** Whether claims of {@code saga} go through its limits. */
+    public boolean isLimited(String saga) {
+        return limited.contains(saga);
+    }
+
     /** Locks the runnable run of {@code saga} that is due first, writing its SEEN if it had not started. */
     public ClaimedRun claim(Connection c, String saga, String engine) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
+        boolean gated = isLimited(saga);
+        try (PreparedStatement ps = c.prepareStatement(gated ? limitedClaimSql : claimSql)) {
             OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setString(2, saga);
-            ps.setObject(3, now);
-            ps.setString(4, engine);
+            int i = 0;
+            if (gated) {
+                ps.setString(++i, saga);
+            }
+            ps.setObject(++i, now);
+            ps.setString(++i, saga);
+            if (!gated) {
+                ps.setObject(++i, now);
+            }
+            ps.setString(++i, engine);
             return readClaim(ps);
         }
     }
 
-    /** Locks one specific run again if it is still runnable (immediate continuation). */
-    public ClaimedRun reclaim(Connection c, UUID runId, String engine) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(reclaimSql)) {
-            OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setObject(2, runId);
-            ps.setObject(3, now);
-            ps.setString(4, engine);
+    /** Locks one specific run of {@code saga} again if it is still runnable (immediate continuation). */
+    public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
+        boolean gated = isLimited(saga);
+        try (PreparedStatement ps = c.prepareStatement(gated ? limitedReclaimSql : reclaimSql)) {
+            bindReclaim(ps, 0, gated, saga, runId, engine, time.bind());
             return readClaim(ps);
         }
+    }
+
+    private static void bindReclaim(PreparedStatement ps, int i, boolean gated, String saga, UUID runId,
+            String engine, OffsetDateTime now) throws SQLException {
+        if (gated) {
+            ps.setString(++i, saga);
+        }
+        ps.setObject(++i, now);
+        ps.setObject(++i, runId);
+        if (!gated) {
+            ps.setObject(++i, now);
+        }
+        ps.setString(++i, engine);
     }
 
     /** Locks a run again after its failed step was rolled back, unless another engine moved it on meanwhile. */
@@ -334,7 +390,8 @@ public final class Store {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql,
+        String continueSql = isLimited(run.saga()) ? limitedAdvanceContinueSql : advanceContinueSql;
+        return (ClaimedRun) advance(c, reclaim ? continueSql : advanceCommitSql,
                 reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
     }
 
@@ -422,10 +479,7 @@ public final class Store {
                     return readFinished(ps);
                 }
                 case CONTINUE -> { // the reclaim's parameters, as in reclaim()
-                    ps.setObject(++i, now);
-                    ps.setObject(++i, run.id());
-                    ps.setObject(++i, now);
-                    ps.setString(++i, engine);
+                    bindReclaim(ps, i, isLimited(run.saga()), run.saga(), run.id(), engine, now);
                     return readCommitted(ps);
                 }
                 default -> {

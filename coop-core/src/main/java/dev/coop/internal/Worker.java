@@ -17,6 +17,8 @@ final class Worker implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
     /** How many steps of one run a worker executes in a row before giving other runs a turn. */
     private static final int MAX_CONTINUATIONS = 64;
+    /** How soon a limited saga whose claim found nothing is tried again at the latest (slots held elsewhere). */
+    private static final long LIMIT_RETRY_MILLIS = 50;
 
     private final EngineContext engine;
     private final StepExecutor executor;
@@ -70,6 +72,8 @@ final class Worker implements Runnable {
         Map<String, Store.Due> due;
         try (Connection c = engine.dataSource().getConnection()) {
             due = engine.store().probe(c, engine.sagas().keySet().stream().toList());
+            // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
+            engine.store().limited(engine.limits().limited(c, engine.sagas().keySet()));
         }
         engine.dispatcher().probed(due);
     }
@@ -82,6 +86,9 @@ final class Worker implements Runnable {
                 if (run == null) {
                     c.commit();
                     engine.dispatcher().empty(task);
+                    if (engine.store().isLimited(task.saga())) {
+                        limitReached(c, task.saga());
+                    }
                     return;
                 }
                 if (engine.dispatcher().stopped()) {
@@ -97,15 +104,21 @@ final class Worker implements Runnable {
                     working = "run " + run.id() + " (saga " + run.saga() + ")";
                     boolean mayContinue = steps < MAX_CONTINUATIONS;
                     boolean continueNow = executor.execute(c, run, mayContinue);
+                    if (engine.store().isLimited(run.saga())) {
+                        engine.dispatcher().stepEnded(run.saga()); // a slot freed: sagas waiting for one try again
+                    }
                     boolean reclaimed = executor.continuationTried();
                     ClaimedRun again = executor.takeContinuation();
                     UUID id = run.id();
                     String saga = run.saga();
                     run = null;
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
-                        run = reclaimed ? again : engine.store().reclaim(c, id, engine.engineId());
+                        run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
                         if (run == null) {
                             c.commit();
+                            if (engine.store().isLimited(saga)) { // refused a slot or a token, or taken elsewhere
+                                limitReached(c, saga);
+                            }
                         }
                     } else if (reclaimed) {
                         c.rollback(); // lets go of the run reclaimed by the commit: not continuing it here
@@ -127,6 +140,17 @@ final class Worker implements Runnable {
                 c.setAutoCommit(true);
             }
         }
+    }
+
+    /**
+     * A claim of a limited saga found nothing: maybe every slot was busy or the rate window full. The saga is tried
+     * again when a step of it ends in this engine, when its next rate token frees, and after a short delay for
+     * slots held by other engines (a probe: nothing here waits). A run waiting so stays runnable: no failure, no
+     * retry counted.
+     */
+    private void limitReached(Connection c, String saga) throws SQLException {
+        long wait = engine.limits().rateWaitMillis(c, saga, engine.store().time().bind());
+        engine.dispatcher().blocked(saga, Math.max(wait, LIMIT_RETRY_MILLIS));
     }
 
     /** Tells the listeners how long the run waited to be claimed, and for its children when it waited. */

@@ -95,6 +95,9 @@ public final class JsonRenderer {
         n.set("lineage", lineage(r.lineage()));
         n.put("status", r.status().name());
         n.put("rollingBack", r.rollingBack());
+        if (r.waitingFor() != null) {
+            n.put("waitingFor", r.waitingFor());
+        }
         n.put("createdAt", time(r.createdAt()));
         n.put("startedAt", time(r.startedAt()));
         n.put("finishedAt", time(r.finishedAt()));
@@ -151,7 +154,8 @@ public final class JsonRenderer {
                 text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
-                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed));
+                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed),
+                n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null);
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {
