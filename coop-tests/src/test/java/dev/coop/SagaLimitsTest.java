@@ -109,11 +109,11 @@ class SagaLimitsTest {
         }
 
         List<Event> events = CoopTables.of(dataSource).allEvents();
-        List<Event> steps = stepEnds(events, "limits-concurrency-saga");
+        List<StepSpan> steps = stepEnds(events, "limits-concurrency-saga");
         assertThat(steps).hasSize(240);
         assertThat(mostOverlapping(steps)).as("steps overlapping in the log").isLessThanOrEqualTo(3);
         assertThat(mostAtOnce.get()).isLessThanOrEqualTo(3);
-        assertThat(steps.stream().map(Event::engine).distinct().count()).as("engines that ran steps").isEqualTo(3);
+        assertThat(steps.stream().map(StepSpan::engine).distinct().count()).as("engines that ran steps").isEqualTo(3);
         assertNoFailureNorRetry(dataSource, events);
         Invariants.assertAll(events);
     }
@@ -140,7 +140,7 @@ class SagaLimitsTest {
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
         }
         List<Event> events = CoopTables.of(dataSource).allEvents();
-        List<OffsetDateTime> starts = stepEnds(events, "limits-rate-saga").stream().map(Event::startedAt).sorted()
+        List<OffsetDateTime> starts = stepEnds(events, "limits-rate-saga").stream().map(StepSpan::start).sorted()
                 .toList();
         assertThat(starts).hasSize(40);
         for (int i = 0; i + 5 < starts.size(); i++) { // the 6th start after any start is a period later or more
@@ -185,7 +185,7 @@ class SagaLimitsTest {
                     .pollInterval(Duration.ofMillis(50)).register(saga).start();
             engines.add(second);
             MessageId other = client.launch(topic, new Empty());
-            assertThat(client.tree(other).root().status()).isEqualTo(RunStatus.RUNNABLE);
+            assertThat(client.tree(other).runs().getFirst().status()).isEqualTo(RunStatus.RUNNABLE);
             assertThat(reasonOf(client, other)).isEqualTo("waiting for a slot (1 of 1 busy)");
 
             terminate(dataSource, backendOfAttempt.get(1)); // the slot holder's connection dies with its slot
@@ -244,26 +244,35 @@ class SagaLimitsTest {
                 .hasMessage("rateLimit of saga 'limits-invalid-saga' was already set to 5 per PT1S");
     }
 
-    /** The events that end a step of {@code saga} (one per step transaction, carrying its start). */
-    private static List<Event> stepEnds(List<Event> events, String saga) {
-        return events.stream()
-                .filter(e -> saga.equals(e.saga()) && e.startedAt() != null
-                        && (e.type() == EventType.SUSPENDED || e.type() == EventType.COMMITTED))
-                .toList();
+    /** A step transaction of a run, from the log: when it started (its claim) and when its events were written. */
+    record StepSpan(String engine, OffsetDateTime start, OffsetDateTime written) {
+    }
+
+    /** The step transactions of {@code saga}: its events with a start, one span per run and start. */
+    private static List<StepSpan> stepEnds(List<Event> events, String saga) {
+        Map<String, StepSpan> spans = new java.util.LinkedHashMap<>();
+        for (Event e : events) {
+            if (saga.equals(e.saga()) && e.startedAt() != null) {
+                spans.merge(e.lineage().last() + "@" + e.startedAt(),
+                        new StepSpan(e.engine(), e.startedAt(), e.createdAt()),
+                        (a, b) -> b.written().isAfter(a.written()) ? b : a);
+            }
+        }
+        return List.copyOf(spans.values());
     }
 
     /**
      * The most step transactions in progress at one instant, from the log: each ran at least from its start (the
      * claim) to the time its events were written (before its commit, on the database's clock like the start).
      */
-    private static int mostOverlapping(List<Event> steps) {
+    private static int mostOverlapping(List<StepSpan> steps) {
         record Edge(OffsetDateTime at, int delta) {
         }
         List<Edge> edges = new ArrayList<>();
-        for (Event e : steps) {
-            assertThat(e.createdAt()).isAfterOrEqualTo(e.startedAt());
-            edges.add(new Edge(e.startedAt(), 1));
-            edges.add(new Edge(e.createdAt(), -1));
+        for (StepSpan s : steps) {
+            assertThat(s.written()).isAfterOrEqualTo(s.start());
+            edges.add(new Edge(s.start(), 1));
+            edges.add(new Edge(s.written(), -1));
         }
         // at the same instant an end comes before a start: touching intervals do not overlap
         edges.sort(Comparator.comparing(Edge::at).thenComparingInt(Edge::delta));
@@ -279,7 +288,8 @@ class SagaLimitsTest {
     /** No run failed, rolled back, parked or counted a retry while it waited for its limits. */
     private static void assertNoFailureNorRetry(DataSource dataSource, List<Event> events) throws SQLException {
         assertThat(events).extracting(Event::type).doesNotContain(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
-        try (Connection c = dataSource.getConnection(); Statement st = c.createStatement();
+        try (Connection c = dataSource.getConnection();
+                Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery(
                         "SELECT count(*) FILTER (WHERE retries > 0 OR attempt > 1 OR status <> 'COMMITTED')"
                                 + " FROM coop.run")) {
@@ -293,9 +303,10 @@ class SagaLimitsTest {
     }
 
     private static String registered(DataSource dataSource, String saga) {
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "SELECT concurrency || '', rate_limit || '', rate_period_ms || '' FROM coop.saga_registration"
-                        + " WHERE saga = ?")) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT concurrency || '', rate_limit || '', rate_period_ms || '' FROM coop.saga_registration"
+                                + " WHERE saga = ?")) {
             ps.setString(1, saga);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
