@@ -126,23 +126,26 @@ public final class SagaLimits {
     }
 
     /**
-     * Milliseconds until the next rate token of {@code saga} frees (0 when one is free or the saga has no rate
-     * limit): one probe of {@code rate_token_oldest}.
+     * Commits the transaction of a claim that found nothing, reading in the same round trip why: null when the
+     * saga's limits did not refuse it (no run was due), {@code "slot"} when every slot was busy, or the milliseconds
+     * until its next rate token frees.
      */
-    public long rateWaitMillis(Connection c, String saga, OffsetDateTime now) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT ceil(extract(epoch FROM (t.taken_at + r.rate_period_ms * interval '1 millisecond' - {now}))
-                            * 1000)::bigint
-                  FROM {schema}.saga_registration r
-                  JOIN LATERAL (SELECT x.taken_at FROM {schema}.rate_token x WHERE x.saga = r.saga
-                                 ORDER BY x.taken_at LIMIT 1) t ON true
-                 WHERE r.saga = ? AND r.rate_period_ms IS NOT NULL
-                """))) {
-            ps.setObject(1, now);
-            ps.setString(2, saga);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? Math.max(0, rs.getLong(1)) : 0;
+    public String commitEmptyClaim(Connection c) throws SQLException {
+        String refusal = null;
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT nullif(current_setting('coop.limit_wait', true), '');\nCOMMIT")) {
+            boolean isResultSet = ps.execute();
+            while (isResultSet || ps.getUpdateCount() != -1) {
+                if (isResultSet) {
+                    try (ResultSet rs = ps.getResultSet()) {
+                        if (rs.next()) {
+                            refusal = rs.getString(1);
+                        }
+                    }
+                }
+                isResultSet = ps.getMoreResults();
             }
         }
+        return refusal;
     }
 }

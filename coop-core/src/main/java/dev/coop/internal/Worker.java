@@ -19,6 +19,8 @@ final class Worker implements Runnable {
     private static final int MAX_CONTINUATIONS = 64;
     /** How soon a limited saga whose claim found nothing is tried again at the latest (slots held elsewhere). */
     private static final long LIMIT_RETRY_MILLIS = 50;
+    /** The soonest a rate-limited saga is tried again (its oldest tokens may be held by steps still running). */
+    private static final long RATE_RETRY_MIN_MILLIS = 10;
 
     private final EngineContext engine;
     private final StepExecutor executor;
@@ -84,11 +86,9 @@ final class Worker implements Runnable {
             try {
                 ClaimedRun run = engine.store().claim(c, task.saga(), engine.engineId());
                 if (run == null) {
-                    c.commit();
+                    String refusal = commitEmptyClaim(c, task.saga());
                     engine.dispatcher().empty(task);
-                    if (engine.store().isLimited(task.saga())) {
-                        limitReached(c, task.saga());
-                    }
+                    limitReached(task.saga(), refusal);
                     return;
                 }
                 if (engine.dispatcher().stopped()) {
@@ -114,11 +114,8 @@ final class Worker implements Runnable {
                     run = null;
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
                         run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
-                        if (run == null) {
-                            c.commit();
-                            if (engine.store().isLimited(saga)) { // refused a slot or a token, or taken elsewhere
-                                limitReached(c, saga);
-                            }
+                        if (run == null) { // taken by another worker, or refused by the saga's limits
+                            limitReached(saga, commitEmptyClaim(c, saga));
                         }
                     } else if (reclaimed) {
                         c.rollback(); // lets go of the run reclaimed by the commit: not continuing it here
@@ -143,14 +140,28 @@ final class Worker implements Runnable {
     }
 
     /**
-     * A claim of a limited saga found nothing: maybe every slot was busy or the rate window full. The saga is tried
-     * again when a step of it ends in this engine, when its next rate token frees, and after a short delay for
+     * A claim of a limited saga was refused by its limits (every slot busy, or the rate window full). The saga is
+     * tried again when a step of it ends in this engine, when its next rate token frees, and after a short delay for
      * slots held by other engines (a probe: nothing here waits). A run waiting so stays runnable: no failure, no
      * retry counted.
      */
-    private void limitReached(Connection c, String saga) throws SQLException {
-        long wait = engine.limits().rateWaitMillis(c, saga, engine.store().time().bind());
-        engine.dispatcher().blocked(saga, Math.max(wait, LIMIT_RETRY_MILLIS));
+    private void limitReached(String saga, String refusal) {
+        if (refusal == null) {
+            return; // nothing was due (or another worker took it): nothing to try again
+        }
+        long wait = refusal.equals("slot")
+                ? LIMIT_RETRY_MILLIS
+                : Math.max(RATE_RETRY_MIN_MILLIS, Long.parseLong(refusal));
+        engine.dispatcher().blocked(saga, wait);
+    }
+
+    /** Commits a claim that found nothing; for a limited saga, says whether its limits refused it (else null). */
+    private String commitEmptyClaim(Connection c, String saga) throws SQLException {
+        if (!engine.store().isLimited(saga)) {
+            c.commit();
+            return null;
+        }
+        return engine.limits().commitEmptyClaim(c);
     }
 
     /** Tells the listeners how long the run waited to be claimed, and for its children when it waited. */

@@ -27,7 +27,9 @@ $$;
 -- the run is looked up): a concurrency slot, the first of pg_try_advisory_xact_lock(slot_key(saga) + s) for
 -- s in 0 .. concurrency-1 that it gets (released by the commit, the rollback, or a lost connection: it cannot leak),
 -- then a rate token (the oldest rate_token row at least a period old, moved to now). Never waits for anything.
--- Returns now (the step's start) when both are granted, null otherwise.
+-- Returns now (the step's start) when both are granted, null otherwise; then it also sets the transaction-local
+-- setting coop.limit_wait, read by the claiming engine before it commits: 'slot' (every slot busy), or the
+-- milliseconds until the saga's oldest rate token is a period old.
 CREATE FUNCTION {schema}.start_limited(limited_saga text, at_time timestamptz) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -46,6 +48,7 @@ BEGIN
     END IF;
   END LOOP;
   IF NOT free THEN
+    PERFORM set_config('coop.limit_wait', 'slot', true);
     RETURN NULL;
   END IF;
   IF period_ms IS NOT NULL THEN
@@ -55,6 +58,10 @@ BEGIN
              ORDER BY x.taken_at LIMIT 1 FOR UPDATE SKIP LOCKED) o
      WHERE r.saga = limited_saga AND r.slot = o.slot;
     IF NOT FOUND THEN
+      PERFORM set_config('coop.limit_wait', coalesce(
+          (SELECT ceil(extract(epoch FROM (greatest(min(x.taken_at), t - period_ms * interval '1 millisecond')
+                                           + period_ms * interval '1 millisecond' - t)) * 1000)::bigint::text
+             FROM {schema}.rate_token x WHERE x.saga = limited_saga), '0'), true);
       RETURN NULL;
     END IF;
   END IF;
