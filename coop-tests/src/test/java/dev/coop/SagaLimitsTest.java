@@ -197,6 +197,51 @@ class SagaLimitsTest {
     }
 
     @Test
+    void claiming_a_limited_saga_stays_an_index_probe_on_a_backlog(DataSource dataSource) throws Exception {
+        Topic<Empty> topic = Topic.of("limits-plan", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "limits-plan-saga").concurrency(8).rateLimit(1000, Duration.ofSeconds(1))
+                .step("go", step -> {
+                }).build();
+        try (CoopEngine engine = Coop.engine(db.newDataSource(4)).workers(1).register(saga).start()) {
+            assertThat(engine.id()).isNotNull(); // registered with its limits; its runs wait for the next engine
+        }
+        CoopClient client = Coop.client(dataSource);
+        for (int i = 0; i < 2_000; i++) {
+            client.launch(topic, new Empty());
+        }
+        dev.coop.internal.Store store = new dev.coop.internal.Store(new dev.coop.internal.SchemaName("coop"),
+                dev.coop.internal.Time.DATABASE);
+        store.limited(java.util.Set.of(saga.name()));
+        List<String> plan = new ArrayList<>();
+        try (Connection c = dataSource.getConnection()) {
+            try (Statement st = c.createStatement()) {
+                st.execute("ANALYZE coop.run");
+            }
+            c.setAutoCommit(false);
+            try (PreparedStatement ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                    + store.claimSql(saga.name()))) {
+                ps.setString(1, saga.name());
+                ps.setObject(2, null, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
+                ps.setString(3, saga.name());
+                ps.setString(4, "explain");
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        plan.add(rs.getString(1));
+                    }
+                }
+            } finally {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+        }
+        System.out.println("Claim of a limited saga, 2,000 runnable runs:\n" + String.join("\n", plan));
+        String text = String.join("\n", plan);
+        assertThat(text).contains("Index Scan using run_runnable on run r").doesNotContain("Seq Scan on run");
+        assertThat(plan).anySatisfy(line -> assertThat(line).contains("Index Scan using run_runnable")
+                .contains("rows=1 loops=1"));
+    }
+
+    @Test
     void the_last_engine_to_register_a_saga_sets_its_limits_for_every_engine(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("limits-registry", Empty.class);
         Saga<Empty> three = Saga.on(topic, "limits-registry-saga").concurrency(3).step("go", step -> {

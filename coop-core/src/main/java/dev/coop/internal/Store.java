@@ -143,6 +143,11 @@ public final class Store {
         this.limited = java.util.Set.copyOf(sagas);
     }
 
+    /** The claim statement for {@code saga} as this store sends it (for EXPLAIN in tests and the benchmark). */
+    public String claimSql(String saga) {
+        return isLimited(saga) ? limitedClaimSql : claimSql;
+    }
+
     /** Whether claims of {@code saga} go through its limits. */
     public boolean isLimited(String saga) {
         return limited.contains(saga);
