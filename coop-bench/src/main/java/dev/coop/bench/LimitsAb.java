@@ -41,8 +41,10 @@ final class LimitsAb {
         }
         Map<String, Object> all = new LinkedHashMap<>();
         ab.runs.forEach((k, r) -> all.put(k, r.toMap()));
+        Map<String, Object> claims = ClaimCost.run(o);
+        all.put("claimCost", claims);
         report.workloads.put("limits", all);
-        String table = ab.table();
+        String table = ab.table() + "\n" + ClaimCost.table(claims);
         report.json.put("limitsTable", table);
         report.extra(table);
     }
