@@ -102,7 +102,7 @@ class SagaLimitsTest {
         for (MessageId id : freeOnes) {
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
         }
-        assertThat(CoopTables.of(dataSource).runCount(RunStatus.RUNNABLE))
+        assertThat(countRuns(dataSource, "limits-concurrency-saga", "status = 'RUNNABLE'"))
                 .as("limited runs still waiting when the unlimited saga finished").isPositive();
         for (MessageId id : limitedOnes) {
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
@@ -114,7 +114,7 @@ class SagaLimitsTest {
         assertThat(mostOverlapping(steps)).as("steps overlapping in the log").isLessThanOrEqualTo(3);
         assertThat(mostAtOnce.get()).isLessThanOrEqualTo(3);
         assertThat(steps.stream().map(StepSpan::engine).distinct().count()).as("engines that ran steps").isEqualTo(3);
-        assertNoFailureNorRetry(dataSource, events);
+        assertNoFailureNorRetry(dataSource, events, "limits-concurrency-saga");
         Invariants.assertAll(events);
     }
 
@@ -149,7 +149,7 @@ class SagaLimitsTest {
         }
         assertThat(Duration.between(starts.getFirst(), starts.getLast()))
                 .as("40 starts at 5 per 400 ms take at least 7 periods").isGreaterThanOrEqualTo(period.multipliedBy(7));
-        assertNoFailureNorRetry(dataSource, events);
+        assertNoFailureNorRetry(dataSource, events, "limits-rate-saga");
         Invariants.assertAll(events);
     }
 
@@ -220,10 +220,11 @@ class SagaLimitsTest {
             c.setAutoCommit(false);
             try (PreparedStatement ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
                     + store.claimSql(saga.name()))) {
-                ps.setString(1, saga.name());
+                ps.setString(1, saga.name()); // the run: saga, now
                 ps.setObject(2, null, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
-                ps.setString(3, saga.name());
-                ps.setString(4, "explain");
+                ps.setString(3, saga.name()); // its slot and token: saga, now
+                ps.setObject(4, null, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
+                ps.setString(5, "explain");
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         plan.add(rs.getString(1));
@@ -236,7 +237,8 @@ class SagaLimitsTest {
         }
         System.out.println("Claim of a limited saga, 2,000 runnable runs:\n" + String.join("\n", plan));
         String text = String.join("\n", plan);
-        assertThat(text).contains("Index Scan using run_runnable on run r").doesNotContain("Seq Scan on run");
+        assertThat(text).contains("Index Scan using run_runnable on run r", "Index Scan using run_pkey on run r")
+                .doesNotContain("Seq Scan on run");
         assertThat(plan).anySatisfy(line -> assertThat(line).contains("Index Scan using run_runnable")
                 .contains("rows=1 loops=1"));
     }
@@ -331,15 +333,22 @@ class SagaLimitsTest {
     }
 
     /** No run failed, rolled back, parked or counted a retry while it waited for its limits. */
-    private static void assertNoFailureNorRetry(DataSource dataSource, List<Event> events) throws SQLException {
+    private static void assertNoFailureNorRetry(DataSource dataSource, List<Event> events, String saga)
+            throws SQLException {
         assertThat(events).extracting(Event::type).doesNotContain(EventType.ROLLING_BACK, EventType.ROLLED_BACK);
+        assertThat(countRuns(dataSource, saga, "true")).isPositive();
+        assertThat(countRuns(dataSource, saga, "retries > 0 OR attempt > 1 OR status <> 'COMMITTED'")).isZero();
+    }
+
+    private static int countRuns(DataSource dataSource, String saga, String condition) throws SQLException {
         try (Connection c = dataSource.getConnection();
-                Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery(
-                        "SELECT count(*) FILTER (WHERE retries > 0 OR attempt > 1 OR status <> 'COMMITTED')"
-                                + " FROM coop.run")) {
-            rs.next();
-            assertThat(rs.getInt(1)).isZero();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT count(*) FROM coop.run WHERE saga = ? AND (" + condition + ")")) { // test constants
+            ps.setString(1, saga);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
         }
     }
 

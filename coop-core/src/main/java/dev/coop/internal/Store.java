@@ -94,11 +94,9 @@ public final class Store {
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
-        this.limitedClaimSql = schema.sql(limited(Sql.CLAIM
-                .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
-                        + " ORDER BY r.runnable_at")));
-        this.limitedReclaimSql = schema.sql(limited(Sql.CLAIM
-                .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}")));
+        this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
+                + " ORDER BY r.runnable_at"));
+        this.limitedReclaimSql = schema.sql(limited("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         this.limitedAdvanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
@@ -122,16 +120,21 @@ public final class Store {
     }
 
     /**
-     * A claim of a limited saga: a first CTE takes a concurrency slot and a rate token ({@code start_limited}, once
-     * per statement, before the run is looked up) and yields the step's start time, or null when refused; that time
-     * is the claim's {@code {now}} everywhere (so the log's start times are the rate window's), and a null one
-     * selects nothing.
+     * The claim of a limited saga: first lock the run the plain claim would take ({@code pick}); only then take a
+     * concurrency slot and a rate token for it ({@code start_limited}, once per statement), which yields the step's
+     * start time, or null when refused; the claim proper reads that run by primary key and uses that time as its
+     * {@code {now}} (so the log's start times are the rate window's). A null time, or no run, selects nothing; a
+     * claim that finds no run takes no slot and no token.
      */
-    private static String limited(String claim) {
+    private static String limited(String selection) {
+        String claim = Sql.CLAIM
+                .formatted("r.id = (SELECT p.id FROM pick p) AND (SELECT g.at FROM gate g) IS NOT NULL");
         if (!claim.startsWith("WITH claimed AS (")) {
             throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
         }
-        return "WITH gate AS MATERIALIZED (SELECT {schema}.start_limited(?, {now}) AS at), "
+        return "WITH pick AS MATERIALIZED (SELECT r.id FROM {schema}.run r WHERE " + selection
+                + " LIMIT 1 FOR UPDATE SKIP LOCKED),\n"
+                + "gate AS MATERIALIZED (SELECT {schema}.start_limited(?, {now}) AS at FROM pick),\n"
                 + claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)");
     }
 
@@ -159,12 +162,14 @@ public final class Store {
         try (PreparedStatement ps = c.prepareStatement(gated ? limitedClaimSql : claimSql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
-            if (gated) {
+            if (gated) { // pick (saga, now), gate (saga, now)
                 ps.setString(++i, saga);
-            }
-            ps.setObject(++i, now);
-            ps.setString(++i, saga);
-            if (!gated) {
+                ps.setObject(++i, now);
+                ps.setString(++i, saga);
+                ps.setObject(++i, now);
+            } else {
+                ps.setObject(++i, now);
+                ps.setString(++i, saga);
                 ps.setObject(++i, now);
             }
             ps.setString(++i, engine);
@@ -183,12 +188,14 @@ public final class Store {
 
     private static void bindReclaim(PreparedStatement ps, int i, boolean gated, String saga, UUID runId,
             String engine, OffsetDateTime now) throws SQLException {
-        if (gated) {
+        if (gated) { // pick (run, now), gate (saga, now)
+            ps.setObject(++i, runId);
+            ps.setObject(++i, now);
             ps.setString(++i, saga);
-        }
-        ps.setObject(++i, now);
-        ps.setObject(++i, runId);
-        if (!gated) {
+            ps.setObject(++i, now);
+        } else {
+            ps.setObject(++i, now);
+            ps.setObject(++i, runId);
             ps.setObject(++i, now);
         }
         ps.setString(++i, engine);
