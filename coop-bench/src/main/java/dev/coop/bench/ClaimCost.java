@@ -43,22 +43,33 @@ final class ClaimCost {
         Saga<Job> limited = Saga.on(limitedTopic, "claim-limited").concurrency(LimitsAb.CONCURRENCY)
                 .rateLimit(LimitsAb.RATE, Duration.ofSeconds(1)).step("go", s -> {
                 }).build();
+        Topic<Job> slotsTopic = Topic.of("claim-slots", Job.class);
+        Topic<Job> rateTopic = Topic.of("claim-rate", Job.class);
+        Saga<Job> slots = Saga.on(slotsTopic, "claim-slots").concurrency(LimitsAb.CONCURRENCY).step("go", s -> {
+        }).build();
+        Saga<Job> rate = Saga.on(rateTopic, "claim-rate").rateLimit(LimitsAb.RATE, Duration.ofSeconds(1))
+                .step("go", s -> {
+                }).build();
+        List<String> variants = List.of("plain", "limited", "slots", "rate");
+        List<String> sagas = List.of(plain.name(), limited.name(), slots.name(), rate.name());
         Map<String, List<Double>> micros = new LinkedHashMap<>();
         try (RunEnv env = RunEnv.fresh(o, "limits_claim", false)) {
-            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited).start()) {
+            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited, slots, rate).start()) {
                 engine.id(); // registers both sagas (and the limits); the backlog is launched once it is closed
             }
             CoopClient client = Coop.client(env.pool);
             for (int i = 0; i < BACKLOG; i++) {
                 client.launch(plainTopic, new Job(i));
                 client.launch(limitedTopic, new Job(i));
+                client.launch(slotsTopic, new Job(i));
+                client.launch(rateTopic, new Job(i));
             }
             Store store = new Store(new SchemaName("coop"), Time.DATABASE);
-            store.limited(Set.of(limited.name()));
+            store.limited(Set.of(limited.name(), slots.name(), rate.name()));
             try (Connection c = env.pool.getConnection()) {
                 c.setAutoCommit(false);
-                for (int block = 0; block < BLOCKS; block++) {
-                    String saga = block % 2 == 0 ? plain.name() : limited.name();
+                for (int block = 0; block < BLOCKS * 2; block++) {
+                    String saga = sagas.get(block % 4);
                     long t0 = System.nanoTime();
                     for (int i = 0; i < CLAIMS_PER_BLOCK; i++) {
                         if (store.claim(c, saga, "bench") == null) {
@@ -67,7 +78,7 @@ final class ClaimCost {
                         c.rollback();
                     }
                     double us = (System.nanoTime() - t0) / 1e3 / CLAIMS_PER_BLOCK;
-                    micros.computeIfAbsent(block % 2 == 0 ? "plain" : "limited", k -> new ArrayList<>()).add(us);
+                    micros.computeIfAbsent(variants.get(block % 4), k -> new ArrayList<>()).add(us);
                 }
                 c.setAutoCommit(true);
             }
@@ -83,6 +94,7 @@ final class ClaimCost {
         });
         m.put("loadAverageAfter", Bench.loadAverage());
         Bench.progress("claim cost: plain " + m.get("plainMedianUs") + " us, limited " + m.get("limitedMedianUs")
+                + " us, slots only " + m.get("slotsMedianUs") + " us, rate only " + m.get("rateMedianUs")
                 + " us (claim + rollback, one connection)");
         return m;
     }
@@ -90,8 +102,16 @@ final class ClaimCost {
     static String table(Map<String, Object> m) {
         double plain = ((Number) m.get("plainMedianUs")).doubleValue();
         double limited = ((Number) m.get("limitedMedianUs")).doubleValue();
-        return String.format(Locale.ROOT, "| claim + rollback on a %d-run backlog, one connection (median of %d blocks"
-                + " of %d) | %s µs | %s µs | %s |", m.get("backlog"), BLOCKS / 2, CLAIMS_PER_BLOCK,
-                Report.fmt(plain), Report.fmt(limited), Report.fmt(limited / plain));
+        double slots = ((Number) m.get("slotsMedianUs")).doubleValue();
+        double rate = ((Number) m.get("rateMedianUs")).doubleValue();
+        String row = "| claim + rollback on a %d-run backlog, one connection, %s (median of %d blocks of %d) | %s µs"
+                + " | %s µs | %s |";
+        return String.join("\n",
+                String.format(Locale.ROOT, row, m.get("backlog"), "both limits", BLOCKS / 2, CLAIMS_PER_BLOCK,
+                        Report.fmt(plain), Report.fmt(limited), Report.fmt(limited / plain)),
+                String.format(Locale.ROOT, row, m.get("backlog"), "concurrency only", BLOCKS / 2, CLAIMS_PER_BLOCK,
+                        Report.fmt(plain), Report.fmt(slots), Report.fmt(slots / plain)),
+                String.format(Locale.ROOT, row, m.get("backlog"), "rate only", BLOCKS / 2, CLAIMS_PER_BLOCK,
+                        Report.fmt(plain), Report.fmt(rate), Report.fmt(rate / plain)));
     }
 }
