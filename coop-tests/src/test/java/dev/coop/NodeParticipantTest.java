@@ -1,0 +1,480 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.failure.ChildRolledBackException;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.Outcome;
+import dev.coop.join.JoinId;
+import dev.coop.join.JoinResult;
+import dev.coop.join.JoinSpec;
+import dev.coop.join.JoinStatus;
+import dev.coop.join.JoinView;
+import dev.coop.render.Renderers;
+import dev.coop.test.Await;
+import dev.coop.test.CoopDatabase;
+import dev.coop.test.EventLog;
+import dev.coop.test.Invariants;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A participant in another language: the Node.js example of {@code participants/node} (written from
+ * docs/protocol.md) runs saga {@code node-fulfilment} between Java sagas. Java's {@code orders} launches the message
+ * it handles, its {@code reserve} step launches one that Java's {@code stock} handles. Every scenario also runs with
+ * {@code java-fulfilment}, the same saga in Java, and the two event logs must be the same, row for row.
+ *
+ * <p>
+ * Runs when {@code node} and the participant's {@code node_modules} are installed ({@code .ci/run} installs them);
+ * skipped otherwise, saying how.
+ */
+class NodeParticipantTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(30);
+    static final Path PARTICIPANT = participantFolder();
+
+    record Order(String order, int quantity, boolean declined) {
+    }
+
+    record Fulfilment(String order, int quantity) {
+    }
+
+    record StockChecked(String order) {
+    }
+
+    static final Topic<Order> ORDER_PLACED = Topic.of("order-placed", Order.class);
+    static final Topic<Order> ORDER_PLACED_TWIN = Topic.of("order-placed-twin", Order.class);
+    static final Topic<Fulfilment> FULFILMENT = Topic.of("fulfilment-requested", Fulfilment.class); // Node's
+    static final Topic<Fulfilment> FULFILMENT_TWIN = Topic.of("fulfilment-requested-twin", Fulfilment.class);
+    static final Topic<StockChecked> STOCK_CHECKED = Topic.of("stock-checked", StockChecked.class);
+
+    /** The root saga, in Java: asks for fulfilment, then records how its children had ended; may fail then. */
+    static Saga<Order> orders(String name, Topic<Order> topic, Topic<Fulfilment> fulfilment) {
+        return Saga.on(topic, name)
+                .step("request-fulfilment",
+                        step -> step.launch(fulfilment, new Fulfilment(step.payload().order(),
+                                step.payload().quantity())))
+                .compensateWith((step, cause) -> undo(step.connection(), name, step.payload().order(),
+                        cause.failure().message()))
+                .step("record-fulfilment", step -> {
+                    ledger(step.connection(), step.payload().order(),
+                            "orders saw children " + children(step.connection(), step.runId()));
+                    if (step.payload().declined()) {
+                        throw new IllegalStateException("Payment declined for order " + step.payload().order());
+                    }
+                })
+                .build();
+    }
+
+    static final Topic<JoinResult> FULFILLED = Topic.of("fulfilment-joined", JoinResult.class);
+    static final Topic<JoinResult> UNFULFILLED = Topic.of("fulfilment-join-failed", JoinResult.class);
+
+    /** Reads the outcome message of a join that a Node run settled. */
+    static final Saga<JoinResult> JOINED = Saga.on(FULFILLED, "joined")
+            .step("record", step -> ledger(step.connection(), step.payload().key(), "join "
+                    + step.payload().status() + ": " + step.payload().members().getFirst().messageId() + " "
+                    + step.payload().members().getFirst().state()))
+            .build();
+
+    static final Saga<StockChecked> STOCK = Saga.on(STOCK_CHECKED, "stock")
+            .step("check", step -> ledger(step.connection(), step.payload().order(), "stock checked"))
+            .compensateWith((step, cause) -> undo(step.connection(), "stock", step.payload().order(),
+                    cause.failure().message()))
+            .build();
+
+    static final class OutOfStockException extends RuntimeException {
+        OutOfStockException(String message) {
+            super(message);
+        }
+    }
+
+    /** participants/node/fulfilment.js, in Java: the twin whose event log Node's must equal. */
+    static final Saga<Fulfilment> JAVA_FULFILMENT = Saga.on(FULFILMENT_TWIN, "java-fulfilment")
+            .step("reserve", step -> {
+                ledger(step.connection(), step.payload().order(), "reserved");
+                if (step.payload().quantity() > 10) {
+                    throw new OutOfStockException("Only 10 left of what order " + step.payload().order()
+                            + " wants " + step.payload().quantity() + " of");
+                }
+                step.launch(STOCK_CHECKED, new StockChecked(step.payload().order()));
+            })
+            .compensateWith((step, cause) -> {
+                if (step.payload().order().startsWith("lost-")) {
+                    throw new IllegalStateException("The warehouse lost the reservation of order "
+                            + step.payload().order());
+                }
+                undo(step.connection(), "java-fulfilment", step.payload().order(), cause.failure().message());
+            })
+            .step("confirm", step -> ledger(step.connection(), step.payload().order(),
+                    "confirmed after children " + children(step.connection(), step.runId())))
+            .build();
+
+    static CoopEngine engine;
+    static Process node;
+    static final List<String> nodeOutput = new CopyOnWriteArrayList<>();
+
+    /** Why the participant cannot run here (each test is then skipped with it), or null. */
+    static String missing;
+
+    @BeforeAll
+    static void start() throws Exception {
+        missing = missing();
+        if (missing != null) {
+            return;
+        }
+        DataSource dataSource = db.dataSource();
+        try (Connection c = dataSource.getConnection(); var s = c.createStatement()) {
+            s.execute("CREATE TABLE fulfilment_ledger (seq bigserial PRIMARY KEY, order_id text NOT NULL,"
+                    + " entry text NOT NULL)");
+            s.execute("CREATE TABLE fulfilment_undo (seq bigserial PRIMARY KEY, who text NOT NULL,"
+                    + " order_id text NOT NULL, why text NOT NULL)");
+        }
+        engine = Coop.engine(dataSource)
+                .register(orders("orders", ORDER_PLACED, FULFILMENT), orders("orders-twin", ORDER_PLACED_TWIN,
+                        FULFILMENT_TWIN), STOCK, JAVA_FULFILMENT, JOINED)
+                .start(); // creates the schema the participant works in
+        node = startNode();
+    }
+
+    @BeforeEach
+    void participantInstalled() {
+        Assumptions.assumeTrue(missing == null, missing);
+    }
+
+    @AfterAll
+    static void stop() throws InterruptedException {
+        if (node != null) {
+            node.destroy(); // SIGTERM: the participant stops claiming and exits
+            if (!node.waitFor(10, TimeUnit.SECONDS)) {
+                node.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+        if (engine != null) {
+            engine.close();
+        }
+    }
+
+    @Test
+    void java_and_node_steps_wait_for_each_other_across_the_languages() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("o-1", 2, false));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.COMMITTED);
+        // each step saw the runs of the previous step finished when it started: Node's confirm its Java child,
+        // Java's record-fulfilment the Node run
+        assertThat(ledger("o-1")).containsExactly("reserved", "stock checked", "confirmed after children COMMITTED",
+                "orders saw children COMMITTED");
+        List<Event> events = client.events(id);
+        Invariants.assertAll(events); // the step barrier, read from the log: no step started before its children
+        assertThat(EventLog.rows(events)).contains("SUSPENDED node-fulfilment reserve",
+                "COMMITTED node-fulfilment confirm");
+        assertThat(events).filteredOn(e -> "node-fulfilment".equals(e.saga()))
+                .allSatisfy(e -> assertThat(e.engine()).startsWith("node-"));
+        assertSameLogAsJavaTwin(client, id, new Order("t-1", 2, false), Outcome.COMMITTED);
+    }
+
+    @Test
+    void a_node_step_failure_reaches_the_java_parent_as_a_distributed_exception() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("o-2", 11, false));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        Failure failure = client.results(id).getFirst().failure().orElseThrow();
+        assertThat(failure.type()).isEqualTo(ChildRolledBackException.TYPE);
+        Failure fromNode = failure.causes().getFirst();
+        assertThat(fromNode.type()).isEqualTo("OutOfStockError");
+        assertThat(fromNode.message()).isEqualTo("Only 10 left of what order o-2 wants 11 of");
+        assertThat(fromNode.source()).startsWith("node-fulfilment[node-");
+        assertThat(fromNode.stackTrace().getFirst().fileName()).isEqualTo("fulfilment.js");
+        assertThat(fromNode.stackTrace().getFirst().functionName()).isEqualTo("reserve");
+        assertThat(failure.render()).contains("OutOfStockError: Only 10 left of what order o-2 wants 11 of",
+                "reserve(fulfilment.js:");
+        assertThat(Renderers.text().render(client.tree(id))).contains("node-fulfilment",
+                "OutOfStockError: Only 10 left of what order o-2 wants 11 of");
+        // the failing step's writes are undone; nothing of Node's had completed, so only orders compensates
+        assertThat(ledger("o-2")).isEmpty();
+        assertThat(undone("o-2")).containsExactly("orders");
+        assertSameLogAsJavaTwin(client, id, new Order("t-2", 11, false), Outcome.ROLLED_BACK);
+    }
+
+    @Test
+    void a_later_java_failure_compensates_the_node_run_children_first() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("o-3", 2, true));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.results(id).getFirst().failure().orElseThrow().message())
+                .isEqualTo("Payment declined for order o-3");
+        // children first: Node's Java child, then Node's own compensation, then the Java root's
+        assertThat(undone("o-3")).containsExactly("stock", "node-fulfilment", "orders");
+        assertThat(undoReasons("o-3")).containsExactly("node-fulfilment is rolling back", "orders is rolling back",
+                "Payment declined for order o-3");
+        List<Event> events = client.events(id);
+        Invariants.assertAll(events);
+        assertThat(EventLog.rows(events)).containsSubsequence("ROLLBACK_EMITTED orders Rollback of request-fulfilment"
+                + " (rolling back child scopes)", "ROLLING_BACK node-fulfilment -",
+                "ROLLBACK_EMITTED node-fulfilment Rollback of reserve (rolling back child scopes)",
+                "ROLLED_BACK stock Rollback of check", "SUSPENDED node-fulfilment Rollback of reserve",
+                "ROLLED_BACK node-fulfilment Rollback of reserve", "ROLLED_BACK orders Rollback of request-fulfilment");
+        assertSameLogAsJavaTwin(client, id, new Order("t-3", 2, true), Outcome.ROLLED_BACK);
+    }
+
+    @Test
+    void a_failing_node_compensation_ends_the_hierarchy_rollback_failed() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("lost-7", 2, true));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLBACK_FAILED);
+        Failure failure = client.results(id).getFirst().failure().orElseThrow();
+        assertThat(failure.type()).isEqualTo("dev.coop.failure.ChildRollbackFailedException");
+        Failure fromNode = failure.causes().getFirst();
+        assertThat(fromNode.type()).isEqualTo("Error");
+        assertThat(fromNode.message()).isEqualTo("The warehouse lost the reservation of order lost-7");
+        assertThat(fromNode.stackTrace().getFirst().functionName()).isEqualTo("undoReserve");
+        assertThat(fromNode.causes().getLast().type()).isEqualTo("dev.coop.failure.ParentSaidSoException");
+        assertThat(Renderers.text().render(client.tree(id)))
+                .contains("The warehouse lost the reservation of order lost-7");
+        // the Java child below was undone; Node's compensation wrote nothing; the Java root could not be undone
+        assertThat(undone("lost-7")).containsExactly("stock");
+        assertSameLogAsJavaTwin(client, id, new Order("lost-8", 2, true), Outcome.ROLLBACK_FAILED);
+    }
+
+    @Test
+    void a_node_step_that_ends_its_transaction_fails_and_runs_once() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("rogue-1", 1, false));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        Failure fromNode = client.results(id).getFirst().failure().orElseThrow().causes().getFirst();
+        assertThat(fromNode.type()).isEqualTo("ClaimLostError");
+        assertThat(fromNode.message()).startsWith("The step ended the transaction that claimed its run");
+        // what it wrote before its COMMIT stays (as in Java), but the step never ran a second time
+        assertThat(ledger("rogue-1")).containsExactly("reserved");
+        assertThat(undone("rogue-1")).containsExactly("orders");
+        Invariants.assertAll(client.events(id));
+    }
+
+    @Test
+    void a_cancelled_hierarchy_rolls_the_node_run_back() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id;
+        try (Connection c = db.dataSource().getConnection(); var lock = c.createStatement()) {
+            // hold Node's confirm back: it waits for this lock on its ledger row while the cancellation arrives
+            c.setAutoCommit(false);
+            lock.execute("LOCK TABLE fulfilment_ledger IN SHARE MODE");
+            id = client.launch(ORDER_PLACED, new Order("o-4", 2, false));
+            Await.until("Node's reserve step waits for the ledger", WAIT, () -> waitingForLock("fulfilment_ledger"));
+            client.cancel(id, "customer withdrew");
+            c.rollback();
+        }
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(Renderers.text().render(client.tree(id))).contains("customer withdrew");
+        assertThat(ledger("o-4")).isEmpty();
+        assertThat(undone("o-4")).containsExactly("orders");
+        Invariants.assertAll(client.events(id));
+    }
+
+    @Test
+    void a_node_run_that_gives_up_at_its_deadline_rolls_back_like_a_java_run() {
+        CoopClient client = engine.client();
+        CooperationContext late = CooperationContext.of(Deadlines.HAPPY_PATH,
+                Deadline.at(Instant.now().minusSeconds(60), "the warehouse"));
+        MessageId id = client.launch(FULFILMENT, new Fulfilment("o-5", 1), late);
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        Failure gaveUp = client.results(id).getFirst().failure().orElseThrow();
+        assertThat(gaveUp.type()).isEqualTo("dev.coop.failure.GaveUpException");
+        assertThat(gaveUp.causes().getFirst().type()).isEqualTo("dev.coop.failure.HappyPathDeadlineMissedException");
+        assertThat(gaveUp.causes().getFirst().message()).contains("set by the warehouse");
+        MessageId twin = client.launch(FULFILMENT_TWIN, new Fulfilment("t-5", 1), late);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.results(twin).getFirst().failure().orElseThrow().causes().getFirst().type())
+                .isEqualTo(gaveUp.causes().getFirst().type());
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("java-fulfilment", "node-fulfilment")).toList());
+    }
+
+    @Test
+    void a_node_run_that_finishes_settles_its_join_and_publishes_the_outcome() throws SQLException {
+        CoopClient client = engine.client();
+        JoinId join = client.joins().start(JoinSpec.expecting(1).key("o-6").onComplete(FULFILLED).onFail(UNFULFILLED));
+        MessageId id;
+        try (Connection c = db.dataSource().getConnection()) { // the member is attached before any run starts
+            c.setAutoCommit(false);
+            id = client.launch(c, FULFILMENT, new Fulfilment("o-6", 1));
+            client.joins().attach(c, join, id);
+            c.commit();
+        }
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.COMMITTED);
+        JoinView view = client.joins().get(join);
+        assertThat(view.status()).isEqualTo(JoinStatus.COMPLETED);
+        assertThat(client.awaitCompletion(view.outcomeMessage(), WAIT)).isEqualTo(Outcome.COMMITTED);
+        assertThat(ledger("o-6")).containsExactly("reserved", "stock checked", "confirmed after children COMMITTED",
+                "join COMPLETED: " + id.value() + " COMPLETED");
+    }
+
+    /** The same order through the Java twin of the Node saga: the event logs must be the same, row for row. */
+    private static void assertSameLogAsJavaTwin(CoopClient client, MessageId nodeRoot, Order twinOrder,
+            Outcome expected) {
+        MessageId twin = client.launch(ORDER_PLACED_TWIN, twinOrder);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(expected);
+        List<String> javaRows = EventLog.rows(client.events(twin)).stream()
+                .map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment", "node-fulfilment"))
+                .toList();
+        assertThat(EventLog.rows(client.events(nodeRoot))).containsExactlyElementsOf(javaRows);
+    }
+
+    private static Process startNode() throws IOException {
+        URI url = URI.create(db.jdbcUrl().substring("jdbc:".length()));
+        ProcessBuilder builder = new ProcessBuilder("node", "fulfilment.js").directory(PARTICIPANT.toFile())
+                .redirectErrorStream(true);
+        Map<String, String> env = builder.environment();
+        env.put("PGHOST", url.getHost());
+        env.put("PGPORT", String.valueOf(url.getPort() < 0 ? 5432 : url.getPort()));
+        env.put("PGDATABASE", url.getPath().substring(1));
+        env.put("PGUSER", db.server().user());
+        env.put("PGPASSWORD", db.server().password() == null ? "" : db.server().password());
+        Process process = builder.start();
+        Thread reader = new Thread(() -> {
+            try (BufferedReader out = new BufferedReader(
+                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line = out.readLine(); line != null; line = out.readLine()) {
+                    nodeOutput.add(line);
+                }
+            } catch (IOException e) {
+                nodeOutput.add("(output unreadable: " + e + ")");
+            }
+        }, "node-participant-output");
+        reader.setDaemon(true);
+        reader.start();
+        Await.until("the Node participant is ready (output: " + nodeOutput + ")", WAIT,
+                () -> nodeOutput.contains("ready") || !process.isAlive());
+        assertThat(process.isAlive()).as("the Node participant runs; its output: %s", nodeOutput).isTrue();
+        return process;
+    }
+
+    private static String missing() {
+        if (PARTICIPANT == null || !Files.isDirectory(PARTICIPANT.resolve("node_modules/pg"))) {
+            return "Node participant tests skipped: participants/node/node_modules is missing. Install it with"
+                    + " 'cd participants/node && npm ci' (Node.js 18 or later)";
+        }
+        String version = nodeVersion();
+        if (version == null || !version.matches("v(1[89]|[2-9][0-9])\\..*")) {
+            return "Node participant tests skipped: " + (version == null ? "no 'node' on the PATH" : "node " + version)
+                    + ". Install Node.js 18 or later ('sudo apt-get install -y nodejs npm' on Debian/Ubuntu)";
+        }
+        return null;
+    }
+
+    private static String nodeVersion() {
+        try {
+            Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
+            String version = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0 ? version : null;
+        } catch (IOException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+
+    /** participants/node of this checkout, looked for from the working directory up; null when absent. */
+    private static Path participantFolder() {
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            Path candidate = dir.resolve("participants/node");
+            if (Files.isRegularFile(candidate.resolve("coop.js"))) {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
+    private static String children(Connection c, java.util.UUID runId) throws SQLException {
+        try (var ps = c.prepareStatement("SELECT coalesce(string_agg(status, ',' ORDER BY status), 'none')"
+                + " FROM coop.run WHERE parent_id = ?")) {
+            ps.setObject(1, runId);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1);
+            }
+        }
+    }
+
+    private static void ledger(Connection c, String order, String entry) throws SQLException {
+        try (var ps = c.prepareStatement("INSERT INTO fulfilment_ledger (order_id, entry) VALUES (?, ?)")) {
+            ps.setString(1, order);
+            ps.setString(2, entry);
+            ps.executeUpdate();
+        }
+    }
+
+    private static void undo(Connection c, String who, String order, String why) throws SQLException {
+        try (var ps = c.prepareStatement("INSERT INTO fulfilment_undo (who, order_id, why) VALUES (?, ?, ?)")) {
+            ps.setString(1, who);
+            ps.setString(2, order);
+            ps.setString(3, why);
+            ps.executeUpdate();
+        }
+    }
+
+    private static List<String> ledger(String order) throws SQLException {
+        return column("SELECT entry FROM fulfilment_ledger WHERE order_id = ? ORDER BY seq", order);
+    }
+
+    private static List<String> undone(String order) throws SQLException {
+        return column("SELECT who FROM fulfilment_undo WHERE order_id = ? ORDER BY seq", order);
+    }
+
+    private static List<String> undoReasons(String order) throws SQLException {
+        return column("SELECT why FROM fulfilment_undo WHERE order_id = ? ORDER BY seq", order);
+    }
+
+    private static boolean waitingForLock(String table) {
+        try {
+            return !column("SELECT pid::text FROM pg_locks WHERE NOT granted AND relation = ?::regclass", table)
+                    .isEmpty();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static List<String> column(String sql, String parameter) throws SQLException {
+        try (Connection c = db.dataSource().getConnection(); var ps = c.prepareStatement(sql)) {
+            ps.setString(1, parameter);
+            List<String> values = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    values.add(rs.getString(1));
+                }
+            }
+            return values;
+        }
+    }
+}

@@ -1,0 +1,695 @@
+'use strict';
+/*
+ * A Coop participant in Node.js, written from docs/protocol.md: it runs sagas of its own in hierarchies that Java
+ * sagas (or anyone following the protocol) start, and launches messages that anyone's sagas handle.
+ *
+ * What it does, in the protocol's words: registers its sagas in saga_registration; claims runnable runs of its sagas
+ * with FOR UPDATE SKIP LOCKED; runs each step in the claiming transaction (the step's business writes, what it
+ * launched, its events and the run's update commit together); waits for the runs its step caused (the barrier);
+ * counts finished runs off at their parent (committing a parent whose last step already ran, and so on up); settles
+ * join members; rolls back (children first, then compensations, newest step first) when a step fails, when a child
+ * failed, when its scope is cancelled, or when its parent asks it to. LISTEN/NOTIFY wakes it; a poll keeps it correct.
+ *
+ * Left out, to stay small: child-failure handlers, retry policies, loops (Flow), sleeps, finally parts, results read
+ * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
+ * never started when it gives up while waiting (it waits for them instead), and deadlines other than checking the
+ * happy-path and absolute deadlines when a run is claimed (no deadline timer while it waits for children: they
+ * inherit the deadline and give up themselves).
+ */
+const { Pool, Client } = require('pg');
+const crypto = require('crypto');
+const os = require('os');
+
+const TYPE = {
+  childRolledBack: 'dev.coop.failure.ChildRolledBackException',
+  childRollbackFailed: 'dev.coop.failure.ChildRollbackFailedException',
+  parentSaidSo: 'dev.coop.failure.ParentSaidSoException',
+  gaveUp: 'dev.coop.failure.GaveUpException',
+};
+const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
+const NAME = /^[A-Za-z0-9._:/-]{1,200}$/;
+
+class Participant {
+  /**
+   * @param {object} options connectionString (or any pg pool options), schema (default 'coop'), engineId (default
+   *   'node-<host>-<random>'), pollMillis (default 1000), log (default console.error)
+   */
+  constructor(options) {
+    const { schema = 'coop', engineId, pollMillis = 1000, log = (line) => console.error(line), ...pg } = options;
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+      throw new Error(`Schema name '${schema}' is not a lower-case SQL identifier`);
+    }
+    this.schema = schema;
+    this.engineId = engineId || `node-${os.hostname()}-${crypto.randomBytes(3).toString('hex')}`;
+    this.pollMillis = pollMillis;
+    this.log = log;
+    this.pgOptions = pg;
+    this.sagas = new Map();
+    this.draining = new Map(); // saga name -> { running, again }
+  }
+
+  /**
+   * Defines a saga: a name, the topic it handles, and its steps, each { name, run(step), compensate(step, cause) }
+   * (compensate optional). A step receives { payload, client, launch(topic, payload), runId, messageId, saga, step,
+   * iteration, context } (client: the transaction's pg client; set step.result to return a JSON value to the
+   * parent); it may throw to fail. A compensation receives the same (it cannot launch) and the failure compensated.
+   */
+  saga(name, topic, steps) {
+    if (!NAME.test(name) || !NAME.test(topic)) {
+      throw new Error(`Saga name '${name}' and topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
+    }
+    if (!Array.isArray(steps) || steps.length === 0 || steps.some((s) => !s.name || typeof s.run !== 'function')) {
+      throw new Error(`Saga '${name}' needs at least one step, each with a name and a run function`);
+    }
+    this.sagas.set(name, { name, topic, steps });
+    return this;
+  }
+
+  /** Registers the sagas, listens for wake-ups, and starts claiming. */
+  async start() {
+    this.pool = new Pool({ max: 4, ...this.pgOptions });
+    this.pool.on('error', (e) => this.log(`coop: an idle connection failed (${e.message})`)); // else it would crash
+    await this.pool.query(this.sql(`
+      INSERT INTO {schema}.engine (id, name, host, sagas) VALUES ($1, 'node-participant', $2, $3::text[])`),
+    [this.engineId, os.hostname(), [...this.sagas.keys()]]);
+    for (const saga of this.sagas.values()) {
+      const { rows } = await this.pool.query(this.sql(`
+        INSERT INTO {schema}.saga_registration (saga, topic, last_engine) VALUES ($1, $2, $3)
+        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
+        RETURNING topic`), [saga.name, saga.topic, this.engineId]);
+      if (rows[0].topic !== saga.topic) {
+        throw new Error(`Saga '${saga.name}' is registered for topic '${rows[0].topic}', not '${saga.topic}'`);
+      }
+    }
+    this.listener = new Client(this.pgOptions);
+    this.listener.on('notification', (n) => this.notified(n.payload));
+    this.listener.on('error', (e) => this.log(`coop: listener failed (${e.message}); polling only`));
+    await this.listener.connect();
+    await this.listener.query(`LISTEN "coop_${this.schema}"`);
+    this.poller = setInterval(() => this.sagas.forEach((s) => this.wake(s.name)), this.pollMillis);
+    this.sagas.forEach((s) => this.wake(s.name));
+    return this;
+  }
+
+  async stop() {
+    clearInterval(this.poller);
+    this.stopped = true;
+    await this.listener?.end().catch(() => {});
+    await this.pool?.query(this.sql('UPDATE {schema}.engine SET stopped_at = clock_timestamp() WHERE id = $1'),
+      [this.engineId]).catch(() => {});
+    await this.pool?.end();
+  }
+
+  /** A notification names a saga ("<saga>") or a saga due later ("<saga> <milliseconds>"); '#...' is not ours. */
+  notified(payload) {
+    const [saga, millis] = payload.split(' ');
+    if (!this.sagas.has(saga)) return;
+    if (millis === undefined) this.wake(saga);
+    else setTimeout(() => this.wake(saga), Number(millis)).unref();
+  }
+
+  /** Claims and executes runs of the saga until none is runnable; one drain per saga at a time. */
+  wake(name) {
+    const state = this.draining.get(name) || { running: false, again: false };
+    this.draining.set(name, state);
+    if (state.running) {
+      state.again = true;
+      return;
+    }
+    state.running = true;
+    (async () => {
+      do {
+        state.again = false;
+        while (!this.stopped && await this.executeOne(this.sagas.get(name))) { /* next run */ }
+      } while (state.again && !this.stopped);
+      state.running = false;
+    })().catch((e) => {
+      state.running = false;
+      this.log(`coop: saga ${name}: ${e.stack}`);
+    });
+  }
+
+  /** One transaction: claim a run of the saga and move it on. Returns whether a run was claimed. */
+  async executeOne(saga) {
+    const c = await this.pool.connect();
+    let run = null;
+    try {
+      await c.query('BEGIN');
+      run = await this.claim(c, DUE, [saga.name, this.engineId]);
+      if (!run) {
+        await c.query('ROLLBACK');
+        return false;
+      }
+      await this.execute(c, saga, run);
+      await c.query('COMMIT');
+      return true;
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => {});
+      if (run && (e instanceof ClaimLostError || e.code === 'CP002')) {
+        await this.claimLost(c, saga, run, e);
+        return true;
+      }
+      if (run && e.code !== 'CP001') { // CP001: cancelled while the step ran; the next claim gives up
+        this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}; retrying later`);
+        await this.postpone(c, run).catch(() => {});
+      }
+      return run !== null && e.code === 'CP001';
+    } finally {
+      c.release();
+    }
+  }
+
+  /**
+   * User code ended the claiming transaction (COMMIT, ROLLBACK or END on its client): the step fails, or, on the
+   * rollback path, the rollback. In a new transaction, and only if nobody moved the run meanwhile.
+   */
+  async claimLost(c, saga, run, e) {
+    this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}`);
+    await c.query('BEGIN');
+    // a COMMIT in the step committed what the claim wrote: SEEN is written again only if it is not in the log
+    const again = await this.claim(c, UNCHANGED, [run.id, run.version, this.engineId], `AND NOT EXISTS (
+      SELECT 1 FROM {schema}.event e WHERE e.message_id = claimed.message_id AND e.type = 'SEEN'
+         AND e.lineage = claimed.lineage)`);
+    const lost = failureOf(e instanceof ClaimLostError ? e : new ClaimLostError(), this.source(run));
+    if (again?.phase === 'HAPPY') {
+      await this.startRollback(c, saga, again, saga.steps[again.step_index]?.name ?? null, lost);
+    } else if (again) {
+      const why = JSON.stringify({ ...lost, causes: [JSON.parse(again.rollback_cause)] });
+      await this.advance(c, again, [['ROLLBACK_FAILED', null, why]], { status: 'ROLLBACK_FAILED', failure: why });
+    }
+    await c.query('COMMIT');
+  }
+
+  // ---- the happy path
+
+  async execute(c, saga, run) {
+    if (run.phase === 'ROLLBACK') return this.rollbackStep(c, saga, run);
+    if (run.pending_children > 0) { // woken early (a cancellation) while children still run: wait for them
+      return c.query(this.sql("UPDATE {schema}.run SET status = 'WAITING', version = version + 1 WHERE id = $1"),
+        [run.id]);
+    }
+    const giveUp = run.cancellation ? JSON.parse(run.cancellation) : deadlineMissed(run, this.source(run));
+    if (giveUp) {
+      const gaveUp = failure(`Gave up: ${giveUp.message}`, TYPE.gaveUp, this.source(run), [giveUp]);
+      return this.startRollback(c, saga, run, null, gaveUp);
+    }
+    const step = saga.steps[run.step_index];
+    if (run.step_index > saga.steps.length || (run.next_step !== null && run.next_step !== step?.name)) {
+      return this.park(c, run, `Saga '${saga.name}' has no step '${run.next_step}' at position ${run.step_index + 1}`);
+    }
+    if (run.failed_children > 0) return this.childrenFailed(c, saga, run);
+    if (!step) { // the last step ran and its children committed
+      return this.advance(c, run, [['COMMITTED', saga.steps.at(-1).name]], { status: 'COMMITTED' });
+    }
+    return this.runStep(c, saga, run, step);
+  }
+
+  async runStep(c, saga, run, step) {
+    const iterations = [...(run.iterations || [])];
+    while (iterations.length <= run.step_index) iterations.push(0);
+    iterations[run.step_index] += 1;
+    const ctx = this.stepContext(c, saga, run, step.name, iterations[run.step_index]);
+    const thrown = await this.userCode(c, () => step.run(ctx));
+    if (thrown) {
+      const cancellation = await this.cancellation(c, run);
+      const why = cancellation
+        ? failure(`Gave up: ${cancellation.message}`, TYPE.gaveUp, this.source(run), [cancellation])
+        : failureOf(thrown, this.source(run));
+      this.log(`coop: step '${step.name}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
+      return this.startRollback(c, saga, run, step.name, why);
+    }
+    const children = await this.emit(c, saga, run, step.name, ctx.launched);
+    const last = run.step_index === saga.steps.length - 1;
+    const status = children > 0 ? 'WAITING' : last ? 'COMMITTED' : 'RUNNABLE';
+    const events = [['SUSPENDED', step.name]];
+    if (status === 'COMMITTED') events.push(['COMMITTED', step.name]);
+    return this.advance(c, run, events, {
+      status,
+      step_index: run.step_index + 1,
+      next_step: last ? null : saga.steps[run.step_index + 1].name,
+      final_step: last ? step.name : null,
+      steps_done: run.steps_done + 1,
+      iterations,
+      pending_children: children,
+      result: ctx.result === undefined ? null : JSON.stringify(ctx.result),
+      instance: { seq: run.steps_done, index: run.step_index, iteration: iterations[run.step_index] },
+      checkCancellation: true,
+    });
+  }
+
+  /** Runs user code under a savepoint: when it throws, its writes are undone and the run's row lock is kept. */
+  async userCode(c, code) {
+    await c.query('SAVEPOINT coop_step');
+    try {
+      await code();
+    } catch (e) {
+      await c.query('ROLLBACK TO SAVEPOINT coop_step').catch(() => {
+        throw new ClaimLostError(); // the savepoint is gone with the transaction
+      });
+      return e instanceof Error ? e : new Error(String(e));
+    }
+    await c.query('RELEASE SAVEPOINT coop_step').catch(() => {
+      throw new ClaimLostError();
+    });
+    return null;
+  }
+
+  stepContext(c, saga, run, stepName, iteration, mayLaunch = true) {
+    const launched = [];
+    return {
+      payload: JSON.parse(run.payload), client: c, runId: run.id, messageId: run.message_id, saga: saga.name,
+      step: stepName, iteration, context: run.context === null ? {} : JSON.parse(run.context), launched,
+      /** Launches a message in this run's scope: the next step starts when every run of it finished. */
+      launch(topic, payload) {
+        if (!mayLaunch) throw new Error(`${stepName}: this participant does not launch from compensations`);
+        if (!NAME.test(topic)) throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
+        const id = uuidV7();
+        launched.push({ id, topic, payload: JSON.stringify(payload) });
+        return id;
+      },
+    };
+  }
+
+  /** The runs caused by the latest step did not all commit: roll back (no child-failure handlers here). */
+  async childrenFailed(c, saga, run) {
+    const seq = run.steps_done - 1;
+    const name = (await this.instanceName(c, saga, run, seq));
+    const { rows } = await c.query(this.sql(`
+      SELECT status, coalesce(failure, '{}'::jsonb)::text AS failure FROM {schema}.run
+       WHERE parent_id = $1 AND parent_seq = $2 AND status <> 'COMMITTED' AND awaited ORDER BY created_at`),
+    [run.id, seq]);
+    const rollbackFailed = rows.some((r) => r.status === 'ROLLBACK_FAILED');
+    const message = `${rows.length} run${rows.length === 1 ? '' : 's'} caused by step '${name}' `
+      + (rollbackFailed ? 'failed to roll back' : 'rolled back');
+    const why = failure(message, rollbackFailed ? TYPE.childRollbackFailed : TYPE.childRolledBack, this.source(run),
+      rows.map((r) => JSON.parse(r.failure)));
+    return this.startRollback(c, saga, run, name, why);
+  }
+
+  // ---- the rollback path
+
+  /** ROLLING_BACK with the failure, then finish at once (nothing completed) or go backwards over the instances. */
+  async startRollback(c, saga, run, stepName, why) {
+    const json = JSON.stringify(why);
+    const events = [['ROLLING_BACK', stepName, json]];
+    const seq = run.steps_done - 1;
+    if (seq < 0) return this.finishRollback(c, saga, run, events, `Rollback of ${saga.steps[0].name}`, json);
+    return this.advance(c, run, events, rollingBack(seq, 'CHILDREN', json));
+  }
+
+  async rollbackStep(c, saga, run) {
+    const cause = run.rollback_cause;
+    if (run.pending_children > 0) { // woken early while child rollbacks still run: wait for them
+      return c.query(this.sql("UPDATE {schema}.run SET status = 'WAITING', version = version + 1 WHERE id = $1"),
+        [run.id]);
+    }
+    const seq = run.rollback_seq;
+    if (run.rollback_stage === 'START') {
+      const events = [['ROLLING_BACK', null, cause]];
+      if (seq < 0) return this.finishRollback(c, saga, run, events, `Rollback of ${saga.steps[0].name}`, cause);
+      return this.advance(c, run, events, rollingBack(seq, 'CHILDREN', cause));
+    }
+    if (run.rollback_stage === 'FINISH') {
+      return this.finishRollback(c, saga, run, [], `Rollback of ${saga.steps[0].name}`, cause);
+    }
+    const name = await this.instanceName(c, saga, run, seq);
+    if (run.rollback_stage === 'CHILDREN') return this.rollBackChildren(c, run, seq, name, cause);
+    if (run.failed_children > 0) return this.childRollbacksFailed(c, run, seq, name, cause);
+    return this.compensate(c, saga, run, seq, name, cause);
+  }
+
+  /** Asks the committed runs caused by instance seq to roll back, and waits for them. */
+  async rollBackChildren(c, run, seq, name, cause) {
+    const step = `Rollback of ${name} (rolling back child scopes)`;
+    const parentSaidSo = JSON.stringify(failure(`${run.saga} is rolling back`, TYPE.parentSaidSo, this.source(run),
+      [JSON.parse(cause)]));
+    const context = JSON.stringify({ ...JSON.parse(run.context || '{}'), ...JSON.parse(run.parent_context || '{}') });
+    const { rows } = await c.query(this.sql(`
+      WITH targets AS (
+        SELECT r.id, r.message_id, r.status FROM {schema}.run r WHERE r.parent_id = $1 AND r.parent_seq = $2
+      ), emitted AS (
+        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
+        SELECT m.message_id, 'ROLLBACK_EMITTED', $3, $4, $5, $6::uuid[], $7::jsonb
+          FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
+      ), woken AS (
+        UPDATE {schema}.run r
+           SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = $8,
+               awaited = true, rollback_seq = r.steps_done - 1, rollback_cause = $7::jsonb,
+               runnable_at = clock_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
+               version = r.version + 1
+          FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED'
+        RETURNING 1
+      )
+      SELECT count(*)::int AS n FROM woken`),
+    [run.id, seq, run.saga, this.engineId, step, run.lineage, parentSaidSo, context === '{}' ? null : context]);
+    const children = rows[0].n;
+    return this.advance(c, run, [['SUSPENDED', step]],
+      { ...rollingBack(seq, 'COMPENSATE', cause, children), status: children > 0 ? 'WAITING' : 'RUNNABLE' });
+  }
+
+  async compensate(c, saga, run, seq, name, cause) {
+    const step = `Rollback of ${name}`;
+    const { rows } = await c.query(
+      this.sql('SELECT instance, iteration FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'), [run.id, seq]);
+    const definition = saga.steps[rows[0].instance];
+    const ctx = this.stepContext(c, saga, run, step, rows[0].iteration, false);
+    ctx.context = { ...ctx.context, ...JSON.parse(run.parent_context || '{}') };
+    const thrown = definition.compensate
+      ? await this.userCode(c, () => definition.compensate(ctx, JSON.parse(cause)))
+      : null;
+    if (thrown) {
+      this.log(`coop: compensation '${step}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
+      const own = failureOf(thrown, this.source(run));
+      const why = JSON.stringify({ ...own, causes: [...own.causes, JSON.parse(cause)] });
+      return this.advance(c, run, [['ROLLBACK_FAILED', step, why]], { status: 'ROLLBACK_FAILED', failure: why });
+    }
+    const events = [['SUSPENDED', step]];
+    if (seq === 0) return this.finishRollback(c, saga, run, events, step, cause);
+    return this.advance(c, run, events, rollingBack(seq - 1, 'CHILDREN', cause));
+  }
+
+  async childRollbacksFailed(c, run, seq, name, cause) {
+    const { rows } = await c.query(this.sql(`
+      SELECT failure::text AS failure FROM {schema}.run
+       WHERE parent_id = $1 AND parent_seq = $2 AND status = 'ROLLBACK_FAILED' AND awaited ORDER BY created_at`),
+    [run.id, seq]);
+    const causes = [...rows.map((r) => JSON.parse(r.failure)), JSON.parse(cause)];
+    const why = JSON.stringify(failure(`The rollback of ${causes.length - 1} run(s) caused by '${name}' failed`,
+      TYPE.childRollbackFailed, this.source(run), causes));
+    return this.advance(c, run, [['ROLLBACK_FAILED', `Rollback of ${name} (rolling back child scopes)`, why]],
+      { status: 'ROLLBACK_FAILED', failure: why });
+  }
+
+  /** ROLLED_BACK; or ROLLBACK_FAILED when what is compensated is a child's failed rollback. */
+  finishRollback(c, saga, run, events, step, cause) {
+    const failed = JSON.parse(cause).type === TYPE.childRollbackFailed;
+    events.push(failed ? ['ROLLBACK_FAILED', step, cause] : ['ROLLED_BACK', step]);
+    return this.advance(c, run, events,
+      { ...rollingBack(-1, null, cause), status: failed ? 'ROLLBACK_FAILED' : 'ROLLED_BACK' });
+  }
+
+  // ---- statements
+
+  /**
+   * The claim: a runnable run (DUE: the saga's due first; UNCHANGED: a run by id and version), locked; SEEN on its
+   * first step; the cancellation of its scope. Only this participant's sagas are claimed.
+   */
+  async claim(c, selection, params, seenUnless = '') {
+    const { rows } = await c.query(this.sql(`
+      WITH claimed AS (
+        SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
+               r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
+               r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version,
+               r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at
+          FROM {schema}.run r
+         WHERE ${selection}
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED
+      ), seen AS (
+        INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
+        SELECT message_id, 'SEEN', saga, $${params.length}, lineage FROM claimed WHERE NOT started ${seenUnless}
+      )
+      SELECT c.*, m.topic, m.payload::text AS payload, pg_current_xact_id()::text AS xact,
+             (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
+               ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
+        FROM claimed c JOIN {schema}.message m ON m.id = c.message_id`), params);
+    return rows[0] || null;
+  }
+
+  async cancellation(c, run) {
+    const { rows } = await c.query(this.sql(`
+      SELECT failure::text AS failure FROM {schema}.cancellation WHERE scope_id = ANY($1::uuid[])
+       ORDER BY cardinality(lineage) LIMIT 1`), [run.lineage]);
+    return rows[0] ? JSON.parse(rows[0].failure) : null;
+  }
+
+  /** The log name of the executed instance seq (this participant has no child-failure handler instances). */
+  async instanceName(c, saga, run, seq) {
+    const { rows } = await c.query(this.sql('SELECT instance FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'),
+      [run.id, seq]);
+    if (!rows[0] || rows[0].instance < 0) throw new Error(`Run ${run.id} has no step instance ${seq} of this saga`);
+    return saga.steps[rows[0].instance].name;
+  }
+
+  /** The launch: messages, EMITTED events, and a run per saga registered for each topic. Returns the runs created. */
+  async emit(c, saga, run, stepName, launched) {
+    let runs = 0;
+    for (const m of launched) {
+      const { rows } = await c.query(this.sql(`
+        WITH msg AS (
+          INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
+        ), emitted AS (
+          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
+          VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8)
+        ), runs AS (
+          INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context, runnable_at)
+          SELECT x.id, $1, x.saga, $7::uuid[] || x.id, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp()
+            FROM (SELECT {schema}.uuid_v7() AS id, reg.saga FROM {schema}.saga_registration reg
+                   WHERE reg.topic = $2 ORDER BY reg.saga) x
+          RETURNING 1
+        )
+        SELECT count(*)::int AS n FROM runs`),
+      [m.id, m.topic, m.payload, saga.name, this.engineId, stepName, run.lineage, run.context, run.id, run.steps_done]);
+      runs += rows[0].n;
+    }
+    return runs;
+  }
+
+  /**
+   * Writes the events and moves the run (only in the transaction that claimed it, and on the happy path only if
+   * its scope was not cancelled meanwhile); when it finished, counts it off at its parent and settles joins.
+   */
+  async advance(c, run, events, change) {
+    const next = {
+      status: 'RUNNABLE', phase: run.phase, step_index: run.step_index, next_step: run.next_step, final_step: null,
+      steps_done: run.steps_done, iterations: run.iterations, pending_children: 0, rollback_seq: run.rollback_seq,
+      rollback_stage: run.rollback_stage, rollback_cause: run.rollback_cause, result: null, failure: null,
+      checkCancellation: false, ...change,
+    };
+    await c.query(this.sql(`
+      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at)
+      SELECT $1, e.type, $2, $3, e.step, $4::uuid[], e.exception::jsonb, $5
+        FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS e(type, step, exception, n)
+       ORDER BY e.n`),
+    [run.message_id, run.saga, this.engineId, run.lineage, run.claimed_at, events.map((e) => e[0]),
+      events.map((e) => e[1] ?? null), events.map((e) => e[2] ?? null)]);
+    const finished = FINISHED.includes(next.status);
+    const { rowCount } = await c.query(this.sql(`
+      UPDATE {schema}.run
+         SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = coalesce($6, final_step),
+             steps_done = $7, iterations = $8::int[], attempt = 1, pending_children = $9::int, failed_children = 0,
+             waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
+             rollback_seq = $10, rollback_stage = $11, rollback_cause = $12::jsonb, resolution = NULL,
+             runnable_at = clock_timestamp(), result = coalesce($13, result), failure = $14::jsonb,
+             started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN clock_timestamp() END,
+             retries = 0, version = version + 1
+       WHERE id = $1
+         AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
+         AND CASE WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(lineage))
+                  THEN {schema}.assert_not_cancelled(lineage) ELSE true END`),
+    [run.id, next.status, next.phase, next.step_index, next.next_step, next.final_step, next.steps_done,
+      next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
+      next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation]);
+    if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
+    if (next.instance) {
+      await c.query(
+        this.sql('INSERT INTO {schema}.run_step (run_id, seq, instance, iteration) VALUES ($1, $2, $3, $4)'),
+        [run.id, next.instance.seq, next.instance.index, next.instance.iteration]);
+    }
+    if (finished) await this.finished(c, run, next.status);
+  }
+
+  /** Counts a finished run off at its parent (committing parents whose last step ran), then settles joins. */
+  async finished(c, run, status) {
+    const messages = [run.message_id];
+    let parentId = run.awaited ? run.parent_id : null;
+    while (parentId) {
+      const { rows } = await c.query(this.sql(`
+        WITH parent AS (
+          UPDATE {schema}.run p
+             SET pending_children = p.pending_children - 1,
+                 failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
+                                                            THEN ($1::text = 'ROLLBACK_FAILED')::int
+                                                            ELSE ($1::text <> 'COMMITTED')::int END,
+                 status = CASE WHEN p.pending_children > 1 THEN p.status
+                               WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
+                 finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
+                                    ELSE p.finished_at END,
+                 runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
+                 version = p.version + 1
+           WHERE p.id = $2 AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
+          RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+        ), parent_committed AS (
+          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
+          SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
+        )
+        SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, this.engineId, run.claimed_at]);
+      const parent = rows[0];
+      if (!parent || parent.status !== 'COMMITTED') break;
+      messages.push(parent.message_id);
+      parentId = parent.awaited ? parent.parent_id : null;
+      status = 'COMMITTED';
+    }
+    await this.settleJoins(c, messages);
+  }
+
+  /** Joins: settle the pending memberships of messages whose runs all finished (protocol.md, "Joins"). */
+  async settleJoins(c, messages) {
+    const pending = (await c.query(
+      this.sql('SELECT join_id, message_id FROM {schema}.join_pending_members($1::uuid[])'), [messages])).rows;
+    if (pending.length === 0) return;
+    const { rows } = await c.query(this.sql(`
+      SELECT message_id, bool_and(status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')) AS finished,
+             bool_or(status IN ('ROLLED_BACK', 'ROLLBACK_FAILED')) AS failed
+        FROM {schema}.run WHERE message_id = ANY($1::uuid[]) GROUP BY message_id`),
+    [[...new Set(pending.map((p) => p.message_id))]]);
+    const state = new Map(rows.filter((r) => r.finished).map((r) => [r.message_id, r.failed ? 'FAILED' : 'COMPLETED']));
+    const settled = pending.filter((p) => state.has(p.message_id));
+    if (settled.length === 0) return;
+    const ended = (await c.query(this.sql(`
+      WITH input AS (
+        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS i(join_id, message_id, state)
+      ), settled AS (
+        UPDATE {schema}.join_member m SET state = i.state, settled_by = 'RUNS', settled_at = clock_timestamp()
+          FROM input i WHERE m.join_id = i.join_id AND m.message_id = i.message_id AND m.state = 'PENDING'
+        RETURNING m.join_id, m.state
+      ), counted AS (
+        SELECT join_id, count(*) FILTER (WHERE state = 'COMPLETED')::int AS completed,
+               count(*) FILTER (WHERE state = 'FAILED')::int AS failed
+          FROM settled GROUP BY join_id
+      ), ending AS (
+        SELECT g.id, g.status = 'OPEN' AND g.completed + g.failed + c.completed + c.failed >= g.expected AS ends,
+               g.fail_if_any_failed AND g.failed + c.failed > 0 AS fails, c.completed, c.failed
+          FROM {schema}.join_group g JOIN counted c ON c.join_id = g.id
+      )
+      UPDATE {schema}.join_group g
+         SET completed = g.completed + e.completed, failed = g.failed + e.failed,
+             status = CASE WHEN NOT e.ends THEN g.status WHEN e.fails THEN 'FAILED' ELSE 'COMPLETED' END,
+             finished_at = CASE WHEN e.ends THEN clock_timestamp() ELSE g.finished_at END,
+             outcome_message_id = CASE WHEN e.ends THEN {schema}.uuid_v7() ELSE g.outcome_message_id END
+        FROM ending e WHERE g.id = e.id
+      RETURNING g.id, e.ends`),
+    [settled.map((s) => s.join_id), settled.map((s) => s.message_id), settled.map((s) => state.get(s.message_id))]))
+      .rows.filter((r) => r.ends);
+    for (const join of ended) await this.publishJoinOutcome(c, join.id);
+  }
+
+  /** The one message a join publishes when it leaves OPEN, launched on the global scope like a client's launch. */
+  async publishJoinOutcome(c, joinId) {
+    const g = (await c.query(this.sql(`
+      SELECT grouping_key, status, metadata::text AS metadata, expected, attached, completed, failed,
+             on_complete_topic, on_fail_topic, outcome_message_id FROM {schema}.join_group WHERE id = $1`),
+    [joinId])).rows[0];
+    const members = (await c.query(this.sql(`
+      SELECT message_id AS "messageId", state FROM {schema}.join_member WHERE join_id = $1
+       ORDER BY attached_at, message_id`), [joinId])).rows;
+    const result = `{"joinId":${JSON.stringify(joinId)},"key":${JSON.stringify(g.grouping_key)},`
+      + `"status":"${g.status}","metadata":${g.metadata ?? 'null'},"expected":${g.expected},`
+      + `"attached":${g.attached},"completed":${g.completed},"failed":${g.failed},`
+      + `"members":${JSON.stringify(members)}}`;
+    const topic = g.status === 'COMPLETED' ? g.on_complete_topic : g.on_fail_topic;
+    await c.query(this.sql(`
+      WITH msg AS (
+        INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
+      ), emitted AS (
+        INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
+      )
+      INSERT INTO {schema}.run (id, message_id, saga, lineage, status, runnable_at)
+      SELECT x.id, $1, x.saga, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
+        FROM (SELECT {schema}.uuid_v7() AS id, saga FROM {schema}.saga_registration WHERE topic = $2 ORDER BY saga) x`),
+    [g.outcome_message_id, topic, result]);
+  }
+
+  park(c, run, reason) {
+    const why = JSON.stringify(failure(reason, 'dev.coop.UnknownStep', this.source(run), []));
+    return c.query(this.sql(`UPDATE {schema}.run SET status = 'PARKED', failure = $2::jsonb, version = version + 1
+                              WHERE id = $1`), [run.id, why]);
+  }
+
+  /** Database trouble: the run waits (jittered backoff) unless it moved meanwhile. */
+  async postpone(c, run) {
+    const millis = 500 + Math.floor(Math.random() * 500);
+    await c.query(this.sql(`
+      UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2 * interval '1 millisecond',
+                              retries = retries + 1, version = version + 1
+       WHERE id = $1 AND status = 'RUNNABLE' AND version = $3`), [run.id, millis, run.version]);
+  }
+
+  source(run) {
+    return `${run.saga}[${this.engineId}]`;
+  }
+
+  sql(text) {
+    return text.replaceAll('{schema}', this.schema);
+  }
+}
+
+/** The claim's selections (the engine id is the last parameter of each). */
+const DUE = "r.saga = $1 AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp() ORDER BY r.runnable_at";
+const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
+
+/** Thrown when step code ended the transaction that claimed its run (protocol.md: claim_lost(), CP002). */
+class ClaimLostError extends Error {
+  constructor() {
+    super('The step ended the transaction that claimed its run (COMMIT, ROLLBACK or END on its connection); '
+      + 'the participant commits or rolls back a step\'s transaction itself, so this step cannot be committed');
+    this.name = 'ClaimLostError';
+  }
+}
+
+/** A parent whose last step already ran commits with its last child (cascading completion). */
+const PARENT_COMMITS = `p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
+  AND $1::text = 'COMMITTED'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(p.lineage))`;
+
+/** The rollback path at instance seq and stage, waiting for children. */
+function rollingBack(seq, stage, cause, children = 0) {
+  return { phase: 'ROLLBACK', rollback_seq: seq, rollback_stage: stage, rollback_cause: cause,
+    pending_children: children, failure: cause };
+}
+
+/** A failure document (protocol.md, "The failure document"). */
+function failure(message, type, source, causes, stackTrace = []) {
+  return { message, type, source, stackTrace, causes };
+}
+
+/** A JavaScript error as a failure document: its name as type, V8's stack as frames, err.cause as a cause. */
+function failureOf(err, source, depth = 0) {
+  const frames = String(err.stack || '').split('\n')
+    .map((line) => /^\s+at (?:async )?(?:(.+?) \()?(.+?):(\d+):\d+\)?$/.exec(line))
+    .filter(Boolean)
+    .map(([, name, file, line]) => {
+      const fn = name && name.replace(/ \[as [^\]]+\]$/, ''); // V8 adds the alias a method was called by
+      const dot = fn ? fn.lastIndexOf('.') : -1;
+      return { fileName: file.split('/').pop(), lineNumber: Number(line),
+        className: dot > 0 ? fn.slice(0, dot) : null, functionName: fn ? fn.slice(dot + 1) : '<anonymous>' };
+    });
+  const causes = err.cause instanceof Error && depth < 20 ? [failureOf(err.cause, source, depth + 1)] : [];
+  return failure(String(err.message), err.name || 'Error', source, causes, frames);
+}
+
+/** A happy-path or absolute deadline of the run's context that passed, as a failure document, or null. */
+function deadlineMissed(run, source) {
+  const context = run.context === null ? {} : JSON.parse(run.context);
+  for (const [key, kind, type] of [['coop.deadline.happy-path', 'Happy-path', 'HappyPath'],
+    ['coop.deadline.absolute', 'Absolute', 'Absolute']]) {
+    const d = context[key];
+    if (d && new Date(d.at) <= run.claimed_at) {
+      return failure(`${kind} deadline ${d.at} (set by ${d.source}) passed at ${run.claimed_at.toISOString()}`,
+        `dev.coop.failure.${type}DeadlineMissedException`, source, []);
+    }
+  }
+  return null;
+}
+
+/** A UUIDv7: 48 bits of Unix milliseconds, version and variant bits, random bits. */
+function uuidV7() {
+  const b = crypto.randomBytes(16);
+  b.writeUIntBE(Date.now(), 0, 6);
+  b[6] = (b[6] & 0x0f) | 0x70;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+module.exports = { Participant, failureOf };
