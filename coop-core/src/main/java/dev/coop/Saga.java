@@ -18,6 +18,10 @@ public final class Saga<P> {
     private static final int MAX_STEP_NAME = 200;
     /** The highest saga version. */
     public static final int MAX_VERSION = 1_000_000;
+    /** The largest {@link Builder#concurrency(int)}: each slot is an advisory lock tried in turn. */
+    public static final int MAX_CONCURRENCY = 1024;
+    /** The largest {@link Builder#rateLimit}: the saga keeps one row per start in the window. */
+    public static final int MAX_RATE_LIMIT = 100_000;
 
     private final Topic<P> topic;
     private final String name;
@@ -25,15 +29,38 @@ public final class Saga<P> {
     private final CooperationStrategy strategy;
     private final int workers;
     private final int version;
+    private final int concurrency;
+    private final int rateLimit;
+    private final java.time.Duration ratePeriod;
 
-    private Saga(Topic<P> topic, String name, int version, List<Step<P>> steps, CooperationStrategy strategy,
-            int workers) {
-        this.topic = topic;
-        this.name = name;
-        this.version = version;
-        this.steps = List.copyOf(steps);
-        this.strategy = strategy;
-        this.workers = workers;
+    private Saga(Builder<P> b) {
+        this.topic = b.topic;
+        this.name = b.name;
+        this.version = b.version;
+        this.steps = List.copyOf(b.steps);
+        this.strategy = b.strategy;
+        this.workers = b.workers;
+        this.concurrency = b.concurrency;
+        this.rateLimit = b.rateLimit;
+        this.ratePeriod = b.ratePeriod;
+    }
+
+    /**
+     * How many runs of this saga may execute a step at once, across every engine (see
+     * {@link Builder#concurrency(int)}); 0 when there is no such limit.
+     */
+    public int concurrency() {
+        return concurrency;
+    }
+
+    /** How many steps of this saga may start per {@link #ratePeriod()}, across every engine; 0 when unlimited. */
+    public int rateLimit() {
+        return rateLimit;
+    }
+
+    /** The period of {@link #rateLimit()}, or null when the saga has no rate limit. */
+    public java.time.Duration ratePeriod() {
+        return ratePeriod;
     }
 
     /**
@@ -128,6 +155,9 @@ public final class Saga<P> {
         private CooperationStrategy strategy;
         private int workers;
         private int version = 1;
+        private int concurrency;
+        private int rateLimit;
+        private java.time.Duration ratePeriod;
 
         private Builder(Topic<P> topic, String name) {
             this.topic = topic;
@@ -339,12 +369,59 @@ public final class Saga<P> {
             return this;
         }
 
+        /**
+         * At most {@code runs} runs of this saga execute a step at the same time, across every engine sharing the
+         * database (default: no such limit). A run that finds every slot busy waits, runnable, without counting as a
+         * failure or a retry; the engine's workers go on with other sagas meanwhile. Between 1 and
+         * {@value #MAX_CONCURRENCY}. Part of the saga's definition: see {@code docs/protocol.md}, Saga limits.
+         */
+        public Builder<P> concurrency(int runs) {
+            if (concurrency != 0) {
+                throw new CoopValidationException("concurrency of saga '" + name + "' was already set to "
+                        + concurrency);
+            }
+            if (runs < 1 || runs > MAX_CONCURRENCY) {
+                throw new CoopValidationException("concurrency of saga '" + name + "' must be between 1 and "
+                        + MAX_CONCURRENCY + ", was " + runs);
+            }
+            this.concurrency = runs;
+            return this;
+        }
+
+        /**
+         * At most {@code starts} steps of this saga start in any window of length {@code period}, across every engine
+         * sharing the database (default: no such limit). A run over the limit waits, runnable, until the oldest of
+         * the last {@code starts} starts is a period old. Between 1 and {@value #MAX_RATE_LIMIT} starts, a period
+         * between 1 ms and 1 day.
+         */
+        public Builder<P> rateLimit(int starts, java.time.Duration period) {
+            if (rateLimit != 0) {
+                throw new CoopValidationException("rateLimit of saga '" + name + "' was already set to "
+                        + rateLimit + " per " + ratePeriod);
+            }
+            if (starts < 1 || starts > MAX_RATE_LIMIT) {
+                throw new CoopValidationException("rateLimit of saga '" + name + "' must allow between 1 and "
+                        + MAX_RATE_LIMIT + " starts, was " + starts);
+            }
+            if (period == null) {
+                throw new CoopValidationException("rateLimit of saga '" + name + "' needs a period, was null");
+            }
+            if (period.compareTo(java.time.Duration.ofMillis(1)) < 0
+                    || period.compareTo(java.time.Duration.ofDays(1)) > 0) {
+                throw new CoopValidationException("rateLimit period of saga '" + name
+                        + "' must be between 1 ms and 1 day, was " + period);
+            }
+            this.rateLimit = starts;
+            this.ratePeriod = java.time.Duration.ofMillis(period.toMillis());
+            return this;
+        }
+
         public Saga<P> build() {
             if (steps.isEmpty()) {
                 throw new CoopValidationException(
                         "Saga '" + name + "' has no steps; add at least one with step()");
             }
-            return new Saga<>(topic, name, version, steps, strategy, workers);
+            return new Saga<>(this);
         }
     }
 }

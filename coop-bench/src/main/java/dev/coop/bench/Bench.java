@@ -253,6 +253,7 @@ public final class Bench {
             case "ab" -> AbTest.run(o, report);
             case "growth" -> Growth.run(o, report);
             case "sweep" -> Growth.sweep(o, report);
+            case "limits" -> LimitsAb.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

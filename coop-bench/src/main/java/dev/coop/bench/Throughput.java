@@ -49,7 +49,11 @@ final class Throughput {
     static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
             String tag, long prior, java.util.List<dev.coop.EngineListener> listeners) {
         Topic<Job> topic = Topic.of("w1-" + tag, Job.class);
-        Saga<Job> saga = Saga.on(topic, "w1-saga-" + tag)
+        Saga.Builder<Job> sagaBuilder = Saga.on(topic, "w1-saga-" + tag);
+        if (Boolean.getBoolean(LimitsAb.LIMITED)) { // the 'limits' workload: limits that do not bind
+            sagaBuilder.concurrency(LimitsAb.CONCURRENCY).rateLimit(LimitsAb.RATE, java.time.Duration.ofSeconds(1));
+        }
+        Saga<Job> saga = sagaBuilder
                 .step("a", s -> {
                 })
                 .step("b", s -> {

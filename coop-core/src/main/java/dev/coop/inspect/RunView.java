@@ -21,22 +21,24 @@ import java.util.UUID;
  *        and how they stand (listed children included); empty when every child is in {@code children}
  * @param sagaVersion the version of the saga the run was created with (1 unless the saga has versions), the only
  *        version that executes it
+ * @param waitingFor why a runnable, due run that no engine executes right now is not running: its saga's limits
+ *        ({@code "waiting for a slot (3 of 3 busy)"}, {@code "rate limited until <instant>"}); null otherwise
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
         Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
-        int sagaVersion) {
+        int sagaVersion, String waitingFor) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
     }
 
-    /** A run of version 1 of its saga. */
+    /** A run of version 1 of its saga, not held back by its saga's limits. */
     public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
             boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
             Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
         this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
-                steps, children, collapsed, 1);
+                steps, children, collapsed, 1, null);
     }
 
     /** A run of version 1 of its saga whose children are all listed. */

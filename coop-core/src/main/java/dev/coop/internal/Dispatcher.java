@@ -30,6 +30,8 @@ final class Dispatcher {
     /** The sagas with a worker limit of their own, and how many workers work on each now. */
     private final Map<String, Integer> limits = new HashMap<>();
     private final Map<String, Integer> busy = new HashMap<>();
+    /** Limited sagas whose last claim found nothing (slots busy, rate window full): tried again when a step ends. */
+    private final java.util.Set<String> blocked = new java.util.HashSet<>();
     private final long pollNanos;
     private long nextProbe;
     private boolean probing;
@@ -163,6 +165,32 @@ final class Dispatcher {
         try {
             if (epochs.get(task.saga()) == task.epoch()) {
                 ready.remove(task.saga());
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A claim of a limited saga found nothing, perhaps for its limits: try it again when a step of it ends here, and
+     * probe within {@code retryMillis} at the latest.
+     */
+    void blocked(String saga, long retryMillis) {
+        lock.lock();
+        try {
+            blocked.add(saga);
+        } finally {
+            lock.unlock();
+        }
+        dueIn(retryMillis);
+    }
+
+    /** A step transaction of a limited saga ended in this engine: its slot is free, so a blocked saga may go on. */
+    void stepEnded(String saga) {
+        lock.lock();
+        try {
+            if (blocked.remove(saga) && markReady(saga)) {
+                changed.signal();
             }
         } finally {
             lock.unlock();

@@ -15,7 +15,8 @@ record EngineContext(
         Dispatcher dispatcher,
         Completions completions,
         dev.coop.CooperationStrategy strategy,
-        Listeners listeners) {
+        Listeners listeners,
+        SagaLimits limits) {
 
     /** The saga's own strategy, or the engine's. */
     dev.coop.CooperationStrategy strategyOf(Saga<?> saga) {

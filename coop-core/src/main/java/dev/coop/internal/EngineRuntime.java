@@ -50,7 +50,7 @@ public final class EngineRuntime {
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
-                config.listeners());
+                config.listeners(), new SagaLimits(config.schema()));
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
                 ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
@@ -62,6 +62,10 @@ public final class EngineRuntime {
     public void start() {
         Tx.run(config.dataSource(), "register the sagas of engine " + config.engineId(), c -> {
             topology.register(c, config.engineId(), config.sagas().all());
+            for (String name : config.sagas().names()) { // the last engine to register a saga decides its limits
+                context.limits().register(c, config.sagas().newest(name));
+            }
+            context.store().limited(context.limits().limited(c, config.sagas().names()));
             topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(config.sagas().names()),
                     config.sagas().keys());
             return null;

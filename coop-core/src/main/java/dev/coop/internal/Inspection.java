@@ -82,7 +82,7 @@ public final class Inspection {
             }
         }
         Read read = read(c, "r.message_id = ?", message.value(), scope);
-        return new Hierarchy(message, topic, launched, assemble(read, message));
+        return new Hierarchy(message, topic, launched, assemble(read, message, waitingFor(c, read.rows())));
     }
 
     /** The tree below one run. */
@@ -91,7 +91,8 @@ public final class Inspection {
         if (anchor.isEmpty()) {
             throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
         }
-        return assemble(read(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage()), null).getFirst();
+        Read read = read(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
+        return assemble(read, null, waitingFor(c, read.rows())).getFirst();
     }
 
     /**
@@ -330,7 +331,41 @@ public final class Inspection {
         }
     }
 
-    private static List<RunView> assemble(Read read, MessageId anchorMessage) {
+    /**
+     * Why the tree's runnable runs wait, when their saga's limits hold them back: read only when the tree has
+     * runnable runs of limited sagas (two statements: the sagas' states, from {@code pg_locks} and the rate window,
+     * and which of those runs are due and not locked by a step transaction right now).
+     */
+    private Map<UUID, String> waitingFor(Connection c, List<Row> rows) throws SQLException {
+        List<Row> runnable = rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).toList();
+        if (runnable.isEmpty()) {
+            return Map.of();
+        }
+        Map<String, SagaLimits.State> states = new SagaLimits(schema).states(c,
+                runnable.stream().map(Row::saga).distinct().toList(), null);
+        List<UUID> held = runnable.stream().filter(r -> states.containsKey(r.saga())
+                && states.get(r.saga()).reason() != null).map(Row::id).toList();
+        if (held.isEmpty()) {
+            return Map.of();
+        }
+        Map<UUID, String> reasons = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT r.id, r.saga FROM {schema}.run r
+                 WHERE r.id = ANY(?) AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
+                   AND NOT EXISTS (SELECT 1 FROM pg_locks l -- a step transaction holds the row: running
+                                    WHERE l.locktype = 'transactionid' AND l.transactionid = r.xmax)
+                """))) {
+            ps.setArray(1, c.createArrayOf("uuid", held.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    reasons.put(rs.getObject(1, UUID.class), states.get(rs.getString(2)).reason());
+                }
+            }
+        }
+        return reasons;
+    }
+
+    private static List<RunView> assemble(Read read, MessageId anchorMessage, Map<UUID, String> waitingFor) {
         List<Row> rows = read.rows();
         Map<UUID, List<Event>> byRun = new HashMap<>();
         for (Event e : read.events()) {
@@ -362,19 +397,20 @@ public final class Inspection {
                 kids.forEach(k -> stack.push(new Object[]{k, false}));
             } else {
                 built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList(),
-                        read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq()));
+                        read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq(),
+                        waitingFor.get(r.id())));
             }
         }
         return roots.stream().map(r -> built.get(r.id())).toList();
     }
 
     private static RunView view(Row r, Map<UUID, List<Event>> byRun, List<RunView> kids,
-            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq) {
+            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor) {
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()),
                 counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
-                kids, collapsed, r.sagaVersion());
+                kids, collapsed, r.sagaVersion(), waitingFor);
     }
 
     /**

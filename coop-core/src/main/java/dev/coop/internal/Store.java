@@ -38,6 +38,12 @@ public final class Store {
     private final String advanceSql;
     private final String advanceCommitSql;
     private final String advanceContinueSql;
+    /** The same three for sagas with limits: the claim first takes a slot and a rate token (schema version 11). */
+    private final String limitedClaimSql;
+    private final String limitedReclaimSql;
+    private final String limitedAdvanceContinueSql;
+    /** The sagas whose claims go through their limits (read from the registry; see {@link #limited(java.util.Set)}). */
+    private volatile java.util.Set<String> limited = java.util.Set.of();
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -88,6 +94,11 @@ public final class Store {
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
+        this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
+                + " AND r.runnable_at <= {now}"
+                + " ORDER BY r.runnable_at"));
+        this.limitedReclaimSql = schema.sql(limited("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
+        this.limitedAdvanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -110,31 +121,90 @@ public final class Store {
     }
 
     /**
+     * The claim of a limited saga: first lock the run the plain claim would take ({@code pick}); only then take a
+     * concurrency slot and a rate token for it ({@code start_limited}, once per statement), which yields the step's
+     * start time, or null when refused; the claim proper reads that run by primary key and uses that time as its
+     * {@code {now}} (so the log's start times are the rate window's). A null time, or no run, selects nothing; a
+     * claim that finds no run takes no slot and no token.
+     */
+    private static String limited(String selection) {
+        String claim = Sql.CLAIM
+                .formatted("r.id = (SELECT p.id FROM pick p) AND (SELECT g.at FROM gate g) IS NOT NULL");
+        if (!claim.startsWith("WITH claimed AS (")) {
+            throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
+        }
+        return "WITH pick AS MATERIALIZED (SELECT r.id FROM {schema}.run r WHERE " + selection
+                + " LIMIT 1 FOR UPDATE SKIP LOCKED),\n"
+                + "gate AS MATERIALIZED (SELECT {schema}.start_limited(?, {now}) AS at FROM pick),\n"
+                + claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)");
+    }
+
+    /**
+     * Which sagas this store claims through their limits: the engine's sagas that have limits in the registry, read
+     * at start and at every probe.
+     */
+    public void limited(java.util.Set<String> sagas) {
+        this.limited = java.util.Set.copyOf(sagas);
+    }
+
+    /** The claim statement for {@code saga} as this store sends it (for EXPLAIN in tests and the benchmark). */
+    public String claimSql(String saga) {
+        return isLimited(saga) ? limitedClaimSql : claimSql;
+    }
+
+    /** Whether claims of {@code saga} go through its limits. */
+    public boolean isLimited(String saga) {
+        return limited.contains(saga);
+    }
+
+    /**
      * Locks the runnable run of version {@code version} of {@code saga} that is due first, writing its SEEN if it had
      * not started. Runs of other versions are left to engines that have them.
      */
     public ClaimedRun claim(Connection c, String saga, int version, String engine) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
+        boolean gated = isLimited(saga);
+        try (PreparedStatement ps = c.prepareStatement(gated ? limitedClaimSql : claimSql)) {
             OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setString(2, saga);
-            ps.setInt(3, version);
-            ps.setObject(4, now);
-            ps.setString(5, engine);
+            int i = 0;
+            if (gated) { // pick (saga, version, now), gate (saga, now)
+                ps.setString(++i, saga);
+                ps.setInt(++i, version);
+                ps.setObject(++i, now);
+                ps.setString(++i, saga);
+                ps.setObject(++i, now);
+            } else {
+                ps.setObject(++i, now);
+                ps.setString(++i, saga);
+                ps.setInt(++i, version);
+                ps.setObject(++i, now);
+            }
+            ps.setString(++i, engine);
             return readClaim(ps);
         }
     }
 
-    /** Locks one specific run again if it is still runnable (immediate continuation). */
-    public ClaimedRun reclaim(Connection c, UUID runId, String engine) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(reclaimSql)) {
-            OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setObject(2, runId);
-            ps.setObject(3, now);
-            ps.setString(4, engine);
+    /** Locks one specific run of {@code saga} again if it is still runnable (immediate continuation). */
+    public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
+        boolean gated = isLimited(saga);
+        try (PreparedStatement ps = c.prepareStatement(gated ? limitedReclaimSql : reclaimSql)) {
+            bindReclaim(ps, 0, gated, saga, runId, engine, time.bind());
             return readClaim(ps);
         }
+    }
+
+    private static void bindReclaim(PreparedStatement ps, int i, boolean gated, String saga, UUID runId,
+            String engine, OffsetDateTime now) throws SQLException {
+        if (gated) { // pick (run, now), gate (saga, now)
+            ps.setObject(++i, runId);
+            ps.setObject(++i, now);
+            ps.setString(++i, saga);
+            ps.setObject(++i, now);
+        } else {
+            ps.setObject(++i, now);
+            ps.setObject(++i, runId);
+            ps.setObject(++i, now);
+        }
+        ps.setString(++i, engine);
     }
 
     /** Locks a run again after its failed step was rolled back, unless another engine moved it on meanwhile. */
@@ -338,7 +408,8 @@ public final class Store {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql,
+        String continueSql = isLimited(run.saga()) ? limitedAdvanceContinueSql : advanceContinueSql;
+        return (ClaimedRun) advance(c, reclaim ? continueSql : advanceCommitSql,
                 reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
     }
 
@@ -426,10 +497,7 @@ public final class Store {
                     return readFinished(ps);
                 }
                 case CONTINUE -> { // the reclaim's parameters, as in reclaim()
-                    ps.setObject(++i, now);
-                    ps.setObject(++i, run.id());
-                    ps.setObject(++i, now);
-                    ps.setString(++i, engine);
+                    bindReclaim(ps, i, isLimited(run.saga()), run.saga(), run.id(), engine, now);
                     return readCommitted(ps);
                 }
                 default -> {

@@ -17,6 +17,10 @@ final class Worker implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
     /** How many steps of one run a worker executes in a row before giving other runs a turn. */
     private static final int MAX_CONTINUATIONS = 64;
+    /** How soon a limited saga whose claim found nothing is tried again at the latest (slots held elsewhere). */
+    private static final long LIMIT_RETRY_MILLIS = 50;
+    /** The soonest a rate-limited saga is tried again (its oldest tokens may be held by steps still running). */
+    private static final long RATE_RETRY_MIN_MILLIS = 10;
 
     private final EngineContext engine;
     private final StepExecutor executor;
@@ -70,6 +74,8 @@ final class Worker implements Runnable {
         Map<String, Store.Due> due;
         try (Connection c = engine.dataSource().getConnection()) {
             due = engine.store().probe(c, engine.sagas());
+            // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
+            engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
         }
         engine.dispatcher().probed(due);
     }
@@ -80,8 +86,9 @@ final class Worker implements Runnable {
             try {
                 ClaimedRun run = claim(c, task.saga());
                 if (run == null) {
-                    c.commit();
+                    String refusal = commitEmptyClaim(c, task.saga());
                     engine.dispatcher().empty(task);
+                    limitReached(task.saga(), refusal);
                     return;
                 }
                 if (engine.dispatcher().stopped()) {
@@ -97,15 +104,18 @@ final class Worker implements Runnable {
                     working = "run " + run.id() + " (saga " + run.saga() + ")";
                     boolean mayContinue = steps < MAX_CONTINUATIONS;
                     boolean continueNow = executor.execute(c, run, mayContinue);
+                    if (engine.store().isLimited(run.saga())) {
+                        engine.dispatcher().stepEnded(run.saga()); // a slot freed: sagas waiting for one try again
+                    }
                     boolean reclaimed = executor.continuationTried();
                     ClaimedRun again = executor.takeContinuation();
                     UUID id = run.id();
                     String saga = run.saga();
                     run = null;
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
-                        run = reclaimed ? again : engine.store().reclaim(c, id, engine.engineId());
-                        if (run == null) {
-                            c.commit();
+                        run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
+                        if (run == null) { // taken by another worker, or refused by the saga's limits
+                            limitReached(saga, commitEmptyClaim(c, saga));
                         }
                     } else if (reclaimed) {
                         c.rollback(); // lets go of the run reclaimed by the commit: not continuing it here
@@ -142,6 +152,31 @@ final class Worker implements Runnable {
             }
         }
         return null;
+    }
+
+    /**
+     * A claim of a limited saga was refused by its limits (every slot busy, or the rate window full). The saga is
+     * tried again when a step of it ends in this engine, when its next rate token frees, and after a short delay for
+     * slots held by other engines (a probe: nothing here waits). A run waiting so stays runnable: no failure, no
+     * retry counted.
+     */
+    private void limitReached(String saga, String refusal) {
+        if (refusal == null) {
+            return; // nothing was due (or another worker took it): nothing to try again
+        }
+        long wait = refusal.equals("slot")
+                ? LIMIT_RETRY_MILLIS
+                : Math.max(RATE_RETRY_MIN_MILLIS, Long.parseLong(refusal));
+        engine.dispatcher().blocked(saga, wait);
+    }
+
+    /** Commits a claim that found nothing; for a limited saga, says whether its limits refused it (else null). */
+    private String commitEmptyClaim(Connection c, String saga) throws SQLException {
+        if (!engine.store().isLimited(saga)) {
+            c.commit();
+            return null;
+        }
+        return engine.limits().commitEmptyClaim(c);
     }
 
     /** Tells the listeners how long the run waited to be claimed, and for its children when it waited. */

@@ -96,6 +96,9 @@ public final class JsonRenderer {
         n.set("lineage", lineage(r.lineage()));
         n.put("status", r.status().name());
         n.put("rollingBack", r.rollingBack());
+        if (r.waitingFor() != null) {
+            n.put("waitingFor", r.waitingFor());
+        }
         n.put("createdAt", time(r.createdAt()));
         n.put("startedAt", time(r.startedAt()));
         n.put("finishedAt", time(r.finishedAt()));
@@ -153,7 +156,7 @@ public final class JsonRenderer {
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
                 list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed),
-                n.path("sagaVersion").asInt(1));
+                n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null);
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {

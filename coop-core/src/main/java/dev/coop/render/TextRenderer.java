@@ -354,6 +354,9 @@ public final class TextRenderer {
             status += " (rolling back)";
         }
         s.append(colorStatus(status));
+        if (run.waitingFor() != null) {
+            s.append(dim(" (" + run.waitingFor() + ")"));
+        }
         String took = duration(runStart(run), run.finishedAt());
         if (took != null) {
             s.append("  ").append(dim(took));

@@ -70,6 +70,13 @@ final class Fixtures {
         return new Hierarchy(ORDER, "order-placed", T0, List.of(order));
     }
 
+    /** A runnable payment run that its saga's concurrency limit holds back. */
+    static RunView waitingForSlot() {
+        return new RunView(PAYMENT_RUN, PAYMENT, "payment-requested", "payment", paymentLineage(), RunStatus.RUNNABLE,
+                false, at(12), null, null, null, List.of(), List.of(), List.of(), 1,
+                "waiting for a slot (3 of 3 busy)");
+    }
+
     /** The order reserves stock and asks for payment; payment charges the card; the order confirms. */
     static Hierarchy success() {
         RunView payment = payment(RunStatus.COMMITTED, false, 31, null,

@@ -37,6 +37,16 @@ class JsonRendererTest {
     }
 
     @Test
+    void a_run_held_back_by_its_saga_limits_says_why_and_round_trips() throws Exception {
+        dev.coop.inspect.RunView waiting = Fixtures.waitingForSlot();
+        String json = JSON.render(waiting);
+        assertThat(MAPPER.readTree(json).get("waitingFor").asText()).isEqualTo("waiting for a slot (3 of 3 busy)");
+        assertThat(JSON.readRun(json)).isEqualTo(waiting);
+        assertThat(MAPPER.readTree(JSON.render(Fixtures.running())).get("runs").get(0).has("waitingFor")).isFalse();
+        assertThat(TextRendererTest.PLAIN.render(waiting)).contains("RUNNABLE (waiting for a slot (3 of 3 busy))");
+    }
+
+    @Test
     void the_hierarchy_form_is_as_documented() {
         Golden.assertMatches("tree-rollback.json", Masking.mask(JSON.render(Fixtures.rollback())));
     }

@@ -169,6 +169,29 @@ class SagaSamplesTest {
     }
 
     @Test
+    void a_saga_limits_its_steps_at_once_and_per_second_across_engines(DataSource dataSource) {
+        Saga<Order> bank = Saga.on(ORDER_PLACED, "bank-api")
+                // tag::limits[]
+                .workers(2) // per engine: at most 2 of this engine's workers on this saga
+                .concurrency(3) // across every engine: at most 3 runs in a step at once
+                .rateLimit(10, Duration.ofSeconds(1)) // across every engine: at most 10 step starts a second
+                .step("charge", step -> charge(step.payload()))
+                // end::limits[]
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(bank).start()) {
+            done.clear();
+            List<MessageId> ids = new java.util.ArrayList<>();
+            for (int i = 0; i < 12; i++) {
+                ids.add(engine.client().launch(ORDER_PLACED, new Order("o-limit-" + i, 100)));
+            }
+            for (MessageId id : ids) {
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            }
+            assertThat(done).hasSize(12);
+        }
+    }
+
+    @Test
     void context_flows_down_to_later_steps_and_children(DataSource dataSource) {
         Order order = new Order("o-4", 100);
         Ship ship = new Ship("o-4");

@@ -481,6 +481,7 @@
     details.appendChild(h('summary', null,
       badge(run.status), h('span', { class: 'saga', text: sagaLabel(run) }), h('span', { class: 'muted', text: 'on ' + run.topic }),
       h('span', { text: duration(run.durationMs) }),
+      run.waitingFor ? h('span', { class: 'muted waiting-for', text: '(' + run.waitingFor + ')' }) : null,
       run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
       h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId))));
     let built = false;

@@ -1,0 +1,117 @@
+package dev.coop.bench;
+
+import dev.coop.Coop;
+import dev.coop.CoopClient;
+import dev.coop.CoopEngine;
+import dev.coop.Saga;
+import dev.coop.Topic;
+import dev.coop.internal.SchemaName;
+import dev.coop.internal.Store;
+import dev.coop.internal.Time;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The claim statement alone, with and without saga limits, on a backlog of runnable runs: blocks of claims (each
+ * BEGIN, claim, ROLLBACK on one connection, so the backlog and the rate window stay as they were) alternating between
+ * a saga without limits and one with limits that do not bind. Less noisy than W1 on a loaded machine: one connection,
+ * the same rows, nothing but the claim.
+ */
+final class ClaimCost {
+    private static final int BACKLOG = 2_000;
+    private static final int BLOCKS = 20;
+    private static final int CLAIMS_PER_BLOCK = 500;
+
+    record Job(int n) {
+    }
+
+    private ClaimCost() {
+    }
+
+    static Map<String, Object> run(Options o) {
+        Topic<Job> plainTopic = Topic.of("claim-plain", Job.class);
+        Topic<Job> limitedTopic = Topic.of("claim-limited", Job.class);
+        Saga<Job> plain = Saga.on(plainTopic, "claim-plain").step("go", s -> {
+        }).build();
+        Saga<Job> limited = Saga.on(limitedTopic, "claim-limited").concurrency(LimitsAb.CONCURRENCY)
+                .rateLimit(LimitsAb.RATE, Duration.ofSeconds(1)).step("go", s -> {
+                }).build();
+        Topic<Job> slotsTopic = Topic.of("claim-slots", Job.class);
+        Topic<Job> rateTopic = Topic.of("claim-rate", Job.class);
+        Saga<Job> slots = Saga.on(slotsTopic, "claim-slots").concurrency(LimitsAb.CONCURRENCY).step("go", s -> {
+        }).build();
+        Saga<Job> rate = Saga.on(rateTopic, "claim-rate").rateLimit(LimitsAb.RATE, Duration.ofSeconds(1))
+                .step("go", s -> {
+                }).build();
+        List<String> variants = List.of("plain", "limited", "slots", "rate");
+        List<String> sagas = List.of(plain.name(), limited.name(), slots.name(), rate.name());
+        Map<String, List<Double>> micros = new LinkedHashMap<>();
+        try (RunEnv env = RunEnv.fresh(o, "limits_claim", false)) {
+            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited, slots, rate).start()) {
+                engine.id(); // registers both sagas (and the limits); the backlog is launched once it is closed
+            }
+            CoopClient client = Coop.client(env.pool);
+            for (int i = 0; i < BACKLOG; i++) {
+                client.launch(plainTopic, new Job(i));
+                client.launch(limitedTopic, new Job(i));
+                client.launch(slotsTopic, new Job(i));
+                client.launch(rateTopic, new Job(i));
+            }
+            Store store = new Store(new SchemaName("coop"), Time.DATABASE);
+            store.limited(Set.of(limited.name(), slots.name(), rate.name()));
+            try (Connection c = env.pool.getConnection()) {
+                c.setAutoCommit(false);
+                for (int block = 0; block < BLOCKS * 2; block++) {
+                    String saga = sagas.get(block % 4);
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < CLAIMS_PER_BLOCK; i++) {
+                        if (store.claim(c, saga, 1, "bench") == null) {
+                            throw new IllegalStateException("the claim of " + saga + " found nothing");
+                        }
+                        c.rollback();
+                    }
+                    double us = (System.nanoTime() - t0) / 1e3 / CLAIMS_PER_BLOCK;
+                    micros.computeIfAbsent(variants.get(block % 4), k -> new ArrayList<>()).add(us);
+                }
+                c.setAutoCommit(true);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("backlog", BACKLOG);
+        m.put("claimsPerBlock", CLAIMS_PER_BLOCK);
+        micros.forEach((k, v) -> {
+            m.put(k + "BlocksUs", v);
+            m.put(k + "MedianUs", Stats.round(Stats.median(v), 1));
+        });
+        m.put("loadAverageAfter", Bench.loadAverage());
+        Bench.progress("claim cost: plain " + m.get("plainMedianUs") + " us, limited " + m.get("limitedMedianUs")
+                + " us, slots only " + m.get("slotsMedianUs") + " us, rate only " + m.get("rateMedianUs")
+                + " us (claim + rollback, one connection)");
+        return m;
+    }
+
+    static String table(Map<String, Object> m) {
+        double plain = ((Number) m.get("plainMedianUs")).doubleValue();
+        double limited = ((Number) m.get("limitedMedianUs")).doubleValue();
+        double slots = ((Number) m.get("slotsMedianUs")).doubleValue();
+        double rate = ((Number) m.get("rateMedianUs")).doubleValue();
+        String row = "| claim + rollback on a %d-run backlog, one connection, %s (median of %d blocks of %d) | %s µs"
+                + " | %s µs | %s |";
+        return String.join("\n",
+                String.format(Locale.ROOT, row, m.get("backlog"), "both limits", BLOCKS / 2, CLAIMS_PER_BLOCK,
+                        Report.fmt(plain), Report.fmt(limited), Report.fmt(limited / plain)),
+                String.format(Locale.ROOT, row, m.get("backlog"), "concurrency only", BLOCKS / 2, CLAIMS_PER_BLOCK,
+                        Report.fmt(plain), Report.fmt(slots), Report.fmt(slots / plain)),
+                String.format(Locale.ROOT, row, m.get("backlog"), "rate only", BLOCKS / 2, CLAIMS_PER_BLOCK,
+                        Report.fmt(plain), Report.fmt(rate), Report.fmt(rate / plain)));
+    }
+}
