@@ -21,23 +21,27 @@ import java.util.function.Supplier;
  * schema version 13 dropped (text CHECKs and foreign keys on the hot tables), "after" is the schema as shipped, and
  * "no-idx" also drops the two indexes of {@code run} that only inspection reads, to price them. No slow-commit runs
  * (the schema changes no commit).
+ *
+ * <p>With {@code --ab-change advance}, "before" sends every advance with the parent's count-off
+ * ({@code dev.coop.internal.fullAdvance}), "after" only the advances of runs that finished with an awaited parent.
  */
 final class AbTest {
     private static final String SEPARATE_COMMITS = "dev.coop.internal.separateCommits";
     private static final String SELF_NOTIFY = "dev.coop.internal.selfNotify";
+    private static final String FULL_ADVANCE = "dev.coop.internal.fullAdvance";
     private static final List<String> VARIANTS = List.of("before", "after");
     private static final List<String> DIET_VARIANTS = List.of("before", "after", "no-idx");
 
     private final Options o;
-    private final boolean diet;
+    private final boolean noSlow;
     private final List<String> variants;
     private final Map<String, Runs> runs = new LinkedHashMap<>();
     private final Map<String, Object> counts = new LinkedHashMap<>();
 
     private AbTest(Options o) {
         this.o = o;
-        this.diet = o.abChange.equals("diet");
-        this.variants = diet ? DIET_VARIANTS : VARIANTS;
+        this.noSlow = !o.abChange.equals("steps"); // the slow-commit runs price commits only
+        this.variants = o.abChange.equals("diet") ? DIET_VARIANTS : VARIANTS;
     }
 
     static void run(Options o, Report report) {
@@ -62,7 +66,11 @@ final class AbTest {
     }
 
     private void use(String variant) {
-        if (diet) {
+        if (o.abChange.equals("advance")) {
+            System.setProperty(FULL_ADVANCE, Boolean.toString(variant.equals("before")));
+            return;
+        }
+        if (o.abChange.equals("diet")) {
             System.setProperty(SchemaVariant.PROPERTY, switch (variant) {
                 case "before" -> "pre-diet";
                 case "no-idx" -> "no-inspection-indexes";
@@ -94,7 +102,7 @@ final class AbTest {
         for (int threads : o.versusThreads) {
             add(variant + " w1 " + threads, label, () -> w1(o.w1Sagas, threads, false));
         }
-        if (diet) {
+        if (noSlow) {
             return;
         }
         int slowThreads = o.versusThreads[o.versusThreads.length - 1];
@@ -158,7 +166,7 @@ final class AbTest {
         for (int threads : o.versusThreads) {
             names.add("w1 " + threads);
         }
-        if (!diet) {
+        if (!noSlow) {
             names.add("slow w1 " + o.versusThreads[o.versusThreads.length - 1]);
         }
         for (String n : names) {

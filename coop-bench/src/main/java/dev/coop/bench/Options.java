@@ -62,7 +62,10 @@ final class Options {
     int[] versusThreads = {8, 32};
     /** Rounds of the A/B runs (each round runs every variant once, in alternating order). */
     int abRounds = 4;
-    /** What workload ab compares: {@code steps} (the step path of issue 16) or {@code diet} (schema version 13). */
+    /**
+     * What workload ab compares: {@code steps} (the step path of issue 16), {@code diet} (schema version 13) or
+     * {@code advance} (the advance without count-off for runs with no parent to count off).
+     */
     String abChange = "steps";
     /** W1 sagas per run of the slow-commit A/B variant (commit_delay = 100 ms). */
     int slowSagas = 200;
@@ -92,7 +95,8 @@ final class Options {
         HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");
         HELP.put("--ab-change", "what workload ab compares: steps (default: the merged commit and quiet wake-ups,"
                 + " with slow commits too) or diet (schema version 13: before it, as shipped, and without the"
-                + " inspection indexes of run)");
+                + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
+                + " need it)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -213,8 +217,8 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!v.equals("steps") && !v.equals("diet")) {
-                    throw new IllegalArgumentException("--ab-change is steps or diet, was '" + v + "'");
+                if (!v.equals("steps") && !v.equals("diet") && !v.equals("advance")) {
+                    throw new IllegalArgumentException("--ab-change is steps, diet or advance, was '" + v + "'");
                 }
                 abChange = v;
             }

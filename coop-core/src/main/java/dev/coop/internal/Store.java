@@ -38,6 +38,11 @@ public final class Store {
     private final String advanceSql;
     private final String advanceCommitSql;
     private final String advanceContinueSql;
+    private final String aloneSql;
+    private final String aloneCommitSql;
+    private final String aloneContinueSql;
+    /** dev.coop.internal.fullAdvance=true: an A/B switch for the benchmark only (every advance with count-off). */
+    private final boolean fullAdvance = Boolean.getBoolean("dev.coop.internal.fullAdvance");
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -88,6 +93,9 @@ public final class Store {
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
+        this.aloneSql = schema.sql(Sql.ADVANCE_ALONE);
+        this.aloneCommitSql = aloneSql + ";\nCOMMIT";
+        this.aloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + reclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -317,7 +325,7 @@ public final class Store {
      */
     public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
-        return (Counted) advance(c, advanceSql, Tail.NONE, run, engine, entries, next);
+        return (Counted) advance(c, Tail.NONE, null, run, engine, entries, next);
     }
 
     /**
@@ -334,8 +342,7 @@ public final class Store {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        return (ClaimedRun) advance(c, reclaim ? advanceContinueSql : advanceCommitSql,
-                reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
+        return (ClaimedRun) advance(c, reclaim ? Tail.CONTINUE : Tail.COMMIT, null, run, engine, entries, next);
     }
 
     /** What is sent after the advance in the same round trip. */
@@ -343,7 +350,8 @@ public final class Store {
         NONE, COMMIT, CONTINUE, JOIN_LOOKUP
     }
 
-    private Object advance(Connection c, String sql, Tail tail, ClaimedRun run, String engine,
+    /** @param lookup the join lookup sent after the advance ({@link Tail#JOIN_LOOKUP} only) */
+    private Object advance(Connection c, Tail tail, String lookup, ClaimedRun run, String engine,
             List<LogEntry> entries, Advance next) throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
@@ -356,6 +364,14 @@ public final class Store {
             contexts[i] = entries.get(i).context();
         }
         boolean finished = next.status().isFinished();
+        UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
+        boolean alone = countOffAt == null && !fullAdvance;
+        String sql = switch (tail) {
+            case NONE -> alone ? aloneSql : advanceSql;
+            case COMMIT -> alone ? aloneCommitSql : advanceCommitSql;
+            case CONTINUE -> alone ? aloneContinueSql : advanceContinueSql;
+            case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
+        };
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
@@ -411,8 +427,9 @@ public final class Store {
             setInteger(ps, ++i, next.instance());
             ps.setInt(++i, next.instanceIteration());
             setInteger(ps, ++i, next.instance());
-            i = bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
-                    run.claimedAt(), now);
+            if (!alone) {
+                i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
+            }
             switch (tail) {
                 case NONE -> {
                     return readCounted(ps);
@@ -450,8 +467,7 @@ public final class Store {
         if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
             throw new IllegalArgumentException("only a finished run without a parent to count off");
         }
-        return (Finished) advance(c, advanceSql + ";\n" + lockPendingSql, Tail.JOIN_LOOKUP, run, engine, entries,
-                next);
+        return (Finished) advance(c, Tail.JOIN_LOOKUP, lockPendingSql, run, engine, entries, next);
     }
 
     private static Finished readFinished(PreparedStatement ps) throws SQLException {
