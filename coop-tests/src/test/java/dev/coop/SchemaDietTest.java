@@ -30,7 +30,8 @@ class SchemaDietTest {
 
     @Test
     void the_hot_tables_have_no_check_constraints_and_no_foreign_keys() throws Exception {
-        assertThat(constraints(db.dataSource(), "coop")).isEmpty();
+        Migrations.apply(db.dataSource(), new SchemaName("diet_fresh"));
+        assertThat(constraints(db.dataSource(), "diet_fresh")).isEmpty();
     }
 
     @Test
