@@ -24,6 +24,8 @@ import java.util.function.Supplier;
  *
  * <p>With {@code --ab-change advance}, "before" sends every advance with the parent's count-off
  * ({@code dev.coop.internal.fullAdvance}), "after" only the advances of runs that finished with an awaited parent.
+ * {@code --ab-change item3} compares both at once: "before" is the schema before version 13 with every advance
+ * counting off, "after" the engine and schema as shipped.
  */
 final class AbTest {
     private static final String SEPARATE_COMMITS = "dev.coop.internal.separateCommits";
@@ -66,8 +68,13 @@ final class AbTest {
     }
 
     private void use(String variant) {
-        if (o.abChange.equals("advance")) {
+        if (o.abChange.equals("advance") || o.abChange.equals("item3")) {
             System.setProperty(FULL_ADVANCE, Boolean.toString(variant.equals("before")));
+        }
+        if (o.abChange.equals("item3")) {
+            System.setProperty(SchemaVariant.PROPERTY, variant.equals("before") ? "pre-diet" : "shipped");
+        }
+        if (!o.abChange.equals("steps") && !o.abChange.equals("diet")) {
             return;
         }
         if (o.abChange.equals("diet")) {

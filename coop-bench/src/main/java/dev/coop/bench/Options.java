@@ -96,7 +96,7 @@ final class Options {
         HELP.put("--ab-change", "what workload ab compares: steps (default: the merged commit and quiet wake-ups,"
                 + " with slow commits too) or diet (schema version 13: before it, as shipped, and without the"
                 + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
-                + " need it)");
+                + " need it) or item3 (diet and advance together)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -217,8 +217,8 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!v.equals("steps") && !v.equals("diet") && !v.equals("advance")) {
-                    throw new IllegalArgumentException("--ab-change is steps, diet or advance, was '" + v + "'");
+                if (!List.of("steps", "diet", "advance", "item3").contains(v)) {
+                    throw new IllegalArgumentException("--ab-change is steps, diet, advance or item3, was '" + v + "'");
                 }
                 abChange = v;
             }
