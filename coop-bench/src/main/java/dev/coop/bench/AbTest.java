@@ -16,31 +16,47 @@ import java.util.function.Supplier;
  * {@code --versus-threads}, and W1 with slow commits ({@code commit_delay} = 100 ms, {@code commit_siblings} = 0:
  * every WAL flush waits 100 ms, as with a synchronous standby far away). The first round also counts statements and
  * round trips per step (deterministic) through the JDBC counter.
+ *
+ * <p>With {@code --ab-change diet} the variants are schemas instead ({@link SchemaVariant}): "before" puts back what
+ * schema version 13 dropped (text CHECKs and foreign keys on the hot tables), "after" is the schema as shipped, and
+ * "no-idx" also drops the two indexes of {@code run} that only inspection reads, to price them. No slow-commit runs
+ * (the schema changes no commit).
+ *
+ * <p>With {@code --ab-change advance}, "before" sends every advance with the parent's count-off
+ * ({@code dev.coop.internal.fullAdvance}), "after" only the advances of runs that finished with an awaited parent.
+ * {@code --ab-change item3} compares both at once: "before" is the schema before version 13 with every advance
+ * counting off, "after" the engine and schema as shipped.
  */
 final class AbTest {
     private static final String SEPARATE_COMMITS = "dev.coop.internal.separateCommits";
     private static final String SELF_NOTIFY = "dev.coop.internal.selfNotify";
+    private static final String FULL_ADVANCE = "dev.coop.internal.fullAdvance";
     private static final List<String> VARIANTS = List.of("before", "after");
+    private static final List<String> DIET_VARIANTS = List.of("before", "after", "no-idx");
 
     private final Options o;
+    private final boolean noSlow;
+    private final List<String> variants;
     private final Map<String, Runs> runs = new LinkedHashMap<>();
     private final Map<String, Object> counts = new LinkedHashMap<>();
 
     private AbTest(Options o) {
         this.o = o;
+        this.noSlow = !o.abChange.equals("steps"); // the slow-commit runs price commits only
+        this.variants = o.abChange.equals("diet") ? DIET_VARIANTS : VARIANTS;
     }
 
     static void run(Options o, Report report) {
         AbTest ab = new AbTest(o);
         try {
             for (int round = 0; round < o.abRounds; round++) {
-                List<String> order = round % 2 == 0 ? VARIANTS : VARIANTS.reversed();
+                List<String> order = round % 2 == 0 ? ab.variants : ab.variants.reversed();
                 for (String variant : order) {
                     ab.round(variant, round);
                 }
             }
         } finally {
-            use("after");
+            ab.use("after");
         }
         Map<String, Object> all = new LinkedHashMap<>();
         ab.runs.forEach((k, r) -> all.put(k, r.toMap()));
@@ -51,7 +67,24 @@ final class AbTest {
         report.extra(table);
     }
 
-    private static void use(String variant) {
+    private void use(String variant) {
+        if (o.abChange.equals("advance") || o.abChange.equals("item3")) {
+            System.setProperty(FULL_ADVANCE, Boolean.toString(variant.equals("before")));
+        }
+        if (o.abChange.equals("item3")) {
+            System.setProperty(SchemaVariant.PROPERTY, variant.equals("before") ? "pre-diet" : "shipped");
+        }
+        if (!o.abChange.equals("steps") && !o.abChange.equals("diet")) {
+            return;
+        }
+        if (o.abChange.equals("diet")) {
+            System.setProperty(SchemaVariant.PROPERTY, switch (variant) {
+                case "before" -> "pre-diet";
+                case "no-idx" -> "no-inspection-indexes";
+                default -> "shipped";
+            });
+            return;
+        }
         boolean before = variant.equals("before");
         System.setProperty(SEPARATE_COMMITS, Boolean.toString(before));
         System.setProperty(SELF_NOTIFY, Boolean.toString(before));
@@ -62,14 +95,22 @@ final class AbTest {
         String label = "round " + (round + 1) + "/" + o.abRounds;
         if (round == 0) {
             Map<String, Object> p = Profile.once(o, "w1");
-            counts.put(variant, Map.of("engineStatementsPerStep", p.get("engineStatementsPerUnit"),
-                    "engineRoundTripsPerStep", p.get("engineRoundTripsPerUnit"),
-                    "clientRoundTripsPerStep", p.get("clientRoundTripsPerUnit"),
-                    "xactCommitPerStep", p.get("xactCommitPerUnit"), "jdbc", p.get("jdbc")));
+            Map<String, Object> c = new LinkedHashMap<>();
+            c.put("engineStatementsPerStep", p.get("engineStatementsPerUnit"));
+            c.put("engineRoundTripsPerStep", p.get("engineRoundTripsPerUnit"));
+            c.put("clientRoundTripsPerStep", p.get("clientRoundTripsPerUnit"));
+            c.put("xactCommitPerStep", p.get("xactCommitPerUnit"));
+            c.put("walBytesPerStep", p.get("walBytesPerUnit"));
+            c.put("runHotUpdatesPerStep", p.get("runHotUpdatesPerUnit"));
+            c.put("jdbc", p.get("jdbc"));
+            counts.put(variant, c);
             Bench.progress("ab " + variant + " counts: " + Runs.summary(p));
         }
         for (int threads : o.versusThreads) {
             add(variant + " w1 " + threads, label, () -> w1(o.w1Sagas, threads, false));
+        }
+        if (noSlow) {
+            return;
         }
         int slowThreads = o.versusThreads[o.versusThreads.length - 1];
         add(variant + " slow w1 " + slowThreads, label, () -> w1(o.slowSagas, slowThreads, true));
@@ -106,31 +147,55 @@ final class AbTest {
 
     String table() {
         List<String> rows = new ArrayList<>();
-        rows.add("| A/B, same run (" + o.abRounds + " alternating rounds) | before | after | after / before |");
-        rows.add("|---|---:|---:|---:|");
+        StringBuilder head = new StringBuilder("| A/B, same run (" + o.abRounds + " alternating rounds) |");
+        StringBuilder line = new StringBuilder("|---|");
+        for (String v : variants) {
+            head.append(' ').append(v).append(" |");
+            line.append("---:|");
+        }
+        for (String v : variants.subList(1, variants.size())) {
+            head.append(' ').append(v).append(" / before |");
+            line.append("---:|");
+        }
+        rows.add(head.toString());
+        rows.add(line.toString());
         for (String metric : List.of("engineRoundTripsPerStep", "engineStatementsPerStep", "clientRoundTripsPerStep",
-                "xactCommitPerStep")) {
-            Object b = counts.get("before") instanceof Map<?, ?> m ? m.get(metric) : null;
-            Object a = counts.get("after") instanceof Map<?, ?> m ? m.get(metric) : null;
-            if (b instanceof Number nb && a instanceof Number na) {
-                rows.add(String.format(Locale.ROOT, "| W1 %s (counted) | %s | %s | %s |", metric,
-                        Report.fmt(nb.doubleValue()), Report.fmt(na.doubleValue()),
-                        Report.fmt(na.doubleValue() / nb.doubleValue())));
+                "xactCommitPerStep", "walBytesPerStep", "runHotUpdatesPerStep")) {
+            List<Double> values = new ArrayList<>();
+            for (String v : variants) {
+                values.add(counts.get(v) instanceof Map<?, ?> m && m.get(metric) instanceof Number n
+                        ? n.doubleValue()
+                        : Double.NaN);
             }
+            rows.add(row("W1 " + metric + " (counted)", values));
         }
         List<String> names = new ArrayList<>();
         for (int threads : o.versusThreads) {
             names.add("w1 " + threads);
         }
-        names.add("slow w1 " + o.versusThreads[o.versusThreads.length - 1]);
+        if (!noSlow) {
+            names.add("slow w1 " + o.versusThreads[o.versusThreads.length - 1]);
+        }
         for (String n : names) {
-            for (String key : List.of("stepsPerSec", "latencyP50Ms", "cpuUsPerStep")) {
-                double b = median("before " + n, key);
-                double a = median("after " + n, key);
-                rows.add(String.format(Locale.ROOT, "| %s %s (median) | %s | %s | %s |", n.toUpperCase(Locale.ROOT),
-                        key, Report.fmt(b), Report.fmt(a), Report.fmt(a / b)));
+            for (String key : List.of("stepsPerSec", "latencyP50Ms", "cpuUsPerStep", "pgCpuUsPerStep")) {
+                List<Double> values = new ArrayList<>();
+                for (String v : variants) {
+                    values.add(median(v + " " + n, key));
+                }
+                rows.add(row(n.toUpperCase(Locale.ROOT) + " " + key + " (median)", values));
             }
         }
         return String.join("\n", rows);
+    }
+
+    private static String row(String label, List<Double> values) {
+        StringBuilder r = new StringBuilder("| " + label + " |");
+        for (double v : values) {
+            r.append(' ').append(Report.fmt(v)).append(" |");
+        }
+        for (double v : values.subList(1, values.size())) {
+            r.append(' ').append(Report.fmt(v / values.getFirst())).append(" |");
+        }
+        return r.toString();
     }
 }

@@ -19,7 +19,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <ul>
  * <li>{@code baseline}: as W1.
- * <li>{@code no-fk}: the foreign keys of event and run on message dropped (a key-share row lock per event).
+ * <li>{@code no-fk}: the foreign keys of event and run on message dropped (a key-share row lock per event). Schema
+ * version 13 dropped them, so on the current schema this variant is the baseline; {@code --workloads ab --ab-change
+ * diet} measures them (and the CHECKs) against the shipped schema.
  * <li>{@code sql-cancel-check}: the PL/pgSQL {@code assert_not_cancelled} replaced by an inlinable SQL function
  * doing the same lookup (without raising: it shows the price of the PL/pgSQL call, not a drop-in fix).
  * <li>{@code no-notify}: the NOTIFY triggers dropped (one engine wakes itself in-process).

@@ -63,6 +63,11 @@ final class Options {
     int[] versusThreads = {8, 32};
     /** Rounds of the A/B runs (each round runs every variant once, in alternating order). */
     int abRounds = 4;
+    /**
+     * What workload ab compares: {@code steps} (the step path of issue 16), {@code diet} (schema version 13) or
+     * {@code advance} (the advance without count-off for runs with no parent to count off).
+     */
+    String abChange = "steps";
     /** W1 sagas per run of the slow-commit A/B variant (commit_delay = 100 ms). */
     int slowSagas = 200;
 
@@ -107,6 +112,10 @@ final class Options {
         HELP.put("--w1-threads", "W1 client thread counts (default 8,32,128)");
         HELP.put("--versus-threads", "W1 client thread counts of workloads versus and ab (default 8,32)");
         HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");
+        HELP.put("--ab-change", "what workload ab compares: steps (default: the merged commit and quiet wake-ups,"
+                + " with slow commits too) or diet (schema version 13: before it, as shipped, and without the"
+                + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
+                + " need it) or item3 (diet and advance together)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -248,6 +257,12 @@ final class Options {
                     .mapToInt(s -> positive(key, s)).toArray();
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
+            case "--ab-change" -> {
+                if (!List.of("steps", "diet", "advance", "item3").contains(v)) {
+                    throw new IllegalArgumentException("--ab-change is steps, diet, advance or item3, was '" + v + "'");
+                }
+                abChange = v;
+            }
             case "--durability" -> {
                 if (!v.equals("durable") && !v.equals("fast")) {
                     throw new IllegalArgumentException("--durability is durable or fast, was '" + v + "'");
@@ -365,6 +380,7 @@ final class Options {
         m.put("durability", durable ? "durable" : "fast");
         m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());
         m.put("abRounds", abRounds);
+        m.put("abChange", abChange);
         m.put("slowSagas", slowSagas);
         m.put("growthWidths", Arrays.stream(growthWidths).boxed().toList());
         m.put("growthDepths", Arrays.stream(growthDepths).boxed().toList());

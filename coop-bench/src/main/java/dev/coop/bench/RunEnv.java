@@ -83,11 +83,12 @@ final class RunEnv implements AutoCloseable {
         return m;
     }
 
-    /** Creates Coop's schema (as an engine or client would at start). */
+    /** Creates Coop's schema (as an engine or client would at start), then applies the A/B schema variant. */
     static void migrate(BenchDb db) {
         try (HikariDataSource m = db.server.dataSource(db.name, 1, "bench-migrate")) {
             Coop.client(m);
         }
+        SchemaVariant.apply(db);
     }
 
     /** Waits until the server has no backend left for a pool (they flush their statistics when they exit). */

@@ -37,6 +37,11 @@ final class Dispatcher {
     private boolean probing;
     /** A probe was asked for while one ran: what it read may be stale (the time jumped), so probe again. */
     private boolean reprobe;
+    /**
+     * The earliest due time asked for ({@link #dueIn}) while a probe ran, or {@link Long#MAX_VALUE}: the probe may
+     * have read the database before the commit that made it due, so its result must not push the next probe past it.
+     */
+    private long dueDuringProbe = Long.MAX_VALUE;
     private boolean stopped;
 
     Dispatcher(List<String> sagas, long pollNanos) {
@@ -140,6 +145,9 @@ final class Dispatcher {
         lock.lock();
         try {
             long at = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, millis));
+            if (probing && (dueDuringProbe == Long.MAX_VALUE || at - dueDuringProbe < 0)) {
+                dueDuringProbe = at;
+            }
             if (at - nextProbe < 0) {
                 nextProbe = at;
                 changed.signal();
@@ -215,7 +223,7 @@ final class Dispatcher {
                     next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(Math.max(0, due.nextMillis())));
                 }
             }
-            nextProbe = reprobe ? now : next;
+            nextProbe = reprobe ? now : earliest(next);
             reprobe = false;
             changed.signalAll();
         } finally {
@@ -228,7 +236,7 @@ final class Dispatcher {
         lock.lock();
         try {
             probing = false;
-            nextProbe = System.nanoTime() + delayNanos;
+            nextProbe = earliest(System.nanoTime() + delayNanos);
         } finally {
             lock.unlock();
         }
@@ -264,6 +272,13 @@ final class Dispatcher {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** {@code next}, or a due time asked for during the probe that just ended if that is earlier; forgets it. */
+    private long earliest(long next) {
+        long due = dueDuringProbe;
+        dueDuringProbe = Long.MAX_VALUE;
+        return due != Long.MAX_VALUE && due - next < 0 ? due : next;
     }
 
     private boolean markReady(String saga) {

@@ -82,7 +82,22 @@ final class Sql {
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
      * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
      */
-    static final String ADVANCE = ("""
+    static final String ADVANCE = Sql.ADVANCE_RUN + ", " + Sql.COUNT_OFF_PARENT.formatted(
+            "AND (SELECT count(*) FROM events) >= 0");
+
+    /**
+     * Advance of a run with no parent to count off (it did not finish, or it has no awaited parent): the same
+     * statement without the parent's update and COMMITTED insert, which would find nothing but still cost their
+     * planning and executor set-up on every step. Returns the same (empty) result as {@link #ADVANCE}.
+     */
+    static final String ADVANCE_ALONE = Sql.ADVANCE_RUN + """
+            SELECT NULL::uuid AS id, NULL::text AS saga, NULL::text AS status, NULL::uuid AS message_id,
+                   NULL::uuid AS parent_id
+             WHERE false
+            """;
+
+    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
+    private static final String ADVANCE_RUN = """
             WITH events AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context)
               SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context
@@ -116,9 +131,8 @@ final class Sql {
             ), instance AS (
               INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
               SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL
-            ), %s
-            """)
-            .formatted(Sql.COUNT_OFF_PARENT.formatted("AND (SELECT count(*) FROM events) >= 0"));
+            )
+            """;
 
     /**
      * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its

@@ -42,8 +42,14 @@ public final class Store {
     private final String limitedClaimSql;
     private final String limitedReclaimSql;
     private final String limitedAdvanceContinueSql;
+    private final String limitedAloneContinueSql;
     /** The sagas whose claims go through their limits (read from the registry; see {@link #limited(java.util.Set)}). */
     private volatile java.util.Set<String> limited = java.util.Set.of();
+    private final String aloneSql;
+    private final String aloneCommitSql;
+    private final String aloneContinueSql;
+    /** dev.coop.internal.fullAdvance=true: an A/B switch for the benchmark only (every advance with count-off). */
+    private final boolean fullAdvance = Boolean.getBoolean("dev.coop.internal.fullAdvance");
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -94,11 +100,15 @@ public final class Store {
         this.advanceSql = schema.sql(Sql.ADVANCE);
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
+        this.aloneSql = schema.sql(Sql.ADVANCE_ALONE);
+        this.aloneCommitSql = aloneSql + ";\nCOMMIT";
+        this.aloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + reclaimSql;
         this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
                 + " AND r.runnable_at <= {now}"
                 + " ORDER BY r.runnable_at"));
         this.limitedReclaimSql = schema.sql(limited("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         this.limitedAdvanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
+        this.limitedAloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -391,7 +401,7 @@ public final class Store {
      */
     public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
-        return (Counted) advance(c, advanceSql, Tail.NONE, run, engine, entries, next);
+        return (Counted) advance(c, Tail.NONE, null, run, engine, entries, next);
     }
 
     /**
@@ -408,9 +418,7 @@ public final class Store {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        String continueSql = isLimited(run.saga()) ? limitedAdvanceContinueSql : advanceContinueSql;
-        return (ClaimedRun) advance(c, reclaim ? continueSql : advanceCommitSql,
-                reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
+        return (ClaimedRun) advance(c, reclaim ? Tail.CONTINUE : Tail.COMMIT, null, run, engine, entries, next);
     }
 
     /** What is sent after the advance in the same round trip. */
@@ -418,7 +426,8 @@ public final class Store {
         NONE, COMMIT, CONTINUE, JOIN_LOOKUP
     }
 
-    private Object advance(Connection c, String sql, Tail tail, ClaimedRun run, String engine,
+    /** @param lookup the join lookup sent after the advance ({@link Tail#JOIN_LOOKUP} only) */
+    private Object advance(Connection c, Tail tail, String lookup, ClaimedRun run, String engine,
             List<LogEntry> entries, Advance next) throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
@@ -431,6 +440,16 @@ public final class Store {
             contexts[i] = entries.get(i).context();
         }
         boolean finished = next.status().isFinished();
+        UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
+        boolean alone = countOffAt == null && !fullAdvance;
+        String sql = switch (tail) {
+            case NONE -> alone ? aloneSql : advanceSql;
+            case COMMIT -> alone ? aloneCommitSql : advanceCommitSql;
+            case CONTINUE -> isLimited(run.saga())
+                    ? (alone ? limitedAloneContinueSql : limitedAdvanceContinueSql)
+                    : (alone ? aloneContinueSql : advanceContinueSql);
+            case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
+        };
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
@@ -486,8 +505,9 @@ public final class Store {
             setInteger(ps, ++i, next.instance());
             ps.setInt(++i, next.instanceIteration());
             setInteger(ps, ++i, next.instance());
-            i = bindCountOff(ps, i, next.status(), finished && run.awaited() ? run.parentId() : null, engine,
-                    run.claimedAt(), now);
+            if (!alone) {
+                i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
+            }
             switch (tail) {
                 case NONE -> {
                     return readCounted(ps);
@@ -522,8 +542,7 @@ public final class Store {
         if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
             throw new IllegalArgumentException("only a finished run without a parent to count off");
         }
-        return (Finished) advance(c, advanceSql + ";\n" + lockPendingSql, Tail.JOIN_LOOKUP, run, engine, entries,
-                next);
+        return (Finished) advance(c, Tail.JOIN_LOOKUP, lockPendingSql, run, engine, entries, next);
     }
 
     private static Finished readFinished(PreparedStatement ps) throws SQLException {

@@ -1,0 +1,55 @@
+package dev.coop.bench;
+
+import java.util.List;
+
+/**
+ * The schema a run's engine gets, changed after migration for A/B runs of schema work (benchmark only; system
+ * property {@code dev.coop.bench.schema}): {@code shipped} (default) leaves it as migrated; {@code pre-diet} puts back
+ * what schema version 13 dropped (the text CHECKs on {@code event} and {@code run}, their foreign keys to
+ * {@code message}); {@code no-inspection-indexes} also drops the two indexes only inspection reads
+ * ({@code run_created}, {@code run_saga_created}), to price them.
+ */
+final class SchemaVariant {
+    static final String PROPERTY = "dev.coop.bench.schema";
+
+    private static final List<String> PRE_DIET = List.of("""
+            ALTER TABLE coop.event ADD CONSTRAINT event_type_check
+              CHECK (type IN ('EMITTED', 'SEEN', 'SUSPENDED', 'COMMITTED', 'ROLLING_BACK', 'ROLLBACK_EMITTED',
+                              'ROLLED_BACK', 'ROLLBACK_FAILED', 'CANCELLATION_REQUESTED'))""",
+            "ALTER TABLE coop.event ADD CONSTRAINT event_message_id_fkey FOREIGN KEY (message_id)"
+                    + " REFERENCES coop.message (id)",
+            """
+                    ALTER TABLE coop.run ADD CONSTRAINT run_status_check
+                      CHECK (status IN ('RUNNABLE', 'WAITING', 'PARKED', 'COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'))""",
+            "ALTER TABLE coop.run ADD CONSTRAINT run_phase_check CHECK (phase IN ('HAPPY', 'ROLLBACK'))",
+            "ALTER TABLE coop.run ADD CONSTRAINT run_rollback_stage_check"
+                    + " CHECK (rollback_stage IN ('START', 'CHILDREN', 'COMPENSATE', 'FINISH'))",
+            "ALTER TABLE coop.run ADD CONSTRAINT run_resolution_check CHECK (resolution IN ('RETRY', 'SKIP'))",
+            "ALTER TABLE coop.run ADD CONSTRAINT run_message_id_fkey FOREIGN KEY (message_id)"
+                    + " REFERENCES coop.message (id)");
+
+    private static final List<String> NO_INSPECTION_INDEXES = List.of("DROP INDEX IF EXISTS coop.run_created",
+            "DROP INDEX IF EXISTS coop.run_saga_created");
+
+    private SchemaVariant() {
+    }
+
+    static String current() {
+        return System.getProperty(PROPERTY, "shipped");
+    }
+
+    /** Applies the current variant to a migrated schema {@code coop} (once: a reused database keeps it). */
+    static void apply(BenchDb db) {
+        List<String> sql = switch (current()) {
+            case "shipped" -> List.of();
+            case "pre-diet" -> db.longValue("SELECT count(*) FROM pg_constraint WHERE conname = 'run_status_check'"
+                    + " AND connamespace = 'coop'::regnamespace") > 0 ? List.of() : PRE_DIET;
+            case "no-inspection-indexes" -> NO_INSPECTION_INDEXES;
+            default -> throw new IllegalArgumentException(PROPERTY + " is shipped, pre-diet or no-inspection-indexes,"
+                    + " was '" + current() + "'");
+        };
+        for (String s : sql) {
+            db.exec(s);
+        }
+    }
+}
