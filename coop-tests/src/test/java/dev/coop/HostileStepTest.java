@@ -199,6 +199,7 @@ class HostileStepTest {
                 String trace = dev.coop.render.Renderers.text().render(client.tree(id));
                 assertThat(trace).as(sql).containsAnyOf("ended the transaction that claimed its run",
                         "must not call Connection.commit()");
+                dev.coop.test.Invariants.assertRunsWellFormed(events); // one SEEN, also when COMMIT made it durable
             }
             assertWorkerAlive(a, "ends-transaction");
         }

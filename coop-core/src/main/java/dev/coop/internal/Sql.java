@@ -27,7 +27,9 @@ final class Sql {
                FOR UPDATE SKIP LOCKED
             ), seen AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-              SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed WHERE NOT started
+              SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed c WHERE NOT started
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.event e -- a step that ran COMMIT itself made its SEEN durable
+                                  WHERE e.message_id = c.message_id AND e.saga = c.saga AND e.type = 'SEEN')
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
                    t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
