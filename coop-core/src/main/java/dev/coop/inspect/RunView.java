@@ -19,13 +19,24 @@ import java.util.UUID;
  *        tree lists ({@code collapsed} is not empty), only those that did not commit (up to a cap, oldest first)
  * @param collapsed when the read counted its children instead of listing them all: per saga, how many runs it caused
  *        and how they stand (listed children included); empty when every child is in {@code children}
+ * @param ordering its priority and ordering key, and the run it is held behind ({@link RunOrdering#NONE}: none)
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
-        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
+        Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+        RunOrdering ordering) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
+        ordering = ordering == null ? RunOrdering.NONE : ordering;
+    }
+
+    /** A run launched without priority or ordering key. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, RunOrdering.NONE);
     }
 
     /** A run whose children are all listed. */

@@ -11,6 +11,7 @@ import dev.coop.MessageId;
 import dev.coop.inspect.RunQuery;
 import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunOrdering;
 import dev.coop.inspect.RunView;
 import dev.coop.inspect.StepView;
 import java.sql.Connection;
@@ -37,7 +38,7 @@ public final class Inspection {
     /** A run row, before its steps and children are attached. */
     private record Row(UUID id, MessageId message, String topic, String saga, UUID[] lineage, UUID parent,
             RunStatus status, boolean rollingBack, OffsetDateTime created, OffsetDateTime started,
-            OffsetDateTime finished, String failure) {
+            OffsetDateTime finished, String failure, RunOrdering ordering) {
     }
 
     /** A tree this small (runs) is read whole, as long as its hierarchy's log is small too. */
@@ -53,7 +54,10 @@ public final class Inspection {
 
     private static final String ROW = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, %s, r.phase = 'ROLLBACK',
-                   r.created_at, r.started_at, r.finished_at, r.failure::text
+                   r.created_at, r.started_at, r.finished_at, r.failure::text, r.priority, r.ordering_key,
+                   CASE WHEN r.status = 'HELD' THEN
+                     (SELECT a.id FROM {schema}.run a WHERE a.saga = r.saga AND a.ordering_key = r.ordering_key
+                         AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED') LIMIT 1) END AS held_behind
             """.formatted(shownStatus("r"));
 
     /** The runs read and, for collapsed runs, their children's counts. */
@@ -285,7 +289,8 @@ public final class Inspection {
                         rs.getString(3), rs.getString(4), (UUID[]) rs.getArray(5).getArray(),
                         rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
                         rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
-                        rs.getObject(11, OffsetDateTime.class), rs.getString(12)));
+                        rs.getObject(11, OffsetDateTime.class), rs.getString(12),
+                        new RunOrdering(rs.getInt(13), rs.getString(14), rs.getObject(15, UUID.class))));
             }
         }
         return rows;
@@ -374,7 +379,7 @@ public final class Inspection {
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()),
                 counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
-                kids, collapsed);
+                kids, collapsed, r.ordering());
     }
 
     /**
@@ -580,9 +585,10 @@ public final class Inspection {
         counts.put(dev.coop.RunStatus.RUNNABLE, 0L);
         counts.put(dev.coop.RunStatus.WAITING, 0L);
         counts.put(dev.coop.RunStatus.PARKED, 0L);
+        counts.put(dev.coop.RunStatus.HELD, 0L);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT status, count(*) FROM {schema}.run
-                 WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED') GROUP BY status
+                 WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD') GROUP BY status
                 """));
                 java.sql.ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
@@ -607,7 +613,7 @@ public final class Inspection {
                 SELECT saga, status, count(*)::int AS n,
                        EXISTS (SELECT 1 FROM {schema}.engine e WHERE e.stopped_at IS NULL AND h.saga = ANY(e.sagas))
                          AS served
-                  FROM h WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED')
+                  FROM h WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
                  GROUP BY saga, status ORDER BY saga, status
                 """))) {
             ps.setObject(1, message.value());

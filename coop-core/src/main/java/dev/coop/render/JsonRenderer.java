@@ -20,6 +20,7 @@ import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
+import dev.coop.inspect.RunOrdering;
 import dev.coop.inspect.RunView;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
@@ -95,6 +96,15 @@ public final class JsonRenderer {
         n.set("lineage", lineage(r.lineage()));
         n.put("status", r.status().name());
         n.put("rollingBack", r.rollingBack());
+        if (r.ordering().priority() != 0) { // launch options: only when set
+            n.put("priority", r.ordering().priority());
+        }
+        if (r.ordering().orderingKey() != null) {
+            n.put("orderingKey", r.ordering().orderingKey());
+        }
+        if (r.ordering().heldBehind() != null) {
+            n.put("heldBehind", r.ordering().heldBehind().toString());
+        }
         n.put("createdAt", time(r.createdAt()));
         n.put("startedAt", time(r.startedAt()));
         n.put("finishedAt", time(r.finishedAt()));
@@ -151,7 +161,10 @@ public final class JsonRenderer {
                 text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
-                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed));
+                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed),
+                new RunOrdering(n.path("priority").asInt(0),
+                        n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
+                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null));
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {
