@@ -241,6 +241,7 @@ public final class Bench {
             case "experiments" -> Experiments.run(o, report);
             case "versus" -> Versus.run(o, report);
             case "ab" -> AbTest.run(o, report);
+            case "options" -> LaunchOptionsAb.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }
