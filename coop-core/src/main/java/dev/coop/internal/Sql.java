@@ -293,6 +293,15 @@ final class Sql {
             .collect(java.util.stream.Collectors.joining(", ", "r.priority IN (", ")"));
 
     /**
+     * {@code {now}} for a bound on {@code runnable_at} that an index can use: {@code statement_timestamp()} is stable
+     * within the statement, where {@code clock_timestamp()} is volatile and can only filter row by row (the claim
+     * then read every run not due yet, of higher priorities and, when nothing was due, all of them). The statement's
+     * start is microseconds before the clock reading; a run due in between is claimed next time. One bind
+     * parameter, as {@code {now}}.
+     */
+    static final String DUE_NOW = "coalesce(?::timestamptz, statement_timestamp())";
+
+    /**
      * Probe: per saga, milliseconds until its earliest runnable run is due, and until the earliest one due in the
      * future (which the first hides when it is due now). The claiming index is ordered by priority first, so the
      * priorities present are found by skipping from one to the next ({@code levels}, one index probe each), then two
@@ -314,10 +323,11 @@ final class Sql {
                                    WHERE r.saga = l.saga AND r.status = 'RUNNABLE' AND r.priority = l.p) d
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
                                    WHERE r.saga = l.saga AND r.status = 'RUNNABLE' AND r.priority = l.p
-                                     AND r.runnable_at > {now}) f
+                                     AND r.runnable_at > %s) f
              WHERE l.p IS NOT NULL
              GROUP BY l.saga
-            """;
+            """
+            .formatted(DUE_NOW);
 
     /** The statuses of a message's runs as readers show them: RUNNABLE while awaiting children is WAITING. */
     static final String RUN_STATUSES = """

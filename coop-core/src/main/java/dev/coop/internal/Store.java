@@ -79,7 +79,7 @@ public final class Store {
         this.time = java.util.Objects.requireNonNull(time, "time");
         this.claimSql = schema.sql(Sql.CLAIM
                 .formatted("r.saga = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
-                        + " AND r.runnable_at <= {now} ORDER BY r.priority DESC, r.runnable_at"));
+                        + " AND r.runnable_at <= " + Sql.DUE_NOW + " ORDER BY r.priority DESC, r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         this.reclaimUnchangedSql = schema.sql(

@@ -51,8 +51,8 @@ class LaunchOptionsSamplesTest {
             // tag::launch-options-client[]
             LaunchOptions options = LaunchOptions.none()
                     .idempotencyKey(payment.requestId()) // the same request twice launches once
-                    .orderingKey(payment.account())      // one payment per account at a time, in order
-                    .priority(5);                        // before the runs of priority 0
+                    .orderingKey(payment.account()) // one payment per account at a time, in order
+                    .priority(5); // before the runs of priority 0
             MessageId id = client.launch(payments, payment, options);
             MessageId again = client.launch(payments, payment, options); // == id, nothing launched
             // end::launch-options-client[]
