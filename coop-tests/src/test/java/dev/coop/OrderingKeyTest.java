@@ -251,4 +251,27 @@ class OrderingKeyTest {
             gate.open();
         }
     }
+    @Test
+    void a_launch_with_an_ordering_key_in_a_repeatable_read_transaction_is_refused_with_the_reason(
+            DataSource dataSource) throws Exception {
+        Topic<Transfer> topic = Topic.of("okey-isolation", Transfer.class);
+        Saga<Transfer> saga = Saga.on(topic, "okey-isolation-saga").step("go", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start();
+                java.sql.Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            c.setTransactionIsolation(java.sql.Connection.TRANSACTION_REPEATABLE_READ);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.client().launch(c, topic,
+                    new Transfer("acct-3", 1), LaunchOptions.none().orderingKey("acct-3")))
+                    .isInstanceOf(dev.coop.failure.CoopStoreException.class)
+                    .hasMessageContaining("must be launched in a READ COMMITTED transaction, not repeatable read")
+                    .hasMessageContaining("ordering key 'acct-3'");
+            c.rollback();
+            c.setTransactionIsolation(java.sql.Connection.TRANSACTION_READ_COMMITTED);
+            MessageId ok = engine.client().launch(c, topic, new Transfer("acct-3", 2),
+                    LaunchOptions.none().orderingKey("acct-3"));
+            c.commit();
+            assertThat(engine.client().awaitCompletion(ok, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+    }
 }

@@ -61,6 +61,12 @@ END $$;
 -- only HELD runs (nothing active: rows changed by hand), the oldest of them is released here, so no key stays stuck.
 CREATE FUNCTION {schema}.hold_keyed_run() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN -- a snapshot would miss a release
+    RAISE EXCEPTION USING ERRCODE = '0A000',
+      MESSAGE = 'A message with an ordering key must be launched in a READ COMMITTED transaction, not '
+                || current_setting('transaction_isolation') || ' (ordering key ' || quote_literal(NEW.ordering_key)
+                || ', saga ' || NEW.saga || ')';
+  END IF;
   PERFORM {schema}.ordering_key_lock(NEW.saga, NEW.ordering_key);
   NEW.key_seq := nextval('{schema}.run_key_seq');
   IF NEW.status = 'RUNNABLE' AND EXISTS (SELECT 1 FROM {schema}.run r WHERE r.saga = NEW.saga
