@@ -579,7 +579,7 @@ public final class Inspection {
      * are parked and which are runnable with no running engine for their saga (engines that stopped cleanly do not
      * count; crashed ones still do). Walks the runs by {@code parent_id}; only used when a wait gives up.
      */
-    /** How many runs are RUNNABLE, WAITING and PARKED: a scan of the index of unfinished runs only. */
+    /** How many runs are RUNNABLE, WAITING, PARKED and HELD: a scan of the index of unfinished runs only. */
     public java.util.Map<dev.coop.RunStatus, Long> unfinishedRuns(Connection c) throws SQLException {
         java.util.Map<dev.coop.RunStatus, Long> counts = new java.util.EnumMap<>(dev.coop.RunStatus.class);
         counts.put(dev.coop.RunStatus.RUNNABLE, 0L);
