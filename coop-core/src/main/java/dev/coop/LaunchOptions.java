@@ -129,6 +129,18 @@ public final class LaunchOptions {
     }
 
     @Override
+    public boolean equals(Object o) {
+        return o instanceof LaunchOptions other && Objects.equals(idempotencyKey, other.idempotencyKey)
+                && Objects.equals(priority, other.priority) && Objects.equals(orderingKey, other.orderingKey)
+                && Objects.equals(at, other.at) && Objects.equals(context, other.context);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(idempotencyKey, priority, orderingKey, at, context);
+    }
+
+    @Override
     public String toString() {
         StringBuilder s = new StringBuilder("LaunchOptions[");
         if (idempotencyKey != null) {

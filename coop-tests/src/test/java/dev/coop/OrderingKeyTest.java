@@ -274,4 +274,30 @@ class OrderingKeyTest {
             assertThat(engine.client().awaitCompletion(ok, WAIT)).isEqualTo(Outcome.COMMITTED);
         }
     }
+    @Test
+    void a_run_launching_into_its_own_saga_and_key_runs_its_child_within_its_turn_and_the_next_run_waits(
+            DataSource dataSource) {
+        Topic<Transfer> topic = Topic.of("okey-nested", Transfer.class);
+        List<String> order = Collections.synchronizedList(new ArrayList<>());
+        Saga<Transfer> saga = Saga.on(topic, "okey-nested-saga")
+                .step("split", step -> {
+                    order.add("start " + step.payload().n());
+                    if (step.payload().n() < 10) { // a child of the same saga and key: awaited by this run
+                        step.launch(topic, new Transfer(step.payload().account(), step.payload().n() * 10),
+                                LaunchOptions.none().orderingKey(step.payload().account()));
+                    }
+                })
+                .step("done", step -> order.add("end " + step.payload().n()))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).workers(4).register(saga).start()) {
+            CoopClient client = engine.client();
+            LaunchOptions key = LaunchOptions.none().orderingKey("acct-6");
+            MessageId first = client.launch(topic, new Transfer("acct-6", 1), key);
+            MessageId second = client.launch(topic, new Transfer("acct-6", 2), key);
+            assertThat(client.awaitCompletion(first, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.awaitCompletion(second, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(order).containsExactly("start 1", "start 10", "end 10", "end 1", "start 2", "start 20",
+                    "end 20", "end 2");
+        }
+    }
 }

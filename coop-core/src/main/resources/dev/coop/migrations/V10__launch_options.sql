@@ -57,18 +57,24 @@ BEGIN
   RETURN released;
 END $$;
 
--- A run with an ordering key is created HELD when its key has an unfinished run of the same saga. If the key has
--- only HELD runs (nothing active: rows changed by hand), the oldest of them is released here, so no key stays stuck.
+-- A run with an ordering key is created HELD when its key has an unfinished run of the same saga, unless one of its
+-- ancestors is a run of that saga and key (held behind its own ancestor, which waits for it, it would never run). If
+-- the key has only HELD runs (nothing active: rows changed by hand), the oldest of them is released here, so no key
+-- stays stuck.
 CREATE FUNCTION {schema}.hold_keyed_run() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN -- a snapshot would miss a release
-    RAISE EXCEPTION USING ERRCODE = '0A000',
+    RAISE EXCEPTION USING ERRCODE = 'CP003',
       MESSAGE = 'A message with an ordering key must be launched in a READ COMMITTED transaction, not '
                 || current_setting('transaction_isolation') || ' (ordering key ' || quote_literal(NEW.ordering_key)
                 || ', saga ' || NEW.saga || ')';
   END IF;
   PERFORM {schema}.ordering_key_lock(NEW.saga, NEW.ordering_key);
   NEW.key_seq := nextval('{schema}.run_key_seq');
+  IF EXISTS (SELECT 1 FROM {schema}.run a WHERE a.id = ANY(NEW.lineage) AND a.saga = NEW.saga
+                AND a.ordering_key = NEW.ordering_key) THEN
+    RETURN NEW; -- launched below a run of its saga and key, which waits for it: it runs within that run's turn
+  END IF;
   IF NEW.status = 'RUNNABLE' AND EXISTS (SELECT 1 FROM {schema}.run r WHERE r.saga = NEW.saga
                                             AND r.ordering_key = NEW.ordering_key
                                             AND r.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')) THEN
