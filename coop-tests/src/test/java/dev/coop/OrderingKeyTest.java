@@ -300,4 +300,42 @@ class OrderingKeyTest {
                     "end 20", "end 2");
         }
     }
+    @Test
+    void a_parent_that_gives_up_settles_its_held_child_and_the_key_goes_on(DataSource dataSource) throws Exception {
+        Topic<Transfer> topic = Topic.of("okey-deadline", Transfer.class);
+        Topic<Transfer> parentTopic = Topic.of("okey-deadline-parent", Transfer.class);
+        StepGate gate = new StepGate(WAIT);
+        Saga<Transfer> keyed = Saga.on(topic, "okey-deadline-saga").step("hold", step -> {
+            if (step.payload().n() == 1) {
+                gate.pass();
+            }
+        }).build();
+        Saga<Transfer> parent = Saga.on(parentTopic, "okey-deadline-parent-saga")
+                .step("launch", step -> step.launch(topic, step.payload(),
+                        LaunchOptions.none().orderingKey(step.payload().account())))
+                .step("after", step -> {
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).workers(4).register(keyed, parent).start()) {
+            CoopClient client = engine.client();
+            LaunchOptions key = LaunchOptions.none().orderingKey("acct-4");
+            MessageId holder = client.launch(topic, new Transfer("acct-4", 1), key);
+            gate.awaitArrivals(1, WAIT);
+            // the parent's child is held behind the gated run; the parent's deadline passes first
+            MessageId waiting = client.launch(parentTopic, new Transfer("acct-4", 2), LaunchOptions.none()
+                    .context(CooperationContext.of(Deadlines.HAPPY_PATH,
+                            Deadline.at(client.now().plusSeconds(2), "test"))));
+            assertThat(client.awaitCompletion(waiting, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            RunView child = client.tree(waiting).runs().get(0).children().get(0);
+            assertThat(child.status()).isEqualTo(RunStatus.ROLLED_BACK);
+            assertThat(child.startedAt()).isNull();
+            MessageId next = client.launch(topic, new Transfer("acct-4", 3), key);
+            assertThat(client.statuses(next)).containsExactly(RunStatus.HELD);
+            gate.open();
+            assertThat(client.awaitCompletion(holder, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.awaitCompletion(next, WAIT)).isEqualTo(Outcome.COMMITTED);
+        } finally {
+            gate.open();
+        }
+    }
 }

@@ -625,6 +625,9 @@ public final class Inspection {
                     String runs = n + (n == 1 ? " run" : " runs") + " of saga '" + saga + "'";
                     if (status.equals("PARKED")) {
                         parts.add(runs + " parked (an operator must retry or resolve: see parkedRuns)");
+                    } else if (status.equals("HELD")) {
+                        parts.add(runs + " held (an earlier run of the saga with the same ordering key has not"
+                                + " finished)");
                     } else if (!rs.getBoolean("served")) {
                         parts.add(runs + " " + status.toLowerCase(java.util.Locale.ROOT)
                                 + " with no running engine for that saga");
