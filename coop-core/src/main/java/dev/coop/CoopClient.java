@@ -157,9 +157,9 @@ public final class CoopClient {
         String what = "launch a message on topic '" + topic.name() + "'";
         Tx.Work<Launched> emit = c -> launch(c, launchStore, emission);
         // one statement: without strict topics nothing can refuse it afterwards, so it commits by itself (one round
-        // trip); strict topics check the result and roll the launch back when no saga handles the topic, and a
-        // key taken by another message is looked up after the emit
-        Launched launched = requireHandlers || separateCommits || emission.idempotencyKey() != null
+        // trip); strict topics check the result and roll the launch back when no saga handles the topic. A key taken
+        // by another message is looked up by a second statement, which sees the holder: the emit waited for it
+        Launched launched = requireHandlers || separateCommits
                 ? inTransaction(what, emit)
                 : Tx.oneStatement(dataSource, what, emit);
         launched.created().keySet().forEach(localWake);
