@@ -8,13 +8,14 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * W1 launched plainly and with every launch option set, alternating in one JVM on one server: "options" gives each
- * launch a priority (-10..10 in turn), an ordering key (one of 1,024 accounts, so runs of one key rarely meet in the
- * closed loop: this measures the cost of the options, not the serialisation) and an idempotency key of its own.
+ * W1 launched plainly and with launch options, alternating in one JVM on one server: "priority" gives each launch a
+ * priority (-10..10 in turn), "ordering" an ordering key (one of 1,024 accounts, so runs of one key rarely meet in the
+ * closed loop: this measures the cost of the option, not the serialisation), "idempotency" an idempotency key of its
+ * own, "options" all three.
  */
 final class LaunchOptionsAb {
     private static final String SWITCH = "dev.coop.bench.launchOptions";
-    private static final List<String> VARIANTS = List.of("plain", "options");
+    private static final List<String> VARIANTS = List.of("plain", "priority", "ordering", "idempotency", "options");
 
     private final Options o;
     private final Map<String, Runs> runs = new LinkedHashMap<>();
@@ -25,12 +26,24 @@ final class LaunchOptionsAb {
 
     /** Whether W1 launches with options (set by this workload only). */
     static boolean on() {
-        return Boolean.getBoolean(SWITCH);
+        String v = System.getProperty(SWITCH, "plain");
+        return !v.equals("plain");
     }
 
+    /** The options of launch {@code i}: one kind alone, or all of them ("options"). */
     static LaunchOptions options(int i) {
-        return LaunchOptions.none().priority(i % 21 - 10).orderingKey("account-" + (i % 1024))
-                .idempotencyKey("w1-" + i);
+        String v = System.getProperty(SWITCH, "plain");
+        LaunchOptions o = LaunchOptions.none();
+        if (v.equals("priority") || v.equals("options")) {
+            o = o.priority(i % 21 - 10);
+        }
+        if (v.equals("ordering") || v.equals("options")) {
+            o = o.orderingKey("account-" + (i % 1024));
+        }
+        if (v.equals("idempotency") || v.equals("options")) {
+            o = o.idempotencyKey("w1-" + i);
+        }
+        return o;
     }
 
     static void run(Options o, Report report) {
@@ -53,7 +66,7 @@ final class LaunchOptionsAb {
     }
 
     private void round(String variant, int round) {
-        System.setProperty(SWITCH, Boolean.toString(variant.equals("options")));
+        System.setProperty(SWITCH, variant);
         for (int threads : o.versusThreads) {
             BenchDb db = BenchDb.create("opt_w1", o.keep);
             Map<String, Object> m;
@@ -68,16 +81,22 @@ final class LaunchOptionsAb {
 
     private String table() {
         List<String> rows = new ArrayList<>();
-        rows.add("| W1, launch options (" + o.abRounds + " alternating rounds) | plain | options | options / plain |");
-        rows.add("|---|---:|---:|---:|");
+        rows.add("| W1 (" + o.abRounds + " alternating rounds, medians) | " + String.join(" | ", VARIANTS) + " |");
+        rows.add("|---" + "|---:".repeat(VARIANTS.size()) + "|");
         for (int threads : o.versusThreads) {
-            for (String key : List.of("stepsPerSec", "latencyP50Ms", "cpuUsPerStep")) {
-                Runs p = runs.get("plain w1 " + threads);
-                Runs a = runs.get("options w1 " + threads);
-                double b = p == null ? Double.NaN : p.median(key);
-                double x = a == null ? Double.NaN : a.median(key);
-                rows.add(String.format(Locale.ROOT, "| W1 %d threads %s (median) | %s | %s | %s |", threads, key,
-                        Report.fmt(b), Report.fmt(x), Report.fmt(x / b)));
+            for (String key : List.of("stepsPerSec", "latencyP50Ms", "latencyP95Ms", "cpuUsPerStep")) {
+                StringBuilder row = new StringBuilder("| " + threads + " threads " + key + " |");
+                double plain = runs.get("plain w1 " + threads).median(key);
+                for (String v : VARIANTS) {
+                    Runs r = runs.get(v + " w1 " + threads);
+                    double x = r == null ? Double.NaN : r.median(key);
+                    row.append(' ').append(Report.fmt(x));
+                    if (!v.equals("plain")) {
+                        row.append(String.format(Locale.ROOT, " (%.2f)", x / plain));
+                    }
+                    row.append(" |");
+                }
+                rows.add(row.toString());
             }
         }
         return String.join("\n", rows);
