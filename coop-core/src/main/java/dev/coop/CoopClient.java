@@ -143,17 +143,28 @@ public final class CoopClient {
 
     /** Launches a message with a context, whose runs start at {@code at} (null: at once). */
     public <P> MessageId launch(Topic<P> topic, P payload, CooperationContext context, Instant at) {
-        Emission emission = emission(topic, payload, context, at);
+        return launch(topic, payload, options(context, at));
+    }
+
+    /**
+     * Launches a message on the global scope in its own transaction, as {@link #launch(Topic, Object)}, with the
+     * given options: an idempotency key, a priority, an ordering key, a start time, context.
+     *
+     * @return the message's id; with an idempotency key that a message of the topic already holds, that message's
+     *         id, and nothing is launched (also when the two launches race from different connections)
+     */
+    public <P> MessageId launch(Topic<P> topic, P payload, LaunchOptions options) {
+        Emission emission = emission(topic, payload, options);
         String what = "launch a message on topic '" + topic.name() + "'";
-        Tx.Work<Map<String, Integer>> emit = c -> launchStore.emit(c, null, null, null, null, null, null,
-                List.of(emission));
+        Tx.Work<Launched> emit = c -> launch(c, launchStore, emission);
         // one statement: without strict topics nothing can refuse it afterwards, so it commits by itself (one round
-        // trip); strict topics check the result and roll the launch back when no saga handles the topic
-        Map<String, Integer> created = requireHandlers || separateCommits
+        // trip); strict topics check the result and roll the launch back when no saga handles the topic. A key taken
+        // by another message is looked up by a second statement, which sees the holder: the emit waited for it
+        Launched launched = requireHandlers || separateCommits
                 ? inTransaction(what, emit)
                 : Tx.oneStatement(dataSource, what, emit);
-        created.keySet().forEach(localWake);
-        return new MessageId(emission.messageId());
+        launched.created().keySet().forEach(localWake);
+        return new MessageId(launched.id());
     }
 
     /**
@@ -170,34 +181,66 @@ public final class CoopClient {
      */
     public <P> MessageId launch(Connection connection, Topic<P> topic, P payload, CooperationContext context,
             Instant at) {
+        return launch(connection, topic, payload, options(context, at));
+    }
+
+    /**
+     * Launches a message inside the caller's transaction with the given options; see
+     * {@link #launch(Connection, Topic, Object)} and {@link #launch(Topic, Object, LaunchOptions)}. With an
+     * idempotency key or an ordering key the transaction must be {@code READ COMMITTED} (PostgreSQL's default): a
+     * launch of the same key in flight elsewhere is waited for, then seen.
+     */
+    public <P> MessageId launch(Connection connection, Topic<P> topic, P payload, LaunchOptions options) {
         Objects.requireNonNull(connection, "connection");
-        Emission emission = emission(topic, payload, context, at);
+        Emission emission = emission(topic, payload, options);
         try {
-            emit(connection, emission);
+            return new MessageId(launch(connection, store, emission).id());
         } catch (SQLException e) {
             throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
                     + e.getMessage(), e);
         }
-        return new MessageId(emission.messageId());
     }
 
-    private <P> Emission emission(Topic<P> topic, P payload, CooperationContext context, Instant at) {
+    private static LaunchOptions options(CooperationContext context, Instant at) {
+        LaunchOptions options = LaunchOptions.none().context(Objects.requireNonNull(context, "context"));
+        return at == null ? options : options.at(at);
+    }
+
+    /** A launch's message (the one written, or the one holding its idempotency key) and the runs created. */
+    private record Launched(UUID id, Map<String, Integer> created) {
+    }
+
+    private static Launched launch(Connection c, Store store, Emission emission) throws SQLException {
+        for (int attempt = 0;; attempt++) {
+            Store.Emitted emitted = store.emitAll(c, null, null, null, null, null, null, List.of(emission));
+            if (emitted.duplicates().isEmpty()) {
+                return new Launched(emission.messageId(), emitted.created());
+            }
+            // the emit waited for a launch of the key in flight; this new statement sees it committed
+            UUID holder = store.messageWithKey(c, emission.topic(), emission.idempotencyKey());
+            if (holder != null || attempt == 2) {
+                if (holder == null) {
+                    throw new SQLException("The idempotency key '" + emission.idempotencyKey() + "' of topic '"
+                            + emission.topic() + "' is held by a message that cannot be read", Store.KEY_TAKEN);
+                }
+                return new Launched(holder, Map.of());
+            }
+            // the holder was deleted (retention) between the two statements: launch again
+        }
+    }
+
+    private <P> Emission emission(Topic<P> topic, P payload, LaunchOptions options) {
         Objects.requireNonNull(topic, "topic");
-        Objects.requireNonNull(context, "context");
+        Objects.requireNonNull(options, "options");
+        CooperationContext context = options.context();
         if (!listeners.isEmpty()) {
             context = listeners.launching(topic.name(), context);
         }
         json.checkLaunchContext(context);
-        if (at != null) {
-            Limits.instant("The start time of a message on topic '" + topic.name() + "'", at);
-        }
         return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload),
                 json.writeContext(context.withMapper(json.mapper())),
-                at == null ? null : at.atOffset(ZoneOffset.UTC));
-    }
-
-    private Map<String, Integer> emit(Connection c, Emission emission) throws SQLException {
-        return store.emit(c, null, null, null, null, null, null, List.of(emission));
+                options.at().map(at -> at.atOffset(ZoneOffset.UTC)).orElse(null),
+                options.idempotencyKey().orElse(null), options.priority(), options.orderingKey().orElse(null));
     }
 
     /**

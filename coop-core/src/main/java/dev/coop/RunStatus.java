@@ -8,6 +8,11 @@ public enum RunStatus {
     WAITING,
     /** Stopped for an operator: retries exhausted, or its saga no longer has the step it is at. */
     PARKED,
+    /**
+     * Not started: an earlier run of its saga with the same ordering key has not finished (see
+     * {@link LaunchOptions#orderingKey(String)}). It becomes {@link #RUNNABLE} when its turn comes.
+     */
+    HELD,
     /** Finished: every step and every child committed. */
     COMMITTED,
     /** Finished: it rolled back. */
@@ -16,6 +21,6 @@ public enum RunStatus {
     ROLLBACK_FAILED;
 
     public boolean isFinished() {
-        return this != RUNNABLE && this != WAITING && this != PARKED;
+        return this != RUNNABLE && this != WAITING && this != PARKED && this != HELD;
     }
 }

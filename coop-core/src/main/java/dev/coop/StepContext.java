@@ -131,6 +131,21 @@ public interface StepContext<P> {
     <T> MessageId launch(Topic<T> topic, T payload, CooperationContext context, Instant at);
 
     /**
+     * Launches a message in this run's scope, as {@link #launch(Topic, Object)}, with the given options (see
+     * {@link LaunchOptions}): its runs start with this run's context plus the options' context.
+     *
+     * @return the message's id; with an idempotency key that a message of the topic already holds, that message's id,
+     *         and nothing is launched: this run does not wait for that message
+     */
+    <T> MessageId launch(Topic<T> topic, T payload, LaunchOptions options);
+
+    /**
+     * Launches a message that starts a new, independent hierarchy, as {@link #launchOnGlobalScope(Topic, Object)},
+     * with the given options (see {@link LaunchOptions}); its runs start with the options' context only.
+     */
+    <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, LaunchOptions options);
+
+    /**
      * Launches a message that starts a new, independent hierarchy; this run does not wait for it. Its runs start
      * with an empty context.
      */

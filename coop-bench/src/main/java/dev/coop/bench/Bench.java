@@ -254,6 +254,7 @@ public final class Bench {
             case "growth" -> Growth.run(o, report);
             case "sweep" -> Growth.sweep(o, report);
             case "limits" -> LimitsAb.run(o, report);
+            case "options" -> LaunchOptionsAb.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

@@ -15,8 +15,8 @@ final class Options {
     static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
-    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "limits", "experiments", "prune",
-            "observed", "growth", "sweep");
+    static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "limits", "options", "experiments",
+            "prune", "observed", "growth", "sweep");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;

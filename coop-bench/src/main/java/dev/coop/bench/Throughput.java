@@ -71,8 +71,10 @@ final class Throughput {
         try (CoopEngine engine = builder.start()) {
             CoopClient client = engine.client();
             c0 = Cpu.take();
-            r = ClosedLoop.run(sagas, threads, i -> client.launch(topic, new Job(i)), client,
-                    Duration.ofSeconds(o.timeoutSeconds));
+            boolean options = LaunchOptionsAb.on();
+            r = ClosedLoop.run(sagas, threads, i -> options
+                    ? client.launch(topic, new Job(i), LaunchOptionsAb.options(i))
+                    : client.launch(topic, new Job(i)), client, Duration.ofSeconds(o.timeoutSeconds));
             c1 = Cpu.take();
         }
         Verify.noFailures("W1", r.failures());

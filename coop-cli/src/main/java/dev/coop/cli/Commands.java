@@ -118,7 +118,7 @@ final class Commands {
 
     @Command(name = "runs", mixinStandardHelpOptions = true, description = "List runs, newest first, by status, saga, topic and age.")
     static final class Runs extends Base {
-        @Option(names = "--status", paramLabel = "<status>", converter = StatusConverter.class, description = "RUNNABLE, WAITING, PARKED, COMMITTED, ROLLED_BACK or ROLLBACK_FAILED")
+        @Option(names = "--status", paramLabel = "<status>", converter = StatusConverter.class, description = "RUNNABLE, WAITING, PARKED, HELD, COMMITTED, ROLLED_BACK or ROLLBACK_FAILED")
         RunStatus status;
 
         @Option(names = "--saga", paramLabel = "<saga>", description = "Only runs of this saga")

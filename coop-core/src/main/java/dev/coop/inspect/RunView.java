@@ -23,22 +23,42 @@ import java.util.UUID;
  *        version that executes it
  * @param waitingFor why a runnable, due run that no engine executes right now is not running: its saga's limits
  *        ({@code "waiting for a slot (3 of 3 busy)"}, {@code "rate limited until <instant>"}); null otherwise
+ * @param ordering its priority and ordering key, and the run it is held behind ({@link RunOrdering#NONE}: none)
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
         Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
-        int sagaVersion, String waitingFor) {
+        int sagaVersion, String waitingFor, RunOrdering ordering) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
+        ordering = ordering == null ? RunOrdering.NONE : ordering;
     }
 
-    /** A run of version 1 of its saga, not held back by its saga's limits. */
+    /** A run of version 1 of its saga, not held back by its saga's limits, launched without launch options. */
     public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
             boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
             Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed) {
         this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
-                steps, children, collapsed, 1, null);
+                steps, children, collapsed, 1, null, RunOrdering.NONE);
+    }
+
+    /** A run of version 1 of its saga, not held back by its saga's limits, with the given launch options. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+            RunOrdering ordering) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, 1, null, ordering);
+    }
+
+    /** A run launched without launch options. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+            int sagaVersion, String waitingFor) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, sagaVersion, waitingFor, RunOrdering.NONE);
     }
 
     /** A run of version 1 of its saga whose children are all listed. */

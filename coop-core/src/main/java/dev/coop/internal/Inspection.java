@@ -11,6 +11,7 @@ import dev.coop.MessageId;
 import dev.coop.inspect.RunQuery;
 import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunOrdering;
 import dev.coop.inspect.RunView;
 import dev.coop.inspect.StepView;
 import java.sql.Connection;
@@ -37,7 +38,7 @@ public final class Inspection {
     /** A run row, before its steps and children are attached. */
     private record Row(UUID id, MessageId message, String topic, String saga, UUID[] lineage, UUID parent,
             RunStatus status, boolean rollingBack, OffsetDateTime created, OffsetDateTime started,
-            OffsetDateTime finished, String failure, int sagaVersion) {
+            OffsetDateTime finished, String failure, int sagaVersion, RunOrdering ordering) {
     }
 
     /** A tree this small (runs) is read whole, as long as its hierarchy's log is small too. */
@@ -53,7 +54,11 @@ public final class Inspection {
 
     private static final String ROW = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, %s, r.phase = 'ROLLBACK',
-                   r.created_at, r.started_at, r.finished_at, r.failure::text, r.saga_version
+                   r.created_at, r.started_at, r.finished_at, r.failure::text, r.saga_version, r.priority,
+                   r.ordering_key,
+                   CASE WHEN r.status = 'HELD' THEN
+                     (SELECT a.id FROM {schema}.run a WHERE a.saga = r.saga AND a.ordering_key = r.ordering_key
+                         AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED') LIMIT 1) END AS held_behind
             """.formatted(shownStatus("r"));
 
     /** The runs read and, for collapsed runs, their children's counts. */
@@ -286,7 +291,8 @@ public final class Inspection {
                         rs.getString(3), rs.getString(4), (UUID[]) rs.getArray(5).getArray(),
                         rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
                         rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
-                        rs.getObject(11, OffsetDateTime.class), rs.getString(12), rs.getInt(13)));
+                        rs.getObject(11, OffsetDateTime.class), rs.getString(12), rs.getInt(13),
+                        new RunOrdering(rs.getInt(14), rs.getString(15), rs.getObject(16, UUID.class))));
             }
         }
         return rows;
@@ -410,7 +416,7 @@ public final class Inspection {
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()),
                 counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
-                kids, collapsed, r.sagaVersion(), waitingFor);
+                kids, collapsed, r.sagaVersion(), waitingFor, r.ordering());
     }
 
     /**
@@ -610,15 +616,16 @@ public final class Inspection {
      * are parked and which are runnable with no running engine for their saga (engines that stopped cleanly do not
      * count; crashed ones still do). Walks the runs by {@code parent_id}; only used when a wait gives up.
      */
-    /** How many runs are RUNNABLE, WAITING and PARKED: a scan of the index of unfinished runs only. */
+    /** How many runs are RUNNABLE, WAITING, PARKED and HELD: a scan of the index of unfinished runs only. */
     public java.util.Map<dev.coop.RunStatus, Long> unfinishedRuns(Connection c) throws SQLException {
         java.util.Map<dev.coop.RunStatus, Long> counts = new java.util.EnumMap<>(dev.coop.RunStatus.class);
         counts.put(dev.coop.RunStatus.RUNNABLE, 0L);
         counts.put(dev.coop.RunStatus.WAITING, 0L);
         counts.put(dev.coop.RunStatus.PARKED, 0L);
+        counts.put(dev.coop.RunStatus.HELD, 0L);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT status, count(*) FROM {schema}.run
-                 WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED') GROUP BY status
+                 WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD') GROUP BY status
                 """));
                 java.sql.ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
@@ -648,7 +655,7 @@ public final class Inspection {
                          AS served,
                        EXISTS (SELECT 1 FROM {schema}.engine e WHERE e.stopped_at IS NULL AND h.saga = ANY(e.sagas))
                          AS named
-                  FROM h WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED')
+                  FROM h WHERE status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
                  GROUP BY saga, saga_version, status ORDER BY saga, saga_version, status
                 """))) {
             ps.setObject(1, message.value());
@@ -662,6 +669,9 @@ public final class Inspection {
                             + (version == 1 ? "" : " version " + version);
                     if (status.equals("PARKED")) {
                         parts.add(runs + " parked (an operator must retry or resolve: see parkedRuns)");
+                    } else if (status.equals("HELD")) {
+                        parts.add(runs + " held (an earlier run of the saga with the same ordering key has not"
+                                + " finished)");
                     } else if (!rs.getBoolean("served")) {
                         parts.add(runs + " " + status.toLowerCase(java.util.Locale.ROOT)
                                 + (version == 1 && !rs.getBoolean("named")

@@ -38,6 +38,42 @@ public final class Limits {
         return -1;
     }
 
+    /** The lowest and highest priority of a launch (the claim lists each of them, see Sql.EVERY_PRIORITY). */
+    public static final int MIN_PRIORITY = -10;
+    public static final int MAX_PRIORITY = 10;
+
+    /** The longest idempotency or ordering key (characters). */
+    public static final int MAX_KEY_LENGTH = 255;
+
+    /**
+     * A launch key (idempotency, ordering): 1 to {@value #MAX_KEY_LENGTH} characters, no control characters (NUL
+     * cannot be stored; the others would garble logs and terminals), no lone surrogate. Keys are untrusted input;
+     * they are only ever bind parameters.
+     */
+    public static String key(String what, String key) {
+        if (key == null) {
+            throw new CoopValidationException(what + " must not be null");
+        }
+        if (key.isEmpty() || key.isBlank()) {
+            throw new CoopValidationException(what + " must not be empty or blank, was '" + key + "'");
+        }
+        for (int i = 0; i < key.length(); i++) {
+            if (Character.isISOControl(key.charAt(i))) {
+                throw new CoopValidationException(what + " must not contain control characters, found U+"
+                        + String.format("%04X", (int) key.charAt(i)) + " at index " + i);
+            }
+        }
+        if (key.length() > MAX_KEY_LENGTH) {
+            throw new CoopValidationException(what + " must be at most " + MAX_KEY_LENGTH + " characters, was "
+                    + key.length() + " characters starting '" + key.substring(0, 20) + "...'");
+        }
+        int surrogate = loneSurrogateAt(key);
+        if (surrogate >= 0) {
+            throw new CoopValidationException(what + " contains an unpaired surrogate at index " + surrogate);
+        }
+        return key;
+    }
+
     /** The longest wait Coop takes: sleeps, retry delays (100 years). */
     public static final Duration MAX_DELAY = Duration.ofDays(36_525);
     /** The latest instant Coop stores (due times, launches); PostgreSQL itself goes further, java.time less far. */

@@ -100,7 +100,7 @@ public final class Operations {
                       UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
                        WHERE id IN (SELECT id FROM {schema}.run
                                      WHERE lineage[1] = ?
-                                       AND (status IN ('RUNNABLE', 'PARKED')
+                                       AND (status IN ('RUNNABLE', 'PARKED', 'HELD')
                                             OR (status = 'WAITING' AND phase = 'HAPPY'))
                                        AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                                        AND EXISTS (SELECT 1 FROM requested)
@@ -135,7 +135,7 @@ public final class Operations {
     private boolean hasActiveRun(Connection c, Scope scope, boolean countRollbacks) {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT EXISTS (SELECT 1 FROM {schema}.run
-                                WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED')
+                                WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
                                   AND (? OR phase = 'HAPPY')
                                   AND lineage[1:cardinality(?::uuid[])] = ?::uuid[])
                 """))) {

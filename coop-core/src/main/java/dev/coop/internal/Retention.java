@@ -37,7 +37,7 @@ public final class Retention {
              WHERE r.parent_id IS NULL AND r.status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')
                AND r.finished_at < ?
                AND NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = r.lineage[1] AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
+                                WHERE a.lineage[1] = r.lineage[1] AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD'))
                AND NOT EXISTS (SELECT 1 FROM {schema}.run o
                                 WHERE o.message_id = r.message_id AND (o.finished_at IS NULL OR o.finished_at >= ?))
             """;
@@ -51,7 +51,7 @@ public final class Retention {
     private static final String PRUNABLE = """
             SELECT r FROM unnest(?::uuid[]) r
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = r AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED'))
+                                WHERE a.lineage[1] = r AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD'))
                AND NOT EXISTS (SELECT 1 FROM {schema}.run o
                                 WHERE o.message_id = r AND (o.finished_at IS NULL OR o.finished_at >= ?))
             """;

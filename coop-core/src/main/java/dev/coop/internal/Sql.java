@@ -47,36 +47,48 @@ final class Sql {
     /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
-     * parent waits for them.
+     * parent waits for them. A message with an idempotency key
+     * that another message of its topic already holds is not written (nor its event and runs); it comes back as
+     * {@code '!' || n} (its ordinal) so that the caller can look the holder up. A run with an ordering key may be
+     * created HELD instead of RUNNABLE (trigger {@code run_keyed_hold}, schema version 10).
      */
     static final String EMIT = """
             WITH input AS (
-              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.n
-                FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
-                     WITH ORDINALITY AS u(id, topic, payload, context, due, n)
+              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.idem, u.priority, u.okey, u.n
+                FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
+                            ?::text[])
+                     WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, n)
             ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at)
-              SELECT id, topic, payload, {now} FROM input ORDER BY n
+              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
+              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
+              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+              RETURNING id, idempotency_key IS NOT NULL AS keyed
+            ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
+              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)
+            ), written AS (
+              SELECT * FROM input WHERE id NOT IN (SELECT id FROM duplicate)
             ), emitted AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM input ORDER BY n
+              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM written ORDER BY n
             ), runs AS (
               INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
-                                        context, runnable_at)
+                                        context, runnable_at, priority, ordering_key)
               SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid,
-                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now})
-                FROM (SELECT {schema}.uuid_v7() AS id, input.id AS message_id, reg.saga, reg.version, input.context,
-                             input.due
-                        FROM input JOIN {schema}.saga_registration reg ON reg.topic = input.topic
-                       ORDER BY input.n, reg.saga) x
+                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey
+                FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, reg.saga, reg.version,
+                             written.context, written.due, written.priority, written.okey
+                        FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
+                       ORDER BY written.n, reg.saga) x
               RETURNING saga
             ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 9)
               SELECT set_config('coop.local_sagas', ?, true)
             )
             SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
             UNION ALL -- topics nobody handles come back as '#topic' (saga names cannot start with '#')
-            SELECT DISTINCT '#' || input.topic, 0 FROM input
-             WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = input.topic)
+            SELECT DISTINCT '#' || written.topic, 0 FROM written
+             WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
+            UNION ALL -- keys already taken come back as '!', with the message's ordinal
+            SELECT '!', n::int FROM duplicate
             """;
 
     /**
@@ -226,7 +238,8 @@ final class Sql {
     /** How many awaited runs caused by a step instance have not started yet. */
     static final String COUNT_UNSTARTED = """
             SELECT count(*)::int FROM {schema}.run
-             WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status = 'RUNNABLE' AND awaited
+             WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status IN ('RUNNABLE', 'HELD')
+               AND awaited
             """;
 
     /**
@@ -236,7 +249,8 @@ final class Sql {
     static final String DETACH_UNSTARTED = """
             WITH d AS (
               SELECT id FROM {schema}.run
-               WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status = 'RUNNABLE' AND awaited
+               WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status IN ('RUNNABLE', 'HELD')
+                 AND awaited
                FOR UPDATE SKIP LOCKED
             ), detached AS (
               UPDATE {schema}.run r SET awaited = false, version = r.version + 1 FROM d WHERE r.id = d.id RETURNING 1
@@ -253,8 +267,8 @@ final class Sql {
     static final String SETTLE_UNSTARTED = """
             WITH d AS (
               SELECT id FROM {schema}.run
-               WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL AND status IN ('RUNNABLE', 'PARKED')
-                 AND awaited
+               WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL
+                 AND status IN ('RUNNABLE', 'PARKED', 'HELD') AND awaited
                ORDER BY id
                FOR UPDATE SKIP LOCKED
             ), settled AS (
@@ -285,22 +299,57 @@ final class Sql {
             """;
 
     /**
+     * The claim's condition on {@code r.priority}: every priority, highest first, in the index condition. With it
+     * PostgreSQL walks {@code run_runnable (saga, priority DESC, runnable_at)} once per priority present and stops at
+     * the first due run, instead of reading every run of a higher priority that is not due yet.
+     */
+    static final String EVERY_PRIORITY = java.util.stream.IntStream
+            .rangeClosed(Limits.MIN_PRIORITY, Limits.MAX_PRIORITY)
+            .map(p -> Limits.MAX_PRIORITY + Limits.MIN_PRIORITY - p)
+            .mapToObj(String::valueOf)
+            .collect(java.util.stream.Collectors.joining(", ", "r.priority IN (", ")"));
+
+    /**
+     * {@code {now}} for a bound on {@code runnable_at} that an index can use: {@code statement_timestamp()} is stable
+     * within the statement, where {@code clock_timestamp()} is volatile and can only filter row by row (the claim
+     * then read every run not due yet, of higher priorities and, when nothing was due, all of them). The statement's
+     * start is microseconds before the clock reading; a run due in between is claimed next time. One bind
+     * parameter, as {@code {now}}.
+     */
+    static final String DUE_NOW = "coalesce(?::timestamptz, statement_timestamp())";
+
+    /**
      * Probe: per saga version, milliseconds until its earliest runnable run is due, and until the earliest one due in
-     * the future (which the first hides when it is due now); two index probes per saga version. Runs of versions the
-     * engine does not have are not looked at: it could not claim them.
+     * the future (which the first hides when it is due now). The claiming index is ordered by version, then priority,
+     * so the priorities present are found by skipping from one to the next ({@code levels}, one index probe each),
+     * then two index probes per priority present: with no priorities set, four probes per saga version. Runs of
+     * versions the engine does not have are not looked at: it could not claim them.
      */
     static final String PROBE = """
-            SELECT s.saga, floor(extract(epoch FROM (d.due - {now})) * 1000)::bigint,
-                   ceil(extract(epoch FROM (f.due - {now})) * 1000)::bigint
-              FROM unnest(?::text[], ?::int[]) AS s(saga, version)
+            WITH RECURSIVE levels(saga, version, p) AS (
+              SELECT s.saga, s.version, (SELECT max(r.priority) FROM {schema}.run r
+                                          WHERE r.saga = s.saga AND r.saga_version = s.version
+                                            AND r.status = 'RUNNABLE')
+                FROM unnest(?::text[], ?::int[]) AS s(saga, version)
+              UNION ALL
+              SELECT l.saga, l.version, (SELECT max(r.priority) FROM {schema}.run r
+                                          WHERE r.saga = l.saga AND r.saga_version = l.version
+                                            AND r.status = 'RUNNABLE' AND r.priority < l.p)
+                FROM levels l WHERE l.p IS NOT NULL
+            )
+            SELECT l.saga, floor(extract(epoch FROM (min(d.due) - {now})) * 1000)::bigint,
+                   ceil(extract(epoch FROM (min(f.due) - {now})) * 1000)::bigint
+              FROM levels l
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
-                                   WHERE r.saga = s.saga AND r.saga_version = s.version
-                                     AND r.status = 'RUNNABLE') d
+                                   WHERE r.saga = l.saga AND r.saga_version = l.version AND r.status = 'RUNNABLE'
+                                     AND r.priority = l.p) d
               CROSS JOIN LATERAL (SELECT min(r.runnable_at) AS due FROM {schema}.run r
-                                   WHERE r.saga = s.saga AND r.saga_version = s.version AND r.status = 'RUNNABLE'
-                                     AND r.runnable_at > {now}) f
-             WHERE d.due IS NOT NULL
-            """;
+                                   WHERE r.saga = l.saga AND r.saga_version = l.version AND r.status = 'RUNNABLE'
+                                     AND r.priority = l.p AND r.runnable_at > %s) f
+             WHERE l.p IS NOT NULL
+             GROUP BY l.saga
+            """
+            .formatted(DUE_NOW);
 
     /** The statuses of a message's runs as readers show them: RUNNABLE while awaiting children is WAITING. */
     static final String RUN_STATUSES = """

@@ -10,6 +10,7 @@ import dev.coop.CooperationContext;
 import dev.coop.Deadline;
 import dev.coop.failure.Failure;
 import dev.coop.Lineage;
+import dev.coop.LaunchOptions;
 import dev.coop.MessageId;
 import dev.coop.RunResult;
 import dev.coop.StepContext;
@@ -234,63 +235,71 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     @Override
     public <T> MessageId launch(Topic<T> topic, T payload) {
-        return add(scoped, topic, payload, context);
+        return launch(topic, payload, LaunchOptions.none());
     }
 
     @Override
     public <T> MessageId launch(Topic<T> topic, T payload, CooperationContext extra) {
-        Objects.requireNonNull(extra, "context");
-        return add(scoped, topic, payload, context.plus(extra.withMapper(engine.json().mapper())));
+        return launch(topic, payload, LaunchOptions.none().context(extra));
     }
 
     @Override
     public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload) {
-        return add(global, topic, payload, CooperationContext.empty());
+        return launchOnGlobalScope(topic, payload, LaunchOptions.none());
     }
 
     @Override
     public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext extra) {
-        return add(global, topic, payload, Objects.requireNonNull(extra, "context"));
+        return launchOnGlobalScope(topic, payload, LaunchOptions.none().context(extra));
     }
 
     @Override
     public <T> MessageId launch(Topic<T> topic, T payload, Instant at) {
-        return add(scoped, topic, payload, context, due(topic, at));
+        return launch(topic, payload, LaunchOptions.none().at(at));
     }
 
     @Override
     public <T> MessageId launch(Topic<T> topic, T payload, CooperationContext extra, Instant at) {
-        Objects.requireNonNull(extra, "context");
-        return add(scoped, topic, payload, context.plus(extra.withMapper(engine.json().mapper())), due(topic, at));
+        return launch(topic, payload, LaunchOptions.none().context(extra).at(at));
     }
 
     @Override
     public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, Instant at) {
-        return add(global, topic, payload, CooperationContext.empty(), due(topic, at));
+        return launchOnGlobalScope(topic, payload, LaunchOptions.none().at(at));
     }
 
     @Override
     public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext extra, Instant at) {
-        return add(global, topic, payload, Objects.requireNonNull(extra, "context"), due(topic, at));
+        return launchOnGlobalScope(topic, payload, LaunchOptions.none().context(extra).at(at));
     }
 
-    private static java.time.OffsetDateTime due(Topic<?> topic, Instant at) {
-        Objects.requireNonNull(topic, "topic");
-        Limits.instant("The start time of a message on topic '" + topic.name() + "'", at);
-        return at.atOffset(java.time.ZoneOffset.UTC);
+    @Override
+    public <T> MessageId launch(Topic<T> topic, T payload, LaunchOptions options) {
+        Objects.requireNonNull(options, "options");
+        return add(scoped, topic, payload, context.plus(options.context().withMapper(engine.json().mapper())),
+                options);
     }
 
-    private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload, CooperationContext childContext) {
-        return add(into, topic, payload, childContext, null);
+    @Override
+    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, LaunchOptions options) {
+        Objects.requireNonNull(options, "options");
+        return add(global, topic, payload, options.context(), options);
     }
 
     private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload, CooperationContext childContext,
-            java.time.OffsetDateTime due) {
+            LaunchOptions options) {
         Objects.requireNonNull(topic, "topic");
         checkOpen("launch messages");
         if (kind == Kind.COMPENSATION) {
             throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
                     + step + ")");
+        }
+        String key = options.idempotencyKey().orElse(null);
+        if (key != null) {
+            UUID holder = keyHolder(topic, key);
+            if (holder != null) {
+                return new MessageId(holder);
+            }
         }
         if (!engine.listeners().isEmpty()) {
             childContext = engine.listeners().launching(topic.name(), childContext);
@@ -298,8 +307,31 @@ final class StepContextImpl<P> implements StepContext<P> {
         engine.json().checkLaunchContext(childContext);
         UUID id = Uuids.v7();
         into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
-                engine.json().writeContext(childContext), due));
+                engine.json().writeContext(childContext),
+                options.at().map(at -> at.atOffset(java.time.ZoneOffset.UTC)).orElse(null), key,
+                options.priority(), options.orderingKey().orElse(null)));
         return new MessageId(id);
+    }
+
+    /**
+     * The message already holding an idempotency key: one this step launched, or one in the database. A launch of
+     * the key that commits after this look-up makes this step's emit fail as database trouble ({@link
+     * Store#KEY_TAKEN}); the step runs again and finds it here.
+     */
+    private UUID keyHolder(Topic<?> topic, String key) {
+        for (List<Emission> launched : List.of(scoped, global)) {
+            for (Emission e : launched) {
+                if (key.equals(e.idempotencyKey()) && topic.name().equals(e.topic())) {
+                    return e.messageId();
+                }
+            }
+        }
+        try {
+            return engine.store().messageWithKey(guard.connection(), topic.name(), key);
+        } catch (java.sql.SQLException e) {
+            throw new CoopStoreException("Could not look up the idempotency key '" + key
+                    + "' of topic '" + topic.name() + "': " + e.getMessage(), e);
+        }
     }
 
     private void checkOpen(String what) {

@@ -90,8 +90,8 @@ public final class Store {
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
         this.claimSql = schema.sql(Sql.CLAIM
-                .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"
-                        + " ORDER BY r.runnable_at"));
+                .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
+                        + " AND r.runnable_at <= " + Sql.DUE_NOW + " ORDER BY r.priority DESC, r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         this.reclaimUnchangedSql = schema.sql(
@@ -103,9 +103,9 @@ public final class Store {
         this.aloneSql = schema.sql(Sql.ADVANCE_ALONE);
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + reclaimSql;
-        this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
-                + " AND r.runnable_at <= {now}"
-                + " ORDER BY r.runnable_at"));
+        this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND "
+                + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
+                + " ORDER BY r.priority DESC, r.runnable_at"));
         this.limitedReclaimSql = schema.sql(limited("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         this.limitedAdvanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
         this.limitedAloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
@@ -327,9 +327,33 @@ public final class Store {
      *
      * @param scope the emitting run's lineage, or null for messages on the global scope
      * @return the sagas that got new runs, with how many each; runs in {@code scope} are the parent's children
+     * @throws SQLException with SQLSTATE {@value #KEY_TAKEN} when an emission's idempotency key was taken meanwhile
+     *         by a transaction that committed after the caller looked it up: a retry finds the holder
      */
     public Map<String, Integer> emit(Connection c, UUID[] scope, UUID parentId, Integer parentSeq,
             String saga,
+            String engine, String step, List<Emission> emissions) throws SQLException {
+        Emitted emitted = emitAll(c, scope, parentId, parentSeq, saga, engine, step, emissions);
+        if (!emitted.duplicates().isEmpty()) {
+            Emission e = emissions.get(emitted.duplicates().get(0));
+            throw new SQLException("The idempotency key '" + e.idempotencyKey() + "' of topic '" + e.topic()
+                    + "' was taken by a launch that committed meanwhile", KEY_TAKEN);
+        }
+        return emitted.created();
+    }
+
+    /** A serialization failure: the transaction is retried as database trouble, never rolled back as a failure. */
+    public static final String KEY_TAKEN = "40001";
+
+    /**
+     * What an emit wrote: the runs created per saga, and the emissions (indexes into the list) whose idempotency key
+     * another message of the topic already held, which were not written.
+     */
+    public record Emitted(Map<String, Integer> created, List<Integer> duplicates) {
+    }
+
+    /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
+    public Emitted emitAll(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
         int n = emissions.size();
         UUID[] ids = new UUID[n];
@@ -337,6 +361,9 @@ public final class Store {
         String[] payloads = new String[n];
         String[] contexts = new String[n];
         OffsetDateTime[] dues = new OffsetDateTime[n];
+        String[] idempotencyKeys = new String[n];
+        Integer[] priorities = new Integer[n];
+        String[] orderingKeys = new String[n];
         for (int i = 0; i < n; i++) {
             Emission e = emissions.get(i);
             ids[i] = e.messageId();
@@ -344,42 +371,65 @@ public final class Store {
             payloads[i] = e.payload();
             contexts[i] = e.context();
             dues[i] = e.due();
+            idempotencyKeys[i] = e.idempotencyKey();
+            priorities[i] = e.priority();
+            orderingKeys[i] = e.orderingKey();
         }
         try (PreparedStatement ps = c.prepareStatement(emitSql)) {
             Array scopeArray = scope == null ? null : c.createArrayOf("uuid", scope);
-            ps.setArray(1, c.createArrayOf("uuid", ids));
-            ps.setArray(2, c.createArrayOf("text", topics));
-            ps.setArray(3, c.createArrayOf("text", payloads));
-            ps.setArray(4, c.createArrayOf("text", contexts));
-            ps.setArray(5, c.createArrayOf("timestamptz", dues));
+            int i = 0;
+            ps.setArray(++i, c.createArrayOf("uuid", ids));
+            ps.setArray(++i, c.createArrayOf("text", topics));
+            ps.setArray(++i, c.createArrayOf("text", payloads));
+            ps.setArray(++i, c.createArrayOf("text", contexts));
+            ps.setArray(++i, c.createArrayOf("timestamptz", dues));
+            ps.setArray(++i, c.createArrayOf("text", idempotencyKeys));
+            ps.setArray(++i, c.createArrayOf("integer", priorities));
+            ps.setArray(++i, c.createArrayOf("text", orderingKeys));
             OffsetDateTime now = time.bind();
-            ps.setObject(6, now);
-            ps.setString(7, saga);
-            ps.setString(8, engine);
-            ps.setString(9, step);
-            setArrayOrNull(ps, 10, scopeArray);
-            setArrayOrNull(ps, 11, scopeArray);
-            ps.setObject(12, parentId, Types.OTHER);
+            ps.setObject(++i, now);
+            ps.setString(++i, saga);
+            ps.setString(++i, engine);
+            ps.setString(++i, step);
+            setArrayOrNull(ps, ++i, scopeArray);
+            setArrayOrNull(ps, ++i, scopeArray);
+            ps.setObject(++i, parentId, Types.OTHER);
             if (parentSeq == null) {
-                ps.setNull(13, Types.INTEGER);
+                ps.setNull(++i, Types.INTEGER);
             } else {
-                ps.setInt(13, parentSeq);
+                ps.setInt(++i, parentSeq);
             }
-            ps.setObject(14, now);
-            ps.setString(15, localSagas);
+            ps.setObject(++i, now);
+            ps.setString(++i, localSagas);
             Map<String, Integer> created = new HashMap<>();
             List<String> unhandled = new ArrayList<>();
+            List<Integer> duplicates = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    if (rs.getString(1).startsWith("#")) {
-                        unhandled.add(rs.getString(1).substring(1));
+                    String name = rs.getString(1);
+                    if (name.equals("!")) {
+                        duplicates.add(rs.getInt(2) - 1);
+                    } else if (name.startsWith("#")) {
+                        unhandled.add(name.substring(1));
                     } else {
-                        created.put(rs.getString(1), rs.getInt(2));
+                        created.put(name, rs.getInt(2));
                     }
                 }
             }
             unhandled(unhandled, saga, step);
-            return created;
+            return new Emitted(created, duplicates);
+        }
+    }
+
+    /** The message holding an idempotency key on a topic, or null (read with a new snapshot). */
+    public UUID messageWithKey(Connection c, String topic, String idempotencyKey) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT id FROM {schema}.message WHERE topic = ? AND idempotency_key = ?"))) {
+            ps.setString(1, topic);
+            ps.setString(2, idempotencyKey);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getObject(1, UUID.class) : null;
+            }
         }
     }
 
@@ -849,10 +899,10 @@ public final class Store {
         }
         try (PreparedStatement ps = c.prepareStatement(probeSql)) {
             OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setObject(2, now);
-            ps.setArray(3, c.createArrayOf("text", names.toArray()));
-            ps.setArray(4, c.createArrayOf("integer", versions.toArray()));
+            ps.setArray(1, c.createArrayOf("text", names.toArray()));
+            ps.setArray(2, c.createArrayOf("integer", versions.toArray()));
+            ps.setObject(3, now);
+            ps.setObject(4, now);
             ps.setObject(5, now);
             Map<String, Due> due = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {

@@ -20,6 +20,7 @@ import dev.coop.inspect.ParkedRun;
 import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
+import dev.coop.inspect.RunOrdering;
 import dev.coop.inspect.RunView;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
@@ -99,6 +100,15 @@ public final class JsonRenderer {
         if (r.waitingFor() != null) {
             n.put("waitingFor", r.waitingFor());
         }
+        if (r.ordering().priority() != 0) { // launch options: only when set
+            n.put("priority", r.ordering().priority());
+        }
+        if (r.ordering().orderingKey() != null) {
+            n.put("orderingKey", r.ordering().orderingKey());
+        }
+        if (r.ordering().heldBehind() != null) {
+            n.put("heldBehind", r.ordering().heldBehind().toString());
+        }
         n.put("createdAt", time(r.createdAt()));
         n.put("startedAt", time(r.startedAt()));
         n.put("finishedAt", time(r.finishedAt()));
@@ -156,7 +166,10 @@ public final class JsonRenderer {
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
                 list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed),
-                n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null);
+                n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null,
+                new RunOrdering(n.path("priority").asInt(0),
+                        n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
+                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null));
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {

@@ -357,12 +357,31 @@ public final class TextRenderer {
         if (run.waitingFor() != null) {
             s.append(dim(" (" + run.waitingFor() + ")"));
         }
+        s.append(ordering(run.ordering(), run.status()));
         String took = duration(runStart(run), run.finishedAt());
         if (took != null) {
             s.append("  ").append(dim(took));
         }
         if (options.ids()) {
             s.append(dim("  run " + run.runId()));
+        }
+        return s.toString();
+    }
+
+    /**
+     * What a run's launch options say about its turn: its priority (when set), its ordering key, and for a held run
+     * why it is not running: the run of its key ahead of it.
+     */
+    private String ordering(dev.coop.inspect.RunOrdering o, dev.coop.RunStatus status) {
+        StringBuilder s = new StringBuilder();
+        if (status == dev.coop.RunStatus.HELD && o.orderingKey() != null) {
+            s.append(dim(" (held behind key '" + o.orderingKey() + "'"
+                    + (o.heldBehind() == null ? "" : ": run " + o.heldBehind() + " ahead") + ")"));
+        } else if (o.orderingKey() != null) {
+            s.append(dim("  key '" + o.orderingKey() + "'"));
+        }
+        if (o.priority() != 0) {
+            s.append(dim("  priority " + o.priority()));
         }
         return s.toString();
     }

@@ -6,7 +6,7 @@ ALTER TABLE {schema}.run ADD COLUMN saga_version int NOT NULL DEFAULT 1;
 
 -- Claiming and probing look for the runnable runs of one saga version: one index probe each.
 DROP INDEX {schema}.run_runnable;
-CREATE INDEX run_runnable ON {schema}.run (saga, saga_version, runnable_at) WHERE status = 'RUNNABLE';
+CREATE INDEX run_runnable ON {schema}.run (saga, saga_version, priority DESC, runnable_at) WHERE status = 'RUNNABLE';
 
 -- The version new runs of the saga get: the highest version registered (and not retired).
 ALTER TABLE {schema}.saga_registration ADD COLUMN version int NOT NULL DEFAULT 1;

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code coop.database.retries} (counter; saga): database trouble the engine retries
  * <li>{@code coop.notifications.reconnects} (counter): notification connections lost
  * <li>{@code coop.launches} (counter; topic): messages launched by clients and steps
- * <li>{@code coop.runs} (gauge; status RUNNABLE, WAITING, PARKED): with {@link #withRunGauges}
+ * <li>{@code coop.runs} (gauge; status RUNNABLE, WAITING, PARKED, HELD): with {@link #withRunGauges}
  * </ul>
  */
 public final class CoopMetrics implements EngineListener {
@@ -50,12 +50,13 @@ public final class CoopMetrics implements EngineListener {
     }
 
     /**
-     * Adds the gauges {@code coop.runs} by status (RUNNABLE, WAITING, PARKED), read from {@code client} at most once
+     * Adds the gauges {@code coop.runs} by status (RUNNABLE, WAITING, PARKED, HELD), read from {@code client} at most once
      * per {@code refresh} (a count over the index of unfinished runs), when the registry is scraped.
      */
     public CoopMetrics withRunGauges(CoopClient client, Duration refresh) {
         RunCounts counts = new RunCounts(client, refresh);
-        for (RunStatus status : new RunStatus[]{RunStatus.RUNNABLE, RunStatus.WAITING, RunStatus.PARKED}) {
+        for (RunStatus status : new RunStatus[]{RunStatus.RUNNABLE, RunStatus.WAITING, RunStatus.PARKED,
+                RunStatus.HELD}) {
             Gauge.builder("coop.runs", counts, c -> c.count(status)).tag("status", status.name())
                     .description("Unfinished runs by status").strongReference(true) // nothing else holds counts
                     .register(registry);

@@ -69,6 +69,7 @@ class CoopMetricsTest {
         // twice: for the children of fan-out, and again for their rollback when the run rolls back
         assertThat(registry.get("coop.barrier.wait").tag("saga", "parent").timer().count()).isEqualTo(2);
         assertThat(registry.get("coop.runs").tag("status", "PARKED").gauge().value()).isZero();
+        assertThat(registry.get("coop.runs").tag("status", "HELD").gauge().value()).isZero();
         assertThat(registry.get("coop.runs").tag("status", "RUNNABLE").gauge().value()).isZero();
         assertThat(registry.get("coop.notifications.reconnects").counter().count()).isZero();
     }
