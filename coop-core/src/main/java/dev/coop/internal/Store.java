@@ -145,7 +145,8 @@ public final class Store {
         }
         return "WITH pick AS MATERIALIZED (SELECT r.id FROM {schema}.run r WHERE " + selection
                 + " LIMIT 1 FOR UPDATE SKIP LOCKED),\n"
-                + "gate AS MATERIALIZED (SELECT {schema}.start_limited(?, {now}) AS at FROM pick),\n"
+                // the time as bound (a TimeSource), else null: the function reads the clock once it holds the slot
+                + "gate AS MATERIALIZED (SELECT {schema}.start_limited(?, ?::timestamptz) AS at FROM pick),\n"
                 + claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)");
     }
 

@@ -27,13 +27,13 @@ $$;
 -- the run is looked up): a concurrency slot, the first of pg_try_advisory_xact_lock(slot_key(saga) + s) for
 -- s in 0 .. concurrency-1 that it gets (released by the commit, the rollback, or a lost connection: it cannot leak),
 -- then a rate token (the oldest rate_token row at least a period old, moved to now). Never waits for anything.
--- Returns now (the step's start) when both are granted, null otherwise; then it also sets the transaction-local
+-- Returns the step's start (at_time, or the clock once the slot is taken) when both are granted, null otherwise; then it also sets the transaction-local
 -- setting coop.limit_wait, read by the claiming engine before it commits: 'slot' (every slot busy), or the
 -- milliseconds until the saga's oldest rate token is a period old.
 CREATE FUNCTION {schema}.start_limited(limited_saga text, at_time timestamptz) RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  t timestamptz := coalesce(at_time, clock_timestamp());
+  t timestamptz; -- the step's start: read after the slot is taken (a start never precedes its slot)
   slots int;
   period_ms bigint;
   free boolean;
@@ -51,6 +51,7 @@ BEGIN
     PERFORM set_config('coop.limit_wait', 'slot', true);
     RETURN NULL;
   END IF;
+  t := coalesce(at_time, clock_timestamp());
   IF period_ms IS NOT NULL THEN
     UPDATE {schema}.rate_token r SET taken_at = t
       FROM (SELECT x.slot FROM {schema}.rate_token x
