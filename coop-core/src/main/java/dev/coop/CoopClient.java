@@ -46,7 +46,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import javax.sql.DataSource;
 
 /**
@@ -76,21 +75,25 @@ public final class CoopClient {
     private final AuditLog audit;
     private final Json json;
     private final Completions completions;
-    private final Consumer<String> localWake;
+    /** Wakes the engine this client belongs to: a saga and how many of its runs became due (0: not known). */
+    private final java.util.function.ObjIntConsumer<String> localWake;
+    /** Whether this client learns the outcome of messages it launched from the engine it belongs to. */
+    private final boolean inProcessOutcomes;
     private final long firstPauseNanos;
     private final long maxPauseNanos;
     private final Time time;
     private final Listeners listeners;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time, Listeners listeners) {
+            java.util.function.ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
+            Listeners listeners) {
         this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, time, java.util.Set.of(),
                 listeners);
     }
 
     /** @param localSagas the sagas {@code localWake} wakes (an engine's own): launching them notifies nobody */
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            Consumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
+            java.util.function.ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
             java.util.Set<String> localSagas, Listeners listeners) {
         this.dataSource = dataSource;
         this.time = time;
@@ -108,6 +111,8 @@ public final class CoopClient {
         this.completions = completions;
         this.localWake = localWake;
         this.listeners = listeners;
+        // A/B switch for the benchmark only: an engine's client reads the database to learn an outcome, as before
+        this.inProcessOutcomes = signalled && !Boolean.getBoolean("dev.coop.internal.awaitReads");
         boolean backstop = signalled && !separateCommits; // the benchmark's "before" polls as before: 5 ms, to 50
         this.firstPauseNanos = backstop
                 ? FIRST_PAUSE_SIGNALLED_NANOS
@@ -160,10 +165,27 @@ public final class CoopClient {
         // one statement: without strict topics nothing can refuse it afterwards, so it commits by itself (one round
         // trip); strict topics check the result and roll the launch back when no saga handles the topic. A key taken
         // by another message is looked up by a second statement, which sees the holder: the emit waited for it
-        Launched launched = requireHandlers || separateCommits
-                ? inTransaction(what, emit)
-                : Tx.oneStatement(dataSource, what, emit);
-        launched.created().keySet().forEach(localWake);
+        UUID id = emission.messageId();
+        if (inProcessOutcomes) {
+            completions.track(id); // before the commit: its runs may finish here before launch returns
+        }
+        Launched launched;
+        try {
+            launched = requireHandlers || separateCommits
+                    ? inTransaction(what, emit)
+                    : Tx.oneStatement(dataSource, what, emit);
+        } catch (RuntimeException | Error e) {
+            completions.untrack(id);
+            throw e;
+        }
+        if (inProcessOutcomes) {
+            if (launched.id().equals(id) && !launched.created().isEmpty()) {
+                completions.launched(id, launched.created().keySet());
+            } else {
+                completions.untrack(id); // an idempotent launch found its key taken, or nobody handles the topic
+            }
+        }
+        launched.created().forEach(localWake::accept);
         return new MessageId(launched.id());
     }
 
@@ -253,18 +275,26 @@ public final class CoopClient {
         Objects.requireNonNull(message, "message");
         long deadline = System.nanoTime() + Limits.timeoutNanos(Objects.requireNonNull(timeout, "timeout"));
         long pause = firstPauseNanos;
-        try (Completions.Waiter waiter = completions.watch(message.value())) {
+        UUID id = message.value();
+        // launched by this client and its runs all run here: the first look is the completion signal's, not a read
+        boolean tracked = inProcessOutcomes && completions.tracks(id);
+        boolean local = tracked;
+        try (Completions.Waiter waiter = completions.watch(id)) {
             CoopStoreException trouble = null;
             while (true) {
                 long seen = waiter.version();
-                List<RunStatus> statuses = null;
-                try {
-                    statuses = statuses(message);
-                    trouble = null;
-                } catch (CoopStoreException e) { // the database is away (a restart, say): keep waiting
-                    trouble = e;
+                List<RunStatus> statuses = tracked ? completions.outcome(id) : null;
+                if (statuses == null && !local) {
+                    try {
+                        statuses = statuses(message);
+                        trouble = null;
+                    } catch (CoopStoreException e) { // the database is away (a restart, say): keep waiting
+                        trouble = e;
+                    }
                 }
+                local = false; // after the first wait, read the database too (runs may finish in other engines)
                 if (statuses != null && statuses.stream().allMatch(RunStatus::isFinished)) {
+                    completions.untrack(id);
                     return Outcome.of(statuses);
                 }
                 long left = deadline - System.nanoTime();
@@ -666,7 +696,7 @@ public final class CoopClient {
     public <P> ScheduleSummary schedule(String name, Topic<P> topic, P payload, Schedule schedule) {
         ScheduleSummary summary = inTransaction("schedule '" + name + "'",
                 c -> schedule(c, name, topic, payload, schedule, false));
-        localWake.accept(EngineRuntime.SCHEDULES_CHANGED);
+        localWake.accept(EngineRuntime.SCHEDULES_CHANGED, 0);
         return summary;
     }
 
@@ -689,7 +719,7 @@ public final class CoopClient {
         ScheduleSummary summary = schedules.upsert(c, name, topic.name(), json.writePayload(topic, payload),
                 schedule);
         if (wake) {
-            localWake.accept(EngineRuntime.SCHEDULES_CHANGED); // again at commit, by notification
+            localWake.accept(EngineRuntime.SCHEDULES_CHANGED, 0); // again at commit, by notification
         }
         return summary;
     }
@@ -801,7 +831,7 @@ public final class CoopClient {
             }
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
-            return new CoopClient(dataSource, name, json, new Completions(), saga -> {
+            return new CoopClient(dataSource, name, json, new Completions(), (saga, runs) -> {
             }, false, requireHandlers, Time.of(clock), listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
         }
     }

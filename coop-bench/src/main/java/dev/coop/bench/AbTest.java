@@ -26,6 +26,13 @@ import java.util.function.Supplier;
  * ({@code dev.coop.internal.fullAdvance}), "after" only the advances of runs that finished with an awaited parent.
  * {@code --ab-change item3} compares both at once: "before" is the schema before version 13 with every advance
  * counting off, "after" the engine and schema as shipped.
+ *
+ * <p>With {@code --ab-change claims}, the variants add one change each to "before" (the engine with the
+ * benchmark-only switches {@code dev.coop.internal.uncountedClaims}, {@code dev.coop.internal.unreserved} and
+ * {@code dev.coop.internal.awaitReads}): "counted" (a claim owed per run this engine made due, instead of claiming until
+ * a claim finds nothing), "reserved" (also a continuing run reserved for its worker between its commit and its
+ * reclaim: schema version 14), "after" (also the outcome of a message launched by the engine's client learnt
+ * in-process, without reading the database): the engine as shipped.
  */
 final class AbTest {
     private static final String SEPARATE_COMMITS = "dev.coop.internal.separateCommits";
@@ -33,6 +40,10 @@ final class AbTest {
     private static final String FULL_ADVANCE = "dev.coop.internal.fullAdvance";
     private static final List<String> VARIANTS = List.of("before", "after");
     private static final List<String> DIET_VARIANTS = List.of("before", "after", "no-idx");
+    private static final List<String> CLAIMS_VARIANTS = List.of("before", "counted", "reserved", "after");
+    private static final String UNCOUNTED = "dev.coop.internal.uncountedClaims";
+    private static final String UNRESERVED = "dev.coop.internal.unreserved";
+    private static final String AWAIT_READS = "dev.coop.internal.awaitReads";
 
     private final Options o;
     private final boolean noSlow;
@@ -43,7 +54,11 @@ final class AbTest {
     private AbTest(Options o) {
         this.o = o;
         this.noSlow = !o.abChange.equals("steps"); // the slow-commit runs price commits only
-        this.variants = o.abChange.equals("diet") ? DIET_VARIANTS : VARIANTS;
+        this.variants = switch (o.abChange) {
+            case "diet" -> DIET_VARIANTS;
+            case "claims" -> CLAIMS_VARIANTS;
+            default -> VARIANTS;
+        };
     }
 
     static void run(Options o, Report report) {
@@ -68,6 +83,13 @@ final class AbTest {
     }
 
     private void use(String variant) {
+        if (o.abChange.equals("claims")) {
+            int changes = CLAIMS_VARIANTS.indexOf(variant); // each variant adds one change to the one before
+            System.setProperty(UNCOUNTED, Boolean.toString(changes < 1));
+            System.setProperty(UNRESERVED, Boolean.toString(changes < 2));
+            System.setProperty(AWAIT_READS, Boolean.toString(changes < 3));
+            return;
+        }
         if (o.abChange.equals("advance") || o.abChange.equals("item3")) {
             System.setProperty(FULL_ADVANCE, Boolean.toString(variant.equals("before")));
         }

@@ -115,7 +115,9 @@ final class Options {
         HELP.put("--ab-change", "what workload ab compares: steps (default: the merged commit and quiet wake-ups,"
                 + " with slow commits too) or diet (schema version 13: before it, as shipped, and without the"
                 + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
-                + " need it) or item3 (diet and advance together)");
+                + " need it) or item3 (diet and advance together) or claims (before: every wake-up searched, no"
+                + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
+                + " continuations, in-process outcomes added one by one)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -258,8 +260,9 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!List.of("steps", "diet", "advance", "item3").contains(v)) {
-                    throw new IllegalArgumentException("--ab-change is steps, diet, advance or item3, was '" + v + "'");
+                if (!List.of("steps", "diet", "advance", "item3", "claims").contains(v)) {
+                    throw new IllegalArgumentException(
+                            "--ab-change is steps, diet, advance, item3 or claims, was '" + v + "'");
                 }
                 abChange = v;
             }

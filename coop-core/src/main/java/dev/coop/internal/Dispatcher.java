@@ -14,19 +14,33 @@ import java.util.concurrent.locks.ReentrantLock;
  * holding no connection.
  */
 final class Dispatcher {
-    /** What a worker should do next: claim a run of {@code saga}, or probe the database when saga is null. */
-    record Task(String saga, long epoch) {
+    /**
+     * What a worker should do next: claim a run of {@code saga}, or probe the database when saga is null. A
+     * {@code counted} claim is owed for one run this engine made runnable itself; the others look for runs until
+     * a claim finds none.
+     */
+    record Task(String saga, long epoch, boolean counted) {
         boolean isProbe() {
             return saga == null;
         }
     }
 
-    private static final Task PROBE = new Task(null, 0);
+    private static final Task PROBE = new Task(null, 0, false);
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     private final Map<String, Long> epochs = new HashMap<>();
     private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    /**
+     * For a ready saga: how many claims are owed for runs this engine made runnable itself and knows the number of
+     * (a launch by its client, a parent woken by its last child, a run given back). A ready saga without an entry
+     * is searched: its workers claim until a claim finds nothing (woken by a notification or a probe, which do not
+     * say how many runs are due). Counting keeps idle workers from claiming when nothing new is due: such claims
+     * find nothing, or take a run whose worker is between its commit and its continuation's reclaim.
+     */
+    private final Map<String, Integer> owed = new HashMap<>();
+    /** A/B switch for the benchmark only: every wake-up searches, as before counted claims. */
+    private final boolean uncounted = Boolean.getBoolean("dev.coop.internal.uncountedClaims");
     /** The sagas with a worker limit of their own, and how many workers work on each now. */
     private final Map<String, Integer> limits = new HashMap<>();
     private final Map<String, Integer> busy = new HashMap<>();
@@ -58,11 +72,21 @@ final class Dispatcher {
                 String saga = firstAvailable();
                 if (saga != null) {
                     ready.remove(saga);
-                    ready.addLast(saga); // round robin between sagas
+                    Integer claims = owed.get(saga);
+                    if (claims == null || claims > 1) {
+                        ready.addLast(saga); // round robin between sagas
+                    }
+                    if (claims != null) {
+                        if (claims > 1) {
+                            owed.put(saga, claims - 1);
+                        } else {
+                            owed.remove(saga);
+                        }
+                    }
                     if (limits.containsKey(saga)) {
                         busy.merge(saga, 1, Integer::sum);
                     }
-                    return new Task(saga, epochs.get(saga));
+                    return new Task(saga, epochs.get(saga), claims != null);
                 }
                 long now = System.nanoTime();
                 if (!probing && now - nextProbe >= 0) {
@@ -116,11 +140,41 @@ final class Dispatcher {
         }
     }
 
-    /** A run of {@code saga} may be due: a notification, or a commit in this engine, said so. */
+    /**
+     * Runs of {@code saga} may be due, how many is not known (a notification, a probe, a commit in this engine that
+     * made several runnable): workers claim until a claim finds nothing.
+     */
     void wake(String saga) {
         lock.lock();
         try {
             if (markReady(saga)) {
+                owed.remove(saga);
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Exactly {@code runs} runs of {@code saga} became due now, made runnable by this engine (committed): that many
+     * claims are owed, and no more are made for them. A saga already being searched stays so.
+     */
+    void wake(String saga, int runs) {
+        if (runs <= 0) {
+            return;
+        }
+        if (uncounted) {
+            wake(saga);
+            return;
+        }
+        lock.lock();
+        try {
+            boolean searched = ready.contains(saga) && !owed.containsKey(saga);
+            if (markReady(saga)) {
+                if (!searched) {
+                    owed.merge(saga, runs, Integer::sum);
+                }
                 changed.signal();
             }
         } finally {
@@ -157,8 +211,14 @@ final class Dispatcher {
         }
     }
 
-    /** A claim for the task's saga succeeded: there may be more, so let another idle worker try too. */
+    /**
+     * A claim for the task's saga succeeded: when the saga is searched there may be more, so let another idle worker
+     * try too (a counted claim's siblings were signalled when they were owed).
+     */
     void found(Task task) {
+        if (task.counted()) {
+            return;
+        }
         lock.lock();
         try {
             changed.signal();
@@ -167,11 +227,17 @@ final class Dispatcher {
         }
     }
 
-    /** A claim for the task's saga found nothing; forget the saga unless it was woken again meanwhile. */
+    /**
+     * A claim for the task's saga found nothing; forget the saga unless it was woken again meanwhile (a counted
+     * claim that found nothing was beaten to its run by another claim: nothing is left to forget).
+     */
     void empty(Task task) {
+        if (task.counted()) {
+            return;
+        }
         lock.lock();
         try {
-            if (epochs.get(task.saga()) == task.epoch()) {
+            if (epochs.get(task.saga()) == task.epoch() && !owed.containsKey(task.saga())) {
                 ready.remove(task.saga());
             }
         } finally {
@@ -198,6 +264,7 @@ final class Dispatcher {
         lock.lock();
         try {
             if (blocked.remove(saga) && markReady(saga)) {
+                owed.remove(saga); // searched: the blocked runs were not counted
                 changed.signal();
             }
         } finally {
@@ -215,7 +282,9 @@ final class Dispatcher {
             for (Map.Entry<String, Store.Due> e : dues.entrySet()) {
                 Store.Due due = e.getValue();
                 if (due.firstMillis() <= 0) {
-                    markReady(e.getKey());
+                    if (markReady(e.getKey())) {
+                        owed.remove(e.getKey()); // searched: a probe does not say how many runs are due
+                    }
                 } else {
                     next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(due.firstMillis()));
                 }

@@ -126,6 +126,18 @@ public final class EngineRuntime {
         }
     }
 
+    /**
+     * Wakes this engine's workers for {@code runs} runs of a saga that this JVM made due (a launch by the engine's
+     * client, committed): that many claims, no search; 0 when the number is not known, as {@link #wake(String)}.
+     */
+    public void wake(String saga, int runs) {
+        if (runs > 0 && !ScheduleTimer.NOTIFICATION.equals(saga) && !JoinTimer.NOTIFICATION.equals(saga)) {
+            context.dispatcher().wake(saga, runs);
+        } else {
+            wake(saga);
+        }
+    }
+
     /** What {@link #wake(String)} takes to make the schedule timer read the next due time again. */
     public static final String SCHEDULES_CHANGED = ScheduleTimer.NOTIFICATION;
 

@@ -110,6 +110,20 @@ final class Sql {
              WHERE false
             """;
 
+    /**
+     * What {@code {reserve}} of an advance becomes: nothing reserved, or (the advance of a continuation, whose
+     * reclaim follows in the same round trip) the run reserved for its worker for a moment, so that other workers'
+     * claims by saga leave it alone in the gap between the commit and the reclaim (schema version 14).
+     */
+    static final String NOT_RESERVED = "NULL";
+    static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
+
+    /**
+     * The claim by saga's condition on the reservation: a run reserved for a worker that continues it is skipped
+     * until the reservation lapses. Read from the row found (no index), so it adds no probe.
+     */
+    static final String NOT_RESERVED_NOW = "(r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())";
+
     /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
     private static final String ADVANCE_RUN = """
             WITH events AS (
@@ -136,7 +150,7 @@ final class Sql {
                      finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
                      started_at = coalesce(started_at, ?),
                      finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
-                     version = version + 1
+                     reserved_until = {reserve}, version = version + 1
                WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
                  AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                                          WHERE x.scope_id = ANY(lineage))

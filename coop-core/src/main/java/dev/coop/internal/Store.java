@@ -34,6 +34,11 @@ public final class Store {
     private final String claimSql;
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
+    private final String reclaimWaitingSql;
+    /** How long a continuing worker waits for the lock of its run when its reclaim found it locked. */
+    static final int RECLAIM_WAIT_MILLIS = 200;
+    /** How long a continuing run stays reserved for its worker after its commit (schema version 14). */
+    static final int RESERVATION_MILLIS = 250;
     private final String emitSql;
     private final String advanceSql;
     private final String advanceCommitSql;
@@ -86,23 +91,37 @@ public final class Store {
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
         // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 9)
         this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
+        // dev.coop.internal.unreserved=true: an A/B switch for the benchmark only (no reservation of a continuing run)
+        boolean unreserved = Boolean.getBoolean("dev.coop.internal.unreserved");
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
         this.claimSql = schema.sql(Sql.CLAIM
                 .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
-                        + " AND r.runnable_at <= " + Sql.DUE_NOW + " ORDER BY r.priority DESC, r.runnable_at"));
+                        + " AND r.runnable_at <= " + Sql.DUE_NOW + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
+                        + " ORDER BY r.priority DESC, r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
+        // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
+        this.reclaimWaitingSql = schema.sql("""
+                SELECT set_config('coop.lock_timeout', current_setting('lock_timeout'), true),
+                       set_config('lock_timeout', '%d', true);
+                """.formatted(RECLAIM_WAIT_MILLIS)
+                + Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}")
+                        .replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE")
+                + ";\nSELECT set_config('lock_timeout', current_setting('coop.lock_timeout'), true)");
         this.reclaimUnchangedSql = schema.sql(
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
-        this.advanceSql = schema.sql(Sql.ADVANCE);
+        this.advanceSql = schema.sql(Sql.ADVANCE.replace("{reserve}", Sql.NOT_RESERVED));
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
-        this.advanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + reclaimSql;
-        this.aloneSql = schema.sql(Sql.ADVANCE_ALONE);
+        String reserve = unreserved ? Sql.NOT_RESERVED : Sql.RESERVED;
+        this.advanceContinueSql = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
+                + reclaimSql;
+        this.aloneSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", Sql.NOT_RESERVED));
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
-        this.aloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + reclaimSql;
+        this.aloneContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
+                + reclaimSql;
         this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND "
                 + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
                 + " ORDER BY r.priority DESC, r.runnable_at"));
@@ -216,6 +235,55 @@ public final class Store {
             ps.setObject(++i, now);
         }
         ps.setString(++i, engine);
+    }
+
+    /**
+     * The reclaim of a continuing run that the reclaim in its commit's round trip found locked: another worker's
+     * claim by saga read the run before that commit, found it reserved when it locked it and skipped it, but holds
+     * its lock until its own transaction ends (PostgreSQL keeps the lock of a row that a re-check after the lock
+     * rejected). Waits for that lock, {@link #RECLAIM_WAIT_MILLIS} at most: the caller's transaction has no lock to
+     * wait for in turn. Returns null (the transaction rolled back) when the wait ran out.
+     */
+    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(reclaimWaitingSql)) {
+            bindReclaim(ps, 0, false, null, runId, engine, time.bind());
+            ClaimedRun again = null;
+            int resultSets = 0;
+            boolean isResultSet = ps.execute();
+            while (isResultSet || ps.getUpdateCount() != -1) {
+                if (isResultSet) {
+                    try (ResultSet rs = ps.getResultSet()) {
+                        if (++resultSets == 2) { // the first is the settings'
+                            again = readClaim(c, rs);
+                        }
+                    }
+                }
+                isResultSet = ps.getMoreResults();
+            }
+            return again;
+        } catch (SQLException e) {
+            if (!"55P03".equals(e.getSQLState())) { // lock_not_available: the other transaction still runs
+                throw e;
+            }
+            c.rollback();
+            return null;
+        }
+    }
+
+    /**
+     * Ends the reservation of a run for its continuing worker (a reclaim that found it gone, or a worker that does not
+     * continue after all), unless another transaction holds the run: that one moves it on and ends the reservation
+     * itself. The caller commits.
+     */
+    public void release(Connection c, UUID runId) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                UPDATE {schema}.run SET reserved_until = NULL
+                 WHERE id = (SELECT id FROM {schema}.run WHERE id = ? AND reserved_until IS NOT NULL
+                               FOR UPDATE SKIP LOCKED)
+                """))) {
+            ps.setObject(1, runId);
+            ps.executeUpdate();
+        }
     }
 
     /** Locks a run again after its failed step was rolled back, unless another engine moved it on meanwhile. */

@@ -73,8 +73,10 @@ final class Transitions {
                 ? finished.parent()
                 : engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
+        List<String> committedAboveSagas = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
             committedAbove.add(parent.messageId());
+            committedAboveSagas.add(parent.saga());
             parent = parent.parentId() == null
                     ? null
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
@@ -89,10 +91,12 @@ final class Transitions {
         woken.forEach(engine.dispatcher()::wake);
         joined.forEach(engine.dispatcher()::wake);
         if (next.status().isFinished()) {
-            engine.completions().finished(run.messageId());
-            committedAbove.forEach(engine.completions()::finished);
+            engine.completions().finished(run.messageId(), run.saga(), next.status());
+            for (int k = 0; k < committedAbove.size(); k++) {
+                engine.completions().finished(committedAbove.get(k), committedAboveSagas.get(k), RunStatus.COMMITTED);
+            }
             if (parent != null && parent.status() == RunStatus.RUNNABLE) {
-                engine.dispatcher().wake(parent.saga());
+                engine.dispatcher().wake(parent.saga(), 1); // exactly one run: its claim is owed
             }
         }
         return next.status();

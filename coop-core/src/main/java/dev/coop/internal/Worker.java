@@ -114,16 +114,33 @@ final class Worker implements Runnable {
                     run = null;
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
                         run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
-                        if (run == null) { // taken by another worker, or refused by the saga's limits
-                            limitReached(saga, commitEmptyClaim(c, saga));
+                        boolean reserved = reclaimed && !engine.store().isLimited(saga);
+                        if (run == null && reserved) { // locked by a claim that skipped it: wait for it a moment
+                            run = engine.store().reclaimWaiting(c, id, engine.engineId());
                         }
-                    } else if (reclaimed) {
-                        c.rollback(); // lets go of the run reclaimed by the commit: not continuing it here
+                        if (run == null) { // taken by another worker, or refused by the saga's limits
+                            if (reserved) {
+                                engine.store().release(c, id); // others may claim it now
+                                // or, when it is still locked, as soon as its reservation lapsed
+                                engine.dispatcher().dueIn(Store.RESERVATION_MILLIS);
+                            }
+                            String refusal = commitEmptyClaim(c, saga);
+                            if (refusal == null) {
+                                // the claim that took it was perhaps owed for another run: owe one in its place
+                                engine.dispatcher().wake(saga, 1);
+                            }
+                            limitReached(saga, refusal);
+                        }
+                    } else if (reclaimed) { // not continuing it here after all (stopping)
                         if (again != null) {
-                            engine.dispatcher().wake(saga);
+                            engine.store().release(c, id); // reserved for this worker: others may claim it now
+                            c.commit(); // the reclaim wrote nothing else: its run was started
+                            engine.dispatcher().wake(saga, 1);
+                        } else {
+                            c.rollback();
                         }
                     } else if (continueNow) {
-                        engine.dispatcher().wake(saga); // still runnable: back to the queue, fairly
+                        engine.dispatcher().wake(saga, 1); // still runnable: back to the queue, fairly
                     }
                 }
             } catch (Throwable e) {

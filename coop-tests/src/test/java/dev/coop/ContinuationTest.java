@@ -1,0 +1,252 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.coop.Payloads.Empty;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+import dev.coop.test.CoopDatabase;
+import dev.coop.test.Invariants;
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Logger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * What keeps a continuing run with its worker, and what spares a waiting client the database: a run whose worker
+ * continues it at once is reserved for that worker between its commit and its reclaim (other workers' claims leave it
+ * alone, and the reservation lapses when its worker died), and a client of an engine learns the outcome of a message
+ * it launched from the engine when the message's runs finish there.
+ */
+class ContinuationTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(20);
+
+    @Test
+    void a_continuing_run_is_reserved_for_its_worker_until_its_next_step_moves_it_on(DataSource dataSource)
+            throws SQLException {
+        Topic<Empty> topic = Topic.of("reserve-continue", Empty.class);
+        Map<String, OffsetDateTime> seen = new ConcurrentHashMap<>();
+        Saga<Empty> saga = Saga.on(topic, "reserve-continue-saga")
+                .step("first", step -> seen.put("first", reservedUntil(step)))
+                .step("second", step -> seen.put("second", reservedUntil(step)))
+                .step("third", step -> seen.put("third", reservedUntil(step)))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).name("reserve-continue").workers(2).register(saga)
+                .start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(seen).containsOnlyKeys("first", "second", "third");
+            // the first step was claimed by saga: nothing reserved it; the others were reclaimed by the commit of
+            // the step before, which reserved the run until a moment later
+            assertThat(seen.get("first")).isEqualTo(OffsetDateTime.MIN);
+            assertThat(seen.get("second")).isNotEqualTo(OffsetDateTime.MIN);
+            assertThat(seen.get("third")).isNotEqualTo(OffsetDateTime.MIN);
+            assertThat(reservedRuns(dataSource)).as("runs still reserved once everything finished").isZero();
+            Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
+    /**
+     * A worker that died between the commit of a step and the reclaim of the next (kill -9 at that moment) leaves
+     * its run reserved: the run is claimed as usual once the reservation lapsed, not lost, and not earlier.
+     */
+    @Test
+    void a_run_reserved_for_a_worker_that_died_is_claimed_once_the_reservation_lapsed(DataSource dataSource)
+            throws SQLException {
+        Topic<Empty> topic = Topic.of("reserve-lapse", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "reserve-lapse-saga")
+                .step("first", step -> {
+                })
+                .step("second", step -> {
+                })
+                .build();
+        try (CoopEngine registering = Coop.engine(dataSource).name("reserve-lapse-0").register(saga).start()) {
+            // registers the saga, so that the launch below creates its run
+        }
+        MessageId id = Coop.client(dataSource).launch(topic, new Empty());
+        OffsetDateTime reservedUntil;
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                UPDATE coop.run SET reserved_until = clock_timestamp() + interval '700 milliseconds'
+                 WHERE message_id = ? RETURNING reserved_until
+                """)) {
+            ps.setObject(1, id.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                reservedUntil = rs.getObject(1, OffsetDateTime.class);
+            }
+        }
+        try (CoopEngine engine = Coop.engine(dataSource).name("reserve-lapse-1").workers(2)
+                .pollInterval(Duration.ofMillis(50)).register(saga).start()) {
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<Event> events = engine.client().events(id);
+            Invariants.assertAll(events);
+            Event seenEvent = events.stream().filter(e -> e.type() == EventType.SEEN).findFirst().orElseThrow();
+            assertThat(seenEvent.createdAt()).as("claimed when the reservation lapsed, not before")
+                    .isAfterOrEqualTo(reservedUntil);
+            assertThat(reservedRuns(dataSource)).isZero();
+        }
+    }
+
+    @Test
+    void a_client_learns_the_outcome_of_what_it_launched_from_its_engine_without_reading_the_database(
+            DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("outcome-here", Empty.class);
+        Topic<Empty> failing = Topic.of("outcome-here-failing", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "outcome-here-saga")
+                .step("first", step -> {
+                })
+                .step("second", step -> {
+                })
+                .build();
+        Saga<Empty> failingSaga = Saga.on(failing, "outcome-here-failing-saga")
+                .step("first", step -> {
+                })
+                .compensateWith((step, cause) -> {
+                })
+                .step("second", step -> {
+                    throw new IllegalStateException("no");
+                })
+                .build();
+        Thread test = Thread.currentThread();
+        AtomicInteger borrowedHere = new AtomicInteger();
+        DataSource counting = new Counting(dataSource, test, borrowedHere);
+        try (CoopEngine engine = Coop.engine(counting).name("outcome-here").workers(2).register(saga, failingSaga)
+                .start()) {
+            CoopClient client = engine.client();
+            for (int i = 0; i < 20; i++) {
+                MessageId id = client.launch(topic, new Empty());
+                int before = borrowedHere.get();
+                assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+                assertThat(borrowedHere.get() - before).as("connections borrowed while waiting").isZero();
+            }
+            // a rollback learnt here too (the wait may read the database meanwhile: the backstop for runs that take
+            // longer than its first pause, in case they finish elsewhere)
+            MessageId id = client.launch(failing, new Empty());
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(client.awaitCompletion(id, WAIT)).as("asked again: from the database")
+                    .isEqualTo(Outcome.ROLLED_BACK);
+        }
+    }
+
+    /** A message with a run here and one in another engine: the outcome waits for both (read from the database). */
+    @Test
+    void a_message_with_runs_in_another_engine_waits_for_them_too(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("outcome-split", Empty.class);
+        Saga<Empty> here = Saga.on(topic, "outcome-split-here")
+                .step("only", step -> {
+                })
+                .build();
+        Saga<Empty> there = Saga.on(topic, "outcome-split-there")
+                .step("only", step -> {
+                })
+                .sleep("pause", Duration.ofMillis(200))
+                .step("after", step -> {
+                })
+                .build();
+        HikariDataSource otherPool = db.newDataSource(3);
+        try (CoopEngine other = Coop.engine(otherPool).name("outcome-split-there").workers(1).register(there).start();
+                CoopEngine engine = Coop.engine(dataSource).name("outcome-split-here").register(here).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(engine.client().statuses(id)).containsOnly(RunStatus.COMMITTED).hasSize(2);
+        } finally {
+            otherPool.close();
+        }
+    }
+
+    /** The run's reservation as its step sees it (MIN: none). */
+    private static OffsetDateTime reservedUntil(StepContext<Empty> step) {
+        try (PreparedStatement ps = step.connection().prepareStatement(
+                "SELECT reserved_until FROM coop.run WHERE id = ?")) {
+            ps.setObject(1, step.runId());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                OffsetDateTime t = rs.getObject(1, OffsetDateTime.class);
+                return t == null ? OffsetDateTime.MIN : t;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static int reservedRuns(DataSource dataSource) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT count(*) FROM coop.run WHERE reserved_until IS NOT NULL");
+                ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    /** Counts the connections one thread borrows. */
+    private record Counting(DataSource delegate, Thread thread, AtomicInteger count) implements DataSource {
+        @Override
+        public Connection getConnection() throws SQLException {
+            if (Thread.currentThread() == thread) {
+                count.incrementAndGet();
+            }
+            return delegate.getConnection();
+        }
+
+        @Override
+        public Connection getConnection(String user, String password) throws SQLException {
+            if (Thread.currentThread() == thread) {
+                count.incrementAndGet();
+            }
+            return delegate.getConnection(user, password);
+        }
+
+        @Override
+        public PrintWriter getLogWriter() throws SQLException {
+            return delegate.getLogWriter();
+        }
+
+        @Override
+        public void setLogWriter(PrintWriter out) throws SQLException {
+            delegate.setLogWriter(out);
+        }
+
+        @Override
+        public void setLoginTimeout(int seconds) throws SQLException {
+            delegate.setLoginTimeout(seconds);
+        }
+
+        @Override
+        public int getLoginTimeout() throws SQLException {
+            return delegate.getLoginTimeout();
+        }
+
+        @Override
+        public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+            return delegate.getParentLogger();
+        }
+
+        @Override
+        public <T> T unwrap(Class<T> iface) throws SQLException {
+            return delegate.unwrap(iface);
+        }
+
+        @Override
+        public boolean isWrapperFor(Class<?> iface) throws SQLException {
+            return delegate.isWrapperFor(iface);
+        }
+    }
+}
