@@ -186,7 +186,10 @@ class SagaLimitsTest {
             engines.add(second);
             MessageId other = client.launch(topic, new Empty());
             assertThat(client.tree(other).runs().getFirst().status()).isEqualTo(RunStatus.RUNNABLE);
-            assertThat(reasonOf(client, other)).isEqualTo("waiting for a slot (1 of 1 busy)");
+            // awaited: while the other engine's claim tries the run (and is refused its slot) it holds the run's lock,
+            // and the tree shows a locked run as running, with no reason to wait
+            dev.coop.test.Await.until("the waiting run's reason", WAIT,
+                    () -> "waiting for a slot (1 of 1 busy)".equals(reasonOf(client, other)));
 
             terminate(dataSource, backendOfAttempt.get(1)); // the slot holder's connection dies with its slot
             assertThat(client.awaitCompletion(other, WAIT)).isEqualTo(Outcome.COMMITTED);
