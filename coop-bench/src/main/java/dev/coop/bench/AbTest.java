@@ -33,6 +33,9 @@ import java.util.function.Supplier;
  * a claim finds nothing), "reserved" (also a continuing run reserved for its worker between its commit and its
  * reclaim: schema version 14), "after" (also the outcome of a message launched by the engine's client learnt
  * in-process, without reading the database): the engine as shipped.
+ *
+ * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
+ * and 50 (room on each page for the updates of its rows to be HOT).
  */
 final class AbTest {
     private static final String SEPARATE_COMMITS = "dev.coop.internal.separateCommits";
@@ -41,6 +44,7 @@ final class AbTest {
     private static final List<String> VARIANTS = List.of("before", "after");
     private static final List<String> DIET_VARIANTS = List.of("before", "after", "no-idx");
     private static final List<String> CLAIMS_VARIANTS = List.of("before", "counted", "reserved", "after");
+    private static final List<String> FILLFACTOR_VARIANTS = List.of("ff100", "ff70", "ff50");
     private static final String UNCOUNTED = "dev.coop.internal.uncountedClaims";
     private static final String UNRESERVED = "dev.coop.internal.unreserved";
     private static final String AWAIT_READS = "dev.coop.internal.awaitReads";
@@ -57,6 +61,7 @@ final class AbTest {
         this.variants = switch (o.abChange) {
             case "diet" -> DIET_VARIANTS;
             case "claims" -> CLAIMS_VARIANTS;
+            case "fillfactor" -> FILLFACTOR_VARIANTS;
             default -> VARIANTS;
         };
     }
@@ -83,6 +88,11 @@ final class AbTest {
     }
 
     private void use(String variant) {
+        if (o.abChange.equals("fillfactor")) {
+            System.setProperty(SchemaVariant.PROPERTY,
+                    variant.startsWith("ff") ? "run-fillfactor-" + variant.substring(2) : "shipped");
+            return;
+        }
         if (o.abChange.equals("claims")) {
             int changes = CLAIMS_VARIANTS.indexOf(variant); // each variant adds one change to the one before
             System.setProperty(UNCOUNTED, Boolean.toString(changes < 1));

@@ -7,7 +7,9 @@ import java.util.List;
  * property {@code dev.coop.bench.schema}): {@code shipped} (default) leaves it as migrated; {@code pre-diet} puts back
  * what schema version 13 dropped (the text CHECKs on {@code event} and {@code run}, their foreign keys to
  * {@code message}); {@code no-inspection-indexes} also drops the two indexes only inspection reads
- * ({@code run_created}, {@code run_saga_created}), to price them.
+ * ({@code run_created}, {@code run_saga_created}), to price them; {@code run-fillfactor-N} sets the fill factor of
+ * {@code run} (the share of each page that inserts fill, the rest is kept for updates of its rows, which can then be
+ * HOT: no index entries).
  */
 final class SchemaVariant {
     static final String PROPERTY = "dev.coop.bench.schema";
@@ -45,8 +47,11 @@ final class SchemaVariant {
             case "pre-diet" -> db.longValue("SELECT count(*) FROM pg_constraint WHERE conname = 'run_status_check'"
                     + " AND connamespace = 'coop'::regnamespace") > 0 ? List.of() : PRE_DIET;
             case "no-inspection-indexes" -> NO_INSPECTION_INDEXES;
-            default -> throw new IllegalArgumentException(PROPERTY + " is shipped, pre-diet or no-inspection-indexes,"
-                    + " was '" + current() + "'");
+            case "run-fillfactor-100" -> List.of("ALTER TABLE coop.run SET (fillfactor = 100)");
+            case "run-fillfactor-70" -> List.of("ALTER TABLE coop.run SET (fillfactor = 70)");
+            case "run-fillfactor-50" -> List.of("ALTER TABLE coop.run SET (fillfactor = 50)");
+            default -> throw new IllegalArgumentException(PROPERTY + " is shipped, pre-diet, no-inspection-indexes"
+                    + " or run-fillfactor-100/70/50, was '" + current() + "'");
         };
         for (String s : sql) {
             db.exec(s);
