@@ -171,6 +171,55 @@ class ContinuationTest {
         }
     }
 
+    /**
+     * A run's updates that change no indexed column are HOT (no index entries), the first one included: the lineage
+     * written by the launch is stored as every later update writes it (an array appended to with {@code || id} was
+     * stored with another header, so the first advance of every run rewrote all of its indexes).
+     */
+    @Test
+    void a_continuing_runs_updates_write_no_index_entries(DataSource dataSource) throws SQLException {
+        Topic<Empty> topic = Topic.of("hot-updates", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "hot-updates-saga")
+                .step("first", step -> {
+                })
+                .step("second", step -> {
+                })
+                .step("third", step -> {
+                })
+                .build();
+        long[] before = runUpdates(dataSource);
+        HikariDataSource pool = db.newDataSource(4);
+        try (CoopEngine engine = Coop.engine(pool).schema("hot_updates").name("hot-updates").workers(1)
+                .register(saga).start()) {
+            for (int i = 0; i < 5; i++) {
+                MessageId id = engine.client().launch(topic, new Empty());
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            }
+        } finally {
+            pool.close(); // its sessions end, and report their statistics
+        }
+        // 3 updates per run: two advances that keep it runnable (HOT), the last that finishes it (status changes)
+        long[] after = dev.coop.test.Await.value("the updates' statistics", WAIT, () -> {
+            long[] now = runUpdates(dataSource);
+            return now[0] - before[0] >= 15 ? now : null;
+        });
+        assertThat(after[0] - before[0]).as("updates of run").isEqualTo(15);
+        assertThat(after[1] - before[1]).as("of them HOT").isEqualTo(10);
+    }
+
+    /** Updates of {@code hot_updates.run} and how many of them were HOT, as the statistics say now. */
+    private static long[] runUpdates(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+                                + " WHERE schemaname = 'hot_updates' AND relname = 'run'");
+                ResultSet rs = ps.executeQuery()) {
+            return rs.next() ? new long[]{rs.getLong(1), rs.getLong(2)} : new long[]{0, 0};
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** The run's reservation as its step sees it (MIN: none). */
     private static OffsetDateTime reservedUntil(StepContext<Empty> step) {
         try (PreparedStatement ps = step.connection().prepareStatement(

@@ -34,6 +34,9 @@ import java.util.function.Supplier;
  * reclaim: schema version 14), "after" (also the outcome of a message launched by the engine's client learnt
  * in-process, without reading the database): the engine as shipped.
  *
+ * <p>With {@code --ab-change lineage}, "before" stores a run's lineage as appended to ({@code array || id}, an
+ * expanded array stored with a 4-byte header, which made the run's first update non-HOT), "after" as shipped.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -88,6 +91,10 @@ final class AbTest {
     }
 
     private void use(String variant) {
+        if (o.abChange.equals("lineage")) {
+            System.setProperty("dev.coop.internal.appendLineage", Boolean.toString(variant.equals("before")));
+            return;
+        }
         if (o.abChange.equals("fillfactor")) {
             System.setProperty(SchemaVariant.PROPERTY,
                     variant.startsWith("ff") ? "run-fillfactor-" + variant.substring(2) : "shipped");

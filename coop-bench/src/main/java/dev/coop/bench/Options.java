@@ -117,7 +117,8 @@ final class Options {
                 + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
                 + " need it) or item3 (diet and advance together) or claims (before: every wake-up searched, no"
                 + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
-                + " continuations, in-process outcomes added one by one) or fillfactor (run's fill factor 100, 70, 50)");
+                + " continuations, in-process outcomes added one by one) or fillfactor (run's fill factor 100, 70, 50) or lineage (a run's lineage stored"
+                + " appended to, or as shipped)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -260,9 +261,10 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!List.of("steps", "diet", "advance", "item3", "claims", "fillfactor").contains(v)) {
+                if (!List.of("steps", "diet", "advance", "item3", "claims", "fillfactor", "lineage").contains(v)) {
                     throw new IllegalArgumentException(
-                            "--ab-change is steps, diet, advance, item3, claims or fillfactor, was '" + v + "'");
+                            "--ab-change is steps, diet, advance, item3, claims, fillfactor or lineage, was '" + v
+                                    + "'");
                 }
                 abChange = v;
             }

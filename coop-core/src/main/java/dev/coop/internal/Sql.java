@@ -51,6 +51,11 @@ final class Sql {
      * that another message of its topic already holds is not written (nor its event and runs); it comes back as
      * {@code '!' || n} (its ordinal) so that the caller can look the holder up. A run with an ordering key may be
      * created HELD instead of RUNNABLE (trigger {@code run_keyed_hold}, schema version 10).
+     *
+     * <p>A run's lineage is built with {@code array || ARRAY[id]}, never {@code array || id}: appending an element
+     * yields an expanded array, which PostgreSQL stores with a 4-byte header where every later update of the row
+     * writes the same array with a 1-byte one; the bytes differ, so the run's first update could never be HOT (a new
+     * entry in every index of {@code run}).
      */
     static final String EMIT = """
             WITH input AS (
@@ -73,7 +78,8 @@ final class Sql {
             ), runs AS (
               INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
                                         context, runnable_at, priority, ordering_key)
-              SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || x.id, ?::uuid,
+              SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || ARRAY[x.id],
+                     ?::uuid,
                      ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey
                 FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, reg.saga, reg.version,
                              written.context, written.due, written.priority, written.okey

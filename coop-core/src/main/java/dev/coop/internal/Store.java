@@ -112,7 +112,11 @@ public final class Store {
                 + ";\nSELECT set_config('lock_timeout', current_setting('coop.lock_timeout'), true)");
         this.reclaimUnchangedSql = schema.sql(
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
-        this.emitSql = schema.sql(Sql.EMIT);
+        // dev.coop.internal.appendLineage=true: an A/B switch for the benchmark only (a run's lineage stored as
+        // before: appended to, so that its first update is never HOT; see Sql.EMIT)
+        this.emitSql = schema.sql(Boolean.getBoolean("dev.coop.internal.appendLineage")
+                ? Sql.EMIT.replace("|| ARRAY[x.id]", "|| x.id")
+                : Sql.EMIT);
         this.advanceSql = schema.sql(Sql.ADVANCE.replace("{reserve}", Sql.NOT_RESERVED));
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         String reserve = unreserved ? Sql.NOT_RESERVED : Sql.RESERVED;
