@@ -37,6 +37,9 @@ import java.util.function.Supplier;
  * <p>With {@code --ab-change lineage}, "before" stores a run's lineage as appended to ({@code array || id}, an
  * expanded array stored with a 4-byte header, which made the run's first update non-HOT), "after" as shipped.
  *
+ * <p>With {@code --ab-change plans}, "after" runs on a database whose prepared statements always use their generic
+ * plan ({@code plan_cache_mode = force_generic_plan}), "before" on PostgreSQL's default.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -91,6 +94,10 @@ final class AbTest {
     }
 
     private void use(String variant) {
+        if (o.abChange.equals("plans")) {
+            System.setProperty(SchemaVariant.PROPERTY, variant.equals("before") ? "shipped" : "generic-plans");
+            return;
+        }
         if (o.abChange.equals("lineage")) {
             System.setProperty("dev.coop.internal.appendLineage", Boolean.toString(variant.equals("before")));
             return;

@@ -118,7 +118,7 @@ final class Options {
                 + " need it) or item3 (diet and advance together) or claims (before: every wake-up searched, no"
                 + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
                 + " continuations, in-process outcomes added one by one) or fillfactor (run's fill factor 100, 70, 50) or lineage (a run's lineage stored"
-                + " appended to, or as shipped)");
+                + " appended to, or as shipped) or plans (PostgreSQL's plan choice, or generic plans only)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -261,9 +261,11 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!List.of("steps", "diet", "advance", "item3", "claims", "fillfactor", "lineage").contains(v)) {
+                if (!List.of("steps", "diet", "advance", "item3", "claims", "fillfactor", "lineage", "plans")
+                        .contains(v)) {
                     throw new IllegalArgumentException(
-                            "--ab-change is steps, diet, advance, item3, claims, fillfactor or lineage, was '" + v
+                            "--ab-change is steps, diet, advance, item3, claims, fillfactor, lineage or plans, was '"
+                                    + v
                                     + "'");
                 }
                 abChange = v;

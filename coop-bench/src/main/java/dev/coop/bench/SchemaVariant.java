@@ -9,7 +9,8 @@ import java.util.List;
  * {@code message}); {@code no-inspection-indexes} also drops the two indexes only inspection reads
  * ({@code run_created}, {@code run_saga_created}), to price them; {@code run-fillfactor-N} sets the fill factor of
  * {@code run} (the share of each page that inserts fill, the rest is kept for updates of its rows, which can then be
- * HOT: no index entries).
+ * HOT: no index entries); {@code generic-plans} makes the database plan prepared statements once
+ * ({@code plan_cache_mode = force_generic_plan}) instead of PostgreSQL's choice between a generic and a custom plan.
  */
 final class SchemaVariant {
     static final String PROPERTY = "dev.coop.bench.schema";
@@ -47,11 +48,13 @@ final class SchemaVariant {
             case "pre-diet" -> db.longValue("SELECT count(*) FROM pg_constraint WHERE conname = 'run_status_check'"
                     + " AND connamespace = 'coop'::regnamespace") > 0 ? List.of() : PRE_DIET;
             case "no-inspection-indexes" -> NO_INSPECTION_INDEXES;
+            case "generic-plans" -> List.of("ALTER DATABASE " + db.name // a generated name, not input
+                    + " SET plan_cache_mode = force_generic_plan");
             case "run-fillfactor-100" -> List.of("ALTER TABLE coop.run SET (fillfactor = 100)");
             case "run-fillfactor-70" -> List.of("ALTER TABLE coop.run SET (fillfactor = 70)");
             case "run-fillfactor-50" -> List.of("ALTER TABLE coop.run SET (fillfactor = 50)");
             default -> throw new IllegalArgumentException(PROPERTY + " is shipped, pre-diet, no-inspection-indexes"
-                    + " or run-fillfactor-100/70/50, was '" + current() + "'");
+                    + ", run-fillfactor-100/70/50 or generic-plans, was '" + current() + "'");
         };
         for (String s : sql) {
             db.exec(s);
