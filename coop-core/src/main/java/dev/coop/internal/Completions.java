@@ -23,7 +23,7 @@ public final class Completions {
             return size() > MAX_TRACKED;
         }
     };
-    private static final int MAX_TRACKED = 65_536;
+    private static final int MAX_TRACKED = 16_384;
 
     /** The runs of one tracked message: its sagas once launched (null before), and the statuses finished here. */
     private static final class Tracked {
