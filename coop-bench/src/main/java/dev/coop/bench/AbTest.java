@@ -31,7 +31,7 @@ import java.util.function.Supplier;
  * benchmark-only switches {@code dev.coop.internal.uncountedClaims}, {@code dev.coop.internal.unreserved} and
  * {@code dev.coop.internal.awaitReads}): "counted" (a claim owed per run this engine made due, instead of claiming until
  * a claim finds nothing), "reserved" (also a continuing run reserved for its worker between its commit and its
- * reclaim: schema version 14), "after" (also the outcome of a message launched by the engine's client learnt
+ * reclaim: schema version 15), "after" (also the outcome of a message launched by the engine's client learnt
  * in-process, without reading the database): the engine as shipped.
  *
  * <p>With {@code --ab-change lineage}, "before" stores a run's lineage as appended to ({@code array || id}, an

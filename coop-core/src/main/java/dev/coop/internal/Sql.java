@@ -119,7 +119,7 @@ final class Sql {
     /**
      * What {@code {reserve}} of an advance becomes: nothing reserved, or (the advance of a continuation, whose
      * reclaim follows in the same round trip) the run reserved for its worker for a moment, so that other workers'
-     * claims by saga leave it alone in the gap between the commit and the reclaim (schema version 14).
+     * claims by saga leave it alone in the gap between the commit and the reclaim (schema version 15).
      */
     static final String NOT_RESERVED = "NULL";
     static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";

@@ -37,7 +37,7 @@ public final class Store {
     private final String reclaimWaitingSql;
     /** How long a continuing worker waits for the lock of its run when its reclaim found it locked. */
     static final int RECLAIM_WAIT_MILLIS = 200;
-    /** How long a continuing run stays reserved for its worker after its commit (schema version 14). */
+    /** How long a continuing run stays reserved for its worker after its commit (schema version 15). */
     static final int RESERVATION_MILLIS = 250;
     private final String emitSql;
     private final String advanceSql;
