@@ -5,6 +5,7 @@ import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
 import dev.coop.Saga;
 import dev.coop.Topic;
+import dev.coop.internal.SagaLimits;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Store;
 import dev.coop.internal.Time;
@@ -16,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * The claim statement alone, with and without saga limits, on a backlog of runnable runs: blocks of claims (each
@@ -65,7 +65,9 @@ final class ClaimCost {
                 client.launch(rateTopic, new Job(i));
             }
             Store store = new Store(new SchemaName("coop"), Time.DATABASE);
-            store.limited(Set.of(limited.name(), slots.name(), rate.name()));
+            try (Connection c = env.pool.getConnection()) {
+                store.limited(new SagaLimits(store.schema()).limited(c, sagas));
+            }
             try (Connection c = env.pool.getConnection()) {
                 c.setAutoCommit(false);
                 for (int block = 0; block < BLOCKS * 2; block++) {

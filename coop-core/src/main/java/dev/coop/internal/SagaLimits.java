@@ -8,14 +8,13 @@ import java.sql.SQLException;
 import java.time.OffsetDateTime;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 
 /**
  * Every statement about saga limits (concurrency slots and rate tokens, schema version 11): writing a saga's limits
  * into its registration, reading which sagas are limited, and what a limited saga waits for. The claim itself takes
- * a slot and a token through {@code start_limited} (see {@link Store}).
+ * a slot and a token in the same statement (see {@link Store}), binding the limits read here.
  */
 public final class SagaLimits {
     private final SchemaName schema;
@@ -57,17 +56,55 @@ public final class SagaLimits {
         }
     }
 
-    /** Which of {@code sagas} have a limit in the registry (whatever the caller's own definitions say). */
-    public Set<String> limited(Connection c, Collection<String> sagas) throws SQLException {
+    /**
+     * A saga's limits as its registration holds them, which the limited claim binds (validated numbers, never SQL
+     * text): {@code concurrency} slots (null: no concurrency limit), {@code rateLimit} starts per
+     * {@code ratePeriodMillis} (both null: no rate limit).
+     */
+    public record Limit(Integer concurrency, Integer rateLimit, Long ratePeriodMillis) {
+        public Limit {
+            if (concurrency != null && concurrency < 1) {
+                throw new IllegalArgumentException("concurrency must be positive, was " + concurrency);
+            }
+            if ((rateLimit == null) != (ratePeriodMillis == null)) {
+                throw new IllegalArgumentException("a rate limit needs both a number of starts and a period, was "
+                        + rateLimit + " per " + ratePeriodMillis + " ms");
+            }
+            if (rateLimit != null && (rateLimit < 1 || ratePeriodMillis < 1)) {
+                throw new IllegalArgumentException("a rate limit must be positive, was " + rateLimit + " per "
+                        + ratePeriodMillis + " ms");
+            }
+        }
+
+        /** Whether a claim takes a slot (one of {@link #concurrency()}). */
+        public boolean slots() {
+            return concurrency != null;
+        }
+
+        /** Whether a claim takes a rate token. */
+        public boolean rate() {
+            return rateLimit != null;
+        }
+    }
+
+    /**
+     * Which of {@code sagas} have a limit in the registry (whatever the caller's own definitions say), with those
+     * limits.
+     */
+    public Map<String, Limit> limited(Connection c, Collection<String> sagas) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT saga FROM {schema}.saga_registration
+                SELECT saga, concurrency, rate_limit, rate_period_ms FROM {schema}.saga_registration
                  WHERE saga = ANY(?) AND (concurrency IS NOT NULL OR rate_limit IS NOT NULL)
                 """))) {
             ps.setArray(1, c.createArrayOf("text", sagas.toArray()));
-            Set<String> limited = new HashSet<>();
+            Map<String, Limit> limited = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    limited.add(rs.getString(1));
+                    Integer rate = rs.getObject("rate_limit", Integer.class);
+                    Long period = rs.getObject("rate_period_ms", Long.class);
+                    boolean rated = rate != null && period != null;
+                    limited.put(rs.getString("saga"), new Limit(rs.getObject("concurrency", Integer.class),
+                            rated ? rate : null, rated ? period : null));
                 }
             }
             return limited;
