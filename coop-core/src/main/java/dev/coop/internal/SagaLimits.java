@@ -45,13 +45,17 @@ public final class SagaLimits {
                 WITH removed AS (DELETE FROM {schema}.rate_token WHERE saga = ? AND slot >= ?)
                 INSERT INTO {schema}.rate_token (saga, slot)
                 SELECT ?, s FROM generate_series(0, ? - 1) s
+                 WHERE (SELECT count(*) FROM {schema}.rate_token t WHERE t.saga = ? AND t.slot < ?) < ?
                 ON CONFLICT (saga, slot) DO NOTHING
-                """))) {
+                """))) { // a window already complete is left alone: no write at every engine start
             int rows = rate == null ? 0 : rate;
             ps.setString(1, saga.name());
             ps.setInt(2, rows);
             ps.setString(3, saga.name());
             ps.setInt(4, rows);
+            ps.setString(5, saga.name());
+            ps.setInt(6, rows);
+            ps.setInt(7, rows);
             ps.executeUpdate();
         }
     }
