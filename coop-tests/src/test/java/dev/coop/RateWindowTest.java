@@ -65,6 +65,52 @@ class RateWindowTest {
     }
 
     @Test
+    void leased_rate_tokens_keep_a_binding_rate_limit_exact_across_three_engines(DataSource dataSource)
+            throws Exception {
+        Topic<Empty> topic = Topic.of("window-lease", Empty.class);
+        Duration period = Duration.ofMillis(500);
+        int rate = 128; // large enough for leases of 2 tokens; binds at 256 starts per second
+        Saga<Empty> saga = Saga.on(topic, "window-lease-saga").rateLimit(rate, period)
+                .step("one", step -> {
+                })
+                .step("two", step -> {
+                })
+                .build();
+        List<CoopEngine> engines = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                engines.add(Coop.engine(db.newDataSource(6)).name("lease-" + i).workers(4)
+                        .pollInterval(Duration.ofMillis(200)).register(saga).start());
+            }
+            CoopClient client = Coop.client(dataSource);
+            List<MessageId> ids = new java.util.ArrayList<>();
+            for (int i = 0; i < 300; i++) {
+                ids.add(client.launch(topic, new Empty()));
+            }
+            for (MessageId id : ids) {
+                assertThat(client.awaitCompletion(id, Duration.ofSeconds(90)))
+                        .isEqualTo(dev.coop.inspect.Outcome.COMMITTED);
+            }
+        } finally {
+            engines.forEach(CoopEngine::close);
+        }
+        List<dev.coop.inspect.Event> events = dev.coop.test.CoopTables.of(dataSource).allEvents();
+        List<java.time.OffsetDateTime> starts = events.stream()
+                .filter(e -> saga.name().equals(e.saga()) && e.startedAt() != null)
+                .map(e -> java.util.Map.entry(e.lineage().last(), e.startedAt())).distinct() // a step: a run, a start
+                .map(java.util.Map.Entry::getValue).sorted().toList();
+        assertThat(starts).hasSize(600);
+        for (int i = 0; i + rate < starts.size(); i++) { // the (n+1)th start after any start is a period later
+            assertThat(Duration.between(starts.get(i), starts.get(i + rate))).as("starts %d and %d", i, i + rate)
+                    .isGreaterThanOrEqualTo(period);
+        }
+        assertThat(query(dataSource, "SELECT (count(*) > count(DISTINCT taken_at))::text FROM coop.rate_token"
+                + " WHERE saga = 'window-lease-saga' AND taken_at > '-infinity'"))
+                .as("tokens moved together, by leases").isEqualTo("true");
+        dev.coop.test.Invariants.assertAll(events);
+    }
+
+    @Test
     void a_schema_of_version_13_keeps_its_rate_windows_and_its_limits_hold_after_the_migration() throws Exception {
         SchemaName schema = new SchemaName("window_v13");
         DataSource ds = db.dataSource();

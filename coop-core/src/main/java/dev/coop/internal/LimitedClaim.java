@@ -17,12 +17,13 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>The saga's limits are bind parameters, as the engine read them from the registry ({@link SagaLimits.Limit}).
  * Slots and tokens are tried from a random offset, wrapping around, so that a limit that does not bind is granted at
- * the first try, and one that binds tries each slot or token at most once.
+ * the first try, and one that binds tries each slot or token at most once. A claim on a token of the engine's
+ * {@link RateLease} writes no token: its start must be at or before the lease's end ({@code 'lease'} otherwise).
  */
 final class LimitedClaim {
     /** What the gate binds after the selection's parameters, in the statement's order. */
     private enum Param {
-        NOW, SAGA, SLOTS, SLOT_OFFSET, TOKEN_OFFSET, PERIOD
+        NOW, SAGA, SLOTS, SLOT_OFFSET, TOKEN_OFFSET, PERIOD, UNTIL
     }
 
     private final String sql;
@@ -40,11 +41,12 @@ final class LimitedClaim {
 
     /**
      * The limited claim of the runs {@code selection} selects (a WHERE clause over {@code run r}, with its own
-     * parameters first), taking a slot when {@code slots}, a rate token when {@code rate}.
+     * parameters first), taking a slot when {@code slots}, a rate token when {@code rate}, or, when {@code leased},
+     * starting on a token of a {@link RateLease} instead: the start must then be at or before the lease's end.
      */
-    static LimitedClaim of(SchemaName schema, String selection, boolean slots, boolean rate) {
-        if (!slots && !rate) {
-            throw new IllegalArgumentException("a limited claim takes a slot, a rate token or both");
+    static LimitedClaim of(SchemaName schema, String selection, boolean slots, boolean rate, boolean leased) {
+        if (!slots && !rate && !leased || rate && leased) {
+            throw new IllegalArgumentException("a limited claim takes a slot, a rate token or a leased one, or both");
         }
         List<Param> params = new ArrayList<>();
         StringBuilder sql = new StringBuilder("WITH pick AS MATERIALIZED (SELECT r.id FROM {schema}.run r WHERE ")
@@ -75,6 +77,9 @@ final class LimitedClaim {
                     + " WHERE k.saga = ? AND k.slot = c.slot RETURNING k.taken_at AS at),\n");
             params.add(Param.SAGA);
             gated = "SELECT t.at FROM token t";
+        } else if (leased) { // the lease's token: already moved past this start
+            gated = "SELECT s.at FROM slot s WHERE s.at <= ?::timestamptz";
+            params.add(Param.UNTIL);
         } else {
             gated = "SELECT s.at FROM slot s";
         }
@@ -88,6 +93,9 @@ final class LimitedClaim {
                     + "::bigint::text\n      FROM {schema}.rate_token x, slot s WHERE x.saga = ? GROUP BY s.at),"
                     + " '0') END, true) IS NULL");
             params.addAll(List.of(Param.PERIOD, Param.PERIOD, Param.SAGA));
+        } else if (leased) {
+            sql.append("set_config('coop.limit_wait', CASE WHEN NOT EXISTS (SELECT 1 FROM slot) THEN 'slot' ELSE"
+                    + " 'lease' END, true) IS NULL");
         } else {
             sql.append("set_config('coop.limit_wait', 'slot', true) IS NULL");
         }
@@ -103,10 +111,11 @@ final class LimitedClaim {
 
     /**
      * Binds the gate's parameters from index {@code i + 1} on: {@code saga}'s limits, the time ({@code now}, null
-     * for the database's clock) and random offsets. Returns the last index bound.
+     * for the database's clock), random offsets, and the end of the lease whose token the claim took (null if none).
+     * Returns the last index bound.
      */
-    int bind(PreparedStatement ps, int i, String saga, SagaLimits.Limit limit, OffsetDateTime now)
-            throws SQLException {
+    int bind(PreparedStatement ps, int i, String saga, SagaLimits.Limit limit, OffsetDateTime now,
+            RateLease lease) throws SQLException {
         ThreadLocalRandom random = ThreadLocalRandom.current();
         int slotOffset = limit.slots() ? random.nextInt(limit.concurrency()) : 0;
         int tokenOffset = limit.rate() ? random.nextInt(limit.rateLimit()) : 0;
@@ -118,6 +127,7 @@ final class LimitedClaim {
                 case SLOT_OFFSET -> ps.setInt(++i, slotOffset);
                 case TOKEN_OFFSET -> ps.setInt(++i, tokenOffset);
                 case PERIOD -> ps.setLong(++i, limit.ratePeriodMillis());
+                case UNTIL -> ps.setObject(++i, lease.until());
             }
         }
         return i;

@@ -116,6 +116,52 @@ public final class SagaLimits {
     }
 
     /**
+     * Moves up to {@link RateLease#size} free rate tokens of {@code saga} (at least a period old; from a random one on
+     * in primary-key order, wrapping around) to the reservation's time plus the lease's length, for the engine to
+     * start that many steps before then without writing a token each ({@link RateLease}). The caller commits before
+     * any of them is used. When no token was free, the lease is empty (and lasts as long, before the next try).
+     *
+     * @param now the time as bound (a TimeSource), or null for the database's clock
+     */
+    public RateLease reserve(Connection c, String saga, Limit limit, OffsetDateTime now) throws SQLException {
+        int size = RateLease.size(limit.rateLimit());
+        long length = RateLease.lengthMillis(limit.ratePeriodMillis());
+        String branch = """
+                SELECT * FROM (SELECT x.slot FROM {schema}.rate_token x WHERE x.saga = ? AND x.slot %s ?
+                                  AND x.taken_at <= (SELECT t.r FROM t) - ?::bigint * interval '1 millisecond'
+                                ORDER BY x.slot LIMIT ? FOR UPDATE SKIP LOCKED) %s""";
+        long sent = System.nanoTime();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "WITH t AS MATERIALIZED (SELECT coalesce(?::timestamptz, clock_timestamp()) AS r),\n"
+                        + "cand AS MATERIALIZED (" + branch.formatted(">=", "a") + "\n UNION ALL "
+                        + branch.formatted("<", "b") + "\n LIMIT ?),\n"
+                        + """
+                                moved AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT t.r FROM t) + ?::bigint * interval
+                                            '1 millisecond' FROM cand c WHERE k.saga = ? AND k.slot = c.slot RETURNING 1)
+                                SELECT (SELECT count(*) FROM moved)::int, (SELECT t.r FROM t) + ?::bigint * interval '1 millisecond'
+                                """))) {
+            int offset = java.util.concurrent.ThreadLocalRandom.current().nextInt(limit.rateLimit());
+            int i = 0;
+            ps.setObject(++i, now);
+            for (int b = 0; b < 2; b++) {
+                ps.setString(++i, saga);
+                ps.setInt(++i, offset);
+                ps.setLong(++i, limit.ratePeriodMillis());
+                ps.setInt(++i, size);
+            }
+            ps.setInt(++i, size);
+            ps.setLong(++i, length);
+            ps.setString(++i, saga);
+            ps.setLong(++i, length);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                int tokens = rs.getInt(1);
+                return new RateLease(tokens, rs.getObject(2, OffsetDateTime.class), sent, length);
+            }
+        }
+    }
+
+    /**
      * What a limited saga waits for right now: its slots (from {@code pg_locks}: the step transactions holding one)
      * and the time its next rate token frees (null when one is free or there is no rate limit).
      */

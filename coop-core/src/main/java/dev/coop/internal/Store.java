@@ -42,12 +42,16 @@ public final class Store {
      * The same for sagas with limits, by {@link #gateOf}: the claim first takes a slot and a rate token (schema
      * versions 11 and 14; see {@link LimitedClaim}).
      */
-    private final LimitedClaim[] limitedClaims = new LimitedClaim[4];
-    private final LimitedClaim[] limitedReclaims = new LimitedClaim[4];
-    private final String[] limitedAdvanceContinueSql = new String[4];
-    private final String[] limitedAloneContinueSql = new String[4];
+    private final LimitedClaim[] limitedClaims = new LimitedClaim[6];
+    private final LimitedClaim[] limitedReclaims = new LimitedClaim[6];
+    private final String[] limitedAdvanceContinueSql = new String[6];
+    private final String[] limitedAloneContinueSql = new String[6];
     /** The sagas whose claims go through their limits, with them (read from the registry; see {@link #limited}). */
     private volatile Map<String, SagaLimits.Limit> limited = Map.of();
+    /** The rate tokens this store leased, per saga (see {@link #refillLease}). */
+    private final Map<String, RateLease> leases = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Set<String> leasing = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final SagaLimits limits;
     private final String aloneSql;
     private final String aloneCommitSql;
     private final String aloneContinueSql;
@@ -106,14 +110,16 @@ public final class Store {
         this.aloneSql = schema.sql(Sql.ADVANCE_ALONE);
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + reclaimSql;
-        for (int gate = 1; gate < 4; gate++) {
+        this.limits = new SagaLimits(schema);
+        for (int gate = 1; gate < 6; gate++) {
             boolean slots = (gate & 1) != 0;
             boolean rate = (gate & 2) != 0;
+            boolean leased = (gate & 4) != 0;
             limitedClaims[gate] = LimitedClaim.of(schema, "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
                     + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
-                    + " ORDER BY r.priority DESC, r.runnable_at", slots, rate);
+                    + " ORDER BY r.priority DESC, r.runnable_at", slots, rate, leased);
             limitedReclaims[gate] = LimitedClaim.of(schema,
-                    "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate);
+                    "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
             limitedAdvanceContinueSql[gate] = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaims[gate].sql();
             limitedAloneContinueSql[gate] = aloneCommitSql + ";\nBEGIN;\n" + limitedReclaims[gate].sql();
         }
@@ -148,11 +154,11 @@ public final class Store {
 
     /** The claim statement for {@code saga} as this store sends it (for EXPLAIN in tests and the benchmark). */
     public String claimSql(String saga) {
-        return claimSql(limited.get(saga));
+        return claimSql(limited.get(saga), null);
     }
 
-    private String claimSql(SagaLimits.Limit limit) {
-        return limit == null ? claimSql : limitedClaims[gateOf(limit)].sql();
+    private String claimSql(SagaLimits.Limit limit, RateLease lease) {
+        return limit == null ? claimSql : limitedClaims[gateOf(limit, lease)].sql();
     }
 
     /** Whether claims of {@code saga} go through its limits. */
@@ -160,9 +166,49 @@ public final class Store {
         return limited.containsKey(saga);
     }
 
-    /** Which limited statements a saga with {@code limit} is claimed with: 1 slots, 2 rate tokens, 3 both. */
-    private static int gateOf(SagaLimits.Limit limit) {
-        return (limit.slots() ? 1 : 0) | (limit.rate() ? 2 : 0);
+    /**
+     * Which limited statements a saga with {@code limit} is claimed with: 1 slots, 2 rate tokens, 3 both; with a
+     * token of {@code lease} (if not null) instead of a rate token, 4, or 5 with slots.
+     */
+    private static int gateOf(SagaLimits.Limit limit, RateLease lease) {
+        return (limit.slots() ? 1 : 0) | (lease != null ? 4 : limit.rate() ? 2 : 0);
+    }
+
+    /** A token of the saga's lease for one claim, or null (none left, or none leased). */
+    private RateLease takeLease(String saga, SagaLimits.Limit limit) {
+        if (limit == null || !limit.rate()) {
+            return null;
+        }
+        RateLease lease = leases.get(saga);
+        return lease != null && lease.take() ? lease : null;
+    }
+
+    /**
+     * For a saga whose rate window is large ({@link RateLease#size}): when this store's lease of its tokens is used
+     * up or ran out, leases new ones in a transaction of its own, committed here, so that the next claims start on
+     * them without writing a token each. Called before a transaction's first claim, with nothing else in it.
+     */
+    public void refillLease(Connection c, String saga) throws SQLException {
+        SagaLimits.Limit limit = limited.get(saga);
+        if (limit == null || !limit.rate() || RateLease.size(limit.rateLimit()) < 2) {
+            return;
+        }
+        RateLease current = leases.get(saga);
+        if (current != null && !current.spent() || !leasing.add(saga)) {
+            return; // still usable, or another worker leases
+        }
+        try {
+            RateLease lease = limits.reserve(c, saga, limit, time.bind());
+            c.commit();
+            leases.put(saga, lease);
+        } finally {
+            leasing.remove(saga);
+        }
+    }
+
+    /** The claim of {@code saga} found its lease run out in the database's time: the next claim leases anew. */
+    public void leaseRanOut(String saga) {
+        leases.remove(saga);
     }
 
     /**
@@ -171,26 +217,32 @@ public final class Store {
      */
     public ClaimedRun claim(Connection c, String saga, int version, String engine) throws SQLException {
         SagaLimits.Limit limit = limited.get(saga); // once: the probe may change it meanwhile
-        try (PreparedStatement ps = c.prepareStatement(claimSql(limit))) {
-            bindClaim(ps, saga, limit, version, engine);
-            return readClaim(ps);
+        RateLease lease = takeLease(saga, limit);
+        ClaimedRun run;
+        try (PreparedStatement ps = c.prepareStatement(claimSql(limit, lease))) {
+            bindClaim(ps, saga, limit, lease, version, engine);
+            run = readClaim(ps);
         }
+        if (run == null && lease != null) {
+            lease.giveBack(); // no step started on it
+        }
+        return run;
     }
 
     /** Binds {@link #claimSql(String)} (for EXPLAIN in tests and the benchmark). */
     public void bindClaim(PreparedStatement ps, String saga, int version, String engine) throws SQLException {
-        bindClaim(ps, saga, limited.get(saga), version, engine);
+        bindClaim(ps, saga, limited.get(saga), null, version, engine);
     }
 
-    private void bindClaim(PreparedStatement ps, String saga, SagaLimits.Limit limit, int version, String engine)
-            throws SQLException {
+    private void bindClaim(PreparedStatement ps, String saga, SagaLimits.Limit limit, RateLease lease, int version,
+            String engine) throws SQLException {
         OffsetDateTime now = time.bind();
         int i = 0;
         if (limit != null) { // pick (saga, version, now), then the gate
             ps.setString(++i, saga);
             ps.setInt(++i, version);
             ps.setObject(++i, now);
-            i = limitedClaims[gateOf(limit)].bind(ps, i, saga, limit, now);
+            i = limitedClaims[gateOf(limit, lease)].bind(ps, i, saga, limit, now, lease);
         } else {
             ps.setObject(++i, now);
             ps.setString(++i, saga);
@@ -203,19 +255,25 @@ public final class Store {
     /** Locks one specific run of {@code saga} again if it is still runnable (immediate continuation). */
     public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
         SagaLimits.Limit limit = limited.get(saga);
+        RateLease lease = takeLease(saga, limit);
+        ClaimedRun run;
         try (PreparedStatement ps = c.prepareStatement(
-                limit == null ? reclaimSql : limitedReclaims[gateOf(limit)].sql())) {
-            bindReclaim(ps, 0, saga, limit, runId, engine, time.bind());
-            return readClaim(ps);
+                limit == null ? reclaimSql : limitedReclaims[gateOf(limit, lease)].sql())) {
+            bindReclaim(ps, 0, saga, limit, lease, runId, engine, time.bind());
+            run = readClaim(ps);
         }
+        if (run == null && lease != null) {
+            lease.giveBack();
+        }
+        return run;
     }
 
-    private void bindReclaim(PreparedStatement ps, int i, String saga, SagaLimits.Limit limit, UUID runId,
-            String engine, OffsetDateTime now) throws SQLException {
+    private void bindReclaim(PreparedStatement ps, int i, String saga, SagaLimits.Limit limit, RateLease lease,
+            UUID runId, String engine, OffsetDateTime now) throws SQLException {
         if (limit != null) { // pick (run, now), then the gate
             ps.setObject(++i, runId);
             ps.setObject(++i, now);
-            i = limitedReclaims[gateOf(limit)].bind(ps, i, saga, limit, now);
+            i = limitedReclaims[gateOf(limit, lease)].bind(ps, i, saga, limit, now, lease);
         } else {
             ps.setObject(++i, now);
             ps.setObject(++i, runId);
@@ -500,11 +558,12 @@ public final class Store {
         UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
         boolean alone = countOffAt == null && !fullAdvance;
         SagaLimits.Limit limit = limited.get(run.saga()); // once: the probe may change it meanwhile
+        RateLease lease = tail == Tail.CONTINUE ? takeLease(run.saga(), limit) : null;
         String sql = switch (tail) {
             case NONE -> alone ? aloneSql : advanceSql;
             case COMMIT -> alone ? aloneCommitSql : advanceCommitSql;
             case CONTINUE -> limit != null
-                    ? (alone ? limitedAloneContinueSql : limitedAdvanceContinueSql)[gateOf(limit)]
+                    ? (alone ? limitedAloneContinueSql : limitedAdvanceContinueSql)[gateOf(limit, lease)]
                     : (alone ? aloneContinueSql : advanceContinueSql);
             case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
         };
@@ -575,8 +634,12 @@ public final class Store {
                     return readFinished(ps);
                 }
                 case CONTINUE -> { // the reclaim's parameters, as in reclaim()
-                    bindReclaim(ps, i, run.saga(), limit, run.id(), engine, now);
-                    return readCommitted(ps);
+                    bindReclaim(ps, i, run.saga(), limit, lease, run.id(), engine, now);
+                    ClaimedRun again = readCommitted(ps);
+                    if (again == null && lease != null) {
+                        lease.giveBack();
+                    }
+                    return again;
                 }
                 default -> {
                     return readCommitted(ps);
