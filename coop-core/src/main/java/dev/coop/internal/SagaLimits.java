@@ -118,8 +118,10 @@ public final class SagaLimits {
     /**
      * Moves up to {@link RateLease#size} free rate tokens of {@code saga} (at least a period old; from a random one on
      * in primary-key order, wrapping around) to the reservation's time plus the lease's length, for the engine to
-     * start that many steps before then without writing a token each ({@link RateLease}). The caller commits before
-     * any of them is used. When no token was free, the lease is empty (and lasts as long, before the next try).
+     * start that many steps before then without writing a token each ({@link RateLease}), and commits, in one round
+     * trip; {@code c} must have nothing else in its transaction. The commit does not wait for its flush: a step that
+     * starts on the lease commits after it, and its own flush makes the reservation durable first. When no token was
+     * free, the lease is empty (and lasts as long, before the next try).
      *
      * @param now the time as bound (a TimeSource), or null for the database's clock
      */
@@ -128,18 +130,19 @@ public final class SagaLimits {
         long length = RateLease.lengthMillis(limit.ratePeriodMillis());
         String branch = """
                 SELECT * FROM (SELECT x.slot FROM {schema}.rate_token x WHERE x.saga = ? AND x.slot %s ?
-                                  AND x.taken_at <= (SELECT t.r FROM t) - ?::bigint * interval '1 millisecond'
-                                ORDER BY x.slot LIMIT ? FOR UPDATE SKIP LOCKED) %s""";
+                    AND x.taken_at <= (SELECT t.r FROM t) - ?::bigint * interval '1 millisecond'
+                    ORDER BY x.slot LIMIT ? FOR UPDATE SKIP LOCKED) %s""";
+        String sql = "WITH t AS MATERIALIZED (SELECT coalesce(?::timestamptz, clock_timestamp()) AS r,"
+                + " set_config('synchronous_commit', 'off', true) AS async),\n"
+                + "cand AS MATERIALIZED (" + branch.formatted(">=", "a") + "\n  UNION ALL "
+                + branch.formatted("<", "b") + "\n  LIMIT ?),\n"
+                + """
+                        moved AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT t.r FROM t) + ?::bigint
+                            * interval '1 millisecond' FROM cand c WHERE k.saga = ? AND k.slot = c.slot RETURNING 1)
+                        SELECT (SELECT count(*) FROM moved)::int, (SELECT t.r FROM t) + ?::bigint * interval '1 millisecond';
+                        COMMIT""";
         long sent = System.nanoTime();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                "WITH t AS MATERIALIZED (SELECT coalesce(?::timestamptz, clock_timestamp()) AS r),\n"
-                        + "cand AS MATERIALIZED (" + branch.formatted(">=", "a") + "\n UNION ALL "
-                        + branch.formatted("<", "b") + "\n LIMIT ?),\n"
-                        + """
-                                moved AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT t.r FROM t) + ?::bigint * interval
-                                            '1 millisecond' FROM cand c WHERE k.saga = ? AND k.slot = c.slot RETURNING 1)
-                                SELECT (SELECT count(*) FROM moved)::int, (SELECT t.r FROM t) + ?::bigint * interval '1 millisecond'
-                                """))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
             int offset = java.util.concurrent.ThreadLocalRandom.current().nextInt(limit.rateLimit());
             int i = 0;
             ps.setObject(++i, now);
@@ -153,11 +156,18 @@ public final class SagaLimits {
             ps.setLong(++i, length);
             ps.setString(++i, saga);
             ps.setLong(++i, length);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                int tokens = rs.getInt(1);
-                return new RateLease(tokens, rs.getObject(2, OffsetDateTime.class), sent, length);
+            RateLease lease = null;
+            boolean isResultSet = ps.execute();
+            while (isResultSet || ps.getUpdateCount() != -1) {
+                if (isResultSet) {
+                    try (ResultSet rs = ps.getResultSet()) {
+                        rs.next();
+                        lease = new RateLease(rs.getInt(1), rs.getObject(2, OffsetDateTime.class), sent, length);
+                    }
+                }
+                isResultSet = ps.getMoreResults();
             }
+            return lease;
         }
     }
 

@@ -198,9 +198,10 @@ public final class Store {
             return; // still usable, or another worker leases
         }
         try {
-            RateLease lease = limits.reserve(c, saga, limit, time.bind());
-            c.commit();
-            leases.put(saga, lease);
+            RateLease lease = limits.reserve(c, saga, limit, time.bind()); // committed
+            if (lease != null) {
+                leases.put(saga, lease);
+            }
         } finally {
             leasing.remove(saga);
         }
