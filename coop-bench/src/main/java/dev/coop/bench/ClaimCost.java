@@ -54,11 +54,17 @@ final class ClaimCost {
         Saga<Job> rate = Saga.on(rateTopic, "claim-rate").rateLimit(LimitsAb.RATE, Duration.ofSeconds(1))
                 .step("go", s -> {
                 }).build();
-        List<String> variants = List.of("plain", "limited", "slots", "rate");
-        List<String> sagas = List.of(plain.name(), limited.name(), slots.name(), rate.name());
+        Topic<Job> leasedTopic = Topic.of("claim-leased", Job.class);
+        Saga<Job> leased = Saga.on(leasedTopic, "claim-leased").concurrency(LimitsAb.CONCURRENCY)
+                .rateLimit(LimitsAb.RATE, Duration.ofSeconds(1)).step("go", s -> {
+                }).build();
+        // 'leased': both limits, the rate tokens leased as the engine does (the lease's statements timed too)
+        List<String> variants = List.of("plain", "limited", "slots", "rate", "leased");
+        List<String> sagas = List.of(plain.name(), limited.name(), slots.name(), rate.name(), leased.name());
         Map<String, List<Double>> micros = new LinkedHashMap<>();
         try (RunEnv env = RunEnv.fresh(o, "limits_claim", false)) {
-            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited, slots, rate).start()) {
+            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited, slots, rate, leased)
+                    .start()) {
                 engine.id(); // registers both sagas (and the limits); the backlog is launched once it is closed
             }
             CoopClient client = Coop.client(env.pool);
@@ -67,6 +73,7 @@ final class ClaimCost {
                 client.launch(limitedTopic, new Job(i));
                 client.launch(slotsTopic, new Job(i));
                 client.launch(rateTopic, new Job(i));
+                client.launch(leasedTopic, new Job(i));
             }
             Store store = new Store(new SchemaName("coop"), Time.DATABASE);
             try (Connection c = env.pool.getConnection()) {
@@ -76,11 +83,15 @@ final class ClaimCost {
                     PreparedStatement done = c.prepareStatement(
                             "UPDATE coop.run SET status = 'WAITING' WHERE id = ?")) { // out of the backlog
                 c.setAutoCommit(false);
-                for (int block = 0; block < BLOCKS * 2; block++) {
-                    String saga = sagas.get(block % 4);
+                for (int block = 0; block < BLOCKS / 2 * variants.size(); block++) {
+                    String saga = sagas.get(block % variants.size());
+                    boolean leasing = variants.get(block % variants.size()).equals("leased");
                     long nanos = 0;
                     for (int i = 0; i < CLAIMS_PER_BLOCK; i++) {
                         long t0 = System.nanoTime();
+                        if (leasing) {
+                            store.refillLease(c, saga);
+                        }
                         ClaimedRun run = store.claim(c, saga, 1, "bench");
                         c.rollback();
                         nanos += System.nanoTime() - t0;
@@ -92,7 +103,7 @@ final class ClaimCost {
                         c.commit();
                     }
                     double us = nanos / 1e3 / CLAIMS_PER_BLOCK;
-                    micros.computeIfAbsent(variants.get(block % 4), k -> new ArrayList<>()).add(us);
+                    micros.computeIfAbsent(variants.get(block % variants.size()), k -> new ArrayList<>()).add(us);
                 }
                 c.setAutoCommit(true);
             }
@@ -109,7 +120,7 @@ final class ClaimCost {
         m.put("loadAverageAfter", Bench.loadAverage());
         Bench.progress("claim cost: plain " + m.get("plainMedianUs") + " us, limited " + m.get("limitedMedianUs")
                 + " us, slots only " + m.get("slotsMedianUs") + " us, rate only " + m.get("rateMedianUs")
-                + " us (claim + rollback, one connection)");
+                + " us, leased " + m.get("leasedMedianUs") + " us (claim + rollback, one connection)");
         return m;
     }
 
@@ -118,6 +129,7 @@ final class ClaimCost {
         double limited = ((Number) m.get("limitedMedianUs")).doubleValue();
         double slots = ((Number) m.get("slotsMedianUs")).doubleValue();
         double rate = ((Number) m.get("rateMedianUs")).doubleValue();
+        double leased = ((Number) m.get("leasedMedianUs")).doubleValue();
         String row = "| claim + rollback, %d-run backlog, distinct runs, one connection, %s (median of %d blocks of %d)"
                 + " | %s µs"
                 + " | %s µs | %s |";
@@ -127,6 +139,8 @@ final class ClaimCost {
                 String.format(Locale.ROOT, row, m.get("backlog"), "concurrency only", BLOCKS / 2, CLAIMS_PER_BLOCK,
                         Report.fmt(plain), Report.fmt(slots), Report.fmt(slots / plain)),
                 String.format(Locale.ROOT, row, m.get("backlog"), "rate only", BLOCKS / 2, CLAIMS_PER_BLOCK,
-                        Report.fmt(plain), Report.fmt(rate), Report.fmt(rate / plain)));
+                        Report.fmt(plain), Report.fmt(rate), Report.fmt(rate / plain)),
+                String.format(Locale.ROOT, row, m.get("backlog"), "both limits, rate tokens leased", BLOCKS / 2,
+                        CLAIMS_PER_BLOCK, Report.fmt(plain), Report.fmt(leased), Report.fmt(leased / plain)));
     }
 }
