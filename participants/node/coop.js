@@ -15,7 +15,8 @@
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
  * never started when it gives up while waiting (it waits for them instead), and deadlines other than checking the
  * happy-path and absolute deadlines when a run is claimed (no deadline timer while it waits for children: they
- * inherit the deadline and give up themselves).
+ * inherit the deadline and give up themselves), and saga limits (concurrency, rate): it refuses to start for a saga
+ * registered with limits, since its plain claim would not honour them.
  */
 const { Pool, Client } = require('pg');
 const crypto = require('crypto');
@@ -80,14 +81,20 @@ class Participant {
           INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4)
           ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
                  version = greatest(saga_registration.version, EXCLUDED.version)
-          RETURNING topic
+          RETURNING topic, concurrency, rate_limit, rate_period_ms
         ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
           INSERT INTO {schema}.saga_version (saga, version, last_engine) VALUES ($1, $4, $3)
           ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
         )
-        SELECT topic FROM reg`), [saga.name, saga.topic, this.engineId, VERSION]);
+        SELECT topic, concurrency, rate_limit, rate_period_ms FROM reg`),
+      [saga.name, saga.topic, this.engineId, VERSION]);
       if (rows[0].topic !== saga.topic) {
         throw new Error(`Saga '${saga.name}' is registered for topic '${rows[0].topic}', not '${saga.topic}'`);
+      }
+      // saga limits (protocol.md: Saga limits) are not implemented here: its plain claim would ignore them
+      if (rows[0].concurrency !== null || rows[0].rate_limit !== null) {
+        throw new Error(`Saga '${saga.name}' is registered with limits (concurrency ${rows[0].concurrency}, rate `
+          + `${rows[0].rate_limit} per ${rows[0].rate_period_ms} ms), which this participant does not implement`);
       }
     }
     this.listener = new Client(this.pgOptions);

@@ -214,21 +214,16 @@ class SagaLimitsTest {
         }
         dev.coop.internal.Store store = new dev.coop.internal.Store(new dev.coop.internal.SchemaName("coop"),
                 dev.coop.internal.Time.DATABASE);
-        store.limited(java.util.Set.of(saga.name()));
         List<String> plan = new ArrayList<>();
         try (Connection c = dataSource.getConnection()) {
+            store.limited(new dev.coop.internal.SagaLimits(store.schema()).limited(c, List.of(saga.name())));
             try (Statement st = c.createStatement()) {
                 st.execute("ANALYZE coop.run");
             }
             c.setAutoCommit(false);
             try (PreparedStatement ps = c.prepareStatement("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
                     + store.claimSql(saga.name()))) {
-                ps.setString(1, saga.name()); // the run: saga, version, now
-                ps.setInt(2, saga.version());
-                ps.setObject(3, null, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
-                ps.setString(4, saga.name()); // its slot and token: saga, now
-                ps.setObject(5, null, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
-                ps.setString(6, "explain");
+                store.bindClaim(ps, saga.name(), saga.version(), "explain"); // the run, its slot and token
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         plan.add(rs.getString(1));

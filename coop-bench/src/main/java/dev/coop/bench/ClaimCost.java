@@ -5,10 +5,13 @@ import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
 import dev.coop.Saga;
 import dev.coop.Topic;
+import dev.coop.internal.ClaimedRun;
+import dev.coop.internal.SagaLimits;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Store;
 import dev.coop.internal.Time;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,18 +19,19 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * The claim statement alone, with and without saga limits, on a backlog of runnable runs: blocks of claims (each
- * BEGIN, claim, ROLLBACK on one connection, so the backlog and the rate window stay as they were) alternating between
- * a saga without limits and one with limits that do not bind. Less noisy than W1 on a loaded machine: one connection,
- * the same rows, nothing but the claim.
+ * BEGIN, claim, ROLLBACK on one connection, timed; then, untimed, the claimed run is taken out of the backlog, so that
+ * every claim takes a run never claimed before, as in a real drain: claiming one run again and again would walk the
+ * dead entries of its rolled-back {@code SEEN} events) alternating between a saga without limits and sagas with
+ * limits that do not bind. Less noisy than W1 on a loaded machine: one connection, nothing but the claim.
  */
 final class ClaimCost {
-    private static final int BACKLOG = 2_000;
+    private static final int BACKLOG = 3_000;
     private static final int BLOCKS = 20;
-    private static final int CLAIMS_PER_BLOCK = 500;
+    /** Each variant claims BLOCKS / 2 blocks of this many runs: the backlog shrinks from 3,000 runs to 1,000. */
+    private static final int CLAIMS_PER_BLOCK = 200;
 
     record Job(int n) {
     }
@@ -50,11 +54,17 @@ final class ClaimCost {
         Saga<Job> rate = Saga.on(rateTopic, "claim-rate").rateLimit(LimitsAb.RATE, Duration.ofSeconds(1))
                 .step("go", s -> {
                 }).build();
-        List<String> variants = List.of("plain", "limited", "slots", "rate");
-        List<String> sagas = List.of(plain.name(), limited.name(), slots.name(), rate.name());
+        Topic<Job> leasedTopic = Topic.of("claim-leased", Job.class);
+        Saga<Job> leased = Saga.on(leasedTopic, "claim-leased").concurrency(LimitsAb.CONCURRENCY)
+                .rateLimit(LimitsAb.RATE, Duration.ofSeconds(1)).step("go", s -> {
+                }).build();
+        // 'leased': both limits, the rate tokens leased as the engine does (the lease's statements timed too)
+        List<String> variants = List.of("plain", "limited", "slots", "rate", "leased");
+        List<String> sagas = List.of(plain.name(), limited.name(), slots.name(), rate.name(), leased.name());
         Map<String, List<Double>> micros = new LinkedHashMap<>();
         try (RunEnv env = RunEnv.fresh(o, "limits_claim", false)) {
-            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited, slots, rate).start()) {
+            try (CoopEngine engine = Coop.engine(env.pool).workers(1).register(plain, limited, slots, rate, leased)
+                    .start()) {
                 engine.id(); // registers both sagas (and the limits); the backlog is launched once it is closed
             }
             CoopClient client = Coop.client(env.pool);
@@ -63,22 +73,37 @@ final class ClaimCost {
                 client.launch(limitedTopic, new Job(i));
                 client.launch(slotsTopic, new Job(i));
                 client.launch(rateTopic, new Job(i));
+                client.launch(leasedTopic, new Job(i));
             }
             Store store = new Store(new SchemaName("coop"), Time.DATABASE);
-            store.limited(Set.of(limited.name(), slots.name(), rate.name()));
             try (Connection c = env.pool.getConnection()) {
+                store.limited(new SagaLimits(store.schema()).limited(c, sagas));
+            }
+            try (Connection c = env.pool.getConnection();
+                    PreparedStatement done = c.prepareStatement(
+                            "UPDATE coop.run SET status = 'WAITING' WHERE id = ?")) { // out of the backlog
                 c.setAutoCommit(false);
-                for (int block = 0; block < BLOCKS * 2; block++) {
-                    String saga = sagas.get(block % 4);
-                    long t0 = System.nanoTime();
+                for (int block = 0; block < BLOCKS / 2 * variants.size(); block++) {
+                    String saga = sagas.get(block % variants.size());
+                    boolean leasing = variants.get(block % variants.size()).equals("leased");
+                    long nanos = 0;
                     for (int i = 0; i < CLAIMS_PER_BLOCK; i++) {
-                        if (store.claim(c, saga, 1, "bench") == null) {
+                        long t0 = System.nanoTime();
+                        if (leasing) {
+                            store.refillLease(c, saga);
+                        }
+                        ClaimedRun run = store.claim(c, saga, 1, "bench");
+                        c.rollback();
+                        nanos += System.nanoTime() - t0;
+                        if (run == null) {
                             throw new IllegalStateException("the claim of " + saga + " found nothing");
                         }
-                        c.rollback();
+                        done.setObject(1, run.id());
+                        done.executeUpdate();
+                        c.commit();
                     }
-                    double us = (System.nanoTime() - t0) / 1e3 / CLAIMS_PER_BLOCK;
-                    micros.computeIfAbsent(variants.get(block % 4), k -> new ArrayList<>()).add(us);
+                    double us = nanos / 1e3 / CLAIMS_PER_BLOCK;
+                    micros.computeIfAbsent(variants.get(block % variants.size()), k -> new ArrayList<>()).add(us);
                 }
                 c.setAutoCommit(true);
             }
@@ -95,7 +120,7 @@ final class ClaimCost {
         m.put("loadAverageAfter", Bench.loadAverage());
         Bench.progress("claim cost: plain " + m.get("plainMedianUs") + " us, limited " + m.get("limitedMedianUs")
                 + " us, slots only " + m.get("slotsMedianUs") + " us, rate only " + m.get("rateMedianUs")
-                + " us (claim + rollback, one connection)");
+                + " us, leased " + m.get("leasedMedianUs") + " us (claim + rollback, one connection)");
         return m;
     }
 
@@ -104,7 +129,9 @@ final class ClaimCost {
         double limited = ((Number) m.get("limitedMedianUs")).doubleValue();
         double slots = ((Number) m.get("slotsMedianUs")).doubleValue();
         double rate = ((Number) m.get("rateMedianUs")).doubleValue();
-        String row = "| claim + rollback on a %d-run backlog, one connection, %s (median of %d blocks of %d) | %s µs"
+        double leased = ((Number) m.get("leasedMedianUs")).doubleValue();
+        String row = "| claim + rollback, %d-run backlog, distinct runs, one connection, %s (median of %d blocks of %d)"
+                + " | %s µs"
                 + " | %s µs | %s |";
         return String.join("\n",
                 String.format(Locale.ROOT, row, m.get("backlog"), "both limits", BLOCKS / 2, CLAIMS_PER_BLOCK,
@@ -112,6 +139,8 @@ final class ClaimCost {
                 String.format(Locale.ROOT, row, m.get("backlog"), "concurrency only", BLOCKS / 2, CLAIMS_PER_BLOCK,
                         Report.fmt(plain), Report.fmt(slots), Report.fmt(slots / plain)),
                 String.format(Locale.ROOT, row, m.get("backlog"), "rate only", BLOCKS / 2, CLAIMS_PER_BLOCK,
-                        Report.fmt(plain), Report.fmt(rate), Report.fmt(rate / plain)));
+                        Report.fmt(plain), Report.fmt(rate), Report.fmt(rate / plain)),
+                String.format(Locale.ROOT, row, m.get("backlog"), "both limits, rate tokens leased", BLOCKS / 2,
+                        CLAIMS_PER_BLOCK, Report.fmt(plain), Report.fmt(leased), Report.fmt(leased / plain)));
     }
 }

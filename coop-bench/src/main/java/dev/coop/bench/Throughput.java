@@ -39,6 +39,22 @@ final class Throughput {
         return w1(o, db, ds, phys, sagas, threads, tag, 0);
     }
 
+    /** The saga of W1: three empty steps (with limits that do not bind in the 'limits' workload's variant). */
+    static Saga<Job> w1Saga(Topic<Job> topic, String tag) {
+        Saga.Builder<Job> sagaBuilder = Saga.on(topic, "w1-saga-" + tag);
+        if (Boolean.getBoolean(LimitsAb.LIMITED)) { // the 'limits' workload: limits that do not bind
+            sagaBuilder.concurrency(LimitsAb.CONCURRENCY).rateLimit(LimitsAb.RATE, java.time.Duration.ofSeconds(1));
+        }
+        return sagaBuilder
+                .step("a", s -> {
+                })
+                .step("b", s -> {
+                })
+                .step("c", s -> {
+                })
+                .build();
+    }
+
     /** W1 on a database that already holds {@code prior} runs of the same saga (history workload). */
     static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
             String tag, long prior) {
@@ -49,18 +65,7 @@ final class Throughput {
     static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
             String tag, long prior, java.util.List<dev.coop.EngineListener> listeners) {
         Topic<Job> topic = Topic.of("w1-" + tag, Job.class);
-        Saga.Builder<Job> sagaBuilder = Saga.on(topic, "w1-saga-" + tag);
-        if (Boolean.getBoolean(LimitsAb.LIMITED)) { // the 'limits' workload: limits that do not bind
-            sagaBuilder.concurrency(LimitsAb.CONCURRENCY).rateLimit(LimitsAb.RATE, java.time.Duration.ofSeconds(1));
-        }
-        Saga<Job> saga = sagaBuilder
-                .step("a", s -> {
-                })
-                .step("b", s -> {
-                })
-                .step("c", s -> {
-                })
-                .build();
+        Saga<Job> saga = w1Saga(topic, tag);
         long watermark = Verify.maxEventId(db);
         Map<String, Object> m = new LinkedHashMap<>();
         ClosedLoop.Result r;

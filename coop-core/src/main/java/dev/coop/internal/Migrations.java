@@ -25,7 +25,8 @@ public final class Migrations {
     private static final List<String> VERSIONS = List.of("V1__foundation.sql", "V2__joins.sql", "V3__schedules.sql",
             "V4__claims.sql", "V5__finally_launches.sql", "V6__retention.sql", "V7__step_instances.sql",
             "V8__operator_audit.sql", "V9__quiet_wakeups.sql", "V10__launch_options.sql", "V11__saga_limits.sql",
-            "V12__saga_versions.sql", "V13__schema_diet.sql", "V15__continuation_reserve.sql");
+            "V12__saga_versions.sql", "V13__schema_diet.sql", "V14__rate_window.sql",
+            "V15__continuation_reserve.sql");
     private static final long LOCK_NAMESPACE = 0x436F6F70L << 32; // "Coop"
 
     private Migrations() {

@@ -43,13 +43,20 @@ public final class Store {
     private final String advanceSql;
     private final String advanceCommitSql;
     private final String advanceContinueSql;
-    /** The same three for sagas with limits: the claim first takes a slot and a rate token (schema version 11). */
-    private final String limitedClaimSql;
-    private final String limitedReclaimSql;
-    private final String limitedAdvanceContinueSql;
-    private final String limitedAloneContinueSql;
-    /** The sagas whose claims go through their limits (read from the registry; see {@link #limited(java.util.Set)}). */
-    private volatile java.util.Set<String> limited = java.util.Set.of();
+    /**
+     * The same for sagas with limits, by {@link #gateOf}: the claim first takes a slot and a rate token (schema
+     * versions 11 and 14; see {@link LimitedClaim}).
+     */
+    private final LimitedClaim[] limitedClaims = new LimitedClaim[6];
+    private final LimitedClaim[] limitedReclaims = new LimitedClaim[6];
+    private final String[] limitedAdvanceContinueSql = new String[6];
+    private final String[] limitedAloneContinueSql = new String[6];
+    /** The sagas whose claims go through their limits, with them (read from the registry; see {@link #limited}). */
+    private volatile Map<String, SagaLimits.Limit> limited = Map.of();
+    /** The rate tokens this store leased, per saga (see {@link #refillLease}). */
+    private final Map<String, RateLease> leases = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Set<String> leasing = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final SagaLimits limits;
     private final String aloneSql;
     private final String aloneCommitSql;
     private final String aloneContinueSql;
@@ -126,12 +133,19 @@ public final class Store {
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + reclaimSql;
-        this.limitedClaimSql = schema.sql(limited("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND "
-                + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
-                + " ORDER BY r.priority DESC, r.runnable_at"));
-        this.limitedReclaimSql = schema.sql(limited("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
-        this.limitedAdvanceContinueSql = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
-        this.limitedAloneContinueSql = aloneCommitSql + ";\nBEGIN;\n" + limitedReclaimSql;
+        this.limits = new SagaLimits(schema);
+        for (int gate = 1; gate < 6; gate++) {
+            boolean slots = (gate & 1) != 0;
+            boolean rate = (gate & 2) != 0;
+            boolean leased = (gate & 4) != 0;
+            limitedClaims[gate] = LimitedClaim.of(schema, "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
+                    + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
+                    + " ORDER BY r.priority DESC, r.runnable_at", slots, rate, leased);
+            limitedReclaims[gate] = LimitedClaim.of(schema,
+                    "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
+            limitedAdvanceContinueSql[gate] = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaims[gate].sql();
+            limitedAloneContinueSql[gate] = aloneCommitSql + ";\nBEGIN;\n" + limitedReclaims[gate].sql();
+        }
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
         this.countOffSql = schema.sql(Sql.COUNT_OFF);
@@ -154,41 +168,71 @@ public final class Store {
     }
 
     /**
-     * The claim of a limited saga: first lock the run the plain claim would take ({@code pick}); only then take a
-     * concurrency slot and a rate token for it ({@code start_limited}, once per statement), which yields the step's
-     * start time, or null when refused; the claim proper reads that run by primary key and uses that time as its
-     * {@code {now}} (so the log's start times are the rate window's). A null time, or no run, selects nothing; a
-     * claim that finds no run takes no slot and no token.
+     * Which sagas this store claims through their limits, with those limits: the engine's sagas that have limits in
+     * the registry, read at start and at every probe.
      */
-    private static String limited(String selection) {
-        String claim = Sql.CLAIM
-                .formatted("r.id = (SELECT p.id FROM pick p) AND (SELECT g.at FROM gate g) IS NOT NULL");
-        if (!claim.startsWith("WITH claimed AS (")) {
-            throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
-        }
-        return "WITH pick AS MATERIALIZED (SELECT r.id FROM {schema}.run r WHERE " + selection
-                + " LIMIT 1 FOR UPDATE SKIP LOCKED),\n"
-                // the time as bound (a TimeSource), else null: the function reads the clock once it holds the slot
-                + "gate AS MATERIALIZED (SELECT {schema}.start_limited(?, ?::timestamptz) AS at FROM pick),\n"
-                + claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)");
-    }
-
-    /**
-     * Which sagas this store claims through their limits: the engine's sagas that have limits in the registry, read
-     * at start and at every probe.
-     */
-    public void limited(java.util.Set<String> sagas) {
-        this.limited = java.util.Set.copyOf(sagas);
+    public void limited(Map<String, SagaLimits.Limit> sagas) {
+        this.limited = Map.copyOf(sagas);
     }
 
     /** The claim statement for {@code saga} as this store sends it (for EXPLAIN in tests and the benchmark). */
     public String claimSql(String saga) {
-        return isLimited(saga) ? limitedClaimSql : claimSql;
+        return claimSql(limited.get(saga), null);
+    }
+
+    private String claimSql(SagaLimits.Limit limit, RateLease lease) {
+        return limit == null ? claimSql : limitedClaims[gateOf(limit, lease)].sql();
     }
 
     /** Whether claims of {@code saga} go through its limits. */
     public boolean isLimited(String saga) {
-        return limited.contains(saga);
+        return limited.containsKey(saga);
+    }
+
+    /**
+     * Which limited statements a saga with {@code limit} is claimed with: 1 slots, 2 rate tokens, 3 both; with a
+     * token of {@code lease} (if not null) instead of a rate token, 4, or 5 with slots.
+     */
+    private static int gateOf(SagaLimits.Limit limit, RateLease lease) {
+        return (limit.slots() ? 1 : 0) | (lease != null ? 4 : limit.rate() ? 2 : 0);
+    }
+
+    /** A token of the saga's lease for one claim, or null (none left, or none leased). */
+    private RateLease takeLease(String saga, SagaLimits.Limit limit) {
+        if (limit == null || !limit.rate()) {
+            return null;
+        }
+        RateLease lease = leases.get(saga);
+        return lease != null && lease.take() ? lease : null;
+    }
+
+    /**
+     * For a saga whose rate window is large ({@link RateLease#size}): when this store's lease of its tokens is used
+     * up or ran out, leases new ones in a transaction of its own, committed here, so that the next claims start on
+     * them without writing a token each. Called before a transaction's first claim, with nothing else in it.
+     */
+    public void refillLease(Connection c, String saga) throws SQLException {
+        SagaLimits.Limit limit = limited.get(saga);
+        if (limit == null || !limit.rate() || RateLease.size(limit.rateLimit()) < 2) {
+            return;
+        }
+        RateLease current = leases.get(saga);
+        if (current != null && !current.spent() || !leasing.add(saga)) {
+            return; // still usable, or another worker leases
+        }
+        try {
+            RateLease lease = limits.reserve(c, saga, limit, time.bind()); // committed
+            if (lease != null) {
+                leases.put(saga, lease);
+            }
+        } finally {
+            leasing.remove(saga);
+        }
+    }
+
+    /** The claim of {@code saga} found its lease run out in the database's time: the next claim leases anew. */
+    public void leaseRanOut(String saga) {
+        leases.remove(saga);
     }
 
     /**
@@ -196,43 +240,64 @@ public final class Store {
      * not started. Runs of other versions are left to engines that have them.
      */
     public ClaimedRun claim(Connection c, String saga, int version, String engine) throws SQLException {
-        boolean gated = isLimited(saga);
-        try (PreparedStatement ps = c.prepareStatement(gated ? limitedClaimSql : claimSql)) {
-            OffsetDateTime now = time.bind();
-            int i = 0;
-            if (gated) { // pick (saga, version, now), gate (saga, now)
-                ps.setString(++i, saga);
-                ps.setInt(++i, version);
-                ps.setObject(++i, now);
-                ps.setString(++i, saga);
-                ps.setObject(++i, now);
-            } else {
-                ps.setObject(++i, now);
-                ps.setString(++i, saga);
-                ps.setInt(++i, version);
-                ps.setObject(++i, now);
-            }
-            ps.setString(++i, engine);
-            return readClaim(ps);
+        SagaLimits.Limit limit = limited.get(saga); // once: the probe may change it meanwhile
+        RateLease lease = takeLease(saga, limit);
+        ClaimedRun run;
+        try (PreparedStatement ps = c.prepareStatement(claimSql(limit, lease))) {
+            bindClaim(ps, saga, limit, lease, version, engine);
+            run = readClaim(ps);
         }
+        if (run == null && lease != null) {
+            lease.giveBack(); // no step started on it
+        }
+        return run;
+    }
+
+    /** Binds {@link #claimSql(String)} (for EXPLAIN in tests and the benchmark). */
+    public void bindClaim(PreparedStatement ps, String saga, int version, String engine) throws SQLException {
+        bindClaim(ps, saga, limited.get(saga), null, version, engine);
+    }
+
+    private void bindClaim(PreparedStatement ps, String saga, SagaLimits.Limit limit, RateLease lease, int version,
+            String engine) throws SQLException {
+        OffsetDateTime now = time.bind();
+        int i = 0;
+        if (limit != null) { // pick (saga, version, now), then the gate
+            ps.setString(++i, saga);
+            ps.setInt(++i, version);
+            ps.setObject(++i, now);
+            i = limitedClaims[gateOf(limit, lease)].bind(ps, i, saga, limit, now, lease);
+        } else {
+            ps.setObject(++i, now);
+            ps.setString(++i, saga);
+            ps.setInt(++i, version);
+            ps.setObject(++i, now);
+        }
+        ps.setString(++i, engine);
     }
 
     /** Locks one specific run of {@code saga} again if it is still runnable (immediate continuation). */
     public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        boolean gated = isLimited(saga);
-        try (PreparedStatement ps = c.prepareStatement(gated ? limitedReclaimSql : reclaimSql)) {
-            bindReclaim(ps, 0, gated, saga, runId, engine, time.bind());
-            return readClaim(ps);
+        SagaLimits.Limit limit = limited.get(saga);
+        RateLease lease = takeLease(saga, limit);
+        ClaimedRun run;
+        try (PreparedStatement ps = c.prepareStatement(
+                limit == null ? reclaimSql : limitedReclaims[gateOf(limit, lease)].sql())) {
+            bindReclaim(ps, 0, saga, limit, lease, runId, engine, time.bind());
+            run = readClaim(ps);
         }
+        if (run == null && lease != null) {
+            lease.giveBack();
+        }
+        return run;
     }
 
-    private static void bindReclaim(PreparedStatement ps, int i, boolean gated, String saga, UUID runId,
-            String engine, OffsetDateTime now) throws SQLException {
-        if (gated) { // pick (run, now), gate (saga, now)
+    private void bindReclaim(PreparedStatement ps, int i, String saga, SagaLimits.Limit limit, RateLease lease,
+            UUID runId, String engine, OffsetDateTime now) throws SQLException {
+        if (limit != null) { // pick (run, now), then the gate
             ps.setObject(++i, runId);
             ps.setObject(++i, now);
-            ps.setString(++i, saga);
-            ps.setObject(++i, now);
+            i = limitedReclaims[gateOf(limit, lease)].bind(ps, i, saga, limit, now, lease);
         } else {
             ps.setObject(++i, now);
             ps.setObject(++i, runId);
@@ -250,7 +315,7 @@ public final class Store {
      */
     public ClaimedRun reclaimWaiting(Connection c, UUID runId, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(reclaimWaitingSql)) {
-            bindReclaim(ps, 0, false, null, runId, engine, time.bind());
+            bindReclaim(ps, 0, null, null, null, runId, engine, time.bind());
             ClaimedRun again = null;
             int resultSets = 0;
             boolean isResultSet = ps.execute();
@@ -565,11 +630,13 @@ public final class Store {
         boolean finished = next.status().isFinished();
         UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
         boolean alone = countOffAt == null && !fullAdvance;
+        SagaLimits.Limit limit = limited.get(run.saga()); // once: the probe may change it meanwhile
+        RateLease lease = tail == Tail.CONTINUE ? takeLease(run.saga(), limit) : null;
         String sql = switch (tail) {
             case NONE -> alone ? aloneSql : advanceSql;
             case COMMIT -> alone ? aloneCommitSql : advanceCommitSql;
-            case CONTINUE -> isLimited(run.saga())
-                    ? (alone ? limitedAloneContinueSql : limitedAdvanceContinueSql)
+            case CONTINUE -> limit != null
+                    ? (alone ? limitedAloneContinueSql : limitedAdvanceContinueSql)[gateOf(limit, lease)]
                     : (alone ? aloneContinueSql : advanceContinueSql);
             case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
         };
@@ -640,8 +707,12 @@ public final class Store {
                     return readFinished(ps);
                 }
                 case CONTINUE -> { // the reclaim's parameters, as in reclaim()
-                    bindReclaim(ps, i, isLimited(run.saga()), run.saga(), run.id(), engine, now);
-                    return readCommitted(ps);
+                    bindReclaim(ps, i, run.saga(), limit, lease, run.id(), engine, now);
+                    ClaimedRun again = readCommitted(ps);
+                    if (again == null && lease != null) {
+                        lease.giveBack();
+                    }
+                    return again;
                 }
                 default -> {
                     return readCommitted(ps);

@@ -84,6 +84,7 @@ final class Worker implements Runnable {
         try (Connection c = engine.dataSource().getConnection()) {
             c.setAutoCommit(false);
             try {
+                engine.store().refillLease(c, task.saga()); // rate tokens ahead, in a transaction of their own
                 ClaimedRun run = claim(c, task.saga());
                 if (run == null) {
                     String refusal = commitEmptyClaim(c, task.saga());
@@ -180,6 +181,11 @@ final class Worker implements Runnable {
     private void limitReached(String saga, String refusal) {
         if (refusal == null) {
             return; // nothing was due (or another worker took it): nothing to try again
+        }
+        if (refusal.equals("lease")) { // the leased rate tokens ran out: lease anew, at once
+            engine.store().leaseRanOut(saga);
+            engine.dispatcher().wake(saga);
+            return;
         }
         long wait = refusal.equals("slot")
                 ? LIMIT_RETRY_MILLIS
