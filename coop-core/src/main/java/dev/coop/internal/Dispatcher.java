@@ -212,6 +212,16 @@ final class Dispatcher {
     }
 
     /**
+     * A continuing worker's run was taken by another claim, perhaps one owed for another run of the saga: owe one
+     * claim in its place (claims that search need none).
+     */
+    void giveBack(String saga) {
+        if (!uncounted) {
+            wake(saga, 1);
+        }
+    }
+
+    /**
      * A claim for the task's saga succeeded: when the saga is searched there may be more, so let another idle worker
      * try too (a counted claim's siblings were signalled when they were owed).
      */

@@ -35,6 +35,8 @@ public final class Store {
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
     private final String reclaimWaitingSql;
+    /** Whether a continuation's commit reserves its run (always, but for the benchmark's A/B switch). */
+    private final boolean reserves;
     /** How long a continuing worker waits for the lock of its run when its reclaim found it locked. */
     static final int RECLAIM_WAIT_MILLIS = 200;
     /** How long a continuing run stays reserved for its worker after its commit (schema version 15). */
@@ -100,6 +102,7 @@ public final class Store {
         this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         // dev.coop.internal.unreserved=true: an A/B switch for the benchmark only (no reservation of a continuing run)
         boolean unreserved = Boolean.getBoolean("dev.coop.internal.unreserved");
+        this.reserves = !unreserved;
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
@@ -140,11 +143,16 @@ public final class Store {
             boolean leased = (gate & 4) != 0;
             limitedClaims[gate] = LimitedClaim.of(schema, "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
                     + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
+                    + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
                     + " ORDER BY r.priority DESC, r.runnable_at", slots, rate, leased);
             limitedReclaims[gate] = LimitedClaim.of(schema,
                     "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
-            limitedAdvanceContinueSql[gate] = advanceCommitSql + ";\nBEGIN;\n" + limitedReclaims[gate].sql();
-            limitedAloneContinueSql[gate] = aloneCommitSql + ";\nBEGIN;\n" + limitedReclaims[gate].sql();
+            // a limited run is reserved for its continuing worker too; a reclaim its limits refuse ends the
+            // reservation in the same transaction (Worker), so that the run waits for a slot like any other
+            limitedAdvanceContinueSql[gate] = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve))
+                    + ";\nCOMMIT;\nBEGIN;\n" + limitedReclaims[gate].sql();
+            limitedAloneContinueSql[gate] = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve))
+                    + ";\nCOMMIT;\nBEGIN;\n" + limitedReclaims[gate].sql();
         }
         this.postponeSql = schema.sql(Sql.POSTPONE);
         this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
@@ -337,6 +345,11 @@ public final class Store {
             c.rollback();
             return null;
         }
+    }
+
+    /** Whether a continuation's commit reserves its run for its worker (schema version 15). */
+    public boolean reserves() {
+        return reserves;
     }
 
     /**

@@ -115,8 +115,10 @@ final class Worker implements Runnable {
                     run = null;
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
                         run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
-                        boolean reserved = reclaimed && !engine.store().isLimited(saga);
-                        if (run == null && reserved) { // locked by a claim that skipped it: wait for it a moment
+                        boolean reserved = reclaimed && engine.store().reserves(); // for this worker
+                        if (run == null && reserved && !engine.store().isLimited(saga)) {
+                            // locked by a claim that skipped it: wait for it a moment (a limited saga's reclaim
+                            // may have been refused by its limits instead: it lets go at once)
                             run = engine.store().reclaimWaiting(c, id, engine.engineId());
                         }
                         if (run == null) { // taken by another worker, or refused by the saga's limits
@@ -127,14 +129,15 @@ final class Worker implements Runnable {
                             }
                             String refusal = commitEmptyClaim(c, saga);
                             if (refusal == null) {
-                                // the claim that took it was perhaps owed for another run: owe one in its place
-                                engine.dispatcher().wake(saga, 1);
+                                engine.dispatcher().giveBack(saga);
                             }
                             limitReached(saga, refusal);
                         }
                     } else if (reclaimed) { // not continuing it here after all (stopping)
                         if (again != null) {
-                            engine.store().release(c, id); // reserved for this worker: others may claim it now
+                            if (engine.store().reserves()) {
+                                engine.store().release(c, id); // reserved for this worker: others may claim it now
+                            }
                             c.commit(); // the reclaim wrote nothing else: its run was started
                             engine.dispatcher().wake(saga, 1);
                         } else {
