@@ -35,6 +35,7 @@ public final class Store {
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
     private final String reclaimWaitingSql;
+    private final String[] limitedReclaimWaitingSql = new String[6];
     /** Whether a continuation's commit reserves its run (always, but for the benchmark's A/B switch). */
     private final boolean reserves;
     /** How long a continuing worker waits for the lock of its run when its reclaim found it locked. */
@@ -113,13 +114,7 @@ public final class Store {
         this.reclaimSql = schema.sql(Sql.CLAIM
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
-        this.reclaimWaitingSql = schema.sql("""
-                SELECT set_config('coop.lock_timeout', current_setting('lock_timeout'), true),
-                       set_config('lock_timeout', '%d', true);
-                """.formatted(RECLAIM_WAIT_MILLIS)
-                + Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}")
-                        .replace("FOR UPDATE SKIP LOCKED", "FOR UPDATE")
-                + ";\nSELECT set_config('lock_timeout', current_setting('coop.lock_timeout'), true)");
+        this.reclaimWaitingSql = waiting(reclaimSql);
         this.reclaimUnchangedSql = schema.sql(
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         // dev.coop.internal.appendLineage=true: an A/B switch for the benchmark only (a run's lineage stored as
@@ -149,6 +144,7 @@ public final class Store {
                     "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
             // a limited run is reserved for its continuing worker too; a reclaim its limits refuse ends the
             // reservation in the same transaction (Worker), so that the run waits for a slot like any other
+            limitedReclaimWaitingSql[gate] = waiting(limitedReclaims[gate].sql());
             limitedAdvanceContinueSql[gate] = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve))
                     + ";\nCOMMIT;\nBEGIN;\n" + limitedReclaims[gate].sql();
             limitedAloneContinueSql[gate] = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve))
@@ -321,9 +317,12 @@ public final class Store {
      * rejected). Waits for that lock, {@link #RECLAIM_WAIT_MILLIS} at most: the caller's transaction has no lock to
      * wait for in turn. Returns null (the transaction rolled back) when the wait ran out.
      */
-    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String engine) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(reclaimWaitingSql)) {
-            bindReclaim(ps, 0, null, null, null, runId, engine, time.bind());
+    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String saga, String engine) throws SQLException {
+        SagaLimits.Limit limit = limited.get(saga);
+        RateLease lease = takeLease(saga, limit);
+        try (PreparedStatement ps = c.prepareStatement(
+                limit == null ? reclaimWaitingSql : limitedReclaimWaitingSql[gateOf(limit, lease)])) {
+            bindReclaim(ps, 0, saga, limit, lease, runId, engine, time.bind());
             ClaimedRun again = null;
             int resultSets = 0;
             boolean isResultSet = ps.execute();
@@ -337,14 +336,38 @@ public final class Store {
                 }
                 isResultSet = ps.getMoreResults();
             }
+            if (again == null && lease != null) {
+                lease.giveBack();
+            }
             return again;
         } catch (SQLException e) {
+            if (lease != null) {
+                lease.giveBack();
+            }
             if (!"55P03".equals(e.getSQLState())) { // lock_not_available: the other transaction still runs
                 throw e;
             }
             c.rollback();
             return null;
         }
+    }
+
+    /**
+     * A reclaim that waits for the run's lock ({@link #RECLAIM_WAIT_MILLIS} at most, by {@code lock_timeout}, set back
+     * to what it was after the statement) instead of skipping it: its first {@code FOR UPDATE SKIP LOCKED}, the one
+     * that locks the run, without {@code SKIP LOCKED} (a limited reclaim's rate tokens are still skipped when locked).
+     */
+    private static String waiting(String reclaim) {
+        int at = reclaim.indexOf("FOR UPDATE SKIP LOCKED");
+        if (at < 0) {
+            throw new IllegalStateException("a reclaim without FOR UPDATE SKIP LOCKED");
+        }
+        return """
+                SELECT set_config('coop.lock_timeout', current_setting('lock_timeout'), true),
+                       set_config('lock_timeout', '%d', true);
+                """.formatted(RECLAIM_WAIT_MILLIS)
+                + reclaim.substring(0, at) + "FOR UPDATE" + reclaim.substring(at + "FOR UPDATE SKIP LOCKED".length())
+                + ";\nSELECT set_config('lock_timeout', current_setting('coop.lock_timeout'), true)";
     }
 
     /** Whether a continuation's commit reserves its run for its worker (schema version 15). */

@@ -116,10 +116,10 @@ final class Worker implements Runnable {
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
                         run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
                         boolean reserved = reclaimed && engine.store().reserves(); // for this worker
-                        if (run == null && reserved && !engine.store().isLimited(saga)) {
-                            // locked by a claim that skipped it: wait for it a moment (a limited saga's reclaim
-                            // may have been refused by its limits instead: it lets go at once)
-                            run = engine.store().reclaimWaiting(c, id, engine.engineId());
+                        if (run == null && reserved) {
+                            // locked by a claim that skipped it: wait for it a moment (or a limited saga's limits
+                            // refused it: they refuse it again, and the run waits for a slot or a token as usual)
+                            run = engine.store().reclaimWaiting(c, id, saga, engine.engineId());
                         }
                         if (run == null) { // taken by another worker, or refused by the saga's limits
                             if (reserved) {
