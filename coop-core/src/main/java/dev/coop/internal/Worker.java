@@ -134,14 +134,13 @@ final class Worker implements Runnable {
                             limitReached(saga, refusal);
                         }
                     } else if (reclaimed) { // not continuing it here after all (stopping)
+                        c.rollback(); // lets go of the run (and of a limited saga's slot and token)
                         if (again != null) {
                             if (engine.store().reserves()) {
                                 engine.store().release(c, id); // reserved for this worker: others may claim it now
+                                c.commit();
                             }
-                            c.commit(); // the reclaim wrote nothing else: its run was started
                             engine.dispatcher().wake(saga, 1);
-                        } else {
-                            c.rollback();
                         }
                     } else if (continueNow) {
                         engine.dispatcher().wake(saga, 1); // still runnable: back to the queue, fairly
