@@ -104,6 +104,95 @@ class ContinuationTest {
         }
     }
 
+    /**
+     * Another transaction takes the run's lock the moment the step before commits (here a session that queued for it
+     * while the step ran; in production a claim that read the run before that commit and skipped it after locking
+     * it): the continuing worker's reclaim waits for that lock, gives up after its 200 ms, lets go of the run, and
+     * the run is claimed once the other transaction ended and the reservation lapsed. Which of the two gets the lock
+     * first is up to PostgreSQL; either way nothing runs twice, nothing is lost, nothing is left reserved.
+     */
+    @Test
+    void a_continuation_whose_run_another_transaction_holds_waits_then_lets_go(DataSource dataSource)
+            throws Exception {
+        Topic<Empty> topic = Topic.of("reserve-held", Empty.class);
+        dev.coop.test.StepGate gate = new dev.coop.test.StepGate();
+        dev.coop.test.StepRecorder recorder = new dev.coop.test.StepRecorder();
+        Saga<Empty> saga = Saga.on(topic, "reserve-held-saga")
+                .step("first", step -> {
+                    recorder.record(step);
+                    gate.pass();
+                })
+                .step("second", recorder::record)
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).name("reserve-held").workers(2)
+                .pollInterval(Duration.ofMillis(100)).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            gate.awaitArrivals(1, WAIT);
+            try (Connection holder = dataSource.getConnection()) {
+                holder.setAutoCommit(false);
+                int holderPid = pid(holder);
+                java.util.concurrent.CompletableFuture<Void> locked = java.util.concurrent.CompletableFuture.runAsync(
+                        () -> lockRun(holder, id));
+                dev.coop.test.Await.until("the holder queued for the run's lock", WAIT,
+                        () -> waitsForLock(dataSource, holderPid));
+                gate.open(); // the first step commits, and the holder, first in the lock's queue, takes the run
+                locked.get(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+                // the worker's reclaim found the run held and waits for it, then gives up (lock_timeout); until no
+                // session waits for a lock any more, the holder keeps it (had the reclaim been first, the holder
+                // waited for the second step instead, and nothing waits now)
+                dev.coop.test.Await.until("no session waiting for the run", WAIT, () -> lockWaiters(dataSource) == 0);
+                holder.commit();
+            }
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            recorder.assertEachStepRanOnce();
+            assertThat(recorder.total()).isEqualTo(2);
+            assertThat(reservedRuns(dataSource)).isZero();
+            Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
+    private static void lockRun(Connection c, MessageId id) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM coop.run WHERE message_id = ? FOR UPDATE")) {
+            ps.setObject(1, id.value());
+            ps.executeQuery().close();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static int pid(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_backend_pid()"); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    private static boolean waitsForLock(DataSource dataSource, int pid) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT count(*) FROM pg_stat_activity WHERE pid = ? AND wait_event_type = 'Lock'")) {
+            ps.setInt(1, pid);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1) == 1;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static int lockWaiters(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+                ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Test
     void a_client_learns_the_outcome_of_what_it_launched_from_its_engine_without_reading_the_database(
             DataSource dataSource) {
