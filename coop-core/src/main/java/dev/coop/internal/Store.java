@@ -282,16 +282,42 @@ public final class Store {
 
     /** Locks one specific run of {@code saga} again if it is still runnable (immediate continuation). */
     public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
+        return reclaim(c, runId, saga, engine, false);
+    }
+
+    /**
+     * The reclaim of a continuing run that the reclaim in its commit's round trip found locked: another worker's
+     * claim by saga read the run before that commit, found it reserved when it locked it and skipped it, but holds
+     * its lock until its own transaction ends (PostgreSQL keeps the lock of a row that a re-check after the lock
+     * rejected). Waits for that lock, {@link #RECLAIM_WAIT_MILLIS} at most: the caller's transaction has no lock to
+     * wait for in turn. Returns null (the transaction rolled back) when the wait ran out.
+     */
+    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String saga, String engine) throws SQLException {
+        try {
+            return reclaim(c, runId, saga, engine, true);
+        } catch (SQLException e) {
+            if (!"55P03".equals(e.getSQLState())) { // lock_not_available: the other transaction still runs
+                throw e;
+            }
+            c.rollback();
+            return null;
+        }
+    }
+
+    private ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine, boolean waiting)
+            throws SQLException {
         SagaLimits.Limit limit = limited.get(saga);
         RateLease lease = takeLease(saga, limit);
-        ClaimedRun run;
-        try (PreparedStatement ps = c.prepareStatement(
-                limit == null ? reclaimSql : limitedReclaims[gateOf(limit, lease)].sql())) {
+        ClaimedRun run = null;
+        try (PreparedStatement ps = c.prepareStatement(waiting
+                ? (limit == null ? reclaimWaitingSql : limitedReclaimWaitingSql[gateOf(limit, lease)])
+                : (limit == null ? reclaimSql : limitedReclaims[gateOf(limit, lease)].sql()))) {
             bindReclaim(ps, 0, saga, limit, lease, runId, engine, time.bind());
-            run = readClaim(ps);
-        }
-        if (run == null && lease != null) {
-            lease.giveBack();
+            run = waiting ? readCommitted(ps) : readClaim(ps); // waiting: the settings' result set comes first
+        } finally {
+            if (run == null && lease != null) {
+                lease.giveBack();
+            }
         }
         return run;
     }
@@ -308,48 +334,6 @@ public final class Store {
             ps.setObject(++i, now);
         }
         ps.setString(++i, engine);
-    }
-
-    /**
-     * The reclaim of a continuing run that the reclaim in its commit's round trip found locked: another worker's
-     * claim by saga read the run before that commit, found it reserved when it locked it and skipped it, but holds
-     * its lock until its own transaction ends (PostgreSQL keeps the lock of a row that a re-check after the lock
-     * rejected). Waits for that lock, {@link #RECLAIM_WAIT_MILLIS} at most: the caller's transaction has no lock to
-     * wait for in turn. Returns null (the transaction rolled back) when the wait ran out.
-     */
-    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        SagaLimits.Limit limit = limited.get(saga);
-        RateLease lease = takeLease(saga, limit);
-        try (PreparedStatement ps = c.prepareStatement(
-                limit == null ? reclaimWaitingSql : limitedReclaimWaitingSql[gateOf(limit, lease)])) {
-            bindReclaim(ps, 0, saga, limit, lease, runId, engine, time.bind());
-            ClaimedRun again = null;
-            int resultSets = 0;
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    try (ResultSet rs = ps.getResultSet()) {
-                        if (++resultSets == 2) { // the first is the settings'
-                            again = readClaim(c, rs);
-                        }
-                    }
-                }
-                isResultSet = ps.getMoreResults();
-            }
-            if (again == null && lease != null) {
-                lease.giveBack();
-            }
-            return again;
-        } catch (SQLException e) {
-            if (lease != null) {
-                lease.giveBack();
-            }
-            if (!"55P03".equals(e.getSQLState())) { // lock_not_available: the other transaction still runs
-                throw e;
-            }
-            c.rollback();
-            return null;
-        }
     }
 
     /**
@@ -797,7 +781,10 @@ public final class Store {
         return new Finished(parent, pending);
     }
 
-    /** Reads the results of advance; COMMIT[; BEGIN; reclaim]: the reclaimed run, or null. */
+    /**
+     * Reads the results of advance; COMMIT[; BEGIN; reclaim], or of a waiting reclaim (its settings, the reclaim,
+     * the settings again): the run in the second result set, or null.
+     */
     private ClaimedRun readCommitted(PreparedStatement ps) throws SQLException {
         ClaimedRun again = null;
         int resultSets = 0;
