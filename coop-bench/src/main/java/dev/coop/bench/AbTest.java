@@ -32,7 +32,8 @@ import java.util.function.Supplier;
  * {@code dev.coop.internal.awaitReads}): "counted" (a claim owed per run this engine made due, instead of claiming until
  * a claim finds nothing), "reserved" (also a continuing run reserved for its worker between its commit and its
  * reclaim: schema version 15), "after" (also the outcome of a message launched by the engine's client learnt
- * in-process, without reading the database): the engine as shipped.
+ * in-process, without reading the database): the engine as shipped. This change also runs W2 and W3 once per variant
+ * and round.
  *
  * <p>With {@code --ab-change lineage}, "before" stores a run's lineage as appended to ({@code array || id}, an
  * expanded array stored with a 4-byte header, which made the run's first update non-HOT), "after" as shipped.
@@ -155,6 +156,10 @@ final class AbTest {
         for (int threads : o.versusThreads) {
             add(variant + " w1 " + threads, label, () -> w1(o.w1Sagas, threads, false));
         }
+        if (withW2W3()) {
+            add(variant + " w2", label, () -> fanIn(true));
+            add(variant + " w3", label, () -> fanIn(false));
+        }
         if (noSlow) {
             return;
         }
@@ -172,6 +177,24 @@ final class AbTest {
             try (RunEnv env = RunEnv.on(o, db, "ab", false, true)) {
                 return Throughput.w1(o, env.db, env.pool, Double.NaN, sagas, threads, "ab");
             }
+        } catch (RuntimeException e) {
+            db.close();
+            throw e;
+        }
+    }
+
+    /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
+    private boolean withW2W3() {
+        return o.abChange.equals("claims");
+    }
+
+    /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */
+    private Map<String, Object> fanIn(boolean w2) {
+        BenchDb db = BenchDb.create(w2 ? "ab_w2" : "ab_w3", o.keep);
+        try (RunEnv env = RunEnv.on(o, db, "ab", false, true)) {
+            return w2
+                    ? Throughput.w2(o, env.db, env.pool, Double.NaN, o.w2Parents, o.w2InFlight, "ab")
+                    : Throughput.w3(o, env.db, env.pool, Double.NaN, o.w3Chains, o.w3InFlight, "ab");
         } catch (RuntimeException e) {
             db.close();
             throw e;
@@ -221,6 +244,16 @@ final class AbTest {
         }
         if (!noSlow) {
             names.add("slow w1 " + o.versusThreads[o.versusThreads.length - 1]);
+        }
+        if (withW2W3()) {
+            for (String[] row : new String[][]{{"w2", "parentP50Ms"}, {"w2", "stepsPerSec"}, {"w2", "cpuUsPerStep"},
+                    {"w3", "chainP50Ms"}, {"w3", "stepsPerSec"}, {"w3", "cpuUsPerStep"}}) {
+                List<Double> values = new ArrayList<>();
+                for (String v : variants) {
+                    values.add(median(v + " " + row[0], row[1]));
+                }
+                rows.add(row(row[0].toUpperCase(Locale.ROOT) + " " + row[1] + " (median)", values));
+            }
         }
         for (String n : names) {
             for (String key : List.of("stepsPerSec", "latencyP50Ms", "cpuUsPerStep", "pgCpuUsPerStep")) {
