@@ -45,6 +45,28 @@ final class Sql {
             .replace("%d", String.valueOf(StepHistory.RECENT));
 
     /**
+     * The reclaim of a continuation, sent after its advance and COMMIT by the worker that wrote them: it locks the run
+     * only if it is still the version that advance left (so every column this worker did not read again is still what
+     * it knows: the message, the lineage, the step instances) and reads only the run's own row, the cancellation of its
+     * scope and the transaction id. No SEEN (the run started), no message join, no read of {@code run_step}: the
+     * caller builds the history from the previous claim plus the instance it just wrote. A run another transaction
+     * moved meanwhile is not locked; the caller then reclaims it in full.
+     */
+    static final String RECLAIM_CONTINUATION = """
+            SELECT r.step_index, r.next_step, r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL,
+                   r.failed_children, r.rollback_seq, r.rollback_stage, r.rollback_cause::text, r.resolution, r.retries,
+                   r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
+                   r.waiting_since, r.runnable_at, {now},
+                   (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(r.lineage)
+                     ORDER BY cardinality(x.lineage) LIMIT 1),
+                   pg_current_xact_id()::text
+              FROM {schema}.run r
+             WHERE r.id = ? AND r.version = ? AND r.status = 'RUNNABLE' AND r.phase = 'HAPPY'
+               AND r.runnable_at <= {now}
+               FOR UPDATE SKIP LOCKED
+            """;
+
+    /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
      * parent waits for them. A message with an idempotency key

@@ -63,6 +63,11 @@ public final class Store {
     private final String aloneSql;
     private final String aloneCommitSql;
     private final String aloneContinueSql;
+    /** The same with the continuation's slim reclaim ({@link Sql#RECLAIM_CONTINUATION}). */
+    private final String advanceSlimContinueSql;
+    private final String aloneSlimContinueSql;
+    /** dev.coop.internal.fullReclaim=true: an A/B switch for the benchmark only (every continuation reclaimed in full). */
+    private final boolean slimReclaim = !Boolean.getBoolean("dev.coop.internal.fullReclaim");
     /** dev.coop.internal.fullAdvance=true: an A/B switch for the benchmark only (every advance with count-off). */
     private final boolean fullAdvance = Boolean.getBoolean("dev.coop.internal.fullAdvance");
     private final String postponeSql;
@@ -131,6 +136,11 @@ public final class Store {
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + reclaimSql;
+        String slim = schema.sql(Sql.RECLAIM_CONTINUATION);
+        this.advanceSlimContinueSql = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
+                + slim;
+        this.aloneSlimContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve))
+                + ";\nCOMMIT;\nBEGIN;\n" + slim;
         this.limits = new SagaLimits(schema);
         for (int gate = 1; gate < 6; gate++) {
             boolean slots = (gate & 1) != 0;
@@ -652,12 +662,19 @@ public final class Store {
         boolean alone = countOffAt == null && !fullAdvance;
         SagaLimits.Limit limit = limited.get(run.saga()); // once: the probe may change it meanwhile
         RateLease lease = tail == Tail.CONTINUE ? takeLease(run.saga(), limit) : null;
+        // the continuation of a step that wrote one happy-path instance: what the run's claim read stays true but for
+        // the run's own row and that instance, so its reclaim locks and reads the row alone
+        boolean slim = tail == Tail.CONTINUE && limit == null && slimReclaim && !run.rollback() && !next.rollback()
+                && next.instance() != null && next.instanceSeq() == run.stepsDone()
+                && next.stepsDone() == run.stepsDone() + 1;
         String sql = switch (tail) {
             case NONE -> alone ? aloneSql : advanceSql;
             case COMMIT -> alone ? aloneCommitSql : advanceCommitSql;
             case CONTINUE -> limit != null
                     ? (alone ? limitedAloneContinueSql : limitedAdvanceContinueSql)[gateOf(limit, lease)]
-                    : (alone ? aloneContinueSql : advanceContinueSql);
+                    : slim
+                            ? (alone ? aloneSlimContinueSql : advanceSlimContinueSql)
+                            : (alone ? aloneContinueSql : advanceContinueSql);
             case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
         };
         try (PreparedStatement ps = c.prepareStatement(sql)) {
@@ -726,8 +743,15 @@ public final class Store {
                     ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
                     return readFinished(ps);
                 }
-                case CONTINUE -> { // the reclaim's parameters, as in reclaim()
-                    bindReclaim(ps, i, run.saga(), limit, lease, run.id(), engine, now);
+                case CONTINUE -> {
+                    if (slim) {
+                        ps.setObject(++i, now);
+                        ps.setObject(++i, run.id());
+                        ps.setInt(++i, run.version() + 1); // the version this advance leaves
+                        ps.setObject(++i, now);
+                        return readCommitted(ps, rs -> continued(rs, run, next));
+                    }
+                    bindReclaim(ps, i, run.saga(), limit, lease, run.id(), engine, now); // as in reclaim()
                     ClaimedRun again = readCommitted(ps);
                     if (again == null && lease != null) {
                         lease.giveBack();
@@ -786,6 +810,38 @@ public final class Store {
      * the settings again): the run in the second result set, or null.
      */
     private ClaimedRun readCommitted(PreparedStatement ps) throws SQLException {
+        return readCommitted(ps, rs -> readClaim(ps.getConnection(), rs));
+    }
+
+    /** What reads the claim's result set. */
+    private interface ClaimReader {
+        ClaimedRun read(ResultSet rs) throws SQLException;
+    }
+
+    /**
+     * The run as the slim reclaim of its continuation found it ({@link Sql#RECLAIM_CONTINUATION}): its row as read
+     * now; the message, lineage and parent as the previous claim read them (they never change); the history as the
+     * previous claim read it plus the instance the advance wrote. Null when it was not locked.
+     */
+    private static ClaimedRun continued(ResultSet rs, ClaimedRun run, Advance next) throws SQLException {
+        if (!rs.next()) {
+            return null;
+        }
+        int[] before = run.history().recent();
+        int[] recent = new int[Math.min(StepHistory.RECENT, before.length + 1)];
+        recent[0] = next.instance();
+        System.arraycopy(before, 0, recent, 1, recent.length - 1);
+        StepHistory history = new StepHistory(ints(rs.getArray(4)), recent, null, null);
+        return new ClaimedRun(run.id(), run.saga(), run.sagaVersion(), run.messageId(), run.lineage(),
+                run.parentId(), false, rs.getInt(1), rs.getString(2), rs.getInt(3), history, rs.getInt(5),
+                rs.getBoolean(6), rs.getInt(7), rs.getObject(8, Integer.class), rs.getString(9), rs.getString(10),
+                rs.getString(11), rs.getInt(12), rs.getInt(13), rs.getString(14), rs.getString(15),
+                ints(rs.getArray(16)), rs.getInt(17), rs.getBoolean(18), rs.getObject(19, OffsetDateTime.class),
+                rs.getString(22), run.topic(), run.payload(), run.messageCreatedAt(),
+                rs.getObject(21, OffsetDateTime.class), rs.getString(23), rs.getObject(20, OffsetDateTime.class));
+    }
+
+    private ClaimedRun readCommitted(PreparedStatement ps, ClaimReader reader) throws SQLException {
         ClaimedRun again = null;
         int resultSets = 0;
         boolean isResultSet = ps.execute();
@@ -793,7 +849,7 @@ public final class Store {
             if (isResultSet) {
                 try (ResultSet rs = ps.getResultSet()) {
                     if (++resultSets == 2) { // the first is the advance's (no parent: empty)
-                        again = readClaim(ps.getConnection(), rs);
+                        again = reader.read(rs);
                     }
                 }
             }
