@@ -182,10 +182,8 @@ class Participant {
   async claimLost(c, saga, run, e) {
     this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}`);
     await c.query('BEGIN');
-    // a COMMIT in the step committed what the claim wrote: SEEN is written again only if it is not in the log
-    const again = await this.claim(c, UNCHANGED, [run.id, run.version, this.engineId], `AND NOT EXISTS (
-      SELECT 1 FROM {schema}.event e WHERE e.message_id = claimed.message_id AND e.type = 'SEEN'
-         AND e.lineage = claimed.lineage)`);
+    // a COMMIT in the step committed what the claim wrote: the claim writes SEEN only if it is not in the log
+    const again = await this.claim(c, UNCHANGED, [run.id, run.version, this.engineId]);
     const lost = failureOf(e instanceof ClaimLostError ? e : new ClaimLostError(), this.source(run));
     if (again?.phase === 'HAPPY') {
       await this.startRollback(c, saga, again, saga.steps[again.step_index]?.name ?? null, lost);
@@ -408,9 +406,10 @@ class Participant {
 
   /**
    * The claim: a runnable run (DUE: the saga's due first; UNCHANGED: a run by id and version), locked; SEEN on its
-   * first step; the cancellation of its scope. Only this participant's sagas are claimed.
+   * first step unless the log has it (a step that ran COMMIT made it durable); the cancellation of its scope. Only
+   * this participant's sagas are claimed.
    */
-  async claim(c, selection, params, seenUnless = '') {
+  async claim(c, selection, params) {
     const { rows } = await c.query(this.sql(`
       WITH claimed AS (
         SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
@@ -423,7 +422,8 @@ class Participant {
            FOR UPDATE SKIP LOCKED
       ), seen AS (
         INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-        SELECT message_id, 'SEEN', saga, $${params.length}, lineage FROM claimed WHERE NOT started ${seenUnless}
+        SELECT message_id, 'SEEN', saga, $${params.length}, lineage FROM claimed
+         WHERE NOT started AND {schema}.seen_missing(message_id, saga) -- a fresh snapshot, after the lock (v16)
       )
       SELECT c.*, m.topic, m.payload::text AS payload, pg_current_xact_id()::text AS xact,
              (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)

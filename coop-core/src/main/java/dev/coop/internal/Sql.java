@@ -27,9 +27,8 @@ final class Sql {
                FOR UPDATE SKIP LOCKED
             ), seen AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-              SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed c WHERE NOT started
-                 AND NOT EXISTS (SELECT 1 FROM {schema}.event e -- a step that ran COMMIT itself made its SEEN durable
-                                  WHERE e.message_id = c.message_id AND e.saga = c.saga AND e.type = 'SEEN')
+              SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed c -- a step that ran COMMIT itself made
+               WHERE NOT started AND {schema}.seen_missing(c.message_id, c.saga) -- its SEEN durable (schema version 16)
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
                    t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
