@@ -41,6 +41,14 @@ import java.util.function.Supplier;
  * <p>With {@code --ab-change plans}, "after" runs on a database whose prepared statements always use their generic
  * plan ({@code plan_cache_mode = force_generic_plan}), "before" on PostgreSQL's default.
  *
+ * <p>With {@code --ab-change reclaim}, "before" reclaims a continuing run with the full claim (the benchmark-only
+ * switch {@code dev.coop.internal.fullReclaim}: its SEEN test, the message, the newest step instances), "after" as
+ * shipped: the run's row alone, at the version the advance left. W2 and W3 run too.
+ *
+ * <p>With {@code --ab-change emit}, "before" emits one message with the statement for many (arrays, key handling:
+ * the benchmark-only switch {@code dev.coop.internal.arrayEmit}), "after" as shipped (scalar parameters). W2 and W3
+ * run too.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -106,6 +114,14 @@ final class AbTest {
         if (o.abChange.equals("fillfactor")) {
             System.setProperty(SchemaVariant.PROPERTY,
                     variant.startsWith("ff") ? "run-fillfactor-" + variant.substring(2) : "shipped");
+            return;
+        }
+        if (o.abChange.equals("emit")) {
+            System.setProperty("dev.coop.internal.arrayEmit", Boolean.toString(variant.equals("before")));
+            return;
+        }
+        if (o.abChange.equals("reclaim")) {
+            System.setProperty("dev.coop.internal.fullReclaim", Boolean.toString(variant.equals("before")));
             return;
         }
         if (o.abChange.equals("claims")) {
@@ -185,7 +201,7 @@ final class AbTest {
 
     /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
     private boolean withW2W3() {
-        return o.abChange.equals("claims");
+        return o.abChange.equals("claims") || o.abChange.equals("reclaim") || o.abChange.equals("emit");
     }
 
     /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */

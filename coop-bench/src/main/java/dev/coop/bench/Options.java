@@ -117,7 +117,10 @@ final class Options {
                 + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
                 + " need it) or item3 (diet and advance together) or claims (before: every wake-up searched, no"
                 + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
-                + " continuations, in-process outcomes added one by one) or fillfactor (run's fill factor 100, 70, 50) or lineage (a run's lineage stored"
+                + " continuations, in-process outcomes added one by one) or reclaim (a continuing run reclaimed with"
+                + " the full claim, or its row alone as shipped) or emit (one message emitted with the statement for"
+                + " many, or with scalar parameters as shipped) or fillfactor (run's fill factor 100, 70, 50) or"
+                + " lineage (a run's lineage stored"
                 + " appended to, or as shipped) or plans (PostgreSQL's plan choice, or generic plans only)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
@@ -261,12 +264,12 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!List.of("steps", "diet", "advance", "item3", "claims", "fillfactor", "lineage", "plans")
-                        .contains(v)) {
-                    throw new IllegalArgumentException(
-                            "--ab-change is steps, diet, advance, item3, claims, fillfactor, lineage or plans, was '"
-                                    + v
-                                    + "'");
+                if (!List.of("steps", "diet", "advance", "item3", "claims", "reclaim", "emit", "fillfactor",
+                        "lineage", "plans").contains(v)) {
+                    throw new IllegalArgumentException("--ab-change is steps, diet, advance, item3, claims, reclaim,"
+                            + " emit, fillfactor, lineage or plans, was '"
+                            + v
+                            + "'");
                 }
                 abChange = v;
             }

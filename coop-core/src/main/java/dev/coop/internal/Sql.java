@@ -119,6 +119,34 @@ final class Sql {
             """;
 
     /**
+     * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
+     * child): {@link #EMIT} with scalar parameters, without its arrays and its key handling. Returns the same rows.
+     * Parameters: id, topic, payload, {now}, id, saga, engine, step, scope, id, context, id, scope, id, parent id,
+     * parent seq, context, due, {now}, priority, topic, local sagas, topic, topic.
+     */
+    static final String EMIT_ONE = """
+            WITH msg AS (
+              INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES (?::uuid, ?, ?::jsonb, {now})
+            ), emitted AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
+              VALUES (?::uuid, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[?::uuid]), ?)
+            ), runs AS (
+              INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
+                                        context, runnable_at, priority)
+              SELECT x.id, ?::uuid, x.saga, x.version, coalesce(?::uuid[], ARRAY[?::uuid]) || ARRAY[x.id], ?::uuid,
+                     ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int
+                FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version
+                        FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
+              RETURNING saga
+            ), quiet AS (
+              SELECT set_config('coop.local_sagas', ?, true)
+            )
+            SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
+            UNION ALL
+            SELECT '#' || ?::text, 0 WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = ?)
+            """;
+
+    /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
      * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).

@@ -43,6 +43,9 @@ public final class Store {
     /** How long a continuing run stays reserved for its worker after its commit (schema version 15). */
     static final int RESERVATION_MILLIS = 250;
     private final String emitSql;
+    private final String emitOneSql;
+    /** dev.coop.internal.arrayEmit=true: an A/B switch for the benchmark only (one message emitted as an array too). */
+    private final boolean emitOne = !Boolean.getBoolean("dev.coop.internal.arrayEmit");
     private final String advanceSql;
     private final String advanceCommitSql;
     private final String advanceContinueSql;
@@ -127,6 +130,9 @@ public final class Store {
         this.emitSql = schema.sql(Boolean.getBoolean("dev.coop.internal.appendLineage")
                 ? Sql.EMIT.replace("|| ARRAY[x.id]", "|| x.id")
                 : Sql.EMIT);
+        this.emitOneSql = schema.sql(Boolean.getBoolean("dev.coop.internal.appendLineage")
+                ? Sql.EMIT_ONE.replace("|| ARRAY[x.id]", "|| x.id")
+                : Sql.EMIT_ONE);
         this.advanceSql = schema.sql(Sql.ADVANCE.replace("{reserve}", Sql.NOT_RESERVED));
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         String reserve = unreserved ? Sql.NOT_RESERVED : Sql.RESERVED;
@@ -520,9 +526,61 @@ public final class Store {
     public record Emitted(Map<String, Integer> created, List<Integer> duplicates) {
     }
 
+    /** {@link #emitAll} of one message without keys: scalar parameters ({@link Sql#EMIT_ONE}). */
+    private Emitted emitOne(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga, String engine,
+            String step, Emission e) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(emitOneSql)) {
+            Array scopeArray = scope == null ? null : c.createArrayOf("uuid", scope);
+            OffsetDateTime now = time.bind();
+            int i = 0;
+            ps.setObject(++i, e.messageId());
+            ps.setString(++i, e.topic());
+            ps.setString(++i, e.payload());
+            ps.setObject(++i, now);
+            ps.setObject(++i, e.messageId());
+            ps.setString(++i, saga);
+            ps.setString(++i, engine);
+            ps.setString(++i, step);
+            setArrayOrNull(ps, ++i, scopeArray);
+            ps.setObject(++i, e.messageId());
+            ps.setString(++i, e.context());
+            ps.setObject(++i, e.messageId());
+            setArrayOrNull(ps, ++i, scopeArray);
+            ps.setObject(++i, e.messageId());
+            ps.setObject(++i, parentId, Types.OTHER);
+            setInteger(ps, ++i, parentSeq);
+            ps.setString(++i, e.context());
+            ps.setObject(++i, e.due());
+            ps.setObject(++i, now);
+            ps.setInt(++i, e.priority());
+            ps.setString(++i, e.topic());
+            ps.setString(++i, localSagas);
+            ps.setString(++i, e.topic());
+            ps.setString(++i, e.topic());
+            Map<String, Integer> created = new HashMap<>();
+            List<String> unhandled = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String name = rs.getString(1);
+                    if (name.startsWith("#")) {
+                        unhandled.add(name.substring(1));
+                    } else {
+                        created.put(name, rs.getInt(2));
+                    }
+                }
+            }
+            unhandled(unhandled, saga, step);
+            return new Emitted(created, List.of());
+        }
+    }
+
     /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
     public Emitted emitAll(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
+        if (emitOne && emissions.size() == 1 && emissions.getFirst().idempotencyKey() == null
+                && emissions.getFirst().orderingKey() == null) {
+            return emitOne(c, scope, parentId, parentSeq, saga, engine, step, emissions.getFirst());
+        }
         int n = emissions.size();
         UUID[] ids = new UUID[n];
         String[] topics = new String[n];
