@@ -80,6 +80,61 @@ class QuietWakeUpTest {
         }
     }
 
+    /**
+     * The launch notification is decided row by row (schema version 17), and PostgreSQL sends a transaction's
+     * identical notifications once: a step launching five children of a saga this engine does not run notifies that
+     * saga once, and a child launched for later notifies its delay.
+     */
+    @Test
+    void a_fan_out_to_another_engines_saga_notifies_it_once_and_a_later_launch_names_its_delay(DataSource dataSource)
+            throws SQLException {
+        Topic<Empty> fanTopic = Topic.of("quiet-fan", Empty.class);
+        Topic<Empty> elsewhere = Topic.of("quiet-elsewhere", Empty.class);
+        Saga<Empty> fan = Saga.on(fanTopic, "quiet-fan-handler")
+                .step("launch", step -> {
+                    for (int i = 0; i < 5; i++) {
+                        step.launch(elsewhere, new Empty());
+                    }
+                    step.launch(elsewhere, new Empty(), java.time.Instant.now().plus(Duration.ofHours(1)));
+                })
+                .build();
+        Saga<Empty> remote = Saga.on(elsewhere, "quiet-elsewhere-handler").step("one", step -> {
+        }).build();
+        HikariDataSource listenPool = db.newDataSource(1);
+        try (Connection listen = listenPool.getConnection()) {
+            // registered by an engine that is gone: the fan's engine does not run this saga
+            try (CoopEngine other = Coop.engine(dataSource).pollInterval(NEVER).register(remote).start()) {
+                assertThat(other.client()).isNotNull();
+            }
+            try (Statement st = listen.createStatement()) {
+                st.execute("LISTEN coop_coop");
+            }
+            try (CoopEngine engine = Coop.engine(dataSource).pollInterval(NEVER).register(fan).start()) {
+                engine.client().launch(fanTopic, new Empty());
+                List<String> received = new ArrayList<>();
+                PGConnection pg = listen.unwrap(PGConnection.class);
+                Await.until("the notifications of the fan-out", WAIT, () -> {
+                    try {
+                        PGNotification[] batch = pg.getNotifications(100);
+                        if (batch != null) {
+                            for (PGNotification n : batch) {
+                                received.add(n.getParameter());
+                            }
+                        }
+                    } catch (SQLException e) {
+                        throw new IllegalStateException(e);
+                    }
+                    return received.size() >= 2;
+                });
+                assertThat(received).hasSize(2);
+                assertThat(received.get(0)).isEqualTo(remote.name());
+                assertThat(received.get(1)).startsWith(remote.name() + " ");
+                long millis = Long.parseLong(received.get(1).substring(remote.name().length() + 1));
+                assertThat(millis).isBetween(Duration.ofMinutes(59).toMillis(), Duration.ofHours(1).toMillis());
+            }
+        }
+    }
+
     @Test
     void engines_that_never_poll_still_wake_each_other_across_a_hierarchy(DataSource dataSource) {
         HikariDataSource pool = db.newDataSource(8);

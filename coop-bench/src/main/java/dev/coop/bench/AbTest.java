@@ -49,6 +49,10 @@ import java.util.function.Supplier;
  * the benchmark-only switch {@code dev.coop.internal.arrayEmit}), "after" as shipped (scalar parameters). W2 and W3
  * run too.
  *
+ * <p>With {@code --ab-change slim}, "before" is the engine and schema without this change's three parts (the full
+ * reclaim of a continuation, one message emitted with the statement for many, the statement-level launch
+ * notification), "after" as shipped. W2 and W3 run too.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -114,6 +118,13 @@ final class AbTest {
         if (o.abChange.equals("fillfactor")) {
             System.setProperty(SchemaVariant.PROPERTY,
                     variant.startsWith("ff") ? "run-fillfactor-" + variant.substring(2) : "shipped");
+            return;
+        }
+        if (o.abChange.equals("slim")) {
+            boolean before = variant.equals("before");
+            System.setProperty("dev.coop.internal.fullReclaim", Boolean.toString(before));
+            System.setProperty("dev.coop.internal.arrayEmit", Boolean.toString(before));
+            System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
             return;
         }
         if (o.abChange.equals("emit")) {
@@ -201,7 +212,7 @@ final class AbTest {
 
     /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
     private boolean withW2W3() {
-        return o.abChange.equals("claims") || o.abChange.equals("reclaim") || o.abChange.equals("emit");
+        return List.of("claims", "reclaim", "emit", "slim").contains(o.abChange);
     }
 
     /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */

@@ -119,7 +119,8 @@ final class Options {
                 + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
                 + " continuations, in-process outcomes added one by one) or reclaim (a continuing run reclaimed with"
                 + " the full claim, or its row alone as shipped) or emit (one message emitted with the statement for"
-                + " many, or with scalar parameters as shipped) or fillfactor (run's fill factor 100, 70, 50) or"
+                + " many, or with scalar parameters as shipped) or slim (reclaim, emit and the launch notification's"
+                + " statement-level trigger before schema version 17, together) or fillfactor (run's fill factor 100, 70, 50) or"
                 + " lineage (a run's lineage stored"
                 + " appended to, or as shipped) or plans (PostgreSQL's plan choice, or generic plans only)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
@@ -264,10 +265,10 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!List.of("steps", "diet", "advance", "item3", "claims", "reclaim", "emit", "fillfactor",
-                        "lineage", "plans").contains(v)) {
+                if (!List.of("steps", "diet", "advance", "item3", "claims", "reclaim", "emit", "slim",
+                        "fillfactor", "lineage", "plans").contains(v)) {
                     throw new IllegalArgumentException("--ab-change is steps, diet, advance, item3, claims, reclaim,"
-                            + " emit, fillfactor, lineage or plans, was '"
+                            + " emit, slim, fillfactor, lineage or plans, was '"
                             + v
                             + "'");
                 }
