@@ -17,15 +17,16 @@ final class Dispatcher {
     /**
      * What a worker should do next: claim a run of {@code saga}, or probe the database when saga is null. A
      * {@code counted} claim is owed for one run this engine made runnable itself; the others look for runs until
-     * a claim finds none.
+     * a claim finds none. A {@code retry} is a counted claim owed again because the one before it found nothing
+     * (see {@link #empty}).
      */
-    record Task(String saga, long epoch, boolean counted) {
+    record Task(String saga, long epoch, boolean counted, boolean retry) {
         boolean isProbe() {
             return saga == null;
         }
     }
 
-    private static final Task PROBE = new Task(null, 0, false);
+    private static final Task PROBE = new Task(null, 0, false, false);
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -39,6 +40,8 @@ final class Dispatcher {
      * find nothing, or take a run whose worker is between its commit and its continuation's reclaim.
      */
     private final Map<String, Integer> owed = new HashMap<>();
+    /** Of the claims owed for a saga, how many are retries (handed out first); never more than are owed. */
+    private final Map<String, Integer> retries = new HashMap<>();
     /** A/B switch for the benchmark only: every wake-up searches, as before counted claims. */
     private final boolean uncounted = Boolean.getBoolean("dev.coop.internal.uncountedClaims");
     /** The sagas with a worker limit of their own, and how many workers work on each now. */
@@ -76,17 +79,27 @@ final class Dispatcher {
                     if (claims == null || claims > 1) {
                         ready.addLast(saga); // round robin between sagas
                     }
+                    boolean retry = false;
                     if (claims != null) {
                         if (claims > 1) {
                             owed.put(saga, claims - 1);
                         } else {
                             owed.remove(saga);
                         }
+                        Integer retrying = retries.get(saga);
+                        if (retrying != null) {
+                            retry = true;
+                            if (retrying > 1) {
+                                retries.put(saga, retrying - 1);
+                            } else {
+                                retries.remove(saga);
+                            }
+                        }
                     }
                     if (limits.containsKey(saga)) {
                         busy.merge(saga, 1, Integer::sum);
                     }
-                    return new Task(saga, epochs.get(saga), claims != null);
+                    return new Task(saga, epochs.get(saga), claims != null, retry);
                 }
                 long now = System.nanoTime();
                 if (!probing && now - nextProbe >= 0) {
@@ -149,6 +162,7 @@ final class Dispatcher {
         try {
             if (markReady(saga)) {
                 owed.remove(saga);
+                retries.remove(saga);
                 changed.signal();
             }
         } finally {
@@ -170,15 +184,20 @@ final class Dispatcher {
         }
         lock.lock();
         try {
-            boolean searched = ready.contains(saga) && !owed.containsKey(saga);
-            if (markReady(saga)) {
-                if (!searched) {
-                    owed.merge(saga, runs, Integer::sum);
-                }
-                changed.signal();
-            }
+            owe(saga, runs);
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** {@link #wake(String, int)} with the lock held. */
+    private void owe(String saga, int runs) {
+        boolean searched = ready.contains(saga) && !owed.containsKey(saga);
+        if (markReady(saga)) {
+            if (!searched) {
+                owed.merge(saga, runs, Integer::sum);
+            }
+            changed.signal();
         }
     }
 
@@ -238,11 +257,34 @@ final class Dispatcher {
     }
 
     /**
-     * A claim for the task's saga found nothing; forget the saga unless it was woken again meanwhile (a counted
-     * claim that found nothing was beaten to its run by another claim: nothing is left to forget).
+     * A claim for the task's saga found nothing; forget the saga unless it was woken again meanwhile.
+     *
+     * <p>A counted claim that found nothing was beaten to its run by another claim. When nothing woke the saga since
+     * the claim was handed out, that is all: every run owed a claim was visible to it, and the claim that took its run
+     * owes nothing more. When something did, the claim may have read the database before the commit of a run woken
+     * since (its statement's snapshot), while the claim owed for that run took the run this one was owed for (the
+     * earliest due first): that run would wait for the next probe. The claim is owed once more, as a retry, which is
+     * handed out after that wake-up and so sees the run; a retry that finds nothing is not owed again (under a steady
+     * stream of launches the saga is woken all the time, and retries would follow each other for nothing).
      */
     void empty(Task task) {
         if (task.counted()) {
+            if (task.retry()) {
+                return;
+            }
+            lock.lock();
+            try {
+                Long epoch = epochs.get(task.saga());
+                if (epoch != null && epoch != task.epoch()) {
+                    boolean searched = ready.contains(task.saga()) && !owed.containsKey(task.saga());
+                    owe(task.saga(), 1);
+                    if (!searched) {
+                        retries.merge(task.saga(), 1, Integer::sum);
+                    }
+                }
+            } finally {
+                lock.unlock();
+            }
             return;
         }
         lock.lock();
@@ -275,6 +317,7 @@ final class Dispatcher {
         try {
             if (blocked.remove(saga) && markReady(saga)) {
                 owed.remove(saga); // searched: the blocked runs were not counted
+                retries.remove(saga);
                 changed.signal();
             }
         } finally {
@@ -294,6 +337,7 @@ final class Dispatcher {
                 if (due.firstMillis() <= 0) {
                     if (markReady(e.getKey())) {
                         owed.remove(e.getKey()); // searched: a probe does not say how many runs are due
+                        retries.remove(e.getKey());
                     }
                 } else {
                     next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(due.firstMillis()));

@@ -73,6 +73,32 @@ class DispatcherTest {
         assertThat(nextOrNone(dispatcher)).as("no third claim for two runs").isNull();
     }
 
+    /**
+     * Claim A is owed for run X and reads the database before run Y commits; Y is woken here and claim B, owed for Y,
+     * takes X (the earliest due run); A finds X locked and cannot see Y. Without a retry, Y would wait for the next
+     * probe (up to the poll interval: seen in W1 as runs that waited 0.2-1 s to be claimed). The retry is owed once.
+     */
+    @Test
+    void a_counted_claim_that_found_nothing_while_another_run_was_woken_is_owed_once_more() throws Exception {
+        Dispatcher dispatcher = afterFirstProbe();
+        dispatcher.wake("s", 1); // run X
+        Dispatcher.Task a = dispatcher.next();
+        dispatcher.wake("s", 1); // run Y, committed after A's snapshot
+        Dispatcher.Task b = dispatcher.next();
+        dispatcher.found(b); // B took X
+        dispatcher.empty(a); // A found X locked and did not see Y
+        Dispatcher.Task retry = dispatcher.next();
+        assertThat(retry.saga()).isEqualTo("s");
+        assertThat(retry.counted()).isTrue();
+        assertThat(retry.retry()).isTrue();
+        dispatcher.wake("s", 1); // run Z, woken while the retry runs
+        Dispatcher.Task c = dispatcher.next();
+        assertThat(c.retry()).isFalse();
+        dispatcher.found(c);
+        dispatcher.empty(retry); // a retry that finds nothing is not owed again
+        assertThat(nextOrNone(dispatcher)).as("no claim after the retry").isNull();
+    }
+
     @Test
     void a_wake_up_that_does_not_say_how_many_runs_are_due_searches_until_a_claim_finds_nothing() throws Exception {
         Dispatcher dispatcher = afterFirstProbe();
