@@ -63,16 +63,7 @@ class QuietWakeUpTest {
             List<String> received = new ArrayList<>();
             PGConnection pg = listen.unwrap(PGConnection.class);
             Await.until("the notification of the launch by a client without an engine", WAIT, () -> {
-                try {
-                    PGNotification[] batch = pg.getNotifications(100);
-                    if (batch != null) {
-                        for (PGNotification n : batch) {
-                            received.add(n.getParameter());
-                        }
-                    }
-                } catch (SQLException e) {
-                    throw new IllegalStateException(e);
-                }
+                receive(pg, received);
                 return received.contains(parent.name());
             });
             assertThat(received).as("notifications up to the bare client's launch").containsExactly(parent.name());
@@ -114,16 +105,7 @@ class QuietWakeUpTest {
                 List<String> received = new ArrayList<>();
                 PGConnection pg = listen.unwrap(PGConnection.class);
                 Await.until("the notifications of the fan-out", WAIT, () -> {
-                    try {
-                        PGNotification[] batch = pg.getNotifications(100);
-                        if (batch != null) {
-                            for (PGNotification n : batch) {
-                                received.add(n.getParameter());
-                            }
-                        }
-                    } catch (SQLException e) {
-                        throw new IllegalStateException(e);
-                    }
+                    receive(pg, received);
                     return received.size() >= 2;
                 });
                 assertThat(received).hasSize(2);
@@ -150,6 +132,20 @@ class QuietWakeUpTest {
                 MessageId fromChildren = children.client().launch(parentTopic, new Empty());
                 assertThat(children.client().awaitCompletion(fromChildren, WAIT)).isEqualTo(Outcome.COMMITTED);
             }
+        }
+    }
+
+    /** Adds the payloads of the notifications that arrived (waiting up to 100 ms for some) to {@code received}. */
+    private static void receive(PGConnection pg, List<String> received) {
+        try {
+            PGNotification[] batch = pg.getNotifications(100);
+            if (batch != null) {
+                for (PGNotification n : batch) {
+                    received.add(n.getParameter());
+                }
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
         }
     }
 }
