@@ -408,6 +408,46 @@ class ContinuationTest {
         }
     }
 
+    /** A payload that counts how often it is read (Jackson calls a record's canonical constructor). */
+    record CountedReads(String value) {
+        static final AtomicInteger READS = new AtomicInteger();
+
+        CountedReads {
+            READS.incrementAndGet();
+        }
+    }
+
+    /**
+     * A continuation's step reads the payload when it asks for it: the first step of a claim reads it before it runs
+     * (a payload that cannot be read fails that step, as before), a continuing step that never asks costs nothing, and
+     * one that asks gets its own copy.
+     */
+    @Test
+    void a_continuing_step_reads_the_payload_only_when_it_asks(DataSource dataSource) {
+        Topic<CountedReads> topic = Topic.of("continue-payload", CountedReads.class);
+        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Saga<CountedReads> saga = Saga.on(topic, "continue-payload-saga")
+                .step("a", step -> {
+                })
+                .step("b", step -> {
+                })
+                .step("c", step -> {
+                    CountedReads first = step.payload();
+                    seen.add(first.value());
+                    assertThat(step.payload()).as("read once per step").isSameAs(first);
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).name("continue-payload").workers(1).register(saga).start()) {
+            CountedReads payload = new CountedReads("p");
+            int before = CountedReads.READS.get();
+            MessageId id = engine.client().launch(topic, payload);
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(seen).containsExactly("p");
+            assertThat(CountedReads.READS.get() - before)
+                    .as("reads: before the first step, and when step c asked").isEqualTo(2);
+        }
+    }
+
     /** Scans of {@code message}, {@code run_step} and their indexes by this transaction so far. */
     private static long scansOfMessageAndSteps(StepContext<?> step) {
         try (PreparedStatement ps = step.connection().prepareStatement("""

@@ -42,7 +42,9 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     private final ClaimedRun run;
     private final String step;
-    private final P payload;
+    /** The payload, or null until {@link #payload()} reads it from {@code lazyPayload}. */
+    private P payload;
+    private java.util.function.Supplier<P> lazyPayload;
     private final EngineContext engine;
     private final GuardedConnection.Guard guard;
     private final Kind kind;
@@ -75,8 +77,22 @@ final class StepContextImpl<P> implements StepContext<P> {
         this.childSeqs = childSeqs;
     }
 
+    /**
+     * A context whose payload is read from the message's text when the step first asks for it (a continuation of a run
+     * whose payload this worker already read: it cannot fail now, and a step that never asks costs nothing).
+     */
+    StepContextImpl(ClaimedRun run, String step, java.util.function.Supplier<P> payload, EngineContext engine,
+            Connection connection, Kind kind, int iteration, CooperationContext context, int[] childSeqs) {
+        this(run, step, (P) null, engine, connection, kind, iteration, context, childSeqs);
+        this.lazyPayload = payload;
+    }
+
     @Override
     public P payload() {
+        if (lazyPayload != null) { // the step's thread; a step's context is not shared
+            payload = lazyPayload.get();
+            lazyPayload = null;
+        }
         return payload;
     }
 

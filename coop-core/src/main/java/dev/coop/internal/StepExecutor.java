@@ -135,15 +135,15 @@ final class StepExecutor {
     private <P> boolean runStep(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         Saga.Step<P> step = saga.steps().get(run.stepIndex());
-        P payload;
+        java.util.function.Supplier<P> payload;
         try {
-            payload = transitions.payload(run, saga);
+            payload = transitions.stepPayload(run, saga);
         } catch (CoopValidationException e) {
             return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
         }
         int iteration = run.history().executions(run.stepIndex()) + 1;
         if (step.isFinallyPart()) {
-            return runFinallyPart(c, run, saga, step, payload, runContext, iteration);
+            return runFinallyPart(c, run, saga, step, payload.get(), runContext, iteration);
         }
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
                 StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(c, run, saga));
