@@ -88,8 +88,8 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     @Override
-    public P payload() {
-        if (lazyPayload != null) { // the step's thread; a step's context is not shared
+    public synchronized P payload() { // a step may hand its context to threads of its own
+        if (lazyPayload != null) {
             payload = lazyPayload.get();
             lazyPayload = null;
         }
