@@ -182,9 +182,13 @@ class ContinuationTest {
     }
 
     private static int lockWaiters(DataSource dataSource) {
+        return count(dataSource,
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+    }
+
+    private static int count(DataSource dataSource, String sql) {
         try (Connection c = dataSource.getConnection();
-                PreparedStatement ps = c.prepareStatement(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()");
+                PreparedStatement ps = c.prepareStatement(sql);
                 ResultSet rs = ps.executeQuery()) {
             rs.next();
             return rs.getInt(1);
@@ -324,14 +328,8 @@ class ContinuationTest {
         }
     }
 
-    private static int reservedRuns(DataSource dataSource) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-                PreparedStatement ps = c.prepareStatement(
-                        "SELECT count(*) FROM coop.run WHERE reserved_until IS NOT NULL");
-                ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getInt(1);
-        }
+    private static int reservedRuns(DataSource dataSource) {
+        return count(dataSource, "SELECT count(*) FROM coop.run WHERE reserved_until IS NOT NULL");
     }
 
     /**

@@ -49,9 +49,10 @@ import java.util.function.Supplier;
  * the benchmark-only switch {@code dev.coop.internal.arrayEmit}), "after" as shipped (scalar parameters). W2 and W3
  * run too.
  *
- * <p>With {@code --ab-change slim}, "before" is the engine and schema without this change's three parts (the full
- * reclaim of a continuation, one message emitted with the statement for many, the statement-level launch
- * notification), "after" as shipped. W2 and W3 run too.
+ * <p>With {@code --ab-change slim}, "before" is the engine and schema without the fourth session's step-path changes
+ * (the full reclaim of a continuation, one message emitted with the statement for many, the statement-level launch
+ * notification, no retry of a counted claim that found nothing, every step's payload read before it runs), "after"
+ * as shipped. W2 and W3 run too. (The {@code SEEN} test's function, a correctness fix, is in both.)
  *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
@@ -124,6 +125,8 @@ final class AbTest {
             boolean before = variant.equals("before");
             System.setProperty("dev.coop.internal.fullReclaim", Boolean.toString(before));
             System.setProperty("dev.coop.internal.arrayEmit", Boolean.toString(before));
+            System.setProperty("dev.coop.internal.noClaimRetry", Boolean.toString(before));
+            System.setProperty("dev.coop.internal.eagerPayload", Boolean.toString(before));
             System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
             return;
         }

@@ -119,8 +119,8 @@ final class Options {
                 + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
                 + " continuations, in-process outcomes added one by one) or reclaim (a continuing run reclaimed with"
                 + " the full claim, or its row alone as shipped) or emit (one message emitted with the statement for"
-                + " many, or with scalar parameters as shipped) or slim (reclaim, emit and the launch notification's"
-                + " statement-level trigger before schema version 17, together) or fillfactor (run's fill factor 100, 70, 50) or"
+                + " many, or with scalar parameters as shipped) or slim (the fourth session's step path: reclaim, emit, the"
+                + " launch notification's trigger, the retried claim and the lazy payload, together) or fillfactor (run's fill factor 100, 70, 50) or"
                 + " lineage (a run's lineage stored"
                 + " appended to, or as shipped) or plans (PostgreSQL's plan choice, or generic plans only)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");

@@ -557,21 +557,32 @@ public final class Store {
             ps.setString(++i, localSagas);
             ps.setString(++i, e.topic());
             ps.setString(++i, e.topic());
-            Map<String, Integer> created = new HashMap<>();
-            List<String> unhandled = new ArrayList<>();
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    String name = rs.getString(1);
-                    if (name.startsWith("#")) {
-                        unhandled.add(name.substring(1));
-                    } else {
-                        created.put(name, rs.getInt(2));
-                    }
+            return emitted(ps, saga, step);
+        }
+    }
+
+    /**
+     * Reads what an emit statement returns: per saga the runs it got, {@code '#topic'} for a topic nobody handles,
+     * {@code '!'} with the ordinal of a message whose idempotency key was taken.
+     */
+    private Emitted emitted(PreparedStatement ps, String saga, String step) throws SQLException {
+        Map<String, Integer> created = new HashMap<>();
+        List<String> unhandled = new ArrayList<>();
+        List<Integer> duplicates = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                String name = rs.getString(1);
+                if (name.equals("!")) {
+                    duplicates.add(rs.getInt(2) - 1);
+                } else if (name.startsWith("#")) {
+                    unhandled.add(name.substring(1));
+                } else {
+                    created.put(name, rs.getInt(2));
                 }
             }
-            unhandled(unhandled, saga, step);
-            return new Emitted(created, List.of());
         }
+        unhandled(unhandled, saga, step);
+        return new Emitted(created, duplicates);
     }
 
     /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
@@ -627,23 +638,7 @@ public final class Store {
             }
             ps.setObject(++i, now);
             ps.setString(++i, localSagas);
-            Map<String, Integer> created = new HashMap<>();
-            List<String> unhandled = new ArrayList<>();
-            List<Integer> duplicates = new ArrayList<>();
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    String name = rs.getString(1);
-                    if (name.equals("!")) {
-                        duplicates.add(rs.getInt(2) - 1);
-                    } else if (name.startsWith("#")) {
-                        unhandled.add(name.substring(1));
-                    } else {
-                        created.put(name, rs.getInt(2));
-                    }
-                }
-            }
-            unhandled(unhandled, saga, step);
-            return new Emitted(created, duplicates);
+            return emitted(ps, saga, step);
         }
     }
 

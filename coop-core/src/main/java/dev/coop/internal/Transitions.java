@@ -45,6 +45,8 @@ final class Transitions {
     private ClaimedRun continuation;
     /** The payload text this worker read last without failing (compared by identity). */
     private String readable;
+    /** dev.coop.internal.eagerPayload=true: an A/B switch for the benchmark only (every step reads its payload first). */
+    private final boolean eagerPayload = Boolean.getBoolean("dev.coop.internal.eagerPayload");
 
     Transitions(EngineContext engine) {
         this.engine = engine;
@@ -329,7 +331,7 @@ final class Transitions {
      * otherwise read when the step asks for it (it was read before, so it can be read again), each step its own copy.
      */
     <P> java.util.function.Supplier<P> stepPayload(ClaimedRun run, Saga<P> saga) {
-        if (run.payload() != null && run.payload() == readable) {
+        if (!eagerPayload && run.payload() != null && run.payload() == readable) {
             return () -> payload(run, saga);
         }
         P payload = payload(run, saga);
