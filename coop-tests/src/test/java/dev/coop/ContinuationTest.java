@@ -300,6 +300,47 @@ class ContinuationTest {
         assertThat(after[1] - before[1]).as("of them HOT").isEqualTo(10);
     }
 
+    /**
+     * An advance that keeps its run runnable now sets neither the run's status nor its due time, so that PostgreSQL
+     * does not even consider the run's update triggers for it (it would compile their {@code WHEN} for the statement,
+     * only to find it false): a trigger on either column fires once per run of a three-step saga, for the advance
+     * that finishes it.
+     */
+    @Test
+    void a_continuing_advance_leaves_the_runs_status_and_due_time_alone(DataSource dataSource) throws SQLException {
+        Topic<Empty> topic = Topic.of("quiet-advance", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "quiet-advance-saga")
+                .step("first", step -> {
+                })
+                .step("second", step -> {
+                })
+                .step("third", step -> {
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).schema("quiet_advance").name("quiet-advance").workers(1)
+                .register(saga).start()) {
+            try (Connection c = dataSource.getConnection(); java.sql.Statement st = c.createStatement()) {
+                st.execute("CREATE TABLE quiet_advance.fired (run_id uuid, status text)");
+                st.execute("""
+                        CREATE FUNCTION quiet_advance.count_update() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN
+                          INSERT INTO quiet_advance.fired VALUES (NEW.id, NEW.status);
+                          RETURN NULL;
+                        END $$""");
+                st.execute("CREATE TRIGGER count_update AFTER UPDATE OF status, runnable_at ON quiet_advance.run"
+                        + " FOR EACH ROW EXECUTE FUNCTION quiet_advance.count_update()");
+            }
+            for (int i = 0; i < 5; i++) {
+                MessageId id = engine.client().launch(topic, new Empty());
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            }
+        }
+        assertThat(count(dataSource, "SELECT count(*) FROM quiet_advance.fired")).as("updates of status or due time")
+                .isEqualTo(5);
+        assertThat(count(dataSource, "SELECT count(DISTINCT run_id) FROM quiet_advance.fired"
+                + " WHERE status = 'COMMITTED'")).as("each the run's last").isEqualTo(5);
+    }
+
     /** Updates of {@code hot_updates.run} and how many of them were HOT, as the statistics say now. */
     private static long[] runUpdates(DataSource dataSource) {
         try (Connection c = dataSource.getConnection();

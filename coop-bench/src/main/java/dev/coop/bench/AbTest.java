@@ -54,6 +54,10 @@ import java.util.function.Supplier;
  * notification, no retry of a counted claim that found nothing, every step's payload read before it runs), "after"
  * as shipped. W2 and W3 run too. (The {@code SEEN} test's function, a correctness fix, is in both.)
  *
+ * <p>With {@code --ab-change triggers}, "before" has the run's trigger checks of schema version 17 and sets the run's
+ * status and due time in every advance (the benchmark-only switch {@code dev.coop.internal.loudAdvance}), "after" as
+ * shipped (schema version 18; a continuing advance sets neither). W2 and W3 run too.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -128,6 +132,12 @@ final class AbTest {
             System.setProperty("dev.coop.internal.noClaimRetry", Boolean.toString(before));
             System.setProperty("dev.coop.internal.eagerPayload", Boolean.toString(before));
             System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
+            return;
+        }
+        if (o.abChange.equals("triggers")) {
+            boolean before = variant.equals("before");
+            System.setProperty("dev.coop.internal.loudAdvance", Boolean.toString(before));
+            System.setProperty(SchemaVariant.PROPERTY, before ? "v17-triggers" : "shipped");
             return;
         }
         if (o.abChange.equals("emit")) {
@@ -215,7 +225,7 @@ final class AbTest {
 
     /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
     private boolean withW2W3() {
-        return List.of("claims", "reclaim", "emit", "slim").contains(o.abChange);
+        return List.of("claims", "reclaim", "emit", "slim", "triggers").contains(o.abChange);
     }
 
     /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */

@@ -147,6 +147,70 @@ final class Sql {
             """;
 
     /**
+     * The advance's setting of {@code status} (one parameter) and of {@code runnable_at} (seven parameters), which
+     * {@link #quiet} removes.
+     */
+    private static final String SET_STATUS = "SET status = ?, ";
+    private static final String SET_RUNNABLE_AT = """
+            runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, {now})
+                               WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
+                               THEN runnable_at -- unchanged keeps the update HOT (no index writes)
+                               ELSE {now} + ? * interval '1 millisecond' END,""";
+
+    /**
+     * An advance (any of its forms, with what follows it in the round trip) that leaves the run's {@code status} and
+     * {@code runnable_at} out of its {@code SET}: for a runnable run that stays runnable now, whose update would set
+     * both to what they are. The run's update triggers ({@code AFTER UPDATE OF status[, runnable_at]}) are then not
+     * even considered: PostgreSQL otherwise compiles their {@code WHEN} for the statement, only to find it false
+     * (schema version 18). The caller binds neither setting's parameters. {@code advance} is as sent (its schema
+     * and {@code {now}} replaced).
+     */
+    static String quiet(SchemaName schema, String advance) {
+        String setRunnableAt = schema.sql(SET_RUNNABLE_AT);
+        String quiet = advance.replace(SET_STATUS, "SET ").replace(setRunnableAt, "");
+        if (quiet.length() != advance.length() - SET_STATUS.length() + "SET ".length() - setRunnableAt.length()) {
+            throw new IllegalStateException("not an advance: " + advance);
+        }
+        return quiet;
+    }
+
+    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
+    private static final String ADVANCE_RUN = """
+            WITH events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context
+                FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
+               ORDER BY e.n
+              RETURNING 1
+            ), advanced AS (
+              UPDATE {schema}.run
+                 SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
+                     steps_done = ?,
+                     iterations = coalesce(?::int[], iterations),
+                     attempt = ?, pending_children = ?,
+                     failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
+                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
+                     rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
+                     {runnableAt}
+                     context = ?,
+                     result = coalesce(?, result),
+                     finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
+                     started_at = coalesce(started_at, ?),
+                     finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
+                     reserved_until = {reserve}, version = version + 1
+               WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
+                 AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                         WHERE x.scope_id = ANY(lineage))
+                                     THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+                 AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
+            ), instance AS (
+              INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
+              SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL
+            )
+            """
+            .replace("{runnableAt}", SET_RUNNABLE_AT);
+
+    /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
      * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
@@ -178,44 +242,6 @@ final class Sql {
      * until the reservation lapses. Read from the row found (no index), so it adds no probe.
      */
     static final String NOT_RESERVED_NOW = "(r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())";
-
-    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
-    private static final String ADVANCE_RUN = """
-            WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context)
-              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context
-                FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
-               ORDER BY e.n
-              RETURNING 1
-            ), advanced AS (
-              UPDATE {schema}.run
-                 SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
-                     steps_done = ?,
-                     iterations = coalesce(?::int[], iterations),
-                     attempt = ?, pending_children = ?,
-                     failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
-                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
-                     rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
-                     runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, {now})
-                                        WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
-                                        THEN runnable_at -- unchanged keeps the update HOT (no index writes)
-                                        ELSE {now} + ? * interval '1 millisecond' END,
-                     context = ?,
-                     result = coalesce(?, result),
-                     finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
-                     started_at = coalesce(started_at, ?),
-                     finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
-                     reserved_until = {reserve}, version = version + 1
-               WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
-                 AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                         WHERE x.scope_id = ANY(lineage))
-                                     THEN {schema}.assert_not_cancelled(lineage) ELSE true END
-                 AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
-            ), instance AS (
-              INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
-              SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL
-            )
-            """;
 
     /**
      * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its

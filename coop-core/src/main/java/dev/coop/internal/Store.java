@@ -23,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Every statement Coop runs against its tables, one method per statement. All values are bind parameters; the
@@ -71,6 +72,13 @@ public final class Store {
     private final String aloneSlimContinueSql;
     /** dev.coop.internal.fullReclaim=true: an A/B switch for the benchmark only (every continuation reclaimed in full). */
     private final boolean slimReclaim = !Boolean.getBoolean("dev.coop.internal.fullReclaim");
+    /**
+     * An advance that leaves a runnable run runnable now sets neither its status nor its due time ({@link Sql#quiet});
+     * {@code dev.coop.internal.loudAdvance=true} is an A/B switch for the benchmark only (always set both).
+     */
+    private final boolean quietAdvance = !Boolean.getBoolean("dev.coop.internal.loudAdvance");
+    /** The quiet form of each advance statement sent, by its full form. */
+    private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
     /** dev.coop.internal.fullAdvance=true: an A/B switch for the benchmark only (every advance with count-off). */
     private final boolean fullAdvance = Boolean.getBoolean("dev.coop.internal.fullAdvance");
     private final String postponeSql;
@@ -730,6 +738,12 @@ public final class Store {
                             : (alone ? aloneContinueSql : advanceContinueSql);
             case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
         };
+        // a claimed run is runnable: staying so now, its update would set status and due time to what they are
+        boolean quiet = quietAdvance && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
+                && next.delayMillis() == 0;
+        if (quiet) {
+            sql = quietSql.computeIfAbsent(sql, full -> Sql.quiet(schema, full));
+        }
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
@@ -742,7 +756,9 @@ public final class Store {
             ps.setArray(++i, c.createArrayOf("text", steps));
             ps.setArray(++i, c.createArrayOf("text", exceptions));
             ps.setArray(++i, c.createArrayOf("text", contexts));
-            ps.setString(++i, next.status().name());
+            if (!quiet) {
+                ps.setString(++i, next.status().name());
+            }
             ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
             ps.setInt(++i, next.stepIndex());
             ps.setString(++i, next.nextStep());
@@ -761,13 +777,15 @@ public final class Store {
             setInteger(ps, ++i, next.rollbackSeq());
             ps.setString(++i, next.rollbackStage());
             ps.setString(++i, next.rollbackCause());
-            ps.setObject(++i, next.runnableAt());
-            ps.setObject(++i, next.runnableAt());
-            ps.setObject(++i, now);
-            ps.setLong(++i, next.delayMillis());
-            ps.setString(++i, next.status().name());
-            ps.setObject(++i, now);
-            ps.setLong(++i, next.delayMillis());
+            if (!quiet) {
+                ps.setObject(++i, next.runnableAt());
+                ps.setObject(++i, next.runnableAt());
+                ps.setObject(++i, now);
+                ps.setLong(++i, next.delayMillis());
+                ps.setString(++i, next.status().name());
+                ps.setObject(++i, now);
+                ps.setLong(++i, next.delayMillis());
+            }
             ps.setString(++i, next.context());
             ps.setString(++i, next.result());
             setInteger(ps, ++i, next.finallyDone());
