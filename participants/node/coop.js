@@ -30,13 +30,6 @@ const TYPE = {
 };
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
 const NAME = /^[A-Za-z0-9._:/-]{1,200}$/;
-// A run's executed instance seq: its run_step row, or, below run.linear_steps (schema version 19: the leading
-// instances that are their own sequence numbers have no row), step seq at its first iteration. This participant
-// writes a row for every instance it executes and leaves linear_steps alone, which stays consistent.
-const INSTANCE_AT = `
-  SELECT s.instance, s.iteration FROM {schema}.run_step s WHERE s.run_id = $1 AND s.seq = $2
-  UNION ALL
-  SELECT $2::int, 1 FROM {schema}.run r WHERE r.id = $1 AND $2::int < r.linear_steps`;
 
 class Participant {
   /**
@@ -371,7 +364,7 @@ class Participant {
   async compensate(c, saga, run, seq, name, cause) {
     const step = `Rollback of ${name}`;
     const { rows } = await c.query(
-      this.sql(INSTANCE_AT), [run.id, seq]);
+      this.sql('SELECT instance, iteration FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'), [run.id, seq]);
     const definition = saga.steps[rows[0].instance];
     const ctx = this.stepContext(c, saga, run, step, rows[0].iteration, false);
     ctx.context = { ...ctx.context, ...JSON.parse(run.parent_context || '{}') };
@@ -448,7 +441,8 @@ class Participant {
 
   /** The log name of the executed instance seq (this participant has no child-failure handler instances). */
   async instanceName(c, saga, run, seq) {
-    const { rows } = await c.query(this.sql(INSTANCE_AT), [run.id, seq]);
+    const { rows } = await c.query(this.sql('SELECT instance FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'),
+      [run.id, seq]);
     if (!rows[0] || rows[0].instance < 0) throw new Error(`Run ${run.id} has no step instance ${seq} of this saga`);
     return saga.steps[rows[0].instance].name;
   }

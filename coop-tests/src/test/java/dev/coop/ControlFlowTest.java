@@ -102,68 +102,6 @@ class ControlFlowTest {
     }
 
     /**
-     * A run that executes its steps once each, in order, writes no {@code run_step} rows: its instances are implicit
-     * ({@code run.linear_steps}, schema version 19). From the first instance that differs (a loop here) every instance
-     * has its row, and a rollback compensates implicit and recorded instances alike, newest first, with their
-     * iteration numbers.
-     */
-    @Test
-    void a_linear_run_writes_no_instance_rows_and_a_loop_writes_them_from_where_it_turns(DataSource dataSource) {
-        Topic<Empty> topic = Topic.of("implicit", Empty.class);
-        List<String> compensated = new CopyOnWriteArrayList<>();
-        Saga<Empty> saga = Saga.on(topic, "implicit-handler")
-                .step("a", step -> {
-                })
-                .compensateWith((step, cause) -> compensated.add("a " + step.iteration()))
-                .flowStep("b", step -> step.iteration() < 2 ? Flow.repeat() : Flow.next())
-                .compensateWith((step, cause) -> compensated.add("b " + step.iteration()))
-                .step("c", step -> {
-                    throw new IllegalStateException("c fails");
-                })
-                .build();
-        Topic<Empty> linearTopic = Topic.of("implicit-linear", Empty.class);
-        Saga<Empty> linear = Saga.on(linearTopic, "implicit-linear-handler")
-                .step("a", step -> {
-                })
-                .step("b", step -> {
-                })
-                .step("c", step -> {
-                })
-                .build();
-        try (CoopEngine engine = Coop.engine(dataSource).register(saga, linear).start()) {
-            MessageId plain = engine.client().launch(linearTopic, new Empty());
-            assertThat(engine.client().awaitCompletion(plain, WAIT)).isEqualTo(Outcome.COMMITTED);
-            assertThat(instances(dataSource, plain)).as("linear_steps, then seq:instance:iteration of each row")
-                    .isEqualTo("3");
-            MessageId looping = engine.client().launch(topic, new Empty());
-            assertThat(engine.client().awaitCompletion(looping, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
-            // a (implicit), b (implicit), b again (the loop: a row), and c failed without an instance
-            assertThat(instances(dataSource, looping)).isEqualTo("2 2:1:2");
-            assertThat(compensated).containsExactly("b 2", "b 1", "a 1");
-            Invariants.assertAll(engine.client().events(looping));
-        }
-    }
-
-    /** The run's {@code linear_steps}, then each of its {@code run_step} rows as seq:instance:iteration. */
-    private static String instances(DataSource dataSource, MessageId message) {
-        try (java.sql.Connection c = dataSource.getConnection();
-                java.sql.PreparedStatement ps = c.prepareStatement("""
-                        SELECT r.linear_steps || coalesce((SELECT string_agg(' ' || s.seq || ':' || s.instance || ':'
-                                                                             || s.iteration, '' ORDER BY s.seq)
-                                                              FROM coop.run_step s WHERE s.run_id = r.id), '')
-                          FROM coop.run r WHERE r.message_id = ?
-                        """)) {
-            ps.setObject(1, message.value());
-            try (java.sql.ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getString(1);
-            }
-        } catch (java.sql.SQLException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /**
      * What a claim reads of a run does not grow with a loop: the run row (counts per step, no list of instances) and
      * the newest few instances. Measured inside the step, on its own transaction, at iterations 10 and 1,000.
      */

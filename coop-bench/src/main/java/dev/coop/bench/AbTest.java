@@ -58,10 +58,6 @@ import java.util.function.Supplier;
  * status and due time in every advance (the benchmark-only switch {@code dev.coop.internal.loudAdvance}), "after" as
  * shipped (schema version 18; a continuing advance sets neither). W2 and W3 run too.
  *
- * <p>With {@code --ab-change instances}, "before" writes a {@code run_step} row for every step instance (the
- * benchmark-only switch {@code dev.coop.internal.everyInstanceRow}), "after" as shipped (schema version 19: none for a
- * run's leading instances that are their own step index). W2 and W3 run too.
- *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -136,10 +132,6 @@ final class AbTest {
             System.setProperty("dev.coop.internal.noClaimRetry", Boolean.toString(before));
             System.setProperty("dev.coop.internal.eagerPayload", Boolean.toString(before));
             System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
-            return;
-        }
-        if (o.abChange.equals("instances")) {
-            System.setProperty("dev.coop.internal.everyInstanceRow", Boolean.toString(variant.equals("before")));
             return;
         }
         if (o.abChange.equals("triggers")) {
@@ -233,7 +225,7 @@ final class AbTest {
 
     /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
     private boolean withW2W3() {
-        return List.of("claims", "reclaim", "emit", "slim", "triggers", "instances").contains(o.abChange);
+        return List.of("claims", "reclaim", "emit", "slim", "triggers").contains(o.abChange);
     }
 
     /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */

@@ -9,8 +9,7 @@ final class Sql {
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
-     * selection (by saga and due time, or by run id). The newest step instances ({@code run_step}; none below
-     * {@code linear_steps}, schema version 19) are read with the
+     * selection (by saga and due time, or by run id). The newest step instances ({@code run_step}) are read with the
      * statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
      * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
      */
@@ -18,8 +17,7 @@ final class Sql {
             WITH claimed AS (
               SELECT r.id, r.saga, r.saga_version, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
                      r.next_step,
-                     r.steps_done, r.linear_steps, r.iterations, r.attempt, r.started_at IS NOT NULL AS started,
-                     r.failed_children,
+                     r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
                      r.waiting_since, r.runnable_at, {now} AS claimed_at
@@ -187,7 +185,7 @@ final class Sql {
             ), advanced AS (
               UPDATE {schema}.run
                  SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
-                     steps_done = ?, linear_steps = ?,
+                     steps_done = ?,
                      iterations = coalesce(?::int[], iterations),
                      attempt = ?, pending_children = ?,
                      failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,

@@ -12,26 +12,10 @@ import java.util.Arrays;
  *        (a step index, or {@code -1 - index} for a child-failure handler run)
  * @param rollbackInstance on the rollback path, the instance at {@code rollback_seq}; else null
  * @param rollbackIteration which execution of its step that instance was; null with it
- * @param linear how many leading instances are implicit: instance {@code n < linear} is step {@code n} at its first
- *        iteration and has no {@code run_step} row (schema version 19)
  */
-record StepHistory(int[] iterations, int[] recent, Integer rollbackInstance, Integer rollbackIteration, int linear) {
+record StepHistory(int[] iterations, int[] recent, Integer rollbackInstance, Integer rollbackIteration) {
     /** How many newest instances a claim reads. */
     static final int RECENT = 8;
-
-    /**
-     * The newest instances before {@code seq} (newest first, at most {@code limit}) from the rows read newest first
-     * ({@code rows}, those at or above {@link #linear} in the run's ledger), followed by the implicit ones.
-     */
-    static int[] withImplicit(int[] rows, int seq, int linear, int limit) {
-        int implicitTop = Math.min(seq, linear) - 1; // the newest implicit instance before seq, or -1
-        int n = Math.min(limit, rows.length + Math.max(0, implicitTop + 1));
-        int[] all = Arrays.copyOf(rows, n);
-        for (int i = rows.length, s = implicitTop; i < n; i++, s--) {
-            all[i] = s;
-        }
-        return all;
-    }
 
     /** How many times step {@code index} ran. */
     int executions(int index) {

@@ -77,11 +77,6 @@ public final class Store {
      * {@code dev.coop.internal.loudAdvance=true} is an A/B switch for the benchmark only (always set both).
      */
     private final boolean quietAdvance = !Boolean.getBoolean("dev.coop.internal.loudAdvance");
-    /**
-     * A run's leading instances that are their own step index get no {@code run_step} row (schema version 19);
-     * {@code dev.coop.internal.everyInstanceRow=true} is an A/B switch for the benchmark only (a row for every one).
-     */
-    private final boolean implicitInstances = !Boolean.getBoolean("dev.coop.internal.everyInstanceRow");
     /** The quiet form of each advance statement sent, by its full form. */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
     /** dev.coop.internal.fullAdvance=true: an A/B switch for the benchmark only (every advance with count-off). */
@@ -459,12 +454,8 @@ public final class Store {
         Integer rollbackSeq = rs.getObject("rollback_seq", Integer.class);
         Integer rollbackInstance = rs.getObject("rollback_instance", Integer.class);
         Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
-        int linear = rs.getInt("linear_steps");
         if (rs.getBoolean("rollback")) {
-            if (rollbackSeq != null && rollbackSeq >= 0 && rollbackSeq < linear) { // implicit: no row
-                rollbackInstance = rollbackSeq;
-                rollbackIteration = 1;
-            } else if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
+            if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
                 try (PreparedStatement ps = c.prepareStatement(schema.sql(
                         "SELECT instance, iteration FROM {schema}.run_step WHERE run_id = ? AND seq = ?"))) {
                     ps.setObject(1, run);
@@ -477,12 +468,10 @@ public final class Store {
                     }
                 }
             }
-        } else if (stepsDone > linear && (top == null || top != stepsDone - 1)) {
+        } else if (stepsDone > 0 && (top == null || top != stepsDone - 1)) {
             recent = instancesBefore(c, schema, run, stepsDone, StepHistory.RECENT);
-        } else {
-            recent = StepHistory.withImplicit(recent, stepsDone, linear, StepHistory.RECENT);
         }
-        return new StepHistory(iterations, recent, rollbackInstance, rollbackIteration, linear);
+        return new StepHistory(iterations, recent, rollbackInstance, rollbackIteration);
     }
 
     /**
@@ -496,30 +485,18 @@ public final class Store {
     private static int[] instancesBefore(Connection c, SchemaName schema, UUID run, int seq, int limit)
             throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT s.instance, r.linear_steps
-                  FROM {schema}.run r
-                  LEFT JOIN LATERAL (SELECT seq, instance FROM {schema}.run_step
-                                      WHERE run_id = r.id AND seq < ? ORDER BY seq DESC LIMIT ?) s ON true
-                 WHERE r.id = ?
-                 ORDER BY s.seq DESC
+                SELECT instance FROM {schema}.run_step WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
                 """))) {
-            ps.setInt(1, seq);
-            ps.setInt(2, limit);
-            ps.setObject(3, run);
+            ps.setObject(1, run);
+            ps.setInt(2, seq);
+            ps.setInt(3, limit);
             List<Integer> instances = new ArrayList<>();
-            int linear = 0;
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    linear = rs.getInt(2);
-                    int instance = rs.getInt(1);
-                    if (!rs.wasNull()) {
-                        instances.add(instance);
-                    }
+                    instances.add(rs.getInt(1));
                 }
             }
-            // rows exist at and above the run's implicit instances; those below are their own sequence numbers
-            return StepHistory.withImplicit(instances.stream().mapToInt(Integer::intValue).toArray(), seq, linear,
-                    limit);
+            return instances.stream().mapToInt(Integer::intValue).toArray();
         }
     }
 
@@ -767,13 +744,6 @@ public final class Store {
         if (quiet) {
             sql = quietSql.computeIfAbsent(sql, full -> Sql.quiet(schema, full));
         }
-        // a run that executed steps 0, 1, ... once each, in order, records its next step's instance without a row
-        int linear = run.history().linear();
-        boolean implicit = implicitInstances && next.instance() != null && next.instance() == next.instanceSeq()
-                && linear == next.instanceSeq();
-        if (implicit) {
-            linear++;
-        }
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
@@ -794,7 +764,6 @@ public final class Store {
             ps.setString(++i, next.nextStep());
             ps.setString(++i, next.finalStep());
             ps.setInt(++i, next.stepsDone());
-            ps.setInt(++i, linear);
             if (next.iterations() == null) {
                 ps.setNull(++i, Types.ARRAY);
             } else {
@@ -833,7 +802,7 @@ public final class Store {
             ps.setInt(++i, next.instanceSeq());
             setInteger(ps, ++i, next.instance());
             ps.setInt(++i, next.instanceIteration());
-            setInteger(ps, ++i, implicit ? null : next.instance()); // an implicit instance has no row
+            setInteger(ps, ++i, next.instance());
             if (!alone) {
                 i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
             }
@@ -851,8 +820,7 @@ public final class Store {
                         ps.setObject(++i, run.id());
                         ps.setInt(++i, run.version() + 1); // the version this advance leaves
                         ps.setObject(++i, now);
-                        int linearAfter = linear;
-                        return readCommitted(ps, rs -> continued(rs, run, next, linearAfter));
+                        return readCommitted(ps, rs -> continued(rs, run, next));
                     }
                     bindReclaim(ps, i, run.saga(), limit, lease, run.id(), engine, now); // as in reclaim()
                     ClaimedRun again = readCommitted(ps);
@@ -926,7 +894,7 @@ public final class Store {
      * now; the message, lineage and parent as the previous claim read them (they never change); the history as the
      * previous claim read it plus the instance the advance wrote. Null when it was not locked.
      */
-    private static ClaimedRun continued(ResultSet rs, ClaimedRun run, Advance next, int linear) throws SQLException {
+    private static ClaimedRun continued(ResultSet rs, ClaimedRun run, Advance next) throws SQLException {
         if (!rs.next()) {
             return null;
         }
@@ -934,7 +902,7 @@ public final class Store {
         int[] recent = new int[Math.min(StepHistory.RECENT, before.length + 1)];
         recent[0] = next.instance();
         System.arraycopy(before, 0, recent, 1, recent.length - 1);
-        StepHistory history = new StepHistory(ints(rs.getArray(4)), recent, null, null, linear);
+        StepHistory history = new StepHistory(ints(rs.getArray(4)), recent, null, null);
         return new ClaimedRun(run.id(), run.saga(), run.sagaVersion(), run.messageId(), run.lineage(),
                 run.parentId(), false, rs.getInt(1), rs.getString(2), rs.getInt(3), history, rs.getInt(5),
                 rs.getBoolean(6), rs.getInt(7), rs.getObject(8, Integer.class), rs.getString(9), rs.getString(10),
