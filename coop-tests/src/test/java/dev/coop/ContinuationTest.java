@@ -341,6 +341,60 @@ class ContinuationTest {
                 + " WHERE status = 'COMMITTED'")).as("each the run's last").isEqualTo(5);
     }
 
+    /**
+     * The last transaction of a run with no parent to count off commits in the round trip of its advance when its
+     * message is no pending join member: the advance, a savepoint, the check of the memberships and COMMIT are one
+     * prepared statement, and no separate lookup of memberships is sent. (A member's fallback, when the check stops
+     * the COMMIT, is JoinTest's.)
+     */
+    @Test
+    void a_finishing_run_in_no_join_commits_in_the_round_trip_of_its_advance(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("finish-one-trip", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "finish-one-trip-saga")
+                .step("first", step -> {
+                })
+                .step("second", step -> {
+                })
+                .build();
+        List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).name("finish-one-trip").workers(1)
+                .register(saga).start()) {
+            for (int i = 0; i < 3; i++) {
+                MessageId id = engine.client().launch(topic, new Empty());
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            }
+        }
+        assertThat(sent).filteredOn(sql -> sql.contains("assert_no_pending_members")).hasSize(3)
+                .allMatch(sql -> sql.contains("SAVEPOINT") && sql.strip().endsWith("COMMIT"));
+        assertThat(sent).noneMatch(sql -> sql.contains("join_pending_members"));
+    }
+
+    /** A data source whose connections record the SQL of every statement prepared on them. */
+    private static DataSource recording(DataSource delegate, List<String> sent) {
+        return (DataSource) java.lang.reflect.Proxy.newProxyInstance(DataSource.class.getClassLoader(),
+                new Class<?>[]{DataSource.class}, (proxy, method, args) -> {
+                    Object result = invoke(delegate, method, args);
+                    if (!(result instanceof Connection connection)) {
+                        return result;
+                    }
+                    return java.lang.reflect.Proxy.newProxyInstance(Connection.class.getClassLoader(),
+                            new Class<?>[]{Connection.class}, (p, m, a) -> {
+                                if (m.getName().equals("prepareStatement") && a != null && a[0] instanceof String sql) {
+                                    sent.add(sql);
+                                }
+                                return invoke(connection, m, a);
+                            });
+                });
+    }
+
+    private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
+        try {
+            return method.invoke(target, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
     /** Updates of {@code hot_updates.run} and how many of them were HOT, as the statistics say now. */
     private static long[] runUpdates(DataSource dataSource) {
         try (Connection c = dataSource.getConnection();

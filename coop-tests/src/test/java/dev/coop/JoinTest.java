@@ -633,7 +633,7 @@ class JoinTest {
         try (Connection c = dataSource.getConnection();
                 PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM pg_stat_activity"
                         + " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                        + " AND query LIKE '%join_pending_members%'")) {
+                        + " AND query LIKE '%pending_members%'")) { // the lookup, or the check before COMMIT
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);

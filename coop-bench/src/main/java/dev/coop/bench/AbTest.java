@@ -58,6 +58,11 @@ import java.util.function.Supplier;
  * status and due time in every advance (the benchmark-only switch {@code dev.coop.internal.loudAdvance}), "after" as
  * shipped (schema version 18; a continuing advance sets neither). W2 and W3 run too.
  *
+ * <p>With {@code --ab-change joincheck}, "before" sends a finishing root run's join lookup with its advance and the
+ * COMMIT in a round trip of its own (the benchmark-only switch {@code dev.coop.internal.lookupThenCommit}), "after"
+ * as shipped (schema version 19: the advance, a savepoint, the check and the COMMIT in one round trip). W2 and W3 run
+ * too.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -132,6 +137,10 @@ final class AbTest {
             System.setProperty("dev.coop.internal.noClaimRetry", Boolean.toString(before));
             System.setProperty("dev.coop.internal.eagerPayload", Boolean.toString(before));
             System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
+            return;
+        }
+        if (o.abChange.equals("joincheck")) {
+            System.setProperty("dev.coop.internal.lookupThenCommit", Boolean.toString(variant.equals("before")));
             return;
         }
         if (o.abChange.equals("triggers")) {
@@ -225,7 +234,7 @@ final class AbTest {
 
     /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
     private boolean withW2W3() {
-        return List.of("claims", "reclaim", "emit", "slim", "triggers").contains(o.abChange);
+        return List.of("claims", "reclaim", "emit", "slim", "triggers", "joincheck").contains(o.abChange);
     }
 
     /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */

@@ -70,6 +70,8 @@ public final class Store {
     /** The same with the continuation's slim reclaim ({@link Sql#RECLAIM_CONTINUATION}). */
     private final String advanceSlimContinueSql;
     private final String aloneSlimContinueSql;
+    private final String advanceJoinCheckSql;
+    private final String aloneJoinCheckSql;
     /** dev.coop.internal.fullReclaim=true: an A/B switch for the benchmark only (every continuation reclaimed in full). */
     private final boolean slimReclaim = !Boolean.getBoolean("dev.coop.internal.fullReclaim");
     /**
@@ -155,6 +157,8 @@ public final class Store {
                 + slim;
         this.aloneSlimContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve))
                 + ";\nCOMMIT;\nBEGIN;\n" + slim;
+        this.advanceJoinCheckSql = advanceSql + ";\n" + schema.sql(JOIN_CHECK);
+        this.aloneJoinCheckSql = aloneSql + ";\n" + schema.sql(JOIN_CHECK);
         this.limits = new SagaLimits(schema);
         for (int gate = 1; gate < 6; gate++) {
             boolean slots = (gate & 1) != 0;
@@ -702,8 +706,15 @@ public final class Store {
 
     /** What is sent after the advance in the same round trip. */
     private enum Tail {
-        NONE, COMMIT, CONTINUE, JOIN_LOOKUP
+        NONE, COMMIT, CONTINUE, JOIN_LOOKUP, COMMIT_UNLESS_JOINED
     }
+
+    /** SQLSTATE of {@code assert_no_pending_members}: a join membership of the messages is pending (version 19). */
+    static final String JOINS_PENDING = "CP004";
+    /** The savepoint between a finishing advance and its join check. */
+    private static final String JOIN_CHECK_SAVEPOINT = "coop_join_check";
+    private static final String JOIN_CHECK = "SAVEPOINT " + JOIN_CHECK_SAVEPOINT
+            + ";\nSELECT {schema}.assert_no_pending_members(?::uuid[]);\nCOMMIT";
 
     /** @param lookup the join lookup sent after the advance ({@link Tail#JOIN_LOOKUP} only) */
     private Object advance(Connection c, Tail tail, String lookup, ClaimedRun run, String engine,
@@ -737,6 +748,7 @@ public final class Store {
                             ? (alone ? aloneSlimContinueSql : advanceSlimContinueSql)
                             : (alone ? aloneContinueSql : advanceContinueSql);
             case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
+            case COMMIT_UNLESS_JOINED -> alone ? aloneJoinCheckSql : advanceJoinCheckSql;
         };
         // a claimed run is runnable: staying so now, its update would set status and due time to what they are
         boolean quiet = quietAdvance && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
@@ -814,6 +826,10 @@ public final class Store {
                     ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
                     return readFinished(ps);
                 }
+                case COMMIT_UNLESS_JOINED -> {
+                    ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
+                    return committedUnlessJoined(ps);
+                }
                 case CONTINUE -> {
                     if (slim) {
                         ps.setObject(++i, now);
@@ -852,6 +868,43 @@ public final class Store {
             throw new IllegalArgumentException("only a finished run without a parent to count off");
         }
         return (Finished) advance(c, Tail.JOIN_LOOKUP, lockPendingSql, run, engine, entries, next);
+    }
+
+    /**
+     * The advance of a run that finished without a parent to count off, then a savepoint, the check that its message
+     * has no pending join membership ({@code assert_no_pending_members}) and COMMIT, in one round trip: almost every
+     * run's last transaction.
+     *
+     * @return true when it committed; false when a membership is pending: the transaction is open, rolled back to
+     *         the savepoint after the advance (which stands), for the caller to settle the memberships and commit
+     */
+    public boolean advanceFinishedAndCommit(Connection c, ClaimedRun run, String engine, List<LogEntry> entries,
+            Advance next) throws SQLException {
+        if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
+            throw new IllegalArgumentException("only a finished run without a parent to count off");
+        }
+        return (Boolean) advance(c, Tail.COMMIT_UNLESS_JOINED, null, run, engine, entries, next);
+    }
+
+    private static Boolean committedUnlessJoined(PreparedStatement ps) throws SQLException {
+        try {
+            boolean isResultSet = ps.execute();
+            while (isResultSet || ps.getUpdateCount() != -1) {
+                if (isResultSet) {
+                    ps.getResultSet().close();
+                }
+                isResultSet = ps.getMoreResults();
+            }
+            return Boolean.TRUE;
+        } catch (SQLException e) {
+            if (!JOINS_PENDING.equals(e.getSQLState())) {
+                throw e; // the advance failed (a cancellation, a lost claim, the database): the caller rolls back
+            }
+        }
+        try (java.sql.Statement st = ps.getConnection().createStatement()) {
+            st.execute("ROLLBACK TO SAVEPOINT " + JOIN_CHECK_SAVEPOINT); // a constant, not input
+        }
+        return Boolean.FALSE;
     }
 
     private static Finished readFinished(PreparedStatement ps) throws SQLException {

@@ -47,6 +47,11 @@ final class Transitions {
     private String readable;
     /** dev.coop.internal.eagerPayload=true: an A/B switch for the benchmark only (every step reads its payload first). */
     private final boolean eagerPayload = Boolean.getBoolean("dev.coop.internal.eagerPayload");
+    /**
+     * dev.coop.internal.lookupThenCommit=true: an A/B switch for the benchmark only (a finishing run's join lookup
+     * with its advance, then the COMMIT in a round trip of its own, as before schema version 19).
+     */
+    private final boolean lookupThenCommit = Boolean.getBoolean("dev.coop.internal.lookupThenCommit");
 
     Transitions(EngineContext engine) {
         this.engine = engine;
@@ -70,6 +75,9 @@ final class Transitions {
         // a finished run with no parent to count off sends its join lookup with the advance (one round trip less)
         boolean lookupWithAdvance = next.status().isFinished() && !separateCommits
                 && (run.parentId() == null || !run.awaited());
+        if (lookupWithAdvance && !lookupThenCommit) {
+            return commitFinishedAlone(c, run, entries, next, woken);
+        }
         Store.Finished finished = lookupWithAdvance
                 ? engine.store().advanceFinished(c, run, engine.engineId(), entries, next, joins.lockPendingSql())
                 : null;
@@ -103,6 +111,24 @@ final class Transitions {
                 engine.dispatcher().wake(parent.saga(), 1); // exactly one run: its claim is owed
             }
         }
+        return next.status();
+    }
+
+    /**
+     * The last transaction of a run with no parent to count off: its advance, the check that its message is no pending
+     * join member, and the COMMIT, in one round trip. When a membership is pending the check stops the COMMIT; the
+     * memberships are then settled and committed as in {@link #commit}.
+     */
+    private RunStatus commitFinishedAlone(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
+            Collection<String> woken) throws SQLException {
+        java.util.Set<String> joined = java.util.Set.of();
+        if (!engine.store().advanceFinishedAndCommit(c, run, engine.engineId(), entries, next)) {
+            joined = joins.runsFinished(c, run.messageId(), List.of());
+            c.commit();
+        }
+        woken.forEach(engine.dispatcher()::wake);
+        joined.forEach(engine.dispatcher()::wake);
+        engine.completions().finished(run.messageId(), run.saga(), next.status());
         return next.status();
     }
 
