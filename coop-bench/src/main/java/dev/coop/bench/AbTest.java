@@ -63,6 +63,9 @@ import java.util.function.Supplier;
  * as shipped (schema version 19: the advance, a savepoint, the check and the COMMIT in one round trip). W2 and W3 run
  * too.
  *
+ * <p>With {@code --ab-change fifth}, "before" is the engine and schema without the fifth session's step-path changes
+ * (the triggers and the join check above, together), "after" as shipped. W2 and W3 run too.
+ *
  * <p>With {@code --ab-change fillfactor}, the variants are fill factors of {@code run}: 100 (PostgreSQL's default), 70
  * and 50 (room on each page for the updates of its rows to be HOT).
  */
@@ -137,6 +140,13 @@ final class AbTest {
             System.setProperty("dev.coop.internal.noClaimRetry", Boolean.toString(before));
             System.setProperty("dev.coop.internal.eagerPayload", Boolean.toString(before));
             System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
+            return;
+        }
+        if (o.abChange.equals("fifth")) {
+            boolean before = variant.equals("before");
+            System.setProperty("dev.coop.internal.loudAdvance", Boolean.toString(before));
+            System.setProperty("dev.coop.internal.lookupThenCommit", Boolean.toString(before));
+            System.setProperty(SchemaVariant.PROPERTY, before ? "v17-triggers" : "shipped");
             return;
         }
         if (o.abChange.equals("joincheck")) {
@@ -234,7 +244,7 @@ final class AbTest {
 
     /** Whether the change is one of the step path's as a whole (claims, wake-ups): W2 and W3 are measured too. */
     private boolean withW2W3() {
-        return List.of("claims", "reclaim", "emit", "slim", "triggers", "joincheck").contains(o.abChange);
+        return List.of("claims", "reclaim", "emit", "slim", "triggers", "joincheck", "fifth").contains(o.abChange);
     }
 
     /** W2 (parents with children, {@code --w2-inflight} at once) or W3 (chains), each on a database of its own. */

@@ -120,7 +120,7 @@ final class Options {
                 + " continuations, in-process outcomes added one by one) or reclaim (a continuing run reclaimed with"
                 + " the full claim, or its row alone as shipped) or emit (one message emitted with the statement for"
                 + " many, or with scalar parameters as shipped) or slim (the fourth session's step path: reclaim, emit, the"
-                + " launch notification's trigger, the retried claim and the lazy payload, together) or triggers (the run's trigger checks of schema version 17 and every advance setting status and due time, or as shipped) or joincheck (a finishing root run's COMMIT in a round trip of its own, or with its advance as shipped) or fillfactor (run's fill factor 100, 70, 50) or"
+                + " launch notification's trigger, the retried claim and the lazy payload, together) or triggers (the run's trigger checks of schema version 17 and every advance setting status and due time, or as shipped) or joincheck (a finishing root run's COMMIT in a round trip of its own, or with its advance as shipped) or fifth (the fifth session's step path: triggers and joincheck together) or fillfactor (run's fill factor 100, 70, 50) or"
                 + " lineage (a run's lineage stored"
                 + " appended to, or as shipped) or plans (PostgreSQL's plan choice, or generic plans only)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
@@ -266,9 +266,9 @@ final class Options {
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
                 if (!List.of("steps", "diet", "advance", "item3", "claims", "reclaim", "emit", "slim", "triggers",
-                        "joincheck", "fillfactor", "lineage", "plans").contains(v)) {
+                        "joincheck", "fifth", "fillfactor", "lineage", "plans").contains(v)) {
                     throw new IllegalArgumentException("--ab-change is steps, diet, advance, item3, claims, reclaim,"
-                            + " emit, slim, triggers, joincheck, fillfactor, lineage or plans, was '"
+                            + " emit, slim, triggers, joincheck, fifth, fillfactor, lineage or plans, was '"
                             + v
                             + "'");
                 }
