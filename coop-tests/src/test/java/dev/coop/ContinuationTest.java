@@ -272,22 +272,12 @@ class ContinuationTest {
     @Test
     void a_continuing_runs_updates_write_no_index_entries(DataSource dataSource) throws SQLException {
         Topic<Empty> topic = Topic.of("hot-updates", Empty.class);
-        Saga<Empty> saga = Saga.on(topic, "hot-updates-saga")
-                .step("first", step -> {
-                })
-                .step("second", step -> {
-                })
-                .step("third", step -> {
-                })
-                .build();
+        Saga<Empty> saga = threeEmptySteps(topic, "hot-updates-saga");
         long[] before = runUpdates(dataSource);
         HikariDataSource pool = db.newDataSource(4);
         try (CoopEngine engine = Coop.engine(pool).schema("hot_updates").name("hot-updates").workers(1)
                 .register(saga).start()) {
-            for (int i = 0; i < 5; i++) {
-                MessageId id = engine.client().launch(topic, new Empty());
-                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            }
+            commitEach(engine, topic, 5);
         } finally {
             pool.close(); // its sessions end, and report their statistics
         }
@@ -309,14 +299,7 @@ class ContinuationTest {
     @Test
     void a_continuing_advance_leaves_the_runs_status_and_due_time_alone(DataSource dataSource) throws SQLException {
         Topic<Empty> topic = Topic.of("quiet-advance", Empty.class);
-        Saga<Empty> saga = Saga.on(topic, "quiet-advance-saga")
-                .step("first", step -> {
-                })
-                .step("second", step -> {
-                })
-                .step("third", step -> {
-                })
-                .build();
+        Saga<Empty> saga = threeEmptySteps(topic, "quiet-advance-saga");
         try (CoopEngine engine = Coop.engine(dataSource).schema("quiet_advance").name("quiet-advance").workers(1)
                 .register(saga).start()) {
             try (Connection c = dataSource.getConnection(); java.sql.Statement st = c.createStatement()) {
@@ -330,10 +313,7 @@ class ContinuationTest {
                 st.execute("CREATE TRIGGER count_update AFTER UPDATE OF status, runnable_at ON quiet_advance.run"
                         + " FOR EACH ROW EXECUTE FUNCTION quiet_advance.count_update()");
             }
-            for (int i = 0; i < 5; i++) {
-                MessageId id = engine.client().launch(topic, new Empty());
-                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            }
+            commitEach(engine, topic, 5);
         }
         assertThat(count(dataSource, "SELECT count(*) FROM quiet_advance.fired")).as("updates of status or due time")
                 .isEqualTo(5);
@@ -359,10 +339,7 @@ class ContinuationTest {
         List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
         try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).name("finish-one-trip").workers(1)
                 .register(saga).start()) {
-            for (int i = 0; i < 3; i++) {
-                MessageId id = engine.client().launch(topic, new Empty());
-                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            }
+            commitEach(engine, topic, 3);
         }
         assertThat(sent).filteredOn(sql -> sql.contains("assert_no_pending_members")).hasSize(3)
                 .allMatch(sql -> sql.contains("SAVEPOINT") && sql.strip().endsWith("COMMIT"));
@@ -392,6 +369,26 @@ class ContinuationTest {
             return method.invoke(target, args);
         } catch (java.lang.reflect.InvocationTargetException e) {
             throw e.getCause();
+        }
+    }
+
+    /** A saga of three steps that do nothing. */
+    private static Saga<Empty> threeEmptySteps(Topic<Empty> topic, String name) {
+        return Saga.on(topic, name)
+                .step("first", step -> {
+                })
+                .step("second", step -> {
+                })
+                .step("third", step -> {
+                })
+                .build();
+    }
+
+    /** Launches {@code n} messages one after the other, each awaited to its commit. */
+    private static void commitEach(CoopEngine engine, Topic<Empty> topic, int n) {
+        for (int i = 0; i < n; i++) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
         }
     }
 

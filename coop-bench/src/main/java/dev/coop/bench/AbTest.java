@@ -142,21 +142,13 @@ final class AbTest {
             System.setProperty(SchemaVariant.PROPERTY, before ? "statement-notify" : "shipped");
             return;
         }
-        if (o.abChange.equals("fifth")) {
+        if (List.of("triggers", "joincheck", "fifth").contains(o.abChange)) { // fifth: the other two together
             boolean before = variant.equals("before");
-            System.setProperty("dev.coop.internal.loudAdvance", Boolean.toString(before));
-            System.setProperty("dev.coop.internal.lookupThenCommit", Boolean.toString(before));
-            System.setProperty(SchemaVariant.PROPERTY, before ? "v17-triggers" : "shipped");
-            return;
-        }
-        if (o.abChange.equals("joincheck")) {
-            System.setProperty("dev.coop.internal.lookupThenCommit", Boolean.toString(variant.equals("before")));
-            return;
-        }
-        if (o.abChange.equals("triggers")) {
-            boolean before = variant.equals("before");
-            System.setProperty("dev.coop.internal.loudAdvance", Boolean.toString(before));
-            System.setProperty(SchemaVariant.PROPERTY, before ? "v17-triggers" : "shipped");
+            boolean triggers = !o.abChange.equals("joincheck");
+            System.setProperty("dev.coop.internal.loudAdvance", Boolean.toString(before && triggers));
+            System.setProperty(SchemaVariant.PROPERTY, before && triggers ? "v17-triggers" : "shipped");
+            System.setProperty("dev.coop.internal.lookupThenCommit",
+                    Boolean.toString(before && !o.abChange.equals("triggers")));
             return;
         }
         if (o.abChange.equals("emit")) {

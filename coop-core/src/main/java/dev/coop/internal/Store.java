@@ -864,9 +864,7 @@ public final class Store {
      */
     public Finished advanceFinished(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next,
             String lockPendingSql) throws SQLException {
-        if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
-            throw new IllegalArgumentException("only a finished run without a parent to count off");
-        }
+        requireFinishedAlone(run, next);
         return (Finished) advance(c, Tail.JOIN_LOOKUP, lockPendingSql, run, engine, entries, next);
     }
 
@@ -880,10 +878,14 @@ public final class Store {
      */
     public boolean advanceFinishedAndCommit(Connection c, ClaimedRun run, String engine, List<LogEntry> entries,
             Advance next) throws SQLException {
+        requireFinishedAlone(run, next);
+        return (Boolean) advance(c, Tail.COMMIT_UNLESS_JOINED, null, run, engine, entries, next);
+    }
+
+    private static void requireFinishedAlone(ClaimedRun run, Advance next) {
         if (!next.status().isFinished() || (run.parentId() != null && run.awaited())) {
             throw new IllegalArgumentException("only a finished run without a parent to count off");
         }
-        return (Boolean) advance(c, Tail.COMMIT_UNLESS_JOINED, null, run, engine, entries, next);
     }
 
     private static Boolean committedUnlessJoined(PreparedStatement ps) throws SQLException {
