@@ -67,7 +67,6 @@ public final class CoopClient {
     /** For launches in the client's own transaction, which wake the engine's sagas in-process after the commit. */
     private final Store launchStore;
     private final boolean requireHandlers;
-    private final boolean separateCommits;
     private final Topology topology;
     private final Operations operations;
     private final Inspection inspection;
@@ -100,8 +99,6 @@ public final class CoopClient {
         this.store = new Store(schema, requireHandlers, time);
         this.launchStore = new Store(schema, requireHandlers, time, localSagas);
         this.requireHandlers = requireHandlers;
-        // A/B switch for the benchmark only (see Transitions): launch with a COMMIT of its own, as before
-        this.separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
         this.topology = new Topology(schema);
         this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
@@ -111,13 +108,9 @@ public final class CoopClient {
         this.completions = completions;
         this.localWake = localWake;
         this.listeners = listeners;
-        // A/B switch for the benchmark only: an engine's client reads the database to learn an outcome, as before
-        this.inProcessOutcomes = signalled && !Boolean.getBoolean("dev.coop.internal.awaitReads");
-        boolean backstop = signalled && !separateCommits; // the benchmark's "before" polls as before: 5 ms, to 50
-        this.firstPauseNanos = backstop
-                ? FIRST_PAUSE_SIGNALLED_NANOS
-                : TimeUnit.MILLISECONDS.toNanos(signalled ? 5 : 1);
-        this.maxPauseNanos = backstop ? MAX_CHECK_PAUSE_SIGNALLED_NANOS : MAX_CHECK_PAUSE_NANOS;
+        this.inProcessOutcomes = signalled;
+        this.firstPauseNanos = signalled ? FIRST_PAUSE_SIGNALLED_NANOS : TimeUnit.MILLISECONDS.toNanos(1);
+        this.maxPauseNanos = signalled ? MAX_CHECK_PAUSE_SIGNALLED_NANOS : MAX_CHECK_PAUSE_NANOS;
     }
 
     /** Starts configuring a client; {@link Coop#client(DataSource)} is the short form with every default. */
@@ -171,7 +164,7 @@ public final class CoopClient {
         }
         Launched launched;
         try {
-            launched = requireHandlers || separateCommits
+            launched = requireHandlers
                     ? inTransaction(what, emit)
                     : Tx.oneStatement(dataSource, what, emit);
         } catch (RuntimeException | Error e) {

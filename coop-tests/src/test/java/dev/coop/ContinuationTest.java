@@ -427,74 +427,62 @@ class ContinuationTest {
     /**
      * A continuation's reclaim reads the run's row alone (its message, lineage and step instances are what the
      * worker's previous claim read, plus the instance it just wrote): measured inside each step on its own transaction,
-     * where the reclaim ran, by PostgreSQL's scan counts. The loop sees the same iterations, payload and compensations
-     * as with the full reclaim, also when it is cancelled.
+     * where the reclaim ran, by PostgreSQL's scan counts. The loop sees every iteration, the payload and the compensations,
+     * also when it is cancelled.
      */
     @Test
     void a_continuations_reclaim_reads_only_the_run_row(DataSource dataSource) {
-        for (boolean full : new boolean[]{false, true}) {
-            String suffix = full ? "-full" : "-slim";
-            Topic<String> topic = Topic.of("continue-slim" + suffix, String.class);
-            List<String> trace = new java.util.concurrent.CopyOnWriteArrayList<>();
-            List<Integer> compensated = new java.util.concurrent.CopyOnWriteArrayList<>();
-            Map<Integer, Long> scans = new ConcurrentHashMap<>();
-            AtomicInteger cancelAt = new AtomicInteger(Integer.MAX_VALUE);
-            java.util.concurrent.atomic.AtomicReference<CoopClient> clientRef = new java.util.concurrent.atomic.AtomicReference<>();
-            Saga<String> saga = Saga.on(topic, "continue-slim-saga" + suffix)
-                    .flowStep("loop", step -> {
-                        scans.put(step.iteration(), scansOfMessageAndSteps(step));
-                        trace.add(step.iteration() + ":" + step.payload());
-                        if (step.iteration() == cancelAt.get()) { // committed now, on another connection
-                            assertThat(clientRef.get().cancel(step.messageId(), "enough"))
-                                    .isEqualTo(dev.coop.CancelResult.REQUESTED);
-                        }
-                        return step.iteration() < 12 ? Flow.repeat() : Flow.next();
-                    })
-                    .compensateWith((step, cause) -> compensated.add(step.iteration()))
-                    .step("after", step -> trace.add("after"))
-                    .build();
-            if (full) {
-                System.setProperty("dev.coop.internal.fullReclaim", "true");
-            }
-            try (CoopEngine engine = Coop.engine(dataSource).name("continue" + suffix).workers(1).register(saga)
-                    .start()) {
-                System.clearProperty("dev.coop.internal.fullReclaim");
-                CoopClient client = engine.client();
-                clientRef.set(client);
-                MessageId id = client.launch(topic, "p" + suffix);
-                assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-                List<String> expected = new java.util.ArrayList<>();
-                for (int i = 1; i <= 12; i++) {
-                    expected.add(i + ":p" + suffix);
-                }
-                expected.add("after");
-                assertThat(trace).as(suffix).isEqualTo(expected);
-                // the counts are the backend's pending statistics: they add up until it is idle outside a
-                // transaction, which a continuing worker's connection never is between two steps
-                assertThat(scans.get(1)).as("the first claim reads the message and the step instances").isPositive();
-                for (int i = 2; i <= 12; i++) {
-                    long added = scans.get(i) - scans.get(i - 1);
-                    if (full) {
-                        assertThat(added).as("full reclaim, iteration %d", i).isPositive();
-                    } else {
-                        assertThat(added).as("slim reclaim, iteration %d", i).isZero();
+        String suffix = "-slim";
+        Topic<String> topic = Topic.of("continue-slim" + suffix, String.class);
+        List<String> trace = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Integer> compensated = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Map<Integer, Long> scans = new ConcurrentHashMap<>();
+        AtomicInteger cancelAt = new AtomicInteger(Integer.MAX_VALUE);
+        java.util.concurrent.atomic.AtomicReference<CoopClient> clientRef = new java.util.concurrent.atomic.AtomicReference<>();
+        Saga<String> saga = Saga.on(topic, "continue-slim-saga" + suffix)
+                .flowStep("loop", step -> {
+                    scans.put(step.iteration(), scansOfMessageAndSteps(step));
+                    trace.add(step.iteration() + ":" + step.payload());
+                    if (step.iteration() == cancelAt.get()) { // committed now, on another connection
+                        assertThat(clientRef.get().cancel(step.messageId(), "enough"))
+                                .isEqualTo(dev.coop.CancelResult.REQUESTED);
                     }
-                }
-                Invariants.assertRunsWellFormed(client.events(id));
-
-                // cancelled by the step of iteration 4 (committed on another connection): that step's advance sees it
-                // and rolls back, so the iterations that committed are compensated
-                trace.clear();
-                cancelAt.set(4);
-                MessageId cancelled = client.launch(topic, "c" + suffix);
-                assertThat(client.awaitCompletion(cancelled, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
-                assertThat(trace).as(suffix).containsExactly("1:c" + suffix, "2:c" + suffix, "3:c" + suffix,
-                        "4:c" + suffix);
-                assertThat(compensated).as(suffix).containsExactly(3, 2, 1);
-                Invariants.assertRunsWellFormed(client.events(cancelled));
-            } finally {
-                System.clearProperty("dev.coop.internal.fullReclaim");
+                    return step.iteration() < 12 ? Flow.repeat() : Flow.next();
+                })
+                .compensateWith((step, cause) -> compensated.add(step.iteration()))
+                .step("after", step -> trace.add("after"))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).name("continue" + suffix).workers(1).register(saga)
+                .start()) {
+            CoopClient client = engine.client();
+            clientRef.set(client);
+            MessageId id = client.launch(topic, "p" + suffix);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            List<String> expected = new java.util.ArrayList<>();
+            for (int i = 1; i <= 12; i++) {
+                expected.add(i + ":p" + suffix);
             }
+            expected.add("after");
+            assertThat(trace).as(suffix).isEqualTo(expected);
+            // the counts are the backend's pending statistics: they add up until it is idle outside a
+            // transaction, which a continuing worker's connection never is between two steps
+            assertThat(scans.get(1)).as("the first claim reads the message and the step instances").isPositive();
+            for (int i = 2; i <= 12; i++) {
+                long added = scans.get(i) - scans.get(i - 1);
+                assertThat(added).as("slim reclaim, iteration %d", i).isZero();
+            }
+            Invariants.assertRunsWellFormed(client.events(id));
+
+            // cancelled by the step of iteration 4 (committed on another connection): that step's advance sees it
+            // and rolls back, so the iterations that committed are compensated
+            trace.clear();
+            cancelAt.set(4);
+            MessageId cancelled = client.launch(topic, "c" + suffix);
+            assertThat(client.awaitCompletion(cancelled, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(trace).as(suffix).containsExactly("1:c" + suffix, "2:c" + suffix, "3:c" + suffix,
+                    "4:c" + suffix);
+            assertThat(compensated).as(suffix).containsExactly(3, 2, 1);
+            Invariants.assertRunsWellFormed(client.events(cancelled));
         }
     }
 

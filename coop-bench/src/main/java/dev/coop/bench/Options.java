@@ -67,7 +67,12 @@ final class Options {
      * What workload ab compares: {@code steps} (the step path of issue 16), {@code diet} (schema version 13) or
      * {@code advance} (the advance without count-off for runs with no parent to count off).
      */
-    String abChange = "steps";
+    /** What workload ab compares in one build (database settings), or null. */
+    String abChange;
+    /** The two git refs workload ab compares as builds (before, after), or null. */
+    List<String> abBuilds;
+    /** The arguments as given (a two-build A/B passes them on to each build's JVM). */
+    List<String> raw = List.of();
     /** W1 sagas per run of the slow-commit A/B variant (commit_delay = 100 ms). */
     int slowSagas = 200;
 
@@ -112,17 +117,11 @@ final class Options {
         HELP.put("--w1-threads", "W1 client thread counts (default 8,32,128)");
         HELP.put("--versus-threads", "W1 client thread counts of workloads versus and ab (default 8,32)");
         HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");
-        HELP.put("--ab-change", "what workload ab compares: steps (default: the merged commit and quiet wake-ups,"
-                + " with slow commits too) or diet (schema version 13: before it, as shipped, and without the"
-                + " inspection indexes of run) or advance (every advance with the parent's count-off, or only those that"
-                + " need it) or item3 (diet and advance together) or claims (before: every wake-up searched, no"
-                + " continuing run reserved, outcomes read from the database; then counted claims, reserved"
-                + " continuations, in-process outcomes added one by one) or reclaim (a continuing run reclaimed with"
-                + " the full claim, or its row alone as shipped) or emit (one message emitted with the statement for"
-                + " many, or with scalar parameters as shipped) or slim (the fourth session's step path: reclaim, emit, the"
-                + " launch notification's trigger, the retried claim and the lazy payload, together) or triggers (the run's trigger checks of schema version 17 and every advance setting status and due time, or as shipped) or joincheck (a finishing root run's COMMIT in a round trip of its own, or with its advance as shipped) or fifth (the fifth session's step path: triggers and joincheck together) or fillfactor (run's fill factor 100, 70, 50) or"
-                + " lineage (a run's lineage stored"
-                + " appended to, or as shipped) or plans (PostgreSQL's plan choice, or generic plans only)");
+        HELP.put("--ab-builds", "workload ab compares two builds: git refs before,after (e.g. main,HEAD), each"
+                + " checked out and built under target/ab-builds/ and run in JVMs of their own, alternating");
+        HELP.put("--ab-change", "workload ab compares database settings in one build instead: diet (schema version"
+                + " 13: before it, as shipped, and without the inspection indexes of run) or fillfactor (run's fill"
+                + " factor 100, 70, 50) or plans (PostgreSQL's plan choice, or generic plans only)");
         HELP.put("--slow-sagas", "W1 sagas per slow-commit run of workload ab (default 200)");
         HELP.put("--durability", "durable (default: the embedded server with fsync, synchronous_commit and"
                 + " full_page_writes on, as users run) or fast (the test server: all three off, to isolate CPU cost)");
@@ -170,6 +169,7 @@ final class Options {
 
     static Options parse(String[] args) {
         Options o = new Options();
+        o.raw = List.of(args);
         List<String> list = new ArrayList<>(Arrays.asList(args));
         if (list.contains("--help") || list.contains("-h")) {
             System.out.println(usage());
@@ -197,6 +197,10 @@ final class Options {
                 value = list.get(++i);
             }
             o.set(key, value.strip());
+        }
+        if (o.workloads.contains("ab") && (o.abBuilds == null) == (o.abChange == null)) {
+            throw new IllegalArgumentException("workload ab compares either two builds (--ab-builds before,after) or"
+                    + " database settings in one build (--ab-change diet|fillfactor|plans): give one of them");
         }
         return o;
     }
@@ -265,14 +269,19 @@ final class Options {
             case "--ab-rounds" -> abRounds = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
-                if (!List.of("steps", "diet", "advance", "item3", "claims", "reclaim", "emit", "slim", "triggers",
-                        "joincheck", "fifth", "fillfactor", "lineage", "plans").contains(v)) {
-                    throw new IllegalArgumentException("--ab-change is steps, diet, advance, item3, claims, reclaim,"
-                            + " emit, slim, triggers, joincheck, fifth, fillfactor, lineage or plans, was '"
-                            + v
-                            + "'");
+                if (!List.of("diet", "fillfactor", "plans").contains(v)) {
+                    throw new IllegalArgumentException("--ab-change is diet, fillfactor or plans, was '" + v
+                            + "' (compare code with --ab-builds before,after)");
                 }
                 abChange = v;
+            }
+            case "--ab-builds" -> {
+                List<String> refs = Arrays.stream(v.split(",")).map(String::strip).toList();
+                if (refs.size() != 2 || refs.stream().anyMatch(r -> r.isEmpty() || r.startsWith("-"))) {
+                    throw new IllegalArgumentException("--ab-builds is two git refs, before,after (e.g. main,HEAD),"
+                            + " was '" + v + "'");
+                }
+                abBuilds = refs;
             }
             case "--durability" -> {
                 if (!v.equals("durable") && !v.equals("fast")) {
@@ -392,6 +401,7 @@ final class Options {
         m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());
         m.put("abRounds", abRounds);
         m.put("abChange", abChange);
+        m.put("abBuilds", abBuilds);
         m.put("slowSagas", slowSagas);
         m.put("growthWidths", Arrays.stream(growthWidths).boxed().toList());
         m.put("growthDepths", Arrays.stream(growthDepths).boxed().toList());

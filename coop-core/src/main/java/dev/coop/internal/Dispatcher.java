@@ -42,10 +42,6 @@ final class Dispatcher {
     private final Map<String, Integer> owed = new HashMap<>();
     /** Of the claims owed for a saga, how many are retries (handed out first); never more than are owed. */
     private final Map<String, Integer> retries = new HashMap<>();
-    /** A/B switch for the benchmark only: every wake-up searches, as before counted claims. */
-    private final boolean uncounted = Boolean.getBoolean("dev.coop.internal.uncountedClaims");
-    /** A/B switch for the benchmark only: a counted claim that found nothing is never owed again (as before). */
-    private final boolean noRetry = Boolean.getBoolean("dev.coop.internal.noClaimRetry");
     /** The sagas with a worker limit of their own, and how many workers work on each now. */
     private final Map<String, Integer> limits = new HashMap<>();
     private final Map<String, Integer> busy = new HashMap<>();
@@ -180,10 +176,6 @@ final class Dispatcher {
         if (runs <= 0) {
             return;
         }
-        if (uncounted) {
-            wake(saga);
-            return;
-        }
         lock.lock();
         try {
             owe(saga, runs);
@@ -243,9 +235,7 @@ final class Dispatcher {
      * claim in its place (claims that search need none).
      */
     void giveBack(String saga) {
-        if (!uncounted) {
-            wake(saga, 1);
-        }
+        wake(saga, 1);
     }
 
     /**
@@ -277,7 +267,7 @@ final class Dispatcher {
      */
     void empty(Task task) {
         if (task.counted()) {
-            if (task.retry() || noRetry) {
+            if (task.retry()) {
                 return;
             }
             lock.lock();

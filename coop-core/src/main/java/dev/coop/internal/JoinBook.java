@@ -225,18 +225,12 @@ public final class JoinBook {
         return pendingFound(c, pending);
     }
 
-    /** The statement that locks the pending memberships of messages whose runs finished (one uuid[] parameter). */
-    public String lockPendingSql() {
-        return lockPendingSql;
-    }
-
     /**
-     * Settles the pending memberships found by {@link #lockPendingSql()} (run by the caller in this transaction for
-     * every message whose runs it finished): as {@link #runsFinished}, after its lookup.
+     * Settles the pending memberships {@link #runsFinished} found locked.
      *
      * @param found join id and message id of each pending membership, as the statement returned them
      */
-    public Set<String> pendingFound(Connection c, List<UUID[]> found) throws SQLException {
+    private Set<String> pendingFound(Connection c, List<UUID[]> found) throws SQLException {
         List<Settlement> pending = new ArrayList<>(found.size());
         for (UUID[] f : found) {
             pending.add(new Settlement(f[0], f[1], JoinMemberState.PENDING));

@@ -37,16 +37,12 @@ public final class Store {
     private final String reclaimUnchangedSql;
     private final String reclaimWaitingSql;
     private final String[] limitedReclaimWaitingSql = new String[6];
-    /** Whether a continuation's commit reserves its run (always, but for the benchmark's A/B switch). */
-    private final boolean reserves;
     /** How long a continuing worker waits for the lock of its run when its reclaim found it locked. */
     static final int RECLAIM_WAIT_MILLIS = 200;
     /** How long a continuing run stays reserved for its worker after its commit (schema version 15). */
     static final int RESERVATION_MILLIS = 250;
     private final String emitSql;
     private final String emitOneSql;
-    /** dev.coop.internal.arrayEmit=true: an A/B switch for the benchmark only (one message emitted as an array too). */
-    private final boolean emitOne = !Boolean.getBoolean("dev.coop.internal.arrayEmit");
     private final String advanceSql;
     private final String advanceCommitSql;
     private final String advanceContinueSql;
@@ -72,17 +68,11 @@ public final class Store {
     private final String aloneSlimContinueSql;
     private final String advanceJoinCheckSql;
     private final String aloneJoinCheckSql;
-    /** dev.coop.internal.fullReclaim=true: an A/B switch for the benchmark only (every continuation reclaimed in full). */
-    private final boolean slimReclaim = !Boolean.getBoolean("dev.coop.internal.fullReclaim");
     /**
-     * An advance that leaves a runnable run runnable now sets neither its status nor its due time ({@link Sql#quiet});
-     * {@code dev.coop.internal.loudAdvance=true} is an A/B switch for the benchmark only (always set both).
+     * The quiet form of each advance statement sent, by its full form: an advance that leaves a runnable run runnable
+     * now sets neither its status nor its due time ({@link Sql#quiet}).
      */
-    private final boolean quietAdvance = !Boolean.getBoolean("dev.coop.internal.loudAdvance");
-    /** The quiet form of each advance statement sent, by its full form. */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
-    /** dev.coop.internal.fullAdvance=true: an A/B switch for the benchmark only (every advance with count-off). */
-    private final boolean fullAdvance = Boolean.getBoolean("dev.coop.internal.fullAdvance");
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -117,17 +107,13 @@ public final class Store {
      *        runs of them that become due at once by this store's emit and advance statements notify nobody
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
-        // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 9)
-        this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
-        // dev.coop.internal.unreserved=true: an A/B switch for the benchmark only (no reservation of a continuing run)
-        boolean unreserved = Boolean.getBoolean("dev.coop.internal.unreserved");
-        this.reserves = !unreserved;
+        this.localSagas = String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
         this.claimSql = schema.sql(Sql.CLAIM
                 .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
-                        + " AND r.runnable_at <= " + Sql.DUE_NOW + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
+                        + " AND r.runnable_at <= " + Sql.DUE_NOW + " AND " + Sql.NOT_RESERVED_NOW
                         + " ORDER BY r.priority DESC, r.runnable_at"));
         this.reclaimSql = schema.sql(Sql.CLAIM
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
@@ -135,17 +121,11 @@ public final class Store {
         this.reclaimWaitingSql = waiting(reclaimSql);
         this.reclaimUnchangedSql = schema.sql(
                 Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
-        // dev.coop.internal.appendLineage=true: an A/B switch for the benchmark only (a run's lineage stored as
-        // before: appended to, so that its first update is never HOT; see Sql.EMIT)
-        this.emitSql = schema.sql(Boolean.getBoolean("dev.coop.internal.appendLineage")
-                ? Sql.EMIT.replace("|| ARRAY[x.id]", "|| x.id")
-                : Sql.EMIT);
-        this.emitOneSql = schema.sql(Boolean.getBoolean("dev.coop.internal.appendLineage")
-                ? Sql.EMIT_ONE.replace("|| ARRAY[x.id]", "|| x.id")
-                : Sql.EMIT_ONE);
+        this.emitSql = schema.sql(Sql.EMIT);
+        this.emitOneSql = schema.sql(Sql.EMIT_ONE);
         this.advanceSql = schema.sql(Sql.ADVANCE.replace("{reserve}", Sql.NOT_RESERVED));
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
-        String reserve = unreserved ? Sql.NOT_RESERVED : Sql.RESERVED;
+        String reserve = Sql.RESERVED;
         this.advanceContinueSql = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + reclaimSql;
         this.aloneSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", Sql.NOT_RESERVED));
@@ -166,7 +146,7 @@ public final class Store {
             boolean leased = (gate & 4) != 0;
             limitedClaims[gate] = LimitedClaim.of(schema, "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
                     + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
-                    + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
+                    + " AND " + Sql.NOT_RESERVED_NOW
                     + " ORDER BY r.priority DESC, r.runnable_at", slots, rate, leased);
             limitedReclaims[gate] = LimitedClaim.of(schema,
                     "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
@@ -382,11 +362,6 @@ public final class Store {
                 + ";\nSELECT set_config('lock_timeout', current_setting('coop.lock_timeout'), true)";
     }
 
-    /** Whether a continuation's commit reserves its run for its worker (schema version 15). */
-    public boolean reserves() {
-        return reserves;
-    }
-
     /**
      * Ends the reservation of a run for its continuing worker (a reclaim that found it gone, or a worker that does not
      * continue after all), unless another transaction holds the run: that one moves it on and ends the reservation
@@ -600,7 +575,7 @@ public final class Store {
     /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
     public Emitted emitAll(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
-        if (emitOne && emissions.size() == 1 && emissions.getFirst().idempotencyKey() == null
+        if (emissions.size() == 1 && emissions.getFirst().idempotencyKey() == null
                 && emissions.getFirst().orderingKey() == null) {
             return emitOne(c, scope, parentId, parentSeq, saga, engine, step, emissions.getFirst());
         }
@@ -684,7 +659,7 @@ public final class Store {
      */
     public Counted advance(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next)
             throws SQLException {
-        return (Counted) advance(c, Tail.NONE, null, run, engine, entries, next);
+        return (Counted) advance(c, Tail.NONE, run, engine, entries, next);
     }
 
     /**
@@ -701,12 +676,12 @@ public final class Store {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        return (ClaimedRun) advance(c, reclaim ? Tail.CONTINUE : Tail.COMMIT, null, run, engine, entries, next);
+        return (ClaimedRun) advance(c, reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
     }
 
     /** What is sent after the advance in the same round trip. */
     private enum Tail {
-        NONE, COMMIT, CONTINUE, JOIN_LOOKUP, COMMIT_UNLESS_JOINED
+        NONE, COMMIT, CONTINUE, COMMIT_UNLESS_JOINED
     }
 
     /** SQLSTATE of {@code assert_no_pending_members}: a join membership of the messages is pending (version 19). */
@@ -716,8 +691,7 @@ public final class Store {
     private static final String JOIN_CHECK = "SAVEPOINT " + JOIN_CHECK_SAVEPOINT
             + ";\nSELECT {schema}.assert_no_pending_members(?::uuid[]);\nCOMMIT";
 
-    /** @param lookup the join lookup sent after the advance ({@link Tail#JOIN_LOOKUP} only) */
-    private Object advance(Connection c, Tail tail, String lookup, ClaimedRun run, String engine,
+    private Object advance(Connection c, Tail tail, ClaimedRun run, String engine,
             List<LogEntry> entries, Advance next) throws SQLException {
         String[] types = new String[entries.size()];
         String[] steps = new String[entries.size()];
@@ -731,12 +705,12 @@ public final class Store {
         }
         boolean finished = next.status().isFinished();
         UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
-        boolean alone = countOffAt == null && !fullAdvance;
+        boolean alone = countOffAt == null;
         SagaLimits.Limit limit = limited.get(run.saga()); // once: the probe may change it meanwhile
         RateLease lease = tail == Tail.CONTINUE ? takeLease(run.saga(), limit) : null;
         // the continuation of a step that wrote one happy-path instance: what the run's claim read stays true but for
         // the run's own row and that instance, so its reclaim locks and reads the row alone
-        boolean slim = tail == Tail.CONTINUE && limit == null && slimReclaim && !run.rollback() && !next.rollback()
+        boolean slim = tail == Tail.CONTINUE && limit == null && !run.rollback() && !next.rollback()
                 && next.instance() != null && next.instanceSeq() == run.stepsDone()
                 && next.stepsDone() == run.stepsDone() + 1;
         String sql = switch (tail) {
@@ -747,11 +721,10 @@ public final class Store {
                     : slim
                             ? (alone ? aloneSlimContinueSql : advanceSlimContinueSql)
                             : (alone ? aloneContinueSql : advanceContinueSql);
-            case JOIN_LOOKUP -> (alone ? aloneSql : advanceSql) + ";\n" + lookup;
             case COMMIT_UNLESS_JOINED -> alone ? aloneJoinCheckSql : advanceJoinCheckSql;
         };
         // a claimed run is runnable: staying so now, its update would set status and due time to what they are
-        boolean quiet = quietAdvance && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
+        boolean quiet = next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
                 && next.delayMillis() == 0;
         if (quiet) {
             sql = quietSql.computeIfAbsent(sql, full -> Sql.quiet(schema, full));
@@ -822,10 +795,6 @@ public final class Store {
                 case NONE -> {
                     return readCounted(ps);
                 }
-                case JOIN_LOOKUP -> {
-                    ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
-                    return readFinished(ps);
-                }
                 case COMMIT_UNLESS_JOINED -> {
                     ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{run.messageId()}));
                     return committedUnlessJoined(ps);
@@ -852,22 +821,6 @@ public final class Store {
         }
     }
 
-    /** A finished run's advance and its join lookup, sent in one round trip: the parent counted off, and the join
-     * memberships (join id, message id) of the run's message that are pending, locked. */
-    public record Finished(Counted parent, List<UUID[]> pendingMembers) {
-    }
-
-    /**
-     * The advance of a run that finished without a parent to count off (so nothing above it can commit here), and
-     * the join lookup for its message ({@code lockPendingSql}, one uuid[] parameter), in one round trip; the caller
-     * settles what the lookup found, then commits.
-     */
-    public Finished advanceFinished(Connection c, ClaimedRun run, String engine, List<LogEntry> entries, Advance next,
-            String lockPendingSql) throws SQLException {
-        requireFinishedAlone(run, next);
-        return (Finished) advance(c, Tail.JOIN_LOOKUP, lockPendingSql, run, engine, entries, next);
-    }
-
     /**
      * The advance of a run that finished without a parent to count off, then a savepoint, the check that its message
      * has no pending join membership ({@code assert_no_pending_members}) and COMMIT, in one round trip: almost every
@@ -879,7 +832,7 @@ public final class Store {
     public boolean advanceFinishedAndCommit(Connection c, ClaimedRun run, String engine, List<LogEntry> entries,
             Advance next) throws SQLException {
         requireFinishedAlone(run, next);
-        return (Boolean) advance(c, Tail.COMMIT_UNLESS_JOINED, null, run, engine, entries, next);
+        return (Boolean) advance(c, Tail.COMMIT_UNLESS_JOINED, run, engine, entries, next);
     }
 
     private static void requireFinishedAlone(ClaimedRun run, Advance next) {
@@ -907,28 +860,6 @@ public final class Store {
             st.execute("ROLLBACK TO SAVEPOINT " + JOIN_CHECK_SAVEPOINT); // a constant, not input
         }
         return Boolean.FALSE;
-    }
-
-    private static Finished readFinished(PreparedStatement ps) throws SQLException {
-        Counted parent = null;
-        List<UUID[]> pending = new ArrayList<>();
-        int resultSets = 0;
-        boolean isResultSet = ps.execute();
-        while (isResultSet || ps.getUpdateCount() != -1) {
-            if (isResultSet) {
-                try (ResultSet rs = ps.getResultSet()) {
-                    if (++resultSets == 1) {
-                        parent = rs.next() ? counted(rs) : null;
-                    } else {
-                        while (rs.next()) {
-                            pending.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
-                        }
-                    }
-                }
-            }
-            isResultSet = ps.getMoreResults();
-        }
-        return new Finished(parent, pending);
     }
 
     /**

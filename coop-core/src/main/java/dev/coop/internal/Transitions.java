@@ -31,12 +31,6 @@ final class Transitions {
     static final int MAX_RETRIES = 1_000;
 
     private final EngineContext engine;
-    /**
-     * A/B switch for the benchmark only (system property {@code dev.coop.internal.separateCommits=true}, read when
-     * an engine starts): send the COMMIT, the continuation's reclaim and a root run's join lookup as round trips of
-     * their own, as before.
-     */
-    private final boolean separateCommits = Boolean.getBoolean("dev.coop.internal.separateCommits");
     private final JoinBook joins;
     /** Whether the next commit may also reclaim its run when it stays runnable now (set by the worker). */
     private boolean continuationAllowed;
@@ -45,13 +39,6 @@ final class Transitions {
     private ClaimedRun continuation;
     /** The payload text this worker read last without failing (compared by identity). */
     private String readable;
-    /** dev.coop.internal.eagerPayload=true: an A/B switch for the benchmark only (every step reads its payload first). */
-    private final boolean eagerPayload = Boolean.getBoolean("dev.coop.internal.eagerPayload");
-    /**
-     * dev.coop.internal.lookupThenCommit=true: an A/B switch for the benchmark only (a finishing run's join lookup
-     * with its advance, then the COMMIT in a round trip of its own, as before schema version 19).
-     */
-    private final boolean lookupThenCommit = Boolean.getBoolean("dev.coop.internal.lookupThenCommit");
 
     Transitions(EngineContext engine) {
         this.engine = engine;
@@ -69,21 +56,13 @@ final class Transitions {
      */
     RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
-        if (!next.status().isFinished() && !separateCommits) {
+        if (!next.status().isFinished()) {
             return commitUnfinished(c, run, entries, next, woken);
         }
-        // a finished run with no parent to count off sends its join lookup with the advance (one round trip less)
-        boolean lookupWithAdvance = next.status().isFinished() && !separateCommits
-                && (run.parentId() == null || !run.awaited());
-        if (lookupWithAdvance && !lookupThenCommit) {
+        if (run.parentId() == null || !run.awaited()) { // no parent to count off: the COMMIT goes with the advance
             return commitFinishedAlone(c, run, entries, next, woken);
         }
-        Store.Finished finished = lookupWithAdvance
-                ? engine.store().advanceFinished(c, run, engine.engineId(), entries, next, joins.lockPendingSql())
-                : null;
-        Store.Counted parent = lookupWithAdvance
-                ? finished.parent()
-                : engine.store().advance(c, run, engine.engineId(), entries, next);
+        Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
         List<String> committedAboveSagas = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
@@ -94,22 +73,17 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
-        java.util.Set<String> joined = !next.status().isFinished()
-                ? java.util.Set.of()
-                : lookupWithAdvance
-                        ? joins.pendingFound(c, finished.pendingMembers())
-                        : joins.runsFinished(c, run.messageId(), committedAbove); // joins with these as members
+        // joins with these as members
+        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove);
         c.commit();
         woken.forEach(engine.dispatcher()::wake);
         joined.forEach(engine.dispatcher()::wake);
-        if (next.status().isFinished()) {
-            engine.completions().finished(run.messageId(), run.saga(), next.status());
-            for (int k = 0; k < committedAbove.size(); k++) {
-                engine.completions().finished(committedAbove.get(k), committedAboveSagas.get(k), RunStatus.COMMITTED);
-            }
-            if (parent != null && parent.status() == RunStatus.RUNNABLE) {
-                engine.dispatcher().wake(parent.saga(), 1); // exactly one run: its claim is owed
-            }
+        engine.completions().finished(run.messageId(), run.saga(), next.status());
+        for (int k = 0; k < committedAbove.size(); k++) {
+            engine.completions().finished(committedAbove.get(k), committedAboveSagas.get(k), RunStatus.COMMITTED);
+        }
+        if (parent != null && parent.status() == RunStatus.RUNNABLE) {
+            engine.dispatcher().wake(parent.saga(), 1); // exactly one run: its claim is owed
         }
         return next.status();
     }
@@ -357,7 +331,7 @@ final class Transitions {
      * otherwise read when the step asks for it (it was read before, so it can be read again), each step its own copy.
      */
     <P> java.util.function.Supplier<P> stepPayload(ClaimedRun run, Saga<P> saga) {
-        if (!eagerPayload && run.payload() != null && run.payload() == readable) {
+        if (run.payload() != null && run.payload() == readable) {
             return () -> payload(run, saga);
         }
         P payload = payload(run, saga);

@@ -115,7 +115,7 @@ final class Worker implements Runnable {
                     run = null;
                     if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
                         run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
-                        boolean reserved = reclaimed && engine.store().reserves(); // for this worker
+                        boolean reserved = reclaimed; // a continuation's commit reserves its run for this worker
                         if (run == null && reserved) {
                             // locked by a claim that skipped it: wait for it a moment (or a limited saga's limits
                             // refused it: they refuse it again, and the run waits for a slot or a token as usual)
@@ -136,10 +136,8 @@ final class Worker implements Runnable {
                     } else if (reclaimed) { // not continuing it here after all (stopping)
                         c.rollback(); // lets go of the run (and of a limited saga's slot and token)
                         if (again != null) {
-                            if (engine.store().reserves()) {
-                                engine.store().release(c, id); // reserved for this worker: others may claim it now
-                                c.commit();
-                            }
+                            engine.store().release(c, id); // reserved for this worker: others may claim it now
+                            c.commit();
                             engine.dispatcher().wake(saga, 1);
                         }
                     } else if (continueNow) {
