@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds this checkout's engine and benchmarks (nothing is installed into ~/.m2), then runs the benchmark on a JDK 21+
 # whatever JAVA_HOME and PATH point at. Arguments go to the benchmark, e.g.:
-#   coop-bench/bench.sh --workloads versus,ab          # the side-by-side table and the before/after table
+#   coop-bench/bench.sh --workloads versus                          # the side-by-side table
+#   coop-bench/bench.sh --workloads ab --ab-builds main,HEAD        # before/after: two builds, alternating
 #   coop-bench/bench.sh --help
 # BENCH_JVM overrides the JVM options (default -Xms1g -Xmx1g -XX:+UseG1GC); BENCH_SKIP_BUILD=1 skips the build.
 set -euo pipefail

@@ -20,7 +20,7 @@ import java.util.function.Consumer;
 import javax.sql.DataSource;
 
 /**
- * How cost grows (issue 16 item 5, issue 13 item 4): the cost of a step against fan-out width, chain depth and the
+ * How cost grows (docs/performance.md, docs/scaling.md): the cost of a step against fan-out width, chain depth and the
  * number of engines on one database. Every measurement starts its engines on a fresh database, each engine with a
  * pool of its own (workers + 2 connections), all in this JVM; client threads launch and await through the engines'
  * clients in turn. A step's cost: JDBC round trips and statements (counted by {@link SqlStats} on every pool), server

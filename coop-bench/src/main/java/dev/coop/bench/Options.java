@@ -63,10 +63,6 @@ final class Options {
     int[] versusThreads = {8, 32};
     /** Rounds of the A/B runs (each round runs every variant once, in alternating order). */
     int abRounds = 4;
-    /**
-     * What workload ab compares: {@code steps} (the step path of issue 16), {@code diet} (schema version 13) or
-     * {@code advance} (the advance without count-off for runs with no parent to count off).
-     */
     /** What workload ab compares in one build (database settings), or null. */
     String abChange;
     /** The two git refs workload ab compares as builds (before, after), or null. */

@@ -8,9 +8,9 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 /**
- * The side-by-side comparison (issue 16): the physical limit, Coop, DBOS Transact and db-scheduler on the same
- * server, settings, connection count and JVM, each run on a fresh database. The runs are interleaved round by round
- * (one warm-up round, then {@code --runs} measured ones), so that drift on a shared machine hits every system
+ * The side-by-side comparison (docs/performance.md): the physical limit, Coop, DBOS Transact and db-scheduler on the
+ * same server, settings, connection count and JVM, each run on a fresh database. The runs are interleaved round by
+ * round (one warm-up round, then {@code --runs} measured ones), so that drift on a shared machine hits every system
  * alike; every run records the machine's load. The table gives medians and ratios of medians.
  */
 final class Versus {
