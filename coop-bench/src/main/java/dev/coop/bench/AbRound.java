@@ -23,14 +23,14 @@ record AbRound(Options o, boolean fanIn, boolean slow) {
         }
         Map<String, Object> runs = new LinkedHashMap<>();
         for (int threads : o.versusThreads) {
-            runs.put("w1 " + threads, timed(() -> w1(o.w1Sagas, threads, false)));
+            runs.put("w1 " + threads, timed(() -> w1(o.w1SagasAt(threads), threads, false)));
         }
         if (fanIn) {
             runs.put("w2", timed(() -> fanIn(true)));
             runs.put("w3", timed(() -> fanIn(false)));
         }
         if (slow) {
-            runs.put(slowName(o), timed(() -> w1(o.slowSagas, o.versusThreads[o.versusThreads.length - 1], true)));
+            runs.put(slowName(o), timed(() -> w1(o.slowSagas, o.slowThreads(), true)));
         }
         result.put("runs", runs);
         return result;
@@ -38,7 +38,7 @@ record AbRound(Options o, boolean fanIn, boolean slow) {
 
     /** The name of the slow-commit W1 run. */
     static String slowName(Options o) {
-        return "slow w1 " + o.versusThreads[o.versusThreads.length - 1];
+        return "slow w1 " + o.slowThreads();
     }
 
     private Map<String, Object> counts() {
@@ -67,8 +67,7 @@ record AbRound(Options o, boolean fanIn, boolean slow) {
         BenchDb db = BenchDb.create(slowCommits ? "ab_slow" : "ab_w1", o.keep);
         try {
             if (slowCommits) {
-                db.exec("ALTER DATABASE " + db.name + " SET commit_delay = 100000"); // generated name, not input
-                db.exec("ALTER DATABASE " + db.name + " SET commit_siblings = 0");
+                db.slowCommits();
             }
             try (RunEnv env = RunEnv.on(o, db, "ab", false, true)) {
                 return Throughput.w1(o, env.db, env.pool, Double.NaN, sagas, threads, "ab");

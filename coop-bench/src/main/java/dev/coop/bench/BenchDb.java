@@ -55,6 +55,15 @@ final class BenchDb implements AutoCloseable {
         return new BenchDb(server, server.createDatabase("bench_" + prefix), keep);
     }
 
+    /**
+     * Makes every commit of this database's new sessions wait 100 ms before its WAL flush ({@code commit_delay},
+     * with {@code commit_siblings} = 0), as with a synchronous standby far away: what batching commits is worth.
+     */
+    void slowCommits() {
+        exec("ALTER DATABASE " + name + " SET commit_delay = 100000"); // a generated name, not input
+        exec("ALTER DATABASE " + name + " SET commit_siblings = 0");
+    }
+
     /** A pool of {@code size} connections, all opened before it is returned (no connects inside a timed run). */
     HikariDataSource pool(int size, String poolName) {
         HikariDataSource pool = server.dataSource(name, size, poolName);

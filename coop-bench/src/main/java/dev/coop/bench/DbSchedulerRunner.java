@@ -51,7 +51,15 @@ final class DbSchedulerRunner {
     }
 
     static Map<String, Object> w1(Options o, int units, int threads) {
+        return w1(o, units, threads, false);
+    }
+
+    /** As {@link #w1(Options, int, int)}, with every commit delayed 100 ms when {@code slowCommits}. */
+    static Map<String, Object> w1(Options o, int units, int threads, boolean slowCommits) {
         try (BenchDb db = BenchDb.create("dbsched_w1", o.keep)) {
+            if (slowCommits) {
+                db.slowCommits();
+            }
             Cpu.locatePostgres(db);
             db.exec(TABLE);
             HikariDataSource pool = db.pool(o.poolSize(), "dbsched-w1");

@@ -93,7 +93,15 @@ final class DbosRunner {
 
     /** Runs {@code workload} (w1, w2 or w3) on a fresh database and verifies what DBOS made durable. */
     static Map<String, Object> run(Options o, String workload, int units, int threads) {
+        return run(o, workload, units, threads, false);
+    }
+
+    /** As {@link #run(Options, String, int, int)}, with every commit delayed 100 ms when {@code slowCommits}. */
+    static Map<String, Object> run(Options o, String workload, int units, int threads, boolean slowCommits) {
         try (BenchDb db = BenchDb.create("dbos_" + workload, o.keep)) {
+            if (slowCommits) {
+                db.slowCommits();
+            }
             Cpu.locatePostgres(db);
             HikariDataSource pool = db.pool(o.poolSize(), "dbos-" + workload);
             DBOSConfig config = DBOSConfig.defaults("coopbench")

@@ -71,7 +71,7 @@ final class LaunchOptionsAb {
             BenchDb db = BenchDb.create("opt_w1", o.keep);
             Map<String, Object> m;
             try (RunEnv env = RunEnv.on(o, db, "options", false, true)) {
-                m = Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1Sagas, threads, "opt");
+                m = Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1SagasAt(threads), threads, "opt");
             }
             m.put("loadAverageBefore", Bench.loadAverage());
             runs.computeIfAbsent(variant + " w1 " + threads, Runs::new)

@@ -61,7 +61,7 @@ final class LimitsAb {
             Map<String, Object> m;
             try (RunEnv env = RunEnv.on(o, db, "limits", false, true)) {
                 settle(env);
-                m = Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1Sagas, threads, "limits");
+                m = Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1SagasAt(threads), threads, "limits");
             } catch (RuntimeException e) {
                 db.close();
                 throw e;

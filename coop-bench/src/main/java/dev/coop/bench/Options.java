@@ -60,7 +60,9 @@ final class Options {
     int bigFanout = 10_000;
 
     /** Client threads of W1 in the side-by-side comparison (workload versus) and the A/B runs (workload ab). */
-    int[] versusThreads = {8, 32};
+    int[] versusThreads = {1, 8, 32};
+    /** W1 sagas of a run with one client thread (its latency, not its throughput, is what it measures). */
+    int w1SingleSagas = 400;
     /** Rounds of the A/B runs (each round runs every variant once, in alternating order). */
     int abRounds = 4;
     /** What workload ab compares in one build (database settings), or null. */
@@ -112,6 +114,7 @@ final class Options {
         HELP.put("--w1-sagas", "W1 sagas per run (default 2000)");
         HELP.put("--w1-threads", "W1 client thread counts (default 8,32,128)");
         HELP.put("--versus-threads", "W1 client thread counts of workloads versus and ab (default 8,32)");
+        HELP.put("--w1-single-sagas", "W1 sagas of a run with one client thread (default 400)");
         HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");
         HELP.put("--ab-builds", "workload ab compares two builds: git refs before,after (e.g. main,HEAD), each"
                 + " checked out and built under target/ab-builds/ and run in JVMs of their own, alternating");
@@ -163,6 +166,16 @@ final class Options {
         HELP.put("--quick", "small sizes, no warm-up, one measured run: a smoke run of about a minute");
     }
 
+    /** W1 sagas of a run with {@code threads} client threads: fewer with one thread, which measures latency. */
+    int w1SagasAt(int threads) {
+        return threads == 1 ? Math.min(w1Sagas, w1SingleSagas) : w1Sagas;
+    }
+
+    /** The client thread count of the slow-commit W1 runs: the largest of {@code --versus-threads}. */
+    int slowThreads() {
+        return Arrays.stream(versusThreads).max().orElse(32);
+    }
+
     static Options parse(String[] args) {
         Options o = new Options();
         o.raw = List.of(args);
@@ -204,6 +217,7 @@ final class Options {
     private void quick() {
         quick = true;
         runs = 1;
+        w1SingleSagas = 50;
         warmups = 0;
         physTx = 1_000;
         w1Sagas = 200;
@@ -263,6 +277,7 @@ final class Options {
             case "--versus-threads" -> versusThreads = Arrays.stream(v.split(",")).map(String::strip)
                     .mapToInt(s -> positive(key, s)).toArray();
             case "--ab-rounds" -> abRounds = positive(key, v);
+            case "--w1-single-sagas" -> w1SingleSagas = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
                 if (!List.of("diet", "fillfactor", "plans").contains(v)) {
@@ -395,6 +410,7 @@ final class Options {
         m.put("timeoutSeconds", timeoutSeconds);
         m.put("durability", durable ? "durable" : "fast");
         m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());
+        m.put("w1SingleSagas", w1SingleSagas);
         m.put("abRounds", abRounds);
         m.put("abChange", abChange);
         m.put("abBuilds", abBuilds);

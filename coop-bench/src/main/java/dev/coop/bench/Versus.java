@@ -40,9 +40,15 @@ final class Versus {
         add("phys", warm, label, () -> Bench.physOnce(o, rowBytes));
         for (int threads : o.versusThreads) {
             add("coop w1 " + threads, warm, label, () -> coop("w1", threads));
-            add("dbos w1 " + threads, warm, label, () -> DbosRunner.run(o, "w1", o.w1Sagas, threads));
-            add("db-scheduler w1 " + threads, warm, label, () -> DbSchedulerRunner.w1(o, o.w1Sagas, threads));
+            add("dbos w1 " + threads, warm, label,
+                    () -> DbosRunner.run(o, "w1", o.w1SagasAt(threads), threads));
+            add("db-scheduler w1 " + threads, warm, label,
+                    () -> DbSchedulerRunner.w1(o, o.w1SagasAt(threads), threads));
         }
+        int slow = o.slowThreads();
+        add("coop slow w1", warm, label, () -> coopSlow(slow));
+        add("dbos slow w1", warm, label, () -> DbosRunner.run(o, "w1", o.slowSagas, slow, true));
+        add("db-scheduler slow w1", warm, label, () -> DbSchedulerRunner.w1(o, o.slowSagas, slow, true));
         add("coop w2", warm, label, () -> coop("w2", o.w2InFlight));
         add("dbos w2", warm, label, () -> DbosRunner.run(o, "w2", o.w2Parents, o.w2InFlight));
         add("coop w3", warm, label, () -> coop("w3", o.w3InFlight));
@@ -52,10 +58,24 @@ final class Versus {
     private Map<String, Object> coop(String workload, int threads) {
         try (RunEnv env = RunEnv.fresh(o, "vs_" + workload, false)) {
             return switch (workload) {
-                case "w1" -> Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1Sagas, threads, "vs");
+                case "w1" -> Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1SagasAt(threads), threads, "vs");
                 case "w2" -> Throughput.w2(o, env.db, env.pool, Double.NaN, o.w2Parents, threads, "vs");
                 default -> Throughput.w3(o, env.db, env.pool, Double.NaN, o.w3Chains, threads, "vs");
             };
+        }
+    }
+
+    /** W1 with every commit delayed 100 ms ({@link BenchDb#slowCommits}). */
+    private Map<String, Object> coopSlow(int threads) {
+        BenchDb db = BenchDb.create("vs_slow", o.keep);
+        try {
+            db.slowCommits();
+            try (RunEnv env = RunEnv.on(o, db, "vs_slow", false, true)) {
+                return Throughput.w1(o, env.db, env.pool, Double.NaN, o.slowSagas, threads, "vs");
+            }
+        } catch (RuntimeException e) {
+            db.close();
+            throw e;
         }
     }
 
@@ -102,6 +122,11 @@ final class Versus {
             rows.add(row("W1, " + threads + " threads (latency p50 ms)", "DBOS Transact", "dbos w1 " + threads,
                     "latencyP50Ms", Double.NaN, Double.NaN));
         }
+        String slow = "W1 with 100 ms commits, " + o.slowThreads() + " threads (steps/s)";
+        double coopSlow = median("coop slow w1", "stepsPerSec");
+        rows.add(row(slow, "Coop", "coop slow w1", "stepsPerSec", Double.NaN, Double.NaN));
+        rows.add(row(slow, "DBOS Transact", "dbos slow w1", "stepsPerSec", Double.NaN, coopSlow));
+        rows.add(row(slow, "db-scheduler", "db-scheduler slow w1", "stepsPerSec", Double.NaN, coopSlow));
         double coopW2 = median("coop w2", "parentP50Ms");
         rows.add(row("W2 fan-out, " + o.w2InFlight + " in flight (parent p50 ms)", "Coop", "coop w2", "parentP50Ms",
                 Double.NaN, Double.NaN));
@@ -112,7 +137,30 @@ final class Versus {
                 "chainP50Ms", Double.NaN, Double.NaN));
         rows.add(rowLatency("W3 depth " + o.w3Depth + ", " + o.w3InFlight + " in flight (chain p50 ms)",
                 "DBOS Transact", "dbos w3", "latencyP50Ms", coopW3));
+        cpuRows(rows);
         return String.join("\n", rows);
+    }
+
+    /** CPU per step (JVM + PostgreSQL, and PostgreSQL's alone) of W1 and W2; Coop's divided by each peer's. */
+    private void cpuRows(List<String> rows) {
+        List<String[]> workloads = new ArrayList<>();
+        for (int threads : o.versusThreads) {
+            workloads.add(new String[]{"W1, " + threads + " threads", "w1 " + threads});
+        }
+        workloads.add(new String[]{"W2 fan-out", "w2"});
+        for (String[] w : workloads) {
+            for (String[] key : new String[][]{{"cpuUsPerStep", "CPU µs per step"},
+                    {"pgCpuUsPerStep", "PostgreSQL CPU µs per step"}}) {
+                String workload = w[0] + " (" + key[1] + ")";
+                double coop = median("coop " + w[1], key[0]);
+                rows.add(rowLatency(workload, "Coop", "coop " + w[1], key[0], Double.NaN));
+                for (String[] peer : new String[][]{{"DBOS Transact", "dbos "}, {"db-scheduler", "db-scheduler "}}) {
+                    if (runs.containsKey(peer[1] + w[1])) {
+                        rows.add(rowLatency(workload, peer[0], peer[1] + w[1], key[0], coop));
+                    }
+                }
+            }
+        }
     }
 
     /** A throughput row: ratio to the limit, and Coop's throughput divided by this system's. */
@@ -129,11 +177,15 @@ final class Versus {
         return r == null ? "" : Report.fmt(r.median("load1Before"));
     }
 
-    /** A latency row: Coop's latency divided by this system's (below 1: Coop is faster). */
+    /**
+     * A latency or cost row: Coop's value divided by this system's (below 1: Coop is faster or cheaper); none when
+     * {@code coop} is NaN (Coop's own row).
+     */
     private String rowLatency(String workload, String system, String name, String key, double coop) {
         Runs r = runs.get(name);
         double v = median(name, key);
+        String ratio = Double.isNaN(coop) ? "" : (key.endsWith("P50Ms") ? "p50 " : "") + Report.fmt(coop / v) + "x";
         return String.format(Locale.ROOT, "| %s | %s | %s | %s | | %s | %s |", workload, system, Report.fmt(v),
-                r == null ? "" : r.spread(key), "p50 " + Report.fmt(coop / v) + "x", load(r));
+                r == null ? "" : r.spread(key), ratio, load(r));
     }
 }
