@@ -71,6 +71,11 @@ class Participant {
   async start() {
     this.pool = new Pool({ max: 4, ...this.pgOptions });
     this.pool.on('error', (e) => this.log(`coop: an idle connection failed (${e.message})`)); // else it would crash
+    const schema = (await this.pool.query(this.sql('SELECT max(version) AS v FROM {schema}.schema_version'))).rows[0].v;
+    if (schema !== SCHEMA_VERSION) {
+      throw new Error(`The Coop schema '${this.schema}' is at version ${schema}; this participant speaks the protocol `
+        + `of version ${SCHEMA_VERSION} (protocol.md: schema_version)`);
+    }
     await this.pool.query(this.sql(`
       INSERT INTO {schema}.engine (id, name, host, sagas, versions)
       VALUES ($1, 'node-participant', $2, $3::text[], $4::text[])`),
@@ -241,7 +246,7 @@ class Participant {
       status,
       step_index: run.step_index + 1,
       next_step: last ? null : saga.steps[run.step_index + 1].name,
-      final_step: last ? step.name : null,
+      final_step: last ? step.name : '', // '' clears a final step an earlier instance set
       steps_done: run.steps_done + 1,
       iterations,
       pending_children: children,
@@ -493,7 +498,7 @@ class Participant {
     const finished = FINISHED.includes(next.status);
     const { rowCount } = await c.query(this.sql(`
       UPDATE {schema}.run
-         SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = coalesce($6, final_step),
+         SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = nullif(coalesce($6, final_step), ''),
              steps_done = $7, iterations = $8::int[], attempt = 1, pending_children = $9::int, failed_children = 0,
              waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
              rollback_seq = $10, rollback_stage = $11, rollback_cause = $12::jsonb, resolution = NULL,
@@ -648,9 +653,12 @@ class Participant {
  */
 const VERSION = 1;
 
+/** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
+const SCHEMA_VERSION = 19;
+
 /** The claim's selections (the engine id is the last parameter of each). */
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'
-   AND r.runnable_at <= clock_timestamp() ORDER BY r.runnable_at`;
+   AND r.runnable_at <= clock_timestamp() ORDER BY r.priority DESC, r.runnable_at`;
 const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
 
 /** Thrown when step code ended the transaction that claimed its run (protocol.md: claim_lost(), CP002). */

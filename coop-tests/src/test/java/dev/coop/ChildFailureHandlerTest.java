@@ -68,6 +68,48 @@ class ChildFailureHandlerTest {
         }
     }
 
+    /**
+     * The last step's handler goes back to an earlier step: the run is no longer at its last step, so the children of
+     * that earlier step do not commit it when they finish (the last step runs again first).
+     */
+    @Test
+    void a_last_steps_handler_that_goes_back_runs_the_later_steps_again_before_the_run_commits(DataSource dataSource) {
+        Topic<Empty> rootTopic = Topic.of("goto-back-root", Empty.class);
+        Topic<Child> childTopic = Topic.of("goto-back-child", Child.class);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        AtomicInteger lastRuns = new AtomicInteger();
+        Saga<Empty> root = Saga.on(rootTopic, "goto-back-root-saga")
+                .step("r0", step -> ran.add("r0"))
+                .step("r1", step -> {
+                    ran.add("r1");
+                    step.launch(childTopic, new Child("r1's", false));
+                })
+                .step("r2", step -> {
+                    int n = lastRuns.incrementAndGet();
+                    ran.add("r2 #" + n);
+                    step.launch(childTopic, new Child("r2's", n == 1)); // fails the first time only
+                })
+                .onChildFailure((step, failure, handling, pending) -> {
+                    ran.add("handler");
+                    return Flow.goTo("r1");
+                })
+                .build();
+        Saga<Child> child = Saga.on(childTopic, "goto-back-child-saga")
+                .step("c0", step -> {
+                    if (step.payload().fail()) {
+                        throw new IllegalStateException("child fails");
+                    }
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
+            MessageId id = engine.client().launch(rootTopic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            String log = EventLog.table(engine.client().events(id));
+            assertThat(ran).as(log).containsExactly("r0", "r1", "r2 #1", "handler", "r1", "r2 #2");
+            dev.coop.test.Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
     @Test
     void a_handler_sees_its_handling_count_and_the_step_decision_and_may_override_it(DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("flow-override-root", Empty.class);

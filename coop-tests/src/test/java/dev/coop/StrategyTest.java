@@ -33,6 +33,77 @@ class StrategyTest {
         Coop.engine(dataSource).name("gone").register(saga).start().close();
     }
 
+    /**
+     * A run its parent stopped awaiting (not started when the strategy said to go on) starts later, and its last
+     * step's child commits it (cascading completion): it is not counted off at that parent, which by then waits for
+     * the children of a later step and must go on waiting for them.
+     */
+    @Test
+    void a_run_its_parent_stopped_awaiting_is_not_counted_off_when_its_child_commits_it(DataSource dataSource)
+            throws Exception {
+        Topic<Empty> rootTopic = Topic.of("detached-cascade-root", Empty.class);
+        Topic<Empty> detachedTopic = Topic.of("detached-cascade-detached", Empty.class);
+        Topic<Empty> grandchildTopic = Topic.of("detached-cascade-grandchild", Empty.class);
+        Topic<Empty> awaitedTopic = Topic.of("detached-cascade-awaited", Empty.class);
+        java.util.concurrent.atomic.AtomicBoolean detachOnce = new java.util.concurrent.atomic.AtomicBoolean(true);
+        CooperationStrategy goOnWithoutTheFirstChildren = new CooperationStrategy() {
+            @Override
+            public BarrierDecision resumeHappyPath(Barrier barrier) {
+                return barrier.notStarted() > 0 && detachOnce.getAndSet(false)
+                        ? BarrierDecision.STOP_WAITING_FOR_UNSTARTED
+                        : BarrierDecision.WAIT;
+            }
+        };
+        java.util.concurrent.atomic.AtomicReference<MessageId> detached = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicBoolean awaitedDone = new java.util.concurrent.atomic.AtomicBoolean();
+        List<String> ran = new CopyOnWriteArrayList<>();
+        StepGate awaitedGate = new StepGate();
+        StepGate detachedGate = new StepGate();
+        Saga<Empty> root = Saga.on(rootTopic, "detached-cascade-root-saga")
+                .strategy(goOnWithoutTheFirstChildren)
+                .step("s1", step -> detached.set(step.launch(detachedTopic, new Empty())))
+                .step("s2", step -> step.launch(awaitedTopic, new Empty()))
+                .step("s3", step -> ran.add("s3 after the awaited child finished: " + awaitedDone.get()))
+                .build();
+        Saga<Empty> detachedSaga = Saga.on(detachedTopic, "detached-cascade-detached-saga")
+                .step("d0", step -> {
+                    detachedGate.pass(); // starts once the root waits for its s2 child
+                    step.launch(grandchildTopic, new Empty());
+                })
+                .build();
+        Saga<Empty> grandchild = Saga.on(grandchildTopic, "detached-cascade-grandchild-saga")
+                .step("g0", step -> ran.add("grandchild"))
+                .build();
+        Saga<Empty> awaited = Saga.on(awaitedTopic, "detached-cascade-awaited-saga")
+                .step("a0", step -> {
+                    awaitedGate.pass();
+                    awaitedDone.set(true);
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).workers(4)
+                .register(root, detachedSaga, grandchild, awaited).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(rootTopic, new Empty());
+            awaitedGate.awaitArrivals(1, WAIT); // the root waits in s2 for its child, which holds here
+            detachedGate.open();
+            assertThat(client.awaitCompletion(Await.value("the detached run's message", WAIT, detached::get), WAIT))
+                    .isEqualTo(Outcome.COMMITTED); // committed by its grandchild's commit
+            try (java.sql.Connection c = dataSource.getConnection();
+                    java.sql.PreparedStatement ps = c.prepareStatement(
+                            "SELECT status, pending_children FROM coop.run WHERE message_id = ?")) {
+                ps.setObject(1, id.value());
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    assertThat(rs.next()).isTrue();
+                    assertThat(rs.getString(1) + " " + rs.getInt(2)).as("the root still waits for its s2 child")
+                            .isEqualTo("WAITING 1");
+                }
+            }
+            awaitedGate.open();
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(ran).contains("grandchild", "s3 after the awaited child finished: true");
+        }
+    }
+
     @Test
     void a_parent_whose_strategy_set_a_barrier_timer_gives_up_when_cancelled_and_its_unstarted_child_never_runs(
             DataSource dataSource) {

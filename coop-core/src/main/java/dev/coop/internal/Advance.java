@@ -8,6 +8,13 @@ import java.time.OffsetDateTime;
  * fluent setters, so that each transition names only what it changes. Each setter returns this object.
  */
 final class Advance {
+    /**
+     * What an executed instance that was not the last step binds as the final step: the empty name clears one that an
+     * earlier instance set (a last step's child-failure handler that went back to an earlier step), so that the
+     * count-off of that step's children does not commit the run; null keeps it.
+     */
+    static final String NOT_FINAL = "";
+
     private RunStatus status = RunStatus.RUNNABLE;
     private boolean rollback;
     private int stepIndex;
@@ -64,7 +71,7 @@ final class Advance {
     Advance executed(int instance, int nextStepIndex, String nextStepName, String finalStepName, int children) {
         stepIndex = nextStepIndex;
         nextStep = nextStepName;
-        finalStep = finalStepName;
+        finalStep = finalStepName == null ? NOT_FINAL : finalStepName;
         this.instance = instance;
         instanceSeq = stepsDone;
         if (instance >= 0) {
@@ -149,6 +156,7 @@ final class Advance {
         return nextStep;
     }
 
+    /** The last step, once it ran (its COMMITTED still to write); {@link #NOT_FINAL} clears it; null keeps it. */
     String finalStep() {
         return finalStep;
     }

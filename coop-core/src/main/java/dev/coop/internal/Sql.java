@@ -184,8 +184,8 @@ final class Sql {
               RETURNING 1
             ), advanced AS (
               UPDATE {schema}.run
-                 SET status = ?, phase = ?, step_index = ?, next_step = ?, final_step = coalesce(?, final_step),
-                     steps_done = ?,
+                 SET status = ?, phase = ?, step_index = ?, next_step = ?,
+                     final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
                      iterations = coalesce(?::int[], iterations),
                      attempt = ?, pending_children = ?,
                      failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
@@ -247,7 +247,8 @@ final class Sql {
      * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
      * last child finished; or, when the parent had already run its last step and every child committed, the parent
      * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
-     * parent in turn. Parameters: the child's final status four times, the parent id, the engine, the start time.
+     * parent in turn: the parent id returned is null when there is none to count off at (no parent, or one that
+     * stopped awaiting it). Parameters: the child's final status four times, the parent id, the engine, the start time.
      * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it.
      */
     private static final String COUNT_OFF_PARENT = """
@@ -271,13 +272,13 @@ final class Sql {
                      runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
                      version = p.version + 1
                WHERE p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.final_step
+              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
             ), parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ? FROM parent WHERE status = 'COMMITTED'
                      %s
             )
-            SELECT id, saga, status, message_id, parent_id FROM parent
+            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent
             """;
 
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
