@@ -30,7 +30,7 @@ if [ -z "$java" ]; then
 fi
 
 if [ "${BENCH_SKIP_BUILD:-0}" != "1" ]; then
-  mvn -q -pl coop-bench -am package -DskipTests
+  mvn -q -pl coop-bench -am package -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true
 fi
 echo "coop-bench: running on $java (Java $best)" >&2
 # shellcheck disable=SC2086

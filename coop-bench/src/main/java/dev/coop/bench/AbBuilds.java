@@ -37,7 +37,8 @@ final class AbBuilds {
         Path classes = dir.resolve("coop-bench/target/classes");
         if (!Files.isRegularFile(classes.resolve("dev/coop/bench/AbSide.class"))) {
             Bench.progress("ab: building " + ref + " in " + dir);
-            run(dir, "mvn", "-B", "-q", "-pl", "coop-bench", "-am", "package", "-DskipTests");
+            run(dir, "mvn", "-B", "-q", "-pl", "coop-bench", "-am", "package", "-DskipTests",
+                    "-Dmaven.javadoc.skip=true", "-Dmaven.source.skip=true");
         }
         if (!Files.isRegularFile(classes.resolve("dev/coop/bench/AbSide.class"))) {
             throw new IllegalArgumentException("--ab-builds: " + ref + " (" + commit + ") has no two-build A/B harness"
