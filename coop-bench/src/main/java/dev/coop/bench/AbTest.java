@@ -140,7 +140,7 @@ final class AbTest {
         }
         if (builds) {
             for (String[] row : new String[][]{{"w2", "parentP50Ms"}, {"w2", "stepsPerSec"}, {"w2", "cpuUsPerStep"},
-                    {"w3", "chainP50Ms"}, {"w3", "stepsPerSec"}, {"w3", "cpuUsPerStep"}}) {
+                    {"w3", "chainP50Ms"}, {"w3", "levelsPerSec"}, {"w3", "cpuUsPerTx"}}) {
                 List<Double> values = new ArrayList<>();
                 for (String v : variants) {
                     values.add(median(v + " " + row[0], row[1]));
