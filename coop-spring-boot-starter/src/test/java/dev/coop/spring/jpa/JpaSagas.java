@@ -25,8 +25,20 @@ public class JpaSagas {
     public static final Topic<String> REQUIRES_NEW = Topic.of("jpa-requires-new", String.class);
     public static final Topic<String> NO_COMMIT = Topic.of("jpa-no-commit", String.class);
     public static final Topic<String> OPENED = Topic.of("jpa-opened", String.class);
+    public static final Topic<String> DEPOSIT = Topic.of("deposits", String.class);
     /** What the steps observed, by the step's payload plus a name. */
     public static final Map<String, Object> SEEN = new ConcurrentHashMap<>();
+
+    // tag::spring-jpa-saga[]
+    @Bean
+    Saga<String> depositSaga(EntryRepository entries, LedgerService ledger) {
+        return Saga.on(DEPOSIT, "deposit")
+                .step("record", step -> entries.save(new Entry(step.payload(), 100))) // in the step's transaction
+                .compensateWith((step, cause) -> entries.deleteById(step.payload()))
+                .step("audit", step -> ledger.add(step.payload() + "-audit", 0)) // @Transactional: joins it
+                .build();
+    }
+    // end::spring-jpa-saga[]
 
     /** Every way to reach the database in one step, each seeing the others' writes; then a fresh persistence context. */
     @Bean
