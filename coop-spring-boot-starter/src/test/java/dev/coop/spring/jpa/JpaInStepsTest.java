@@ -86,6 +86,13 @@ class JpaInStepsTest {
     }
 
     @Test
+    void aChildFailureHandlerWritesWithTheRepositoryInItsTransaction() {
+        String id = run(JpaSagas.PARENT, Outcome.COMMITTED); // the child rolled back; the parent handled it
+
+        assertThat(amounts(id)).containsExactly(id + "-handled=1");
+    }
+
+    @Test
     void requiresNewCommitsOnItsOwnWhateverTheStepDoes() {
         String id = run(JpaSagas.REQUIRES_NEW, Outcome.ROLLED_BACK);
 

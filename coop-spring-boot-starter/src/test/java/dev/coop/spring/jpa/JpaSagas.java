@@ -1,5 +1,6 @@
 package dev.coop.spring.jpa;
 
+import dev.coop.ChildFailureFlow;
 import dev.coop.Saga;
 import dev.coop.Topic;
 import jakarta.persistence.EntityManager;
@@ -26,6 +27,8 @@ public class JpaSagas {
     public static final Topic<String> NO_COMMIT = Topic.of("jpa-no-commit", String.class);
     public static final Topic<String> OPENED = Topic.of("jpa-opened", String.class);
     public static final Topic<String> DEPOSIT = Topic.of("deposits", String.class);
+    public static final Topic<String> PARENT = Topic.of("jpa-parent", String.class);
+    public static final Topic<String> CHILD = Topic.of("jpa-child", String.class);
     /** What the steps observed, by the step's payload plus a name. */
     public static final Map<String, Object> SEEN = new ConcurrentHashMap<>();
 
@@ -136,6 +139,24 @@ public class JpaSagas {
             entries.saveAndFlush(new Entry(id + "-status", 1));
             tm.commit(status); // joins the step's transaction: commits nothing
             throw new IllegalStateException("the step fails after its tricks");
+        }).build();
+    }
+
+    /** A child-failure handler writes with the repository in its own step transaction; the child's writes are undone. */
+    @Bean
+    Saga<String> parentSaga(EntryRepository entries) {
+        return Saga.on(PARENT, "jpa-parent").step("spawn", step -> step.launch(CHILD, step.payload()))
+                .onChildFailure((ChildFailureFlow<String>) (step, failure, handling, pending) -> {
+                    entries.save(new Entry(step.payload() + "-handled", handling));
+                    return pending;
+                }).build();
+    }
+
+    @Bean
+    Saga<String> childSaga(EntryRepository entries) {
+        return Saga.on(CHILD, "jpa-child").step("fail", step -> {
+            entries.saveAndFlush(new Entry(step.payload() + "-child", 1));
+            throw new IllegalStateException("the child fails");
         }).build();
     }
 
