@@ -119,7 +119,8 @@ class EngineListenerTest {
                     .isEqualTo(Outcome.ROLLED_BACK);
         }
         assertThat(hook.calls).containsExactly("begin accepted", "end accepted", "begin refused", "end refused");
-        try (var c = dataSource.getConnection(); var s = c.createStatement();
+        try (var c = dataSource.getConnection();
+                var s = c.createStatement();
                 var rs = s.executeQuery("SELECT string_agg(step, ',' ORDER BY step) FROM hooked")) {
             rs.next();
             assertThat(rs.getString(1)).isEqualTo("accepted"); // "refused" undone; no compensation: it never ran
