@@ -31,6 +31,7 @@ import org.springframework.transaction.PlatformTransactionManager;
 @ConditionalOnBean(DataSource.class)
 @EnableConfigurationProperties(CoopProperties.class)
 public class CoopAutoConfiguration {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(CoopAutoConfiguration.class);
 
     @Bean
     @ConditionalOnMissingBean
@@ -55,7 +56,12 @@ public class CoopAutoConfiguration {
             ObjectProvider<PlatformTransactionManager> transactionManagers) {
         return new CoopEngineLifecycle(dataSource, properties, () -> sagas.orderedStream().toList(), () -> {
             List<EngineListener> all = new ArrayList<>();
-            all.add(StepTransactions.of(dataSource, transactionManagers.getIfUnique()));
+            PlatformTransactionManager manager = transactionManagers.getIfUnique();
+            if (manager == null && transactionManagers.stream().findAny().isPresent()) {
+                log.info("Several PlatformTransactionManager beans and none primary: Coop's steps use a"
+                        + " DataSourceTransactionManager of their own (mark the application's one @Primary)");
+            }
+            all.add(StepTransactions.of(dataSource, manager));
             listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(all::add);
             return all;
         });

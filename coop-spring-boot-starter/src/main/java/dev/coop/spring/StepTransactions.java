@@ -50,6 +50,9 @@ final class StepTransactions implements EngineListener, StepTransactionHook {
      * With the application's transaction manager when it manages Coop's DataSource (a DataSourceTransactionManager, a
      * JdbcTransactionManager, or a JpaTransactionManager with Hibernate); else with a DataSourceTransactionManager of
      * Coop's own on that DataSource.
+     *
+     * @param manager the application's transaction manager: the only one, or the primary one; null for none (or
+     *        several, none primary)
      */
     static StepTransactions of(DataSource dataSource, PlatformTransactionManager manager) {
         if (manager instanceof DataSourceTransactionManager jdbc && same(jdbc.getDataSource(), dataSource)) {
@@ -60,7 +63,8 @@ final class StepTransactions implements EngineListener, StepTransactionHook {
         }
         if (manager != null) {
             log.info("Coop runs step code in transactions of a DataSourceTransactionManager of its own: the"
-                    + " application's transaction manager ({}) does not manage Coop's DataSource",
+                    + " application's transaction manager ({}) does not manage Coop's DataSource (with JPA on"
+                    + " another provider than Hibernate, JPA cannot take part in a step's transaction)",
                     manager.getClass().getName());
         }
         return new StepTransactions(new DataSourceTransactionManager(dataSource), jdbc(dataSource));
