@@ -11,9 +11,12 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
+// closed after the class, while the embedded PostgreSQL still runs (not at JVM exit, racing its shutdown)
+@DirtiesContext
 // tag::spring-boot-test[]
 @SpringBootTest(properties = "spring.jpa.hibernate.ddl-auto=create")
 class DepositSagaTest {

@@ -16,6 +16,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.orm.jpa.JpaTransactionManager;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -25,6 +26,8 @@ import org.springframework.transaction.PlatformTransactionManager;
  * connection, so repositories, the EntityManager, JdbcTemplate and @Transactional methods share it and commit or roll
  * back with the step.
  */
+// closed after the class, while the embedded PostgreSQL still runs (not at JVM exit, racing its shutdown)
+@DirtiesContext
 @SpringBootTest(properties = {"spring.jpa.hibernate.ddl-auto=create", "coop.engine.poll-interval=200ms"})
 class JpaInStepsTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
