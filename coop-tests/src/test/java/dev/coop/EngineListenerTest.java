@@ -83,4 +83,54 @@ class EngineListenerTest {
         }
         assertThat(traces).containsExactly("\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"");
     }
+
+    /** A listener that also wraps step code in a framework's transaction: it may fail a step after its code returned. */
+    static final class RefusingHook implements EngineListener, dev.coop.internal.StepTransactionHook {
+        final List<String> calls = new CopyOnWriteArrayList<>();
+
+        @Override
+        public Object begin(StepContext<?> step) {
+            calls.add("begin " + step.step());
+            return step.step();
+        }
+
+        @Override
+        public void end(Object state, Throwable failure) {
+            calls.add("end " + state + (failure == null ? "" : " after " + failure.getMessage()));
+            if (failure == null && state.equals("refused")) {
+                throw new IllegalStateException("the framework refuses to commit");
+            }
+        }
+    }
+
+    @Test
+    void aTransactionHookBracketsStepCodeAndAFailureAtItsEndRollsTheStepBack(DataSource dataSource) throws Exception {
+        try (var c = dataSource.getConnection(); var s = c.createStatement()) {
+            s.execute("CREATE TABLE hooked (step text)");
+        }
+        Saga<Job> saga = Saga.on(Topic.of("listener.hooked", Job.class), "hooked")
+                .step("accepted", step -> insert(step, "accepted"))
+                .step("refused", step -> insert(step, "refused"))
+                .compensateWith((step, cause) -> insert(step, "compensated")).build();
+        RefusingHook hook = new RefusingHook();
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).register(saga).listener(hook).start()) {
+            MessageId message = engine.client().launch(Topic.of("listener.hooked", Job.class), new Job(1));
+            assertThat(engine.client().awaitCompletion(message, Duration.ofSeconds(30)))
+                    .isEqualTo(Outcome.ROLLED_BACK);
+        }
+        assertThat(hook.calls).containsExactly("begin accepted", "end accepted", "begin refused", "end refused");
+        try (var c = dataSource.getConnection();
+                var s = c.createStatement();
+                var rs = s.executeQuery("SELECT string_agg(step, ',' ORDER BY step) FROM hooked")) {
+            rs.next();
+            assertThat(rs.getString(1)).isEqualTo("accepted"); // "refused" undone; no compensation: it never ran
+        }
+    }
+
+    private static void insert(StepContext<Job> step, String what) throws java.sql.SQLException {
+        try (var insert = step.connection().prepareStatement("INSERT INTO hooked (step) VALUES (?)")) {
+            insert.setString(1, what);
+            insert.executeUpdate();
+        }
+    }
 }

@@ -255,6 +255,7 @@ public final class Bench {
             case "sweep" -> Growth.sweep(o, report);
             case "limits" -> LimitsAb.run(o, report);
             case "options" -> LaunchOptionsAb.run(o, report);
+            case "spring" -> SpringPath.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

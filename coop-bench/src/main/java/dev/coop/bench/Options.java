@@ -16,7 +16,7 @@ final class Options {
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
     static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "limits", "options", "experiments",
-            "prune", "observed", "growth", "sweep");
+            "prune", "observed", "growth", "sweep", "spring");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;

@@ -64,8 +64,15 @@ final class Throughput {
     /** W1 with {@code listeners} registered on the engine (the metrics and tracing workload). */
     static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
             String tag, long prior, java.util.List<dev.coop.EngineListener> listeners) {
+        return w1(o, db, ds, phys, sagas, threads, tag, prior, listeners, topic -> w1Saga(topic, tag));
+    }
+
+    /** W1 with a saga of three steps of the caller's (the 'spring' workload: steps that use JDBC). */
+    static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
+            String tag, long prior, java.util.List<dev.coop.EngineListener> listeners,
+            java.util.function.Function<Topic<Job>, Saga<Job>> sagaOf) {
         Topic<Job> topic = Topic.of("w1-" + tag, Job.class);
-        Saga<Job> saga = w1Saga(topic, tag);
+        Saga<Job> saga = sagaOf.apply(topic);
         long watermark = Verify.maxEventId(db);
         Map<String, Object> m = new LinkedHashMap<>();
         ClosedLoop.Result r;

@@ -17,9 +17,17 @@ public final class Listeners {
     public static final Listeners NONE = new Listeners(List.of());
 
     private final EngineListener[] all;
+    /** The first listener that wraps step code in a framework's transaction, or null. */
+    private final StepTransactionHook transactionHook;
 
     public Listeners(List<EngineListener> listeners) {
         this.all = listeners.toArray(EngineListener[]::new);
+        this.transactionHook = listeners.stream().filter(StepTransactionHook.class::isInstance)
+                .map(StepTransactionHook.class::cast).findFirst().orElse(null);
+    }
+
+    StepTransactionHook transactionHook() {
+        return transactionHook;
     }
 
     /** Whether there is none: the hot path then skips the calls. */

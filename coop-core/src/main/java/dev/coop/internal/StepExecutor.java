@@ -571,7 +571,12 @@ final class StepExecutor {
         long start = states == null ? 0 : System.nanoTime();
         Throwable thrown = null;
         try {
-            code.run();
+            StepTransactionHook hook = listeners.transactionHook();
+            if (hook == null) {
+                code.run();
+            } else {
+                inTransaction(hook, code, context);
+            }
             return null;
         } catch (Throwable t) {
             thrown = t;
@@ -587,6 +592,23 @@ final class StepExecutor {
                 log.debug("Step code of run {} left its thread interrupted; cleared", context.runId());
             }
         }
+    }
+
+    /** Runs user code between the hook's begin and end: a framework's transaction on the step's connection. */
+    private static void inTransaction(StepTransactionHook hook, UserCode code, StepContextImpl<?> context)
+            throws Exception {
+        Object transaction = hook.begin(context);
+        try {
+            code.run();
+        } catch (Throwable t) {
+            try {
+                hook.end(transaction, t);
+            } catch (Throwable e) {
+                t.addSuppressed(e);
+            }
+            throw t;
+        }
+        hook.end(transaction, null);
     }
 
     @FunctionalInterface

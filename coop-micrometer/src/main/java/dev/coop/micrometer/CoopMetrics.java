@@ -5,6 +5,7 @@ import dev.coop.CooperationContext;
 import dev.coop.EngineListener;
 import dev.coop.RunStatus;
 import dev.coop.StepContext;
+import dev.coop.internal.LogNames;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -72,7 +73,7 @@ public final class CoopMetrics implements EngineListener {
     @Override
     public void stepEnded(StepContext<?> step, Part part, Object state, Outcome outcome, long nanos,
             Throwable failure) {
-        StepKey key = new StepKey(step.saga(), step.step(), part, outcome);
+        StepKey key = new StepKey(step.saga(), stepName(step.step(), part), part, outcome);
         Timer timer = steps.get(key);
         if (timer == null) {
             timer = steps.computeIfAbsent(key, k -> Timer.builder("coop.step")
@@ -127,5 +128,12 @@ public final class CoopMetrics implements EngineListener {
                     s -> Timer.builder(name).description(description).tag("saga", s).register(registry));
         }
         return timer;
+    }
+
+    /** A compensation runs as "Rollback of <step>": it is tagged with the step's own name (and its part). */
+    private static String stepName(String name, Part part) {
+        return part == Part.COMPENSATION && name.startsWith(LogNames.ROLLBACK_PREFIX)
+                ? name.substring(LogNames.ROLLBACK_PREFIX.length())
+                : name;
     }
 }

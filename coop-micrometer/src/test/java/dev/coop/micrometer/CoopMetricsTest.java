@@ -37,6 +37,7 @@ class CoopMetricsTest {
                 .step("fan-out", step -> {
                     step.launch(CHILD, new Job(1));
                     step.launch(CHILD, new Job(2));
+                }).compensateWith((step, cause) -> {
                 })
                 .step("after", step -> {
                     if (attempts.incrementAndGet() == 1) {
@@ -63,6 +64,8 @@ class CoopMetricsTest {
         assertThat(step(registry, "parent", "after", "step", "retried").count()).isEqualTo(1);
         assertThat(step(registry, "parent", "after", "step", "committed").count()).isEqualTo(1);
         assertThat(step(registry, "parent", "last", "step", "failed").count()).isEqualTo(1);
+        // a compensation is tagged with the name of the step it compensates
+        assertThat(step(registry, "parent", "fan-out", "compensation", "committed").count()).isEqualTo(1);
         assertThat(registry.get("coop.launches").tag("topic", "metrics.child").counter().count()).isEqualTo(2);
         assertThat(registry.get("coop.launches").tag("topic", "metrics.parent").counter().count()).isEqualTo(1);
         assertThat(registry.get("coop.claim.latency").tag("saga", "child").timer().count()).isPositive();

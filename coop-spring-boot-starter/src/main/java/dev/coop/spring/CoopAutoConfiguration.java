@@ -3,6 +3,7 @@ package dev.coop.spring;
 import dev.coop.CoopClient;
 import dev.coop.EngineListener;
 import dev.coop.Saga;
+import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
@@ -15,11 +16,13 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.transaction.PlatformTransactionManager;
 
 /**
  * Coop on the application's DataSource: a {@link CoopClient} that joins Spring-managed transactions, an engine running
- * every {@link Saga} bean ({@code coop.engine.enabled=false} for a client-only service) in whose steps Spring's JDBC
- * support uses the step's transaction, and, when present, Micrometer metrics, OpenTelemetry traces, an Actuator health
+ * every {@link Saga} bean ({@code coop.engine.enabled=false} for a client-only service) whose step code runs in a
+ * Spring transaction on the step's connection (JdbcTemplate, JPA and {@code @Transactional} take part in the step's
+ * transaction), and, when present, Micrometer metrics, OpenTelemetry traces, an Actuator health
  * indicator and endpoint. Every {@link EngineListener} bean is registered with the engine and the client.
  */
 @AutoConfiguration(afterName = {"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
@@ -28,6 +31,7 @@ import org.springframework.context.annotation.Configuration;
 @ConditionalOnBean(DataSource.class)
 @EnableConfigurationProperties(CoopProperties.class)
 public class CoopAutoConfiguration {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(CoopAutoConfiguration.class);
 
     @Bean
     @ConditionalOnMissingBean
@@ -40,15 +44,27 @@ public class CoopAutoConfiguration {
         return builder.build();
     }
 
+    /**
+     * The engine, started with the context. Its sagas, listeners and transaction manager are looked up when it starts,
+     * so that neither the client nor a saga's dependencies wait for the engine bean.
+     */
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnProperty(prefix = "coop.engine", name = "enabled", havingValue = "true", matchIfMissing = true)
     public CoopEngineLifecycle coopEngine(DataSource dataSource, CoopProperties properties,
-            ObjectProvider<Saga<?>> sagas, ObjectProvider<EngineListener> listeners) {
-        List<EngineListener> all = new java.util.ArrayList<>();
-        all.add(new StepTransactions(dataSource));
-        listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(all::add);
-        return new CoopEngineLifecycle(dataSource, properties, sagas.orderedStream().toList(), all);
+            ObjectProvider<Saga<?>> sagas, ObjectProvider<EngineListener> listeners,
+            ObjectProvider<PlatformTransactionManager> transactionManagers) {
+        return new CoopEngineLifecycle(dataSource, properties, () -> sagas.orderedStream().toList(), () -> {
+            List<EngineListener> all = new ArrayList<>();
+            PlatformTransactionManager manager = transactionManagers.getIfUnique();
+            if (manager == null && transactionManagers.stream().findAny().isPresent()) {
+                log.info("Several PlatformTransactionManager beans and none primary: Coop's steps use a"
+                        + " DataSourceTransactionManager of their own (mark the application's one @Primary)");
+            }
+            all.add(StepTransactions.of(dataSource, manager));
+            listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(all::add);
+            return all;
+        });
     }
 
     @Configuration(proxyBeanMethods = false)

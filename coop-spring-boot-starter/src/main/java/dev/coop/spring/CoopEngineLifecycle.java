@@ -6,6 +6,7 @@ import dev.coop.EngineListener;
 import dev.coop.Saga;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -14,26 +15,37 @@ import org.springframework.context.SmartLifecycle;
 /**
  * Starts the Coop engine with every {@code Saga} bean once the application context is refreshed, and closes it
  * (waiting for steps in flight, up to {@code coop.engine.shutdown-timeout}) when the context stops, before the
- * DataSource closes. Without Saga beans no engine runs.
+ * DataSource closes. Without Saga beans no engine runs. The sagas and listeners are looked up when the engine starts,
+ * not when this bean is created, so that a saga may use beans that use the {@code CoopClient}.
  */
-public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
+public class CoopEngineLifecycle implements SmartLifecycle {
     /** Late to start and early to stop: after the beans a step may use are ready, before they are gone. */
     public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 512;
     private static final Logger log = LoggerFactory.getLogger(CoopEngineLifecycle.class);
 
     private final DataSource dataSource;
     private final CoopProperties properties;
-    private final List<Saga<?>> sagas;
-    private final List<EngineListener> listeners;
+    private final Supplier<List<Saga<?>>> sagaBeans;
+    private final Supplier<List<EngineListener>> listeners;
+    private volatile List<Saga<?>> sagas;
     private volatile CoopEngine engine;
     private volatile boolean notificationsUp;
 
     public CoopEngineLifecycle(DataSource dataSource, CoopProperties properties, List<Saga<?>> sagas,
             List<EngineListener> listeners) {
+        this(dataSource, properties, () -> List.copyOf(sagas), () -> List.copyOf(listeners));
+    }
+
+    /**
+     * @param sagas the sagas to run, asked for when the engine starts
+     * @param listeners the engine's listeners, asked for when the engine starts
+     */
+    public CoopEngineLifecycle(DataSource dataSource, CoopProperties properties, Supplier<List<Saga<?>>> sagas,
+            Supplier<List<EngineListener>> listeners) {
         this.dataSource = dataSource;
         this.properties = properties;
-        this.sagas = List.copyOf(sagas);
-        this.listeners = List.copyOf(listeners);
+        this.sagaBeans = sagas;
+        this.listeners = listeners;
     }
 
     /** The running engine; empty before the context started, after it stopped, and without Saga beans. */
@@ -53,7 +65,16 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
 
     /** The names of the sagas this engine runs. */
     public List<String> sagas() {
-        return sagas.stream().map(Saga::name).toList();
+        return sagaList().stream().map(Saga::name).toList();
+    }
+
+    private List<Saga<?>> sagaList() {
+        List<Saga<?>> known = sagas;
+        if (known == null) {
+            known = List.copyOf(sagaBeans.get());
+            sagas = known;
+        }
+        return known;
     }
 
     @Override
@@ -61,6 +82,7 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
         if (engine != null) {
             return;
         }
+        List<Saga<?>> sagas = sagaList();
         if (sagas.isEmpty()) {
             log.info("No Saga beans: Coop runs no engine in this application (client only)");
             return;
@@ -70,8 +92,8 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
                 .workers(e.getWorkers()).pollInterval(e.getPollInterval()).notifications(e.isNotifications())
                 .schedules(e.isSchedules()).migrate(properties.isMigrate()).shutdownTimeout(e.getShutdownTimeout())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())
-                .register(sagas.toArray(Saga<?>[]::new)).listener(this);
-        listeners.forEach(builder::listener);
+                .register(sagas.toArray(Saga<?>[]::new)).listener(new Notifications());
+        listeners.get().forEach(builder::listener);
         engine = builder.start();
     }
 
@@ -95,13 +117,16 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
         return PHASE;
     }
 
-    @Override
-    public void notificationsConnected() {
-        notificationsUp = true;
-    }
+    /** Follows the engine's notification connection, for the health indicator. */
+    private final class Notifications implements EngineListener {
+        @Override
+        public void notificationsConnected() {
+            notificationsUp = true;
+        }
 
-    @Override
-    public void notificationsLost(Throwable cause) {
-        notificationsUp = false;
+        @Override
+        public void notificationsLost(Throwable cause) {
+            notificationsUp = false;
+        }
     }
 }

@@ -1,0 +1,6 @@
+package dev.coop.spring.jpa;
+
+import org.springframework.data.jpa.repository.JpaRepository;
+
+public interface EntryRepository extends JpaRepository<Entry, String> {
+}
