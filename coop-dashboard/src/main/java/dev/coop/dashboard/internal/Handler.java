@@ -330,6 +330,11 @@ public final class Handler {
         return o == null ? null : o.toString();
     }
 
+    /** The refusal of a body larger than {@code max} bytes. */
+    public static RuntimeException tooLarge(int max) {
+        return new BadRequest(413, "The request body is larger than " + max + " bytes");
+    }
+
     /** A request the dashboard refuses, with its HTTP status. */
     static final class BadRequest extends RuntimeException {
         final int status;
