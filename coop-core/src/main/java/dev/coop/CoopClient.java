@@ -522,6 +522,22 @@ public final class CoopClient {
                 c -> operations.resolveParked(c, runId, true));
     }
 
+    /**
+     * {@link #retryNow(UUID)} for the run of a lineage; a lineage that is not its run's own (another hierarchy's
+     * root, say) is refused with a {@link CoopValidationException}, so that what is recorded about the action (an
+     * audit entry under the lineage's root) names the hierarchy it changed.
+     */
+    public boolean retryNow(Lineage run) {
+        Objects.requireNonNull(run, "run");
+        return inTransaction("retry run " + run, c -> operations.resolveParked(c, run, false));
+    }
+
+    /** {@link #markStepDone(UUID)} for the run of a lineage, refused like {@link #retryNow(Lineage)}. */
+    public boolean markStepDone(Lineage run) {
+        Objects.requireNonNull(run, "run");
+        return inTransaction("mark the step of run " + run + " done", c -> operations.resolveParked(c, run, true));
+    }
+
     private static String reason(String reason) {
         if (reason == null || reason.isBlank()) {
             throw new CoopValidationException("A reason is required; it is recorded in the event log");

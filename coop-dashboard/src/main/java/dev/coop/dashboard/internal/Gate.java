@@ -1,6 +1,6 @@
 package dev.coop.dashboard.internal;
 
-import dev.coop.internal.LogText;
+import dev.coop.render.TerminalText;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -49,7 +49,7 @@ public final class Gate {
         } catch (Handler.BadRequest e) {
             Responses.error(ex, e.status, e.getMessage());
         } catch (RuntimeException e) {
-            log.warn("The dashboard could not answer {} {}", ex.method(), LogText.of(ex.path()), e);
+            log.warn("The dashboard could not answer {} {}", ex.method(), TerminalText.escape(ex.path()), e);
             Responses.error(ex, 500, "The dashboard could not answer");
         }
     }
@@ -132,8 +132,8 @@ public final class Gate {
 
     private void refused(Exchange ex, String user, String how) {
         throttle.failed(user, ex.remoteAddress());
-        log.info("Dashboard login refused for '{}' from {} ({})", LogText.of(user == null ? "(token)" : user),
-                LogText.of(ex.remoteAddress()), how);
+        log.info("Dashboard login refused for '{}' from {} ({})", TerminalText.escape(user == null ? "(token)" : user),
+                TerminalText.escape(ex.remoteAddress()), how);
     }
 
     private void startSession(Exchange ex, Caller who, String user) throws IOException {
@@ -141,8 +141,8 @@ public final class Gate {
         String id = sessions.open(who);
         ex.responseHeader("Set-Cookie", Sessions.COOKIE + "=" + id + "; Path=/; HttpOnly; SameSite=Strict"
                 + (secureCookies ? "; Secure" : ""));
-        log.info("Dashboard login: {} ({}) from {}", LogText.of(who.name()), who.role(),
-                LogText.of(ex.remoteAddress()));
+        log.info("Dashboard login: {} ({}) from {}", TerminalText.escape(who.name()), who.role(),
+                TerminalText.escape(ex.remoteAddress()));
         Responses.redirect(ex, "/");
     }
 
