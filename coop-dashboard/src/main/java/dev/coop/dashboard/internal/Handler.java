@@ -80,7 +80,8 @@ public final class Handler {
             Responses.error(ex, 400, e.getMessage());
         } catch (CoopStoreException e) { // the database's own words stay in the log
             String ref = reference();
-            log.warn("The dashboard could not read or act for {} {} (ref {})", ex.method(), TerminalText.escape(path), ref, e);
+            log.warn("The dashboard could not read or act for {} {} (ref {})", ex.method(), TerminalText.escape(path),
+                    ref, e);
             Responses.error(ex, 503, "The database did not answer as expected; try again (the dashboard's log has"
                     + " the details under ref " + ref + ")");
         } catch (RuntimeException e) {
