@@ -76,6 +76,32 @@ class HostileQueryTest {
     }
 
     @Test
+    void the_whole_event_log_is_read_at_once_only_up_to_its_bound_and_in_pages_beyond() throws Exception {
+        MessageId id = client.launch(TOPIC, new Empty());
+        assertThat(client.awaitCompletion(id, Duration.ofSeconds(30))).isEqualTo(Outcome.COMMITTED);
+        int small = client.events(id).size();
+        try (java.sql.Connection c = db.dataSource().getConnection();
+                java.sql.PreparedStatement ps = c.prepareStatement("""
+                        INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, created_at, started_at)
+                        SELECT message_id, type, saga, engine, step, lineage, created_at, started_at
+                          FROM coop.event, generate_series(1, ?) WHERE message_id = ? AND type = 'SEEN'
+                        """)) { // a log as long as a hierarchy of thousands of runs writes
+            ps.setInt(1, CoopClient.MAX_EVENTS_AT_ONCE);
+            ps.setObject(2, id.value());
+            ps.executeUpdate();
+        }
+        assertThatThrownBy(() -> client.events(id)).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("more than 10000 events").hasMessageContaining("events(message, afterId, limit)");
+        long after = 0;
+        int read = 0;
+        for (List<dev.coop.inspect.Event> page; !(page = client.events(id, after, 4_000)).isEmpty();) {
+            read += page.size();
+            after = page.getLast().id();
+        }
+        assertThat(read).isEqualTo(small + CoopClient.MAX_EVENTS_AT_ONCE);
+    }
+
+    @Test
     void a_lineage_whose_run_belongs_to_another_hierarchy_is_refused_by_every_action_and_read() {
         MessageId a = client.launch(TOPIC, new Empty());
         MessageId b = client.launch(TOPIC, new Empty());
