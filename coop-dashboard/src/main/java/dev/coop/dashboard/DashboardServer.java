@@ -257,8 +257,9 @@ public final class DashboardServer implements AutoCloseable {
         }
 
         /**
-         * Users from {@code COOP_DASHBOARD_USERS} ({@code name:password:role} separated by commas) and an operator
-         * token from {@code COOP_DASHBOARD_TOKEN}, when set.
+         * Users from {@code COOP_DASHBOARD_USERS} ({@code name:password:role} separated by commas), an operator
+         * token from {@code COOP_DASHBOARD_TOKEN}, and HTTPS from {@code COOP_DASHBOARD_KEYSTORE} (a key store file)
+         * with {@code COOP_DASHBOARD_KEYSTORE_PASSWORD}, when set.
          */
         public Builder fromEnvironment(Map<String, String> env) {
             String users = env.get("COOP_DASHBOARD_USERS");
@@ -275,6 +276,10 @@ public final class DashboardServer implements AutoCloseable {
             String token = env.get("COOP_DASHBOARD_TOKEN");
             if (token != null && !token.isBlank()) {
                 token(token.strip(), Role.OPERATOR);
+            }
+            String keyStore = env.get("COOP_DASHBOARD_KEYSTORE");
+            if (keyStore != null && !keyStore.isBlank()) {
+                tls(Path.of(keyStore.strip()), env.getOrDefault("COOP_DASHBOARD_KEYSTORE_PASSWORD", ""));
             }
             return this;
         }

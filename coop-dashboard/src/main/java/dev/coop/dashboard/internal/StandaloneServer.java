@@ -57,7 +57,12 @@ public final class StandaloneServer implements AutoCloseable {
         server.setErrorHandler(errors);
         server.setHandler(new Entry(gate, pool));
         server.setStopTimeout(0);
-        server.start();
+        try {
+            server.start();
+        } catch (Exception e) {
+            close(); // a port in use, an unreadable key store: nothing is left running
+            throw e;
+        }
     }
 
     private ConnectionFactory[] factories(ServerSettings settings) {
