@@ -571,7 +571,8 @@ public final class CoopClient {
 
     /**
      * The cooperation tree below one run (a subtree), read within the same bounds as {@link #tree(MessageId)}; only
-     * the subtree's own runs and events are read, however large the rest of its hierarchy.
+     * the subtree's own runs and events are read, however large the rest of its hierarchy. The run is named by its
+     * lineage, refused when that is not the run's own, or by its id alone (a lineage of one element).
      */
     public RunView tree(Lineage run) {
         Objects.requireNonNull(run, "run");

@@ -120,6 +120,8 @@ class HostileQueryTest {
         assertThatThrownBy(() -> client.tree(forged)).isInstanceOf(CoopValidationException.class);
         assertThat(client.statuses(b)).containsExactly(RunStatus.COMMITTED);
         assertThat(client.tree(runOfB.lineage()).runId()).isEqualTo(runOfB.runId());
+        assertThat(client.tree(new Lineage(List.of(runOfB.runId()))).lineage()).as("by its id alone")
+                .isEqualTo(runOfB.lineage());
         assertThat(client.retryNow(runOfB.lineage())).as("its own lineage: not parked").isFalse();
     }
 }

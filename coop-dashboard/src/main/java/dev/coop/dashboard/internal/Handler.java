@@ -169,8 +169,8 @@ public final class Handler {
         ObjectNode o = mapper.createObjectNode();
         o.set("run", renderer.run(r));
         o.put("now", OffsetDateTime.now().toString());
-        o.set("audit", audit(new MessageId(lineage.root())));
-        o.set("parked", parkedIn(lineage.root()));
+        o.set("audit", audit(new MessageId(r.lineage().root()))); // the run's own hierarchy, however it was named
+        o.set("parked", parkedIn(r.lineage().root()));
         return o;
     }
 
