@@ -53,6 +53,9 @@ import javax.sql.DataSource;
  * this JVM ({@link Coop#client(DataSource)}), and every engine has one ({@link CoopEngine#client()}). Thread-safe.
  */
 public final class CoopClient {
+    /** The most events {@link #events(MessageId)} returns; larger logs are read in pages. */
+    public static final int MAX_EVENTS_AT_ONCE = 10_000;
+
     private static final long MAX_CHECK_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** An engine's client is signalled when its own runs finish; it polls only for runs finished elsewhere. */
     private static final long FIRST_PAUSE_SIGNALLED_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -422,23 +425,20 @@ public final class CoopClient {
     }
 
     /**
-     * The event log of the hierarchy below a message, in the order it was written, all of it (see
-     * {@link #events(MessageId, long, int)} for pages).
+     * The event log of the hierarchy below a message, in the order it was written, whole: at most
+     * {@value #MAX_EVENTS_AT_ONCE} events. A larger log is refused with a {@link CoopValidationException} (having read no
+     * more than one event past the bound) that says to read it in pages with {@link #events(MessageId, long, int)}, so
+     * that no call loads an unbounded log into memory and none returns part of it as if it were all.
      */
     public List<Event> events(MessageId message) {
         Objects.requireNonNull(message, "message");
-        try (Connection c = dataSource.getConnection()) {
-            List<Event> events = store.events(c, message);
-            if (events.isEmpty() && !store.messageExists(c, message)) {
-                throw new CoopValidationException("No message " + message + " in schema '"
-                        + store.schema().value() + "'");
-            }
-            return events;
-        } catch (SQLException e) {
-            throw new CoopStoreException(
-                    "Could not read the events of message " + message + ": " + e.getMessage(),
-                    e);
+        List<Event> events = events(message, 0, MAX_EVENTS_AT_ONCE + 1);
+        if (events.size() > MAX_EVENTS_AT_ONCE) {
+            throw new CoopValidationException("The hierarchy of message " + message + " has more than "
+                    + MAX_EVENTS_AT_ONCE + " events: read them in pages with events(message, afterId, limit)"
+                    + " (coop events --after <id> --limit <n>)");
         }
+        return events;
     }
 
     /**
@@ -515,6 +515,22 @@ public final class CoopClient {
                 c -> operations.resolveParked(c, runId, true));
     }
 
+    /**
+     * {@link #retryNow(UUID)} for the run of a lineage; a lineage that is not its run's own (another hierarchy's
+     * root, say) is refused with a {@link CoopValidationException}, so that what is recorded about the action (an
+     * audit entry under the lineage's root) names the hierarchy it changed.
+     */
+    public boolean retryNow(Lineage run) {
+        Objects.requireNonNull(run, "run");
+        return inTransaction("retry run " + run, c -> operations.resolveParked(c, run, false));
+    }
+
+    /** {@link #markStepDone(UUID)} for the run of a lineage, refused like {@link #retryNow(Lineage)}. */
+    public boolean markStepDone(Lineage run) {
+        Objects.requireNonNull(run, "run");
+        return inTransaction("mark the step of run " + run + " done", c -> operations.resolveParked(c, run, true));
+    }
+
     private static String reason(String reason) {
         if (reason == null || reason.isBlank()) {
             throw new CoopValidationException("A reason is required; it is recorded in the event log");
@@ -548,7 +564,8 @@ public final class CoopClient {
 
     /**
      * The cooperation tree below one run (a subtree), read within the same bounds as {@link #tree(MessageId)}; only
-     * the subtree's own runs and events are read, however large the rest of its hierarchy.
+     * the subtree's own runs and events are read, however large the rest of its hierarchy. The run is named by its
+     * lineage, refused when that is not the run's own, or by its id alone (a lineage of one element).
      */
     public RunView tree(Lineage run) {
         Objects.requireNonNull(run, "run");

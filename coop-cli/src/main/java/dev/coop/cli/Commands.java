@@ -410,7 +410,7 @@ final class Commands {
             + " hierarchies with their timeline and stack trace, schedules, joins, audited actions) until Ctrl-C."
             + " Users come from COOP_DASHBOARD_USERS (name:password:role,... with role viewer or operator) and"
             + " COOP_DASHBOARD_TOKEN (an operator token); with neither, a random operator token is made and its"
-            + " login link printed.")
+            + " login link printed. COOP_DASHBOARD_KEYSTORE (and COOP_DASHBOARD_KEYSTORE_PASSWORD) serve HTTPS.")
     static final class Dashboard extends Base {
         @Option(names = "--port", paramLabel = "<port>", defaultValue = "8080", description = "Port (default ${DEFAULT-VALUE})")
         int port;

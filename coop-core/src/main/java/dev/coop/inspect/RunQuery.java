@@ -5,13 +5,19 @@ import dev.coop.RunStatus;
 
 import dev.coop.failure.CoopValidationException;
 
+import dev.coop.internal.Limits;
+import java.time.DateTimeException;
+import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.Objects;
 
 /**
  * Which runs {@link CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by status,
  * saga, topic and age; page on with {@link #before(OffsetDateTime)} set to the last {@code createdAt} seen.
- * Immutable; each method returns a changed copy.
+ * Immutable; each method returns a changed copy. Saga and topic are 1 to 255 characters without control characters;
+ * times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
+ * {@link CoopValidationException} naming the parameter.
  */
 public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
         int limit) {
@@ -22,6 +28,28 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
         if (limit < 1 || limit > MAX_LIMIT) {
             throw new CoopValidationException("limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
         }
+        saga = saga == null ? null : Limits.key("RunQuery.saga", saga);
+        topic = topic == null ? null : Limits.key("RunQuery.topic", topic);
+        since = since == null ? null : time("RunQuery.since", since);
+        before = before == null ? null : time("RunQuery.before", before);
+    }
+
+    /**
+     * A time PostgreSQL can compare with: within {@link Limits#EARLIEST} and {@link Limits#LATEST}, and in UTC
+     * (java.time allows offsets up to 18 hours, PostgreSQL fewer; the instant is what counts).
+     */
+    private static OffsetDateTime time(String what, OffsetDateTime t) {
+        Instant at;
+        try {
+            at = t.toInstant();
+        } catch (DateTimeException e) {
+            at = null;
+        }
+        if (at == null || at.isBefore(Limits.EARLIEST) || at.isAfter(Limits.LATEST)) {
+            throw new CoopValidationException(what + " must be between " + Limits.EARLIEST + " and " + Limits.LATEST
+                    + ", was " + t);
+        }
+        return t.withOffsetSameInstant(ZoneOffset.UTC);
     }
 
     /** The 50 newest runs. */

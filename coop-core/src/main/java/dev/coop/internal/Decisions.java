@@ -144,13 +144,14 @@ final class Decisions {
         boolean continues;
         if (pending > 0) {
             log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
-                    run.id(), run.saga(), reason.message(), pending);
+                    run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason.message()), pending);
             Advance advance = Advance.from(run).stillWaiting(pending);
             advance.status(RunStatus.WAITING).runnableAt(null);
             transitions.commit(c, run, List.of(), advance);
             continues = false;
         } else {
-            log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(), reason.message());
+            log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(),
+                    dev.coop.render.TerminalText.escape(reason.message()));
             continues = transitions.startRollback(c, run, saga, null, gaveUp, null);
         }
         joined.forEach(engine.dispatcher()::wake);

@@ -96,6 +96,9 @@ public final class Inspection {
         if (anchor.isEmpty()) {
             throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
         }
+        if (lineage.depth() > 1) { // a lineage of one element names the run by its id alone
+            Operations.requireLineage(lineage, anchor.getFirst().lineage());
+        }
         Read read = read(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
         return assemble(read, null, waitingFor(c, read.rows())).getFirst();
     }

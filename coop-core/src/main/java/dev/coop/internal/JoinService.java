@@ -15,6 +15,7 @@ import dev.coop.failure.CoopValidationException;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import dev.coop.render.TerminalText;
 import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -131,6 +132,12 @@ public final class JoinService implements Joins {
     public List<JoinView> byKey(String key, int limit) {
         if (key == null) {
             throw new CoopValidationException("A join key is required (null)");
+        }
+        if (key.isEmpty() || key.length() > Limits.MAX_KEY_LENGTH || key.indexOf('\0') >= 0
+                || Limits.loneSurrogateAt(key) >= 0) {
+            throw new CoopValidationException("Joins.byKey key must be 1 to " + Limits.MAX_KEY_LENGTH
+                    + " characters without NUL or unpaired surrogates (as a join's key), was "
+                    + (key.length() > 40 ? key.length() + " characters" : "'" + TerminalText.escape(key) + "'"));
         }
         if (limit < 1 || limit > 1000) {
             throw new CoopValidationException("limit must be between 1 and 1000, was " + limit);

@@ -69,6 +69,9 @@ public final class Operations {
                         ? "No message " + message + " has runs"
                         : "No run with lineage " + lineage);
             }
+            if (lineage != null) {
+                requireLineage(lineage, scopes.getFirst().lineage());
+            }
             return scopes;
         }
     }
@@ -270,6 +273,24 @@ public final class Operations {
     }
 
     /** Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done. */
+    /**
+     * Refuses a lineage that is not the stored lineage of its last run (one whose root is another hierarchy's, say),
+     * so that an action is never taken on one hierarchy while recorded under another.
+     */
+    public static void requireLineage(Lineage given, UUID[] stored) {
+        if (!given.ids().equals(Arrays.asList(stored))) {
+            throw new CoopValidationException("lineage " + given + " does not name a run: run " + given.last()
+                    + " has lineage " + Arrays.toString(stored)
+                    + (stored[0].equals(given.root()) ? "" : ", in the hierarchy of message " + stored[0]));
+        }
+    }
+
+    /** {@link #resolveParked(Connection, UUID, boolean)} for the run of a lineage, refused when it names none. */
+    public boolean resolveParked(Connection c, Lineage run, boolean skip) throws SQLException {
+        scopes(c, null, run, false);
+        return resolveParked(c, run.last(), skip);
+    }
+
     public boolean resolveParked(Connection c, UUID runId, boolean skip) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,

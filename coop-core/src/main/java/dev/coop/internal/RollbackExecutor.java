@@ -76,7 +76,8 @@ final class RollbackExecutor {
 
     /** The rollback gives up (its deadline passed, say): the run ends ROLLBACK_FAILED. */
     private boolean gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
-        log.warn("Rollback of run {} (saga {}) gives up: {}", run.id(), run.saga(), reason.message());
+        log.warn("Rollback of run {} (saga {}) gives up: {}", run.id(), run.saga(),
+                dev.coop.render.TerminalText.escape(reason.message()));
         Failure missed = Decisions.gaveUp(reason, transitions.source(run))
                 .withCauses(List.of(reason, Failure.fromJson(run.rollbackCause())));
         String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0

@@ -112,7 +112,8 @@ final class StepExecutor {
         }
         Failure giveUp = strategy.giveUpOnHappyPath(facts).orElse(null);
         if (giveUp != null) { // gave up between steps: no step failed, so none is named
-            log.info("Run {} (saga {}) gives up: {}", run.id(), run.saga(), giveUp.message());
+            log.info("Run {} (saga {}) gives up: {}", run.id(), run.saga(),
+                    dev.coop.render.TerminalText.escape(giveUp.message()));
             return transitions.startRollback(c, run, saga, null, Decisions.gaveUp(giveUp, transitions.source(run)),
                     null);
         }
@@ -526,7 +527,7 @@ final class StepExecutor {
     }
 
     private void park(Connection c, ClaimedRun run, String reason, String type) throws SQLException {
-        log.warn("Run {} (saga {}) parked: {}", run.id(), run.saga(), reason);
+        log.warn("Run {} (saga {}) parked: {}", run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason));
         Failure failure = new Failure(reason, type, transitions.source(run), List.of(), List.of());
         transitions.commit(c, run, List.of(),
                 Advance.from(run).status(RunStatus.PARKED).failure(failure.toJson()));

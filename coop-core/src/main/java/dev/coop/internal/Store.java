@@ -1248,10 +1248,6 @@ public final class Store {
     }
 
     /** The events of the hierarchy a message belongs to, from its EMITTED on, in the order they were written. */
-    public List<Event> events(Connection c, MessageId message) throws SQLException {
-        return events(c, message, 0, Long.MAX_VALUE);
-    }
-
     /** The events of the hierarchy below {@code message} with an id above {@code afterId}, at most {@code limit}. */
     public List<Event> events(Connection c, MessageId message, long afterId, long limit) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(eventsSql)) {

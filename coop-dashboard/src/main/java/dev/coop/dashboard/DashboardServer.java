@@ -1,34 +1,32 @@
 package dev.coop.dashboard;
 
-import com.sun.net.httpserver.HttpServer;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.CoopClient;
 import dev.coop.dashboard.internal.Accounts;
-import dev.coop.dashboard.internal.Assets;
-import dev.coop.dashboard.internal.Caller;
+import dev.coop.dashboard.internal.Gate;
 import dev.coop.dashboard.internal.Handler;
-import dev.coop.dashboard.internal.HttpExchange;
-import dev.coop.dashboard.internal.Responses;
+import dev.coop.dashboard.internal.LoginThrottle;
+import dev.coop.dashboard.internal.ServerSettings;
 import dev.coop.dashboard.internal.Sessions;
+import dev.coop.dashboard.internal.StandaloneServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * The dashboard as a standalone web server on the JDK's HTTP server: no container, no extra dependency. It binds
- * 127.0.0.1 unless told otherwise and lets nobody in without a configured user (password) or token; users log in on
- * a form and get a session cookie ({@code HttpOnly}, {@code SameSite=Strict}) with its own CSRF token, scripts send
- * {@code Authorization: Bearer <token>} or basic credentials.
+ * The dashboard as a standalone web server on Jetty's core server (no servlet container). It binds 127.0.0.1 unless
+ * told otherwise and lets nobody in without a configured user (password) or token; users log in on a form and get a
+ * session cookie ({@code HttpOnly}, {@code SameSite=Strict}) with its own CSRF token, scripts send
+ * {@code Authorization: Bearer <token>} or basic credentials. Failed logins are throttled per user and per address.
+ * Slow or idle clients cannot hold it: headers and bodies are read without a thread waiting for them, a connection
+ * that sends nothing for {@link Builder#idleTimeout(Duration)} is closed, and connections are bounded per client
+ * address and in all. With {@link Builder#tls(Path, String)} it serves HTTPS.
  *
  * <pre>{@code
  * DashboardServer server = DashboardServer.builder(client)
@@ -39,30 +37,28 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  */
 public final class DashboardServer implements AutoCloseable {
-    private static final Logger log = LoggerFactory.getLogger(DashboardServer.class);
+    /** How long a connection may send nothing before it is closed, by default. */
+    public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(20);
+    /** Open connections per client address, by default. */
+    public static final int DEFAULT_CONNECTIONS_PER_CLIENT = 32;
+    /** Open connections in all, by default. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 1_000;
 
-    private final HttpServer server;
-    private final ExecutorService executor;
-    private final Handler handler;
-    private final Accounts accounts;
-    private final Sessions sessions;
-    private final boolean secureCookies;
+    private final StandaloneServer server;
 
     private DashboardServer(Builder b) throws IOException {
-        this.handler = new Handler(b.client, true);
-        this.accounts = b.accounts;
-        this.sessions = new Sessions(b.idle);
-        this.secureCookies = b.secureCookies;
-        AtomicInteger n = new AtomicInteger();
-        this.executor = Executors.newFixedThreadPool(b.threads, r -> {
-            Thread t = new Thread(r, "coop-dashboard-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
-        this.server = HttpServer.create(new InetSocketAddress(b.bind, b.port), 64);
-        server.setExecutor(executor);
-        server.createContext("/", ex -> serve(new HttpExchange(ex)));
-        server.start();
+        Handler handler = new Handler(b.client, true);
+        boolean secure = b.secureCookies || b.keyStore != null;
+        Gate gate = new Gate(handler, b.accounts, new Sessions(b.idle), new LoginThrottle(), secure);
+        ServerSettings settings = new ServerSettings(b.bind, b.port, b.threads, b.idleTimeout, b.maxConnections,
+                b.connectionsPerClient, b.keyStore, b.keyStorePassword);
+        try {
+            this.server = new StandaloneServer(settings, gate);
+        } catch (IOException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IOException("The dashboard could not listen on " + b.bind + ":" + b.port + ": " + e, e);
+        }
     }
 
     public static Builder builder(CoopClient client) {
@@ -71,99 +67,20 @@ public final class DashboardServer implements AutoCloseable {
 
     /** The port it listens on (useful with port 0). */
     public int port() {
-        return server.getAddress().getPort();
+        return server.port();
     }
 
-    /** Its address, e.g. {@code http://127.0.0.1:8080/}. */
+    /** Its address, e.g. {@code http://127.0.0.1:8080/} ({@code https://} with a key store). */
     public URI uri() {
-        String host = server.getAddress().getAddress().getHostAddress();
-        return URI.create("http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port() + "/");
+        InetSocketAddress address = server.address();
+        String host = address.getAddress() != null ? address.getAddress().getHostAddress() : address.getHostString();
+        return URI.create((server.tls() ? "https" : "http") + "://" + (host.contains(":") ? "[" + host + "]" : host)
+                + ":" + port() + "/");
     }
 
     @Override
     public void close() {
-        server.stop(0);
-        executor.shutdownNow();
-    }
-
-    private void serve(HttpExchange ex) throws IOException {
-        try {
-            Responses.secure(ex);
-            String path = ex.path();
-            if (Assets.serve(ex, path)) {
-                return;
-            }
-            switch (path) {
-                case "/login" -> login(ex);
-                case "/logout" -> logout(ex);
-                default -> {
-                    Caller caller = caller(ex);
-                    if (caller != null) {
-                        handler.handle(ex, caller);
-                    } else if (path.startsWith("/api/")) {
-                        ex.responseHeader("WWW-Authenticate", "Bearer realm=\"coop-dashboard\"");
-                        Responses.error(ex, 401, "Log in first (or send Authorization: Bearer <token>)");
-                    } else {
-                        Responses.redirect(ex, "/login");
-                    }
-                }
-            }
-        } catch (RuntimeException e) {
-            log.warn("The dashboard could not answer {} {}", ex.method(), ex.path(), e);
-            Responses.error(ex, 500, "The dashboard could not answer");
-        }
-    }
-
-    private Caller caller(HttpExchange ex) {
-        Caller c = sessions.find(Sessions.cookie(ex.header("Cookie"), Sessions.COOKIE));
-        return c != null ? c : accounts.authorization(ex.header("Authorization"));
-    }
-
-    private void login(HttpExchange ex) throws IOException {
-        if (ex.method().equals("GET")) {
-            Caller byLink = accounts.token(ex.query("token"));
-            if (byLink != null) { // the link printed at start: log in and drop the token from the address bar
-                startSession(ex, byLink);
-                return;
-            }
-            ex.send(200, Assets.type("login.html"), Assets.bytes("login.html"));
-            return;
-        }
-        if (!ex.method().equals("POST")) {
-            Responses.error(ex, 405, "Log in with the form");
-            return;
-        }
-        Map<String, String> form = HttpExchange.parse(new String(ex.body(8 * 1024), StandardCharsets.UTF_8));
-        String token = form.get("token");
-        Caller who = token != null && !token.isEmpty()
-                ? accounts.token(token)
-                : accounts.password(form.get("user"), form.get("password"));
-        if (who == null) {
-            log.info("Dashboard login refused for '{}'", form.getOrDefault("user", "(token)"));
-            Responses.redirect(ex, "/login?failed=1");
-            return;
-        }
-        startSession(ex, who);
-    }
-
-    private void startSession(HttpExchange ex, Caller who) throws IOException {
-        String id = sessions.open(who);
-        ex.responseHeader("Set-Cookie", Sessions.COOKIE + "=" + id + "; Path=/; HttpOnly; SameSite=Strict"
-                + (secureCookies ? "; Secure" : ""));
-        log.info("Dashboard login: {} ({})", who.name(), who.role());
-        Responses.redirect(ex, "/");
-    }
-
-    private void logout(HttpExchange ex) throws IOException {
-        String id = Sessions.cookie(ex.header("Cookie"), Sessions.COOKIE);
-        Caller c = sessions.find(id);
-        if (!ex.method().equals("POST") || c == null || !Objects.equals(c.csrf(), ex.header(Handler.CSRF_HEADER))) {
-            Responses.error(ex, 403, "Log out from the page");
-            return;
-        }
-        sessions.close(id);
-        ex.responseHeader("Set-Cookie", Sessions.COOKIE + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict");
-        ex.send(200, "application/json; charset=utf-8", "{\"ok\":true}".getBytes(StandardCharsets.UTF_8));
+        server.close();
     }
 
     /**
@@ -221,9 +138,14 @@ public final class DashboardServer implements AutoCloseable {
         private final Accounts accounts = new Accounts();
         private String bind = "127.0.0.1";
         private int port = 8080;
-        private int threads = 4;
+        private int threads = 8;
         private Duration idle = Duration.ofHours(8);
         private boolean secureCookies;
+        private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
+        private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+        private int connectionsPerClient = DEFAULT_CONNECTIONS_PER_CLIENT;
+        private Path keyStore;
+        private String keyStorePassword;
 
         private Builder(CoopClient client) {
             this.client = Objects.requireNonNull(client, "client");
@@ -268,13 +190,64 @@ public final class DashboardServer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Serves HTTPS with the key and certificate of a key store (PKCS#12 or JKS), e.g. made with
+         * {@code keytool -genkeypair -keyalg EC -storetype PKCS12 -keystore dashboard.p12}; the session cookie is then
+         * {@code Secure}.
+         */
+        public Builder tls(Path keyStore, String password) {
+            if (keyStore == null || !Files.isReadable(keyStore)) {
+                throw new IllegalArgumentException("The dashboard's key store must be a readable file, was "
+                        + keyStore);
+            }
+            this.keyStore = keyStore;
+            this.keyStorePassword = Objects.requireNonNull(password, "password");
+            return this;
+        }
+
+        /**
+         * How long a connection may send nothing (while its request's headers or body are awaited, or between
+         * requests) before it is closed (default {@link #DEFAULT_IDLE_TIMEOUT 20 s}; 1 s to 10 min).
+         */
+        public Builder idleTimeout(Duration timeout) {
+            if (timeout == null || timeout.compareTo(Duration.ofSeconds(1)) < 0
+                    || timeout.compareTo(Duration.ofMinutes(10)) > 0) {
+                throw new IllegalArgumentException("The dashboard's idle timeout must be 1 s to 10 min, was "
+                        + timeout);
+            }
+            this.idleTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Open connections per client address (default {@value #DEFAULT_CONNECTIONS_PER_CLIENT}); more are closed as
+         * they open. Behind a reverse proxy every request comes from the proxy's address: raise it there.
+         */
+        public Builder connectionsPerClient(int n) {
+            if (n < 1 || n > 100_000) {
+                throw new IllegalArgumentException("The dashboard's connections per client must be 1 to 100000, was "
+                        + n);
+            }
+            this.connectionsPerClient = n;
+            return this;
+        }
+
+        /** Open connections in all (default {@value #DEFAULT_MAX_CONNECTIONS}); beyond it, no new one is accepted. */
+        public Builder maxConnections(int n) {
+            if (n < 1 || n > 100_000) {
+                throw new IllegalArgumentException("The dashboard's max connections must be 1 to 100000, was " + n);
+            }
+            this.maxConnections = n;
+            return this;
+        }
+
         /** Marks the session cookie {@code Secure}: set it when a TLS proxy serves the dashboard. */
         public Builder secureCookies(boolean secure) {
             this.secureCookies = secure;
             return this;
         }
 
-        /** Request threads (default 4). */
+        /** Request threads (default 8); they run authenticated requests, never wait for a slow client's bytes. */
         public Builder threads(int threads) {
             if (threads < 1 || threads > 64) {
                 throw new IllegalArgumentException("The dashboard's threads must be 1 to 64, was " + threads);
@@ -284,8 +257,9 @@ public final class DashboardServer implements AutoCloseable {
         }
 
         /**
-         * Users from {@code COOP_DASHBOARD_USERS} ({@code name:password:role} separated by commas) and an operator
-         * token from {@code COOP_DASHBOARD_TOKEN}, when set.
+         * Users from {@code COOP_DASHBOARD_USERS} ({@code name:password:role} separated by commas), an operator
+         * token from {@code COOP_DASHBOARD_TOKEN}, and HTTPS from {@code COOP_DASHBOARD_KEYSTORE} (a key store file)
+         * with {@code COOP_DASHBOARD_KEYSTORE_PASSWORD}, when set.
          */
         public Builder fromEnvironment(Map<String, String> env) {
             String users = env.get("COOP_DASHBOARD_USERS");
@@ -302,6 +276,10 @@ public final class DashboardServer implements AutoCloseable {
             String token = env.get("COOP_DASHBOARD_TOKEN");
             if (token != null && !token.isBlank()) {
                 token(token.strip(), Role.OPERATOR);
+            }
+            String keyStore = env.get("COOP_DASHBOARD_KEYSTORE");
+            if (keyStore != null && !keyStore.isBlank()) {
+                tls(Path.of(keyStore.strip()), env.getOrDefault("COOP_DASHBOARD_KEYSTORE_PASSWORD", ""));
             }
             return this;
         }

@@ -110,6 +110,11 @@ public class DashboardServlet extends HttpServlet {
         }
 
         @Override
+        public String remoteAddress() {
+            return req.getRemoteAddr();
+        }
+
+        @Override
         public String header(String name) {
             return req.getHeader(name);
         }
@@ -119,7 +124,7 @@ public class DashboardServlet extends HttpServlet {
             try (InputStream in = req.getInputStream()) {
                 byte[] b = in.readNBytes(max + 1);
                 if (b.length > max) {
-                    throw new IllegalArgumentException("The request body is larger than " + max + " bytes");
+                    throw Handler.tooLarge(max);
                 }
                 return b;
             }

@@ -122,7 +122,12 @@ class DashboardHttpTest {
                 "{\"action\":\"rollback\",\"message\":\"" + id + "\",\"reason\":\"try\"}");
         assertThat(refused.statusCode()).isEqualTo(403);
         assertThat(refused.body()).contains("may only read");
-        assertThat(client.audit(id)).isEmpty();
+        assertThat(client.audit(id)).as("refused, not taken, and audited").singleElement().satisfies(e -> {
+            assertThat(e.actor()).isEqualTo("vic");
+            assertThat(e.action()).isEqualTo("rollback");
+            assertThat(e.outcome()).startsWith("REFUSED").contains("may only read");
+        });
+        assertThat(client.statuses(id)).containsExactly(dev.coop.RunStatus.COMMITTED);
     }
 
     @Test
@@ -138,16 +143,25 @@ class DashboardHttpTest {
                 .header("Origin", "http://evil.example").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(crossSite.statusCode()).isEqualTo(403);
+        assertThat(client.audit(id)).as("no CSRF token: a forged request writes nothing").isEmpty();
         HttpResponse<String> noReason = action(cookie, csrf, body.replace("customer withdrew", " "));
         assertThat(noReason.statusCode()).isEqualTo(400);
         assertThat(noReason.body()).contains("reason is required");
-        assertThat(client.audit(id)).isEmpty();
+        HttpResponse<String> forged = action(cookie, csrf, body.replace("customer withdrew",
+                "ok\\r\\n2026-01-01 INFO forged\\u001b[2J"));
+        assertThat(forged.statusCode()).isEqualTo(400);
+        assertThat(forged.body()).contains("control characters");
+        assertThat(client.audit(id)).as("refusals are audited, the reason escaped").hasSize(2).allSatisfy(e -> {
+            assertThat(e.outcome()).startsWith("REFUSED");
+            assertThat(e.reason()).doesNotContain("\r", "\u001b");
+        });
+        assertThat(client.audit(id).get(1).reason()).contains("\\u000D\\u000A2026-01-01 INFO forged\\u001B[2J");
 
         HttpResponse<String> done = action(cookie, csrf, body);
         assertThat(done.statusCode()).isEqualTo(200);
         assertThat(JSON.readTree(done.body()).get("outcome").asText()).isEqualTo("REQUESTED");
         assertThat(client.awaitCompletion(id, Duration.ofSeconds(30))).isEqualTo(Outcome.ROLLED_BACK);
-        List<AuditEntry> audit = client.audit(id);
+        List<AuditEntry> audit = client.audit(id).stream().filter(e -> !e.outcome().startsWith("REFUSED")).toList();
         assertThat(audit).singleElement().satisfies(e -> {
             assertThat(e.actor()).isEqualTo("olga");
             assertThat(e.action()).isEqualTo("cancel");
@@ -200,6 +214,59 @@ class DashboardHttpTest {
         assertThat(get("api/runs?limit=5000", cookie).statusCode()).isEqualTo(400);
         assertThat(get("api/nothing", cookie).statusCode()).isEqualTo(404);
         assertThat(get("static/../pom.xml", cookie).statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void values_postgresql_cannot_take_are_refused_with_400_naming_the_parameter_never_a_5xx() throws Exception {
+        String cookie = session("vic", "viewer-pass");
+        for (String query : List.of("api/runs?since=%2B999999999-12-31T23:59:59Z",
+                "api/runs?before=-999999999-01-01T00:00:00Z", "api/runs?topic=%00", "api/runs?saga=a%00b",
+                "api/joins?key=%00", "api/joins?key=a%00")) {
+            HttpResponse<String> r = get(query, cookie);
+            assertThat(r.statusCode()).as(query).isEqualTo(400);
+            assertThat(r.body()).as(query).containsAnyOf("RunQuery.", "Joins.byKey").doesNotContain("ERROR:", "PSQL",
+                    "postgres");
+        }
+        HttpResponse<String> east = get("api/runs?since=2020-01-01T00:00:00%2B18:00", cookie);
+        assertThat(east.statusCode()).as("+18:00 is an instant like any other").isEqualTo(200);
+    }
+
+    @Test
+    void an_action_on_a_lineage_that_mixes_two_hierarchies_is_refused_and_audited_under_the_named_one()
+            throws Exception {
+        MessageId a = client.launch(GREETING, new Greeting("a"));
+        MessageId b = client.launch(GREETING, new Greeting("b"));
+        client.awaitCompletion(a, Duration.ofSeconds(30));
+        client.awaitCompletion(b, Duration.ofSeconds(30));
+        String runOfB = client.tree(b).runs().getFirst().runId().toString();
+        for (String action : List.of("mark-done", "retry", "rollback")) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(server.uri().resolve("api/action"))
+                    .header("Authorization", "Bearer " + OPERATOR_TOKEN).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"action\":\"" + action + "\",\"lineage\":[\"" + a
+                            + "\",\"" + runOfB + "\"],\"reason\":\"try\"}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(JSON.readTree(r.body()).get("outcome").asText()).as(action).startsWith("REFUSED")
+                    .contains("does not name a run");
+        }
+        assertThat(client.audit(a)).hasSize(3).allSatisfy(e -> assertThat(e.outcome()).startsWith("REFUSED"));
+        assertThat(client.audit(b)).as("nothing happened to b").isEmpty();
+        assertThat(client.statuses(b)).containsExactly(dev.coop.RunStatus.COMMITTED);
+    }
+
+    @Test
+    void a_login_name_with_line_breaks_and_escapes_cannot_forge_a_log_line() throws Exception {
+        java.io.PrintStream original = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            login("mallory\r\n[main] INFO dev.coop.dashboard - Dashboard login: admin (OPERATOR)\u001b[2J", "guess");
+        } finally {
+            System.setErr(original);
+        }
+        String log = captured.toString(StandardCharsets.UTF_8);
+        assertThat(log).contains("Dashboard login refused for 'mallory\\u000D\\u000A[main] INFO");
+        assertThat(log.lines().filter(l -> l.contains("Dashboard login: admin"))).allMatch(l -> l.contains("refused"));
+        assertThat(log).doesNotContain("\u001b");
     }
 
     @Test

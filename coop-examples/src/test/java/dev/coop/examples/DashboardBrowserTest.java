@@ -184,7 +184,8 @@ class DashboardBrowserTest {
                 """, succeeded.toString());
         assertThat(status).isEqualTo(403L);
         CoopClient client = scenarios.client();
-        assertThat(client.audit(succeeded)).isEmpty();
+        assertThat(client.audit(succeeded)).as("refused, and the refusal audited").singleElement()
+                .satisfies(e -> assertThat(e.outcome()).startsWith("REFUSED").contains("may only read"));
         assertThat(client.statuses(succeeded)).allMatch(s -> s.name().equals("COMMITTED"));
     }
 

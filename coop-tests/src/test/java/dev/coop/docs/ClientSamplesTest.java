@@ -114,7 +114,7 @@ class ClientSamplesTest {
             Hierarchy tree = client.tree(messageId); // every run, its steps (start, end, engine, what each launched),
                                                      // failures with their cause chains, and the runs they caused
             System.out.println(Renderers.forTerminal().render(tree)); // a readable tree; Renderers.json() for JSON
-            List<Event> log = client.events(messageId); // the raw event log of the hierarchy, in order
+            List<Event> log = client.events(messageId); // the raw event log of the hierarchy, in order (at most 10,000)
             List<RunSummary> failed = client.runs(
                     RunQuery.newest().status(RunStatus.ROLLED_BACK).saga("billing").limit(20));
             // end::inspection[]

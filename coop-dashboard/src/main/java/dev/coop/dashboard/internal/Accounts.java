@@ -90,6 +90,20 @@ public final class Accounts {
         return null;
     }
 
+    /** The user name of {@code Basic} credentials (to throttle its failures), or null. */
+    public static String basicUser(String header) {
+        if (header == null || !header.regionMatches(true, 0, "Basic ", 0, 6)) {
+            return null;
+        }
+        try {
+            String pair = new String(Base64.getDecoder().decode(header.substring(6).strip()), StandardCharsets.UTF_8);
+            int colon = pair.indexOf(':');
+            return colon < 0 ? null : pair.substring(0, colon);
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
     private static byte[] digest(String secret) {
         try {
             return MessageDigest.getInstance("SHA-256").digest(secret.getBytes(StandardCharsets.UTF_8));

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.coop.CoopClient;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
+import dev.coop.dashboard.Role;
 import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
@@ -15,7 +16,8 @@ import java.util.UUID;
 
 /**
  * Operator actions: cancel, roll back, retry a parked run, mark a parked step done. Each needs a reason and leaves
- * an audit entry (who, when, why, and what came of it, refusals included).
+ * an audit entry under the hierarchy it names (who, when, why, and what came of it, refusals included: a viewer's
+ * attempt, an unknown action, a missing or unfit reason, a lineage that is not its run's).
  */
 final class Actions {
     private final CoopClient client;
@@ -24,19 +26,23 @@ final class Actions {
         this.client = client;
     }
 
-    /** Takes {@code {"action", "message" or "lineage", "reason"}}; answers with the outcome and the audit entry. */
-    ObjectNode take(JsonNode body, String actor, ObjectMapper mapper) {
-        String action = text(body, "action");
-        String reason = text(body, "reason");
-        if (action == null) {
-            throw new Handler.BadRequest(400, "Which action? 'action' is one of cancel, rollback, retry, mark-done");
-        }
-        if (reason == null) {
-            throw new Handler.BadRequest(400, "A reason is required: it is recorded with your name in the audit");
-        }
+    /**
+     * Takes {@code {"action", "message" or "lineage", "reason"}} for the caller; answers with the outcome and the
+     * audit entry. A refusal (a viewer's action, an unknown action, a missing or unfit reason) is audited under the
+     * hierarchy the request named, then answered with its status.
+     */
+    ObjectNode take(JsonNode body, Caller caller, ObjectMapper mapper) {
         Lineage lineage = lineage(body);
         MessageId message = lineage != null ? new MessageId(lineage.root()) : message(body);
         requireAudit(message);
+        String action = text(body, "action");
+        String reason = text(body, "reason");
+        Refusal refusal = refusal(caller, action, reason);
+        if (refusal != null) {
+            client.recordAudit(message, lineage, KNOWN.contains(action) ? action : "unknown", caller.name(),
+                    reason == null ? "(none given)" : Reasons.forAudit(reason), "REFUSED: " + refusal.why());
+            throw new Handler.BadRequest(refusal.status(), refusal.why());
+        }
         String outcome;
         boolean ok = true;
         try {
@@ -46,21 +52,40 @@ final class Actions {
                         : client.cancel(lineage, reason).name();
                 case "rollback" -> rollback(message, lineage, reason);
                 case "retry" -> client.retryNow(run(lineage, action)) ? "RETRYING" : "NOT_PARKED";
-                case "mark-done" -> client.markStepDone(run(lineage, action)) ? "MARKED_DONE" : "NOT_PARKED";
-                default -> throw new Handler.BadRequest(400, "Unknown action '" + action
-                        + "': use cancel, rollback, retry or mark-done");
+                default -> client.markStepDone(run(lineage, action)) ? "MARKED_DONE" : "NOT_PARKED";
             };
         } catch (CoopValidationException e) {
             ok = false;
             outcome = "REFUSED: " + e.getMessage();
         }
-        AuditEntry entry = client.recordAudit(message, lineage, action, actor, reason, outcome);
+        AuditEntry entry = client.recordAudit(message, lineage, action, caller.name(), reason, outcome);
         ObjectNode o = mapper.createObjectNode();
         o.put("ok", ok && !outcome.equals("NOT_PARKED"));
         o.put("outcome", outcome);
         o.put("auditId", entry.id());
         o.put("messageId", message.toString());
         return o;
+    }
+
+    private record Refusal(int status, String why) {
+    }
+
+    private static final java.util.Set<String> KNOWN = java.util.Set.of("cancel", "rollback", "retry", "mark-done");
+
+    private static Refusal refusal(Caller caller, String action, String reason) {
+        if (caller.role() != Role.OPERATOR) {
+            return new Refusal(403, "User '" + caller.name() + "' may only read (role " + caller.role()
+                    + "); actions need the OPERATOR role");
+        }
+        if (action == null || !KNOWN.contains(action)) {
+            return new Refusal(400, (action == null
+                    ? "Which action?"
+                    : "Unknown action '" + Reasons.forAudit(action)
+                            + "':")
+                    + " 'action' is one of cancel, rollback, retry, mark-done");
+        }
+        String unfit = Reasons.unfit(reason);
+        return unfit == null ? null : new Refusal(400, unfit);
     }
 
     /** No action that could not be audited: a schema without the audit table (not migrated) refuses them all. */
@@ -82,11 +107,11 @@ final class Actions {
         return "REQUESTED";
     }
 
-    private static UUID run(Lineage lineage, String action) {
+    private static Lineage run(Lineage lineage, String action) {
         if (lineage == null || lineage.depth() < 2) {
-            throw new Handler.BadRequest(400, "'" + action + "' acts on a parked run: give its 'lineage'");
+            throw new CoopValidationException("'" + action + "' acts on a parked run: give its 'lineage'");
         }
-        return lineage.last();
+        return lineage;
     }
 
     private static MessageId message(JsonNode body) {

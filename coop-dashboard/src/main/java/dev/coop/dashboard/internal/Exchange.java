@@ -12,6 +12,9 @@ public interface Exchange {
     /** A query parameter, decoded; null when absent. */
     String query(String name);
 
+    /** The client's IP address as the connection shows it (a proxy's, behind one). */
+    String remoteAddress();
+
     /** A request header; null when absent. */
     String header(String name);
 

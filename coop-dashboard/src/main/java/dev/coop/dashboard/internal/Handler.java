@@ -10,7 +10,9 @@ import dev.coop.Lineage;
 import dev.coop.MessageId;
 import dev.coop.RunStatus;
 import dev.coop.dashboard.Role;
+import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopValidationException;
+import dev.coop.render.TerminalText;
 import dev.coop.inspect.AuditEntry;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.inspect.ParkedRun;
@@ -76,9 +78,17 @@ public final class Handler {
             Responses.error(ex, e.status, e.getMessage());
         } catch (CoopValidationException | IllegalArgumentException e) {
             Responses.error(ex, 400, e.getMessage());
+        } catch (CoopStoreException e) { // the database's own words stay in the log
+            String ref = reference();
+            log.warn("The dashboard could not read or act for {} {} (ref {})", ex.method(), TerminalText.escape(path),
+                    ref, e);
+            Responses.error(ex, 503, "The database did not answer as expected; try again (the dashboard's log has"
+                    + " the details under ref " + ref + ")");
         } catch (RuntimeException e) {
-            log.warn("The dashboard could not answer {} {}", ex.method(), path, e);
-            Responses.error(ex, 500, "The dashboard could not answer: " + e.getMessage());
+            String ref = reference();
+            log.warn("The dashboard could not answer {} {} (ref {})", ex.method(), TerminalText.escape(path), ref, e);
+            Responses.error(ex, 500, "The dashboard could not answer (its log has the details under ref " + ref
+                    + ")");
         }
     }
 
@@ -159,8 +169,8 @@ public final class Handler {
         ObjectNode o = mapper.createObjectNode();
         o.set("run", renderer.run(r));
         o.put("now", OffsetDateTime.now().toString());
-        o.set("audit", audit(new MessageId(lineage.root())));
-        o.set("parked", parkedIn(lineage.root()));
+        o.set("audit", audit(new MessageId(r.lineage().root()))); // the run's own hierarchy, however it was named
+        o.set("parked", parkedIn(r.lineage().root()));
         return o;
     }
 
@@ -267,10 +277,6 @@ public final class Handler {
         if (!ex.method().equals("POST")) {
             throw new BadRequest(405, "Actions are POST requests");
         }
-        if (caller.role() != Role.OPERATOR) {
-            throw new BadRequest(403, "User '" + caller.name() + "' may only read (role " + caller.role()
-                    + "); actions need the OPERATOR role");
-        }
         checkCsrf(ex, caller);
         String type = ex.header("Content-Type");
         if (type == null || !type.toLowerCase().startsWith("application/json")) {
@@ -285,7 +291,7 @@ public final class Handler {
         if (body == null || !body.isObject()) {
             throw new BadRequest(400, "The action must be a JSON object");
         }
-        json(ex, actions.take(body, caller.name(), mapper));
+        json(ex, actions.take(body, caller, mapper));
     }
 
     /** A cookie session's action must echo its CSRF token, and come from this origin when the browser says so. */
@@ -328,6 +334,15 @@ public final class Handler {
 
     private static String str(Object o) {
         return o == null ? null : o.toString();
+    }
+
+    private static String reference() {
+        return Long.toString(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L << 40), 36);
+    }
+
+    /** The refusal of a body larger than {@code max} bytes. */
+    public static RuntimeException tooLarge(int max) {
+        return new BadRequest(413, "The request body is larger than " + max + " bytes");
     }
 
     /** A request the dashboard refuses, with its HTTP status. */
