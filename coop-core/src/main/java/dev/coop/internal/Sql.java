@@ -313,6 +313,8 @@ final class Sql {
                    version = version + 1,
                    started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
              WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+               AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
+                        ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
             """;
 
     /** Parks a runnable run that met database trouble too often in a row, if nobody moved it meanwhile. */

@@ -1067,7 +1067,8 @@ public final class Store {
      * Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry), unless it
      * moved meanwhile.
      *
-     * @param seenKept whether this transaction keeps the SEEN its claim wrote (the run then counts as started)
+     * @param seenKept whether this transaction keeps the SEEN its claim wrote (the run then counts as started): it is
+     *        the claim's transaction, which is checked (SQLSTATE CP002 when user code ended it)
      */
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
@@ -1078,6 +1079,8 @@ public final class Store {
             ps.setObject(4, now);
             ps.setObject(5, run.id());
             ps.setInt(6, run.version());
+            ps.setString(7, seenKept ? run.xact() : null);
+            ps.setString(8, seenKept ? run.xact() : null);
             ps.executeUpdate();
         }
     }
