@@ -75,6 +75,8 @@ public final class CoopEngine implements AutoCloseable {
         private Duration retention;
         /** HikariCP's maximumPoolSize when none is set. */
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
+        /** How long {@link #start()} waits for the connections it needs from a pool whose size it cannot read. */
+        private static final Duration POOL_CHECK_TIMEOUT = Duration.ofSeconds(5);
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
         private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
@@ -302,8 +304,10 @@ public final class CoopEngine implements AutoCloseable {
         private void checkPoolSize() {
             int needed = workers + (notifications ? 1 : 0) + 1;
             HikariDataSource hikari = hikari(dataSource);
-            if (hikari == null) {
-                return; // another pool: Coop cannot ask it how large it is
+            if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
+                dev.coop.internal.PoolCheck.require(dataSource, needed, workers + " workers"
+                        + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
+                return;
             }
             // a pool built with setters and not started yet (as Spring Boot builds it) reports -1: HikariCP then
             // takes its default of 10 when it starts

@@ -30,6 +30,7 @@ public final class EngineRuntime {
     private Thread joinTimerThread;
     private Pruner pruner;
     private Thread prunerThread;
+    private Thread watchThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
@@ -87,6 +88,9 @@ public final class EngineRuntime {
             workers.add(thread(task, "worker-" + i));
         }
         joinTimerThread = thread(joinTimer, "join-timer");
+        watchThread = thread(new ConnectionWatch(config.engineId(), List.copyOf(workerTasks), context.dispatcher(),
+                config.listeners(), config.pollInterval().toNanos(),
+                config.workers() + (config.notifications() ? 1 : 0) + 1), "connection-watch");
         if (config.retention() != null) {
             pruner = new Pruner(config.dataSource(), config.schema(), config.time(), config.engineId(),
                     config.retention(),
@@ -192,6 +196,9 @@ public final class EngineRuntime {
             if (workers.get(i).isAlive()) {
                 refuseLateCommit(workers.get(i), workerTasks.get(i));
             }
+        }
+        if (watchThread != null) {
+            watchThread.interrupt();
         }
         if (listenerThread != null) {
             join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));

@@ -27,6 +27,7 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
     private final List<EngineListener> listeners;
     private volatile CoopEngine engine;
     private volatile boolean notificationsUp;
+    private volatile boolean connectionsStarved;
 
     public CoopEngineLifecycle(DataSource dataSource, CoopProperties properties, List<Saga<?>> sagas,
             List<EngineListener> listeners) {
@@ -44,6 +45,11 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
     /** Whether the engine's notification connection is listening (false when notifications are off). */
     public boolean notificationsUp() {
         return notificationsUp;
+    }
+
+    /** Whether the engine's workers get no connection from the DataSource (it then processes nothing). */
+    public boolean connectionsStarved() {
+        return connectionsStarved;
     }
 
     /** Whether notifications are configured at all. */
@@ -83,6 +89,7 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
             running.close();
         }
         notificationsUp = false;
+        connectionsStarved = false;
     }
 
     @Override
@@ -103,5 +110,15 @@ public class CoopEngineLifecycle implements SmartLifecycle, EngineListener {
     @Override
     public void notificationsLost(Throwable cause) {
         notificationsUp = false;
+    }
+
+    @Override
+    public void connectionsStarved(java.time.Duration waited) {
+        connectionsStarved = true;
+    }
+
+    @Override
+    public void connectionsAvailable() {
+        connectionsStarved = false;
     }
 }
