@@ -36,7 +36,8 @@ public final class EngineRuntime {
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             EngineSagas sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
-            Duration retention, Time time, Listeners listeners) {
+            Duration retention, Time time, Listeners listeners, Duration databaseTimeout,
+            Duration idleInTransactionTimeout) {
     }
 
     private final Config config;
@@ -49,9 +50,10 @@ public final class EngineRuntime {
                 config.pollInterval().toNanos());
         config.sagas().names().forEach(name -> dispatcher.limit(name, config.sagas().newest(name).workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys()),
+                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys(),
+                        config.idleInTransactionTimeout()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
-                config.listeners(), new SagaLimits(config.schema()));
+                config.listeners(), new SagaLimits(config.schema()), (int) config.databaseTimeout().toMillis());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
                 ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
@@ -77,7 +79,8 @@ public final class EngineRuntime {
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake, config.time().controlled(), config.listeners()), "listener");
+                    config.engineId(), this::wake, config.time().controlled(), config.listeners(),
+                    (int) config.databaseTimeout().toMillis(), config.pollInterval().toMillis()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");

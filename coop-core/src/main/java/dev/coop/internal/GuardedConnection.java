@@ -65,6 +65,11 @@ final class GuardedConnection implements InvocationHandler {
             handler.open = false;
         }
 
+        /** The connection under the guard (for Coop's own settings while user code runs). */
+        Connection target() {
+            return handler.target;
+        }
+
         /** What the step was refused (it tried to end its transaction), or null. */
         Exception refusal() {
             return handler.refusal;

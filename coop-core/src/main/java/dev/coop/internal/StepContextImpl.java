@@ -406,6 +406,11 @@ final class StepContextImpl<P> implements StepContext<P> {
         return dev.coop.EngineListener.Outcome.FAILED;
     }
 
+    /** The step's connection itself, under the guard (for Coop's settings around user code). */
+    Connection rawConnection() {
+        return guard.target();
+    }
+
     /** Whether the part was refused a statement that would have ended its transaction. */
     boolean refused() {
         return guard.refusal() != null;

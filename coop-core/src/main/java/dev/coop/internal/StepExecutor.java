@@ -632,11 +632,13 @@ final class StepExecutor {
         Object[] states = listeners.isEmpty() ? null : listeners.stepStarted(context, context.part());
         long start = states == null ? 0 : System.nanoTime();
         Throwable thrown = null;
+        NetworkTimeouts.forUserCode(context.rawConnection()); // a slow statement of the user's is not Coop's to end
         try {
             code.run();
         } catch (Throwable t) {
             thrown = t;
         }
+        NetworkTimeouts.forCoop(context.rawConnection());
         try {
             thrown = context.withRefusal(thrown); // a refused statement fails the part, even when it was caught
         } finally {

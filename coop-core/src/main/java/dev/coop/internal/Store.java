@@ -117,6 +117,16 @@ public final class Store {
      *        runs of them that become due at once by this store's emit and advance statements notify nobody
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
+        this(schema, requireHandlers, time, localSagas, null);
+    }
+
+    /**
+     * @param idleInTransaction the {@code idle_in_transaction_session_timeout} every claim sets for its transaction
+     *        (null or zero: the server's)
+     */
+    public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas,
+            java.time.Duration idleInTransaction) {
+        String claim = Sql.idleInTransaction(Sql.CLAIM, idleInTransaction);
         // dev.coop.internal.selfNotify=true: an A/B switch for the benchmark only (notify as before schema version 9)
         this.localSagas = Boolean.getBoolean("dev.coop.internal.selfNotify") ? "" : String.join(",", localSagas);
         // dev.coop.internal.unreserved=true: an A/B switch for the benchmark only (no reservation of a continuing run)
@@ -125,16 +135,16 @@ public final class Store {
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
-        this.claimSql = schema.sql(Sql.CLAIM
+        this.claimSql = schema.sql(claim
                 .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
                         + " AND r.runnable_at <= " + Sql.DUE_NOW + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
                         + " ORDER BY r.priority DESC, r.runnable_at"));
-        this.reclaimSql = schema.sql(Sql.CLAIM
+        this.reclaimSql = schema.sql(claim
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
         this.reclaimWaitingSql = waiting(reclaimSql);
         this.reclaimUnchangedSql = schema.sql(
-                Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
+                claim.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         // dev.coop.internal.appendLineage=true: an A/B switch for the benchmark only (a run's lineage stored as
         // before: appended to, so that its first update is never HOT; see Sql.EMIT)
         this.emitSql = schema.sql(Boolean.getBoolean("dev.coop.internal.appendLineage")
@@ -152,7 +162,7 @@ public final class Store {
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + reclaimSql;
-        String slim = schema.sql(Sql.RECLAIM_CONTINUATION);
+        String slim = schema.sql(Sql.idleInTransaction(Sql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advanceSlimContinueSql = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + slim;
         this.aloneSlimContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve))
@@ -164,11 +174,13 @@ public final class Store {
             boolean slots = (gate & 1) != 0;
             boolean rate = (gate & 2) != 0;
             boolean leased = (gate & 4) != 0;
-            limitedClaims[gate] = LimitedClaim.of(schema, "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
-                    + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
-                    + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
-                    + " ORDER BY r.priority DESC, r.runnable_at", slots, rate, leased);
-            limitedReclaims[gate] = LimitedClaim.of(schema,
+            limitedClaims[gate] = LimitedClaim.of(schema, claim,
+                    "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
+                            + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
+                            + (unreserved ? "" : " AND " + Sql.NOT_RESERVED_NOW)
+                            + " ORDER BY r.priority DESC, r.runnable_at",
+                    slots, rate, leased);
+            limitedReclaims[gate] = LimitedClaim.of(schema, claim,
                     "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
             // a limited run is reserved for its continuing worker too; a reclaim its limits refuse ends the
             // reservation in the same transaction (Worker), so that the run waits for a slot like any other

@@ -75,15 +75,22 @@ final class Worker implements Runnable {
     private void probe() throws SQLException {
         Map<String, Store.Due> due;
         try (Connection c = connection()) {
-            due = engine.store().probe(c, engine.sagas());
-            // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
-            engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
+            int own = NetworkTimeouts.bound(c, engine.databaseTimeoutMillis());
+            try {
+                due = engine.store().probe(c, engine.sagas());
+                // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
+                engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
+            } finally {
+                NetworkTimeouts.set(c, own);
+            }
         }
         engine.dispatcher().probed(due);
     }
 
     private void work(Dispatcher.Task task) throws SQLException {
         try (Connection c = connection()) {
+            int own = NetworkTimeouts.bound(c, engine.databaseTimeoutMillis());
+            NetworkTimeouts.stepConnection(own, engine.databaseTimeoutMillis());
             c.setAutoCommit(false);
             try {
                 engine.store().refillLease(c, task.saga()); // rate tokens ahead, in a transaction of their own
@@ -157,6 +164,8 @@ final class Worker implements Runnable {
                 // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
                 rollbackQuietly(c);
                 c.setAutoCommit(true);
+                NetworkTimeouts.noStepConnection();
+                NetworkTimeouts.set(c, own);
             }
         }
     }
