@@ -23,32 +23,43 @@ public final class NetworkTimeouts {
     }
 
     /**
-     * Sets Coop's timeout on a connection just taken (unless its own is shorter; 0 = none).
+     * Sets Coop's timeout on a connection just taken (unless its own is shorter; 0 = none). A connection that does not
+     * support network timeouts (some wrappers) is left as it is.
      *
-     * @return the connection's own timeout, to give back to user code and to the pool
+     * @return the connection's own timeout, to give back to user code and to the pool; -1 when it cannot be read
      */
-    static int bound(Connection c, int coopMillis) throws SQLException {
-        int own = c.getNetworkTimeout();
-        if (coopMillis > 0 && (own == 0 || own > coopMillis)) {
-            c.setNetworkTimeout(DIRECT, coopMillis);
+    static int bound(Connection c, int coopMillis) {
+        if (coopMillis <= 0) {
+            return -1;
         }
-        return own;
+        try {
+            int own = c.getNetworkTimeout();
+            if (own == 0 || own > coopMillis) {
+                c.setNetworkTimeout(DIRECT, coopMillis);
+            }
+            return own;
+        } catch (SQLException | RuntimeException | AbstractMethodError e) {
+            return -1; // not supported, or already broken: its next use says so
+        }
     }
 
-    /** Sets {@code millis}, ignoring a connection that is already broken (its next use says so). */
+    /** Sets {@code millis} (-1: leaves it), ignoring a connection that is already broken (its next use says so). */
     static void set(Connection c, int millis) {
+        if (millis < 0) {
+            return;
+        }
         try {
             if (c.getNetworkTimeout() != millis) {
                 c.setNetworkTimeout(DIRECT, millis);
             }
-        } catch (SQLException | RuntimeException ignored) {
+        } catch (SQLException | RuntimeException | AbstractMethodError ignored) {
             // a closed or broken connection: the statement that follows fails as database trouble
         }
     }
 
     /** The worker on this thread took {@code c} for steps: its own timeout and Coop's, for {@link #forUserCode}. */
     static void stepConnection(int own, int coop) {
-        STEP.set(coop > 0 && (own == 0 || own > coop) ? new int[]{own, coop} : null);
+        STEP.set(coop > 0 && own >= 0 && (own == 0 || own > coop) ? new int[]{own, coop} : null);
     }
 
     static void noStepConnection() {
@@ -89,13 +100,10 @@ public final class NetworkTimeouts {
                 });
     }
 
-    private static Connection bounded(Connection c, int coopMillis) throws SQLException {
-        int own;
-        try {
-            own = bound(c, coopMillis);
-        } catch (SQLException | RuntimeException e) {
-            c.close();
-            throw e;
+    private static Connection bounded(Connection c, int coopMillis) {
+        int own = bound(c, coopMillis);
+        if (own < 0) {
+            return c; // no network timeout to set: as it is
         }
         return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(), new Class<?>[]{Connection.class},
                 (proxy, method, args) -> {
