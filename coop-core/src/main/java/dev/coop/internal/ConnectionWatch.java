@@ -39,7 +39,8 @@ final class ConnectionWatch implements Runnable {
     public void run() {
         while (!dispatcher.stopped()) {
             try {
-                dispatcher.pause(pollNanos);
+                // not dispatcher.pause: waiting on the dispatcher's condition would take wake-ups meant for workers
+                Thread.sleep(java.time.Duration.ofNanos(pollNanos));
                 check(System.nanoTime());
             } catch (InterruptedException e) {
                 return;

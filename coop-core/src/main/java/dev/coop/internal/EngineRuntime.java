@@ -56,7 +56,7 @@ public final class EngineRuntime {
                 config.listeners(), new SagaLimits(config.schema()), (int) config.databaseTimeout().toMillis());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
-                ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
+                ? new ScheduleTimer(bounded(), context.store(), config.engineId(),
                         config.pollInterval().toNanos(), context.dispatcher()::wake)
                 : null;
     }
@@ -74,7 +74,7 @@ public final class EngineRuntime {
             return null;
         });
         // created before the listener starts, so that its nudges always reach the timer
-        joinTimer = new JoinTimer(config.engineId(), config.dataSource(), config.schema(),
+        joinTimer = new JoinTimer(config.engineId(), bounded(), config.schema(),
                 new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
                 context.dispatcher()::wake);
         if (config.notifications()) {
@@ -95,7 +95,7 @@ public final class EngineRuntime {
                 config.listeners(), config.pollInterval().toNanos(),
                 config.workers() + (config.notifications() ? 1 : 0) + 1), "connection-watch");
         if (config.retention() != null) {
-            pruner = new Pruner(config.dataSource(), config.schema(), config.time(), config.engineId(),
+            pruner = new Pruner(bounded(), config.schema(), config.time(), config.engineId(),
                     config.retention(),
                     Pruner.interval(config.retention(), config.pollInterval()));
             prunerThread = thread(pruner, "retention");
@@ -106,6 +106,11 @@ public final class EngineRuntime {
                 config.engineId(),
                 config.workers(), config.sagas().keys(), config.notifications() ? "on" : "off",
                 config.schedules() ? "on" : "off", config.pollInterval().toMillis());
+    }
+
+    /** The engine's DataSource, its connections bounded by the database timeout while the engine's threads use them. */
+    private DataSource bounded() {
+        return NetworkTimeouts.bounding(config.dataSource(), (int) config.databaseTimeout().toMillis());
     }
 
     private Thread thread(Runnable body, String role) {
@@ -223,7 +228,7 @@ public final class EngineRuntime {
                 join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
             }
         }
-        try (Connection c = config.dataSource().getConnection()) {
+        try (Connection c = bounded().getConnection()) {
             topology.engineStopped(c, config.engineId());
         } catch (SQLException | RuntimeException e) {
             log.debug("Engine {} could not record its stop: {}", config.engineId(), e.toString());

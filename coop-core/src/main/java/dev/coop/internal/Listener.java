@@ -71,7 +71,7 @@ final class Listener implements Runnable {
                 long verified = System.nanoTime();
                 while (!dispatcher.stopped()) {
                     if (System.nanoTime() - verified >= verifyNanos) {
-                        verify(c);
+                        verify(c, schema.channel());
                         verified = System.nanoTime();
                     }
                     PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
@@ -103,10 +103,13 @@ final class Listener implements Runnable {
         }
     }
 
-    /** A round trip on the listening connection, bounded by the network timeout: fails when the connection is dead. */
-    private static void verify(Connection c) throws SQLException {
+    /**
+     * A round trip on the listening connection, bounded by the network timeout: fails when the connection is dead. It
+     * is the LISTEN again (a no-op on a channel already listened to), so the session still shows as the listener's.
+     */
+    private static void verify(Connection c, String channel) throws SQLException {
         try (Statement st = c.createStatement()) {
-            st.execute("SELECT 1");
+            st.execute("LISTEN " + channel);
         }
     }
 
