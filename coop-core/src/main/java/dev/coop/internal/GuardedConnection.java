@@ -147,8 +147,10 @@ final class GuardedConnection implements InvocationHandler {
         if (REFUSED.contains(name) && !rollbackToSavepoint) {
             IllegalStateException e = new IllegalStateException("A step must not call Connection." + name
                     + "(): Coop commits or rolls back the step's transaction when the step ends");
-            // ending it is sticky; closing it or changing its isolation would not have ended it
-            if (refusal == null && !name.equals("close") && !name.equals("setTransactionIsolation")) {
+            // trying to end it is sticky; closing it, changing its isolation or turning auto-commit off would not
+            boolean ends = !name.equals("close") && !name.equals("setTransactionIsolation")
+                    && !(name.equals("setAutoCommit") && Boolean.FALSE.equals(args[0]));
+            if (refusal == null && ends) {
                 refusal = e;
             }
             throw e;
