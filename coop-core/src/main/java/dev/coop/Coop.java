@@ -20,6 +20,16 @@ public final class Coop {
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
     /** How long closing an engine waits for steps in flight. */
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * How long Coop's own statements (claims, advances, commits, probes, the listener's check, a client's launch) may
+     * wait for the database before they fail as database trouble; user statements in steps are not bounded by it.
+     */
+    public static final Duration DEFAULT_DATABASE_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * How long a step's transaction may stay idle on the server (between the step's statements, or after a dead engine
+     * sent its last) before the server ends it and releases its locks. Longer than any step should take.
+     */
+    public static final Duration DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT = Duration.ofMinutes(10);
     /** The largest payload accepted, in bytes of JSON. */
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -54,6 +64,17 @@ public final class Coop {
      */
     public static String migrationSql(String schema) {
         return dev.coop.internal.Migrations.script(new dev.coop.internal.SchemaName(schema));
+    }
+
+    /** A database timeout: zero (none) or between 100 ms and 1 hour. */
+    static Duration checkDatabaseTimeout(Duration timeout) {
+        if (timeout == null || timeout.isNegative()
+                || !timeout.isZero() && (timeout.compareTo(Duration.ofMillis(100)) < 0
+                        || timeout.compareTo(Duration.ofHours(1)) > 0)) {
+            throw new CoopValidationException(
+                    "databaseTimeout must be zero (none) or between 100 ms and 1 hour, was " + timeout);
+        }
+        return timeout;
     }
 
     static int checkPayloadLimit(int bytes) {

@@ -763,6 +763,7 @@ public final class CoopClient {
         private boolean requireHandlers;
         private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
         private TimeSource clock;
+        private Duration databaseTimeout = Coop.DEFAULT_DATABASE_TIMEOUT;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -834,6 +835,18 @@ public final class CoopClient {
             return this;
         }
 
+        /**
+         * How long each statement of this client may wait for the database on a connection it takes from its
+         * {@code DataSource} (default {@link Coop#DEFAULT_DATABASE_TIMEOUT}; {@link Duration#ZERO}: no bound): a
+         * launch, an await or an operator action on a dead connection then fails within that time with a
+         * {@link dev.coop.failure.CoopStoreException} that says so, instead of hanging. Statements on a connection
+         * you pass in (a launch in your transaction) keep that connection's settings.
+         */
+        public Builder databaseTimeout(Duration timeout) {
+            this.databaseTimeout = Coop.checkDatabaseTimeout(timeout);
+            return this;
+        }
+
         public CoopClient build() {
             SchemaName name = new SchemaName(schema);
             if (migrate) {
@@ -841,8 +854,10 @@ public final class CoopClient {
             }
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
-            return new CoopClient(dataSource, name, json, new Completions(), (saga, runs) -> {
-            }, false, requireHandlers, Time.of(clock), listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
+            return new CoopClient(dev.coop.internal.NetworkTimeouts.bounding(dataSource,
+                    (int) databaseTimeout.toMillis()), name, json, new Completions(), (saga, runs) -> {
+                    }, false, requireHandlers, Time.of(clock),
+                    listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
         }
     }
 }

@@ -73,8 +73,12 @@ public final class CoopEngine implements AutoCloseable {
         private ObjectMapper objectMapper;
         private boolean requireHandlers;
         private Duration retention;
+        private Duration databaseTimeout = Coop.DEFAULT_DATABASE_TIMEOUT;
+        private Duration idleInTransactionTimeout = Coop.DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT;
         /** HikariCP's maximumPoolSize when none is set. */
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
+        /** How long {@link #start()} waits for the connections it needs from a pool whose size it cannot read. */
+        private static final Duration POOL_CHECK_TIMEOUT = Duration.ofSeconds(5);
         private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
         private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
@@ -155,6 +159,37 @@ public final class CoopEngine implements AutoCloseable {
          */
         public Builder notifications(boolean enabled) {
             this.notifications = enabled;
+            return this;
+        }
+
+        /**
+         * How long each of the engine's own statements may wait for the database (default
+         * {@link Coop#DEFAULT_DATABASE_TIMEOUT}; {@link Duration#ZERO}: no bound): a socket read timeout on the
+         * connections it uses for claims, advances, commits and probes, and on its listener's connection, which is
+         * verified once per poll interval. A statement that times out is database trouble (retried, never a step
+         * failure). It does not bound user statements in steps (they run under the connection's own settings), nor
+         * taking a connection from the pool (the pool's own timeout). Its client's launches are bounded by it too.
+         */
+        public Builder databaseTimeout(Duration timeout) {
+            this.databaseTimeout = Coop.checkDatabaseTimeout(timeout);
+            return this;
+        }
+
+        /**
+         * The {@code idle_in_transaction_session_timeout} each step's transaction sets on the server (default
+         * {@link Coop#DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT}; {@link Duration#ZERO}: the server's own): when a
+         * transaction stays idle that long (the engine died, or the network between them failed), the server ends the
+         * session and releases the run's lock, so that another engine can run the step. It must be longer than the
+         * longest time a step keeps its transaction idle, such as a step waiting for a slow HTTP call: a step that
+         * exceeds it loses its transaction and is retried as database trouble. Set in the claim's statement.
+         */
+        public Builder idleInTransactionTimeout(Duration timeout) {
+            if (timeout == null || timeout.isNegative() || !timeout.isZero()
+                    && (timeout.compareTo(Duration.ofSeconds(1)) < 0 || timeout.compareTo(Duration.ofDays(1)) > 0)) {
+                throw new CoopValidationException("idleInTransactionTimeout must be zero (the server's) or between"
+                        + " 1 second and 1 day, was " + timeout);
+            }
+            this.idleInTransactionTimeout = timeout;
             return this;
         }
 
@@ -285,9 +320,12 @@ public final class CoopEngine implements AutoCloseable {
                     new EngineRuntime.Config(id, name, dataSource, schemaName, json,
                             new dev.coop.internal.EngineSagas(sagas.values()), workers, pollInterval, notifications,
                             strategy, schedules,
-                            requireHandlers, retention, time, listenersOf(listeners)));
+                            requireHandlers, retention, time, listenersOf(listeners), databaseTimeout,
+                            idleInTransactionTimeout));
             runtime.start();
-            CoopClient client = new CoopClient(dataSource, schemaName, json, runtime.completions(),
+            CoopClient client = new CoopClient(
+                    dev.coop.internal.NetworkTimeouts.bounding(dataSource, (int) databaseTimeout.toMillis()),
+                    schemaName, json, runtime.completions(),
                     runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()), // <saga>@<version>
                     listenersOf(listeners));
             return new CoopEngine(id, runtime, client, shutdownTimeout);
@@ -302,8 +340,10 @@ public final class CoopEngine implements AutoCloseable {
         private void checkPoolSize() {
             int needed = workers + (notifications ? 1 : 0) + 1;
             HikariDataSource hikari = hikari(dataSource);
-            if (hikari == null) {
-                return; // another pool: Coop cannot ask it how large it is
+            if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
+                dev.coop.internal.PoolCheck.require(dataSource, needed, workers + " workers"
+                        + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
+                return;
             }
             // a pool built with setters and not started yet (as Spring Boot builds it) reports -1: HikariCP then
             // takes its default of 10 when it starts

@@ -91,6 +91,18 @@ public interface EngineListener {
     }
 
     /**
+     * The engine's workers got no connection from its {@code DataSource} for {@code waited} (several poll intervals:
+     * the pool is exhausted or the database unreachable), so it processes nothing; also logged once as an ERROR.
+     * Told once, until {@link #connectionsAvailable()}.
+     */
+    default void connectionsStarved(Duration waited) {
+    }
+
+    /** The engine's workers get connections again after {@link #connectionsStarved(Duration)}. */
+    default void connectionsAvailable() {
+    }
+
+    /**
      * A message on {@code topic} is being launched, by a client or a step, with {@code context}: the context returned
      * is stored with it instead (to carry a trace, say). Return {@code context} to leave it as it is.
      */

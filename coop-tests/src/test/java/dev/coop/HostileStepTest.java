@@ -198,6 +198,7 @@ class HostileStepTest {
                         || e.type() == EventType.COMMITTED))).as(sql + ": the step never completed").isEmpty();
                 String trace = dev.coop.render.Renderers.text().render(client.tree(id));
                 assertThat(trace).as(sql).containsAnyOf("ended the transaction that claimed its run",
+                        "must not end its transaction",
                         "must not call Connection.commit()");
                 dev.coop.test.Invariants.assertRunsWellFormed(events); // one SEEN, also when COMMIT made it durable
             }

@@ -51,6 +51,9 @@ final class Database {
         if (!u.contains("connectTimeout=")) {
             ds.setConnectTimeout(5);
         }
+        if (!u.contains("tcpKeepAlive=")) {
+            ds.setTcpKeepAlive(true); // a connection cut silently is noticed (with the client's databaseTimeout)
+        }
         if (!u.contains("ApplicationName=")) {
             ds.setApplicationName("coop-cli");
         }

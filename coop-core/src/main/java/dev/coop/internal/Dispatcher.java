@@ -58,6 +58,11 @@ final class Dispatcher {
      */
     private long dueDuringProbe = Long.MAX_VALUE;
     private boolean stopped;
+    /**
+     * What {@link #pause} waits on: signalled only by {@link #stop}. A thread pausing on {@code changed} would take
+     * the single {@code signal()} a wake-up sends to one idle worker, and that worker would wait for the next poll.
+     */
+    private final java.util.concurrent.locks.Condition stopping = lock.newCondition();
 
     Dispatcher(List<String> sagas, long pollNanos) {
         sagas.forEach(s -> epochs.put(s, 0L));
@@ -365,7 +370,7 @@ final class Dispatcher {
         try {
             long left = nanos;
             while (!stopped && left > 0) {
-                left = changed.awaitNanos(left);
+                left = stopping.awaitNanos(left);
             }
         } finally {
             lock.unlock();
@@ -386,6 +391,7 @@ final class Dispatcher {
         try {
             stopped = true;
             changed.signalAll();
+            stopping.signalAll();
         } finally {
             lock.unlock();
         }

@@ -16,7 +16,8 @@ record EngineContext(
         Completions completions,
         dev.coop.CooperationStrategy strategy,
         Listeners listeners,
-        SagaLimits limits) {
+        SagaLimits limits,
+        int databaseTimeoutMillis) {
 
     /** The saga's own strategy, or the engine's. */
     dev.coop.CooperationStrategy strategyOf(Saga<?> saga) {

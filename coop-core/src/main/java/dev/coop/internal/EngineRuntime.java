@@ -30,12 +30,14 @@ public final class EngineRuntime {
     private Thread joinTimerThread;
     private Pruner pruner;
     private Thread prunerThread;
+    private Thread watchThread;
 
     /** Everything an engine needs to run; validated by the public builder. */
     public record Config(String engineId, String name, DataSource dataSource, SchemaName schema, Json json,
             EngineSagas sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
-            Duration retention, Time time, Listeners listeners) {
+            Duration retention, Time time, Listeners listeners, Duration databaseTimeout,
+            Duration idleInTransactionTimeout) {
     }
 
     private final Config config;
@@ -48,12 +50,13 @@ public final class EngineRuntime {
                 config.pollInterval().toNanos());
         config.sagas().names().forEach(name -> dispatcher.limit(name, config.sagas().newest(name).workers()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
-                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys()),
+                new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys(),
+                        config.idleInTransactionTimeout()),
                 config.json(), config.sagas(), dispatcher, new Completions(), config.strategy(),
-                config.listeners(), new SagaLimits(config.schema()));
+                config.listeners(), new SagaLimits(config.schema()), (int) config.databaseTimeout().toMillis());
         this.topology = new Topology(config.schema());
         this.timer = config.schedules()
-                ? new ScheduleTimer(config.dataSource(), context.store(), config.engineId(),
+                ? new ScheduleTimer(bounded(), context.store(), config.engineId(),
                         config.pollInterval().toNanos(), context.dispatcher()::wake)
                 : null;
     }
@@ -71,12 +74,13 @@ public final class EngineRuntime {
             return null;
         });
         // created before the listener starts, so that its nudges always reach the timer
-        joinTimer = new JoinTimer(config.engineId(), config.dataSource(), config.schema(),
+        joinTimer = new JoinTimer(config.engineId(), bounded(), config.schema(),
                 new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
                 context.dispatcher()::wake);
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
-                    config.engineId(), this::wake, config.time().controlled(), config.listeners()), "listener");
+                    config.engineId(), this::wake, config.time().controlled(), config.listeners(),
+                    (int) config.databaseTimeout().toMillis(), config.pollInterval().toMillis()), "listener");
         }
         if (timer != null) {
             timerThread = thread(timer, "schedules");
@@ -87,8 +91,11 @@ public final class EngineRuntime {
             workers.add(thread(task, "worker-" + i));
         }
         joinTimerThread = thread(joinTimer, "join-timer");
+        watchThread = thread(new ConnectionWatch(config.engineId(), List.copyOf(workerTasks), context.dispatcher(),
+                config.listeners(), config.pollInterval().toNanos(),
+                config.workers() + (config.notifications() ? 1 : 0) + 1), "connection-watch");
         if (config.retention() != null) {
-            pruner = new Pruner(config.dataSource(), config.schema(), config.time(), config.engineId(),
+            pruner = new Pruner(bounded(), config.schema(), config.time(), config.engineId(),
                     config.retention(),
                     Pruner.interval(config.retention(), config.pollInterval()));
             prunerThread = thread(pruner, "retention");
@@ -99,6 +106,11 @@ public final class EngineRuntime {
                 config.engineId(),
                 config.workers(), config.sagas().keys(), config.notifications() ? "on" : "off",
                 config.schedules() ? "on" : "off", config.pollInterval().toMillis());
+    }
+
+    /** The engine's DataSource, its connections bounded by the database timeout while the engine's threads use them. */
+    private DataSource bounded() {
+        return NetworkTimeouts.bounding(config.dataSource(), (int) config.databaseTimeout().toMillis());
     }
 
     private Thread thread(Runnable body, String role) {
@@ -193,6 +205,9 @@ public final class EngineRuntime {
                 refuseLateCommit(workers.get(i), workerTasks.get(i));
             }
         }
+        if (watchThread != null) {
+            watchThread.interrupt();
+        }
         if (listenerThread != null) {
             join(listenerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }
@@ -213,7 +228,7 @@ public final class EngineRuntime {
                 join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
             }
         }
-        try (Connection c = config.dataSource().getConnection()) {
+        try (Connection c = bounded().getConnection()) {
             topology.engineStopped(c, config.engineId());
         } catch (SQLException | RuntimeException e) {
             log.debug("Engine {} could not record its stop: {}", config.engineId(), e.toString());

@@ -91,6 +91,21 @@ public final class Failures {
         return false;
     }
 
+    /**
+     * True when user code ended the transaction that claimed its run by a route the step's connection could not refuse:
+     * the advance found another transaction id ({@code claim_lost()}, SQLSTATE CP002), or the step's savepoint was
+     * gone ({@link GuardedConnection#ended}).
+     */
+    static boolean endedTransaction(Throwable t) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLException sql && GuardedConnection.ENDED_STATE.equals(sql.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     static boolean isInfrastructureState(String state) {
         return state != null && (state.startsWith("08") || state.startsWith("40") || state.startsWith("53")
                 || state.startsWith("57P"));

@@ -44,7 +44,9 @@ final class LimitedClaim {
      * parameters first), taking a slot when {@code slots}, a rate token when {@code rate}, or, when {@code leased},
      * starting on a token of a {@link RateLease} instead: the start must then be at or before the lease's end.
      */
-    static LimitedClaim of(SchemaName schema, String selection, boolean slots, boolean rate, boolean leased) {
+    /** @param claimTemplate {@link Sql#CLAIM}, its idle-in-transaction timeout set ({@link Sql#idleInTransaction}) */
+    static LimitedClaim of(SchemaName schema, String claimTemplate, String selection, boolean slots, boolean rate,
+            boolean leased) {
         if (!slots && !rate && !leased || rate && leased) {
             throw new IllegalArgumentException("a limited claim takes a slot, a rate token or a leased one, or both");
         }
@@ -100,7 +102,7 @@ final class LimitedClaim {
             sql.append("set_config('coop.limit_wait', 'slot', true) IS NULL");
         }
         sql.append("\n  LIMIT 1),\n");
-        String claim = Sql.CLAIM
+        String claim = claimTemplate
                 .formatted("r.id = (SELECT p.id FROM pick p) AND (SELECT g.at FROM gate g) IS NOT NULL");
         if (!claim.startsWith("WITH claimed AS (")) {
             throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");

@@ -14,7 +14,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Holds one dedicated connection that LISTENs on the schema's channel and wakes the dispatcher for each saga
  * named in a notification. Reconnects with backoff after losing its connection, then asks for a probe because
- * notifications may have been missed meanwhile.
+ * notifications may have been missed meanwhile. A connection that silently died (a network partition, a server
+ * restarted meanwhile) delivers nothing and says nothing, so the listener verifies it once per poll interval (at
+ * least every second) with a statement bounded by the engine's database timeout, and reconnects when it fails.
  */
 final class Listener implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(Listener.class);
@@ -29,11 +31,19 @@ final class Listener implements Runnable {
 
     /** Whether a time source decides (not the database's clock): delays in notifications are then only hints. */
     private final boolean timeControlled;
+    private final int timeoutMillis;
+    private final long verifyNanos;
 
-    /** @param wake receives each notification's payload: a saga name, or the schedule timer's nudge */
+    /**
+     * @param wake receives each notification's payload: a saga name, or the schedule timer's nudge
+     * @param timeoutMillis how long the verification may wait for the database (0: no bound)
+     * @param pollMillis the engine's poll interval: how often the connection is verified (at least every second)
+     */
     Listener(DataSource dataSource, SchemaName schema, Dispatcher dispatcher, String engineId,
-            Consumer<String> wake, boolean timeControlled, Listeners listeners) {
+            Consumer<String> wake, boolean timeControlled, Listeners listeners, int timeoutMillis, long pollMillis) {
         this.timeControlled = timeControlled;
+        this.timeoutMillis = timeoutMillis;
+        this.verifyNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(10, Math.min(pollMillis, 1_000)));
         this.dataSource = dataSource;
         this.schema = schema;
         this.dispatcher = dispatcher;
@@ -47,6 +57,7 @@ final class Listener implements Runnable {
         long backoff = 50;
         while (!dispatcher.stopped()) {
             try (Connection c = dataSource.getConnection()) {
+                NetworkTimeouts.bound(c, timeoutMillis); // the pool restores its own (HikariCP does)
                 c.setAutoCommit(true);
                 try (Statement st = c.createStatement()) {
                     st.execute("LISTEN " + schema.channel());
@@ -57,7 +68,12 @@ final class Listener implements Runnable {
                 backoff = 50;
                 listeners.notificationsConnected();
                 PGConnection pg = c.unwrap(PGConnection.class);
+                long verified = System.nanoTime();
                 while (!dispatcher.stopped()) {
+                    if (System.nanoTime() - verified >= verifyNanos) {
+                        verify(c, schema.channel());
+                        verified = System.nanoTime();
+                    }
                     PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
                     if (notifications != null) {
                         for (PGNotification n : notifications) {
@@ -84,6 +100,16 @@ final class Listener implements Runnable {
                 }
                 backoff = Math.min(backoff * 2, 5_000);
             }
+        }
+    }
+
+    /**
+     * A round trip on the listening connection, bounded by the network timeout: fails when the connection is dead. It
+     * is the LISTEN again (a no-op on a channel already listened to), so the session still shows as the listener's.
+     */
+    private static void verify(Connection c, String channel) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.execute("LISTEN " + channel);
         }
     }
 

@@ -109,6 +109,26 @@ public final class Listeners {
         }
     }
 
+    void connectionsStarved(java.time.Duration waited) {
+        for (EngineListener l : all) {
+            try {
+                l.connectionsStarved(waited);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "connectionsStarved", e);
+            }
+        }
+    }
+
+    void connectionsAvailable() {
+        for (EngineListener l : all) {
+            try {
+                l.connectionsAvailable();
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "connectionsAvailable", e);
+            }
+        }
+    }
+
     /** The context to store with a message launched on {@code topic}; a listener that fails leaves it unchanged. */
     public CooperationContext launching(String topic, CooperationContext context) {
         CooperationContext result = context;

@@ -145,6 +145,9 @@ final class RollbackExecutor {
             try {
                 result.context().discardWrites();
             } catch (SQLException e) {
+                if (Failures.endedTransaction(e)) {
+                    throw e; // the compensation ended its transaction: StepExecutor#transactionEnded
+                }
                 transitions.retryLater(c, run, step, e, false);
                 return false;
             }

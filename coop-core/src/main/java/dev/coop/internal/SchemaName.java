@@ -51,6 +51,7 @@ public record SchemaName(String value) {
      * engine's time: one bind parameter each, bound with {@link Time#bind()}.
      */
     public String sql(String template) {
-        return template.replace("{schema}", value).replace("{now}", Time.NOW_SQL);
+        return template.replace("{schema}", value).replace("{now}", Time.NOW_SQL)
+                .replace(Sql.IDLE_IN_TRANSACTION, "NULL::text"); // not set by its caller: the server's setting
     }
 }

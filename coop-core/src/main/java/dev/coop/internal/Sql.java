@@ -6,6 +6,20 @@ final class Sql {
     }
 
     /**
+     * Where a claim sets {@code idle_in_transaction_session_timeout} for the transaction it begins (an engine's
+     * {@code idleInTransactionTimeout}): a partitioned or dead engine's transaction, idle on the server, is ended by the
+     * server then, and the run's lock with it. Set in the claim's own statement: no round trip of its own.
+     */
+    static final String IDLE_IN_TRANSACTION = "{idleInTransaction}";
+
+    /** {@code sql} with its {@link #IDLE_IN_TRANSACTION} set to {@code timeout} (null or zero: the server's setting). */
+    static String idleInTransaction(String sql, java.time.Duration timeout) {
+        return sql.replace(IDLE_IN_TRANSACTION, timeout == null || timeout.isZero()
+                ? "NULL::text"
+                : "set_config('idle_in_transaction_session_timeout', '" + timeout.toMillis() + "', true)");
+    }
+
+    /**
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
@@ -34,7 +48,7 @@ final class Sql {
                    t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
-                   pg_current_xact_id()::text AS xact
+                   pg_current_xact_id()::text AS xact, {idleInTransaction} AS idle_in_transaction
               FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
               LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.seq DESC) AS recent, max(s.seq) AS recent_top
                                    FROM (SELECT seq, instance FROM {schema}.run_step
@@ -58,7 +72,7 @@ final class Sql {
                    r.waiting_since, r.runnable_at, {now},
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(r.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1),
-                   pg_current_xact_id()::text
+                   pg_current_xact_id()::text, {idleInTransaction}
               FROM {schema}.run r
              WHERE r.id = ? AND r.version = ? AND r.status = 'RUNNABLE' AND r.phase = 'HAPPY'
                AND r.runnable_at <= {now}
@@ -314,6 +328,8 @@ final class Sql {
                    version = version + 1,
                    started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
              WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+               AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
+                        ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
             """;
 
     /** Parks a runnable run that met database trouble too often in a row, if nobody moved it meanwhile. */

@@ -399,11 +399,42 @@ final class StepContextImpl<P> implements StepContext<P> {
                 || (thrown instanceof InterruptedException && engine.dispatcher().stopped())) {
             return dev.coop.EngineListener.Outcome.RETRIED;
         }
-        if (retryPolicy != null && !(thrown instanceof CooperationException)
+        if (retryPolicy != null && !(thrown instanceof CooperationException) && !refused()
                 && retryPolicy.shouldRetry(thrown, run.attempt())) {
             return dev.coop.EngineListener.Outcome.RETRIED;
         }
         return dev.coop.EngineListener.Outcome.FAILED;
+    }
+
+    /** The step's connection itself, under the guard (for Coop's settings around user code). */
+    Connection rawConnection() {
+        return guard.target();
+    }
+
+    /** Whether the part was refused a statement that would have ended its transaction. */
+    boolean refused() {
+        return guard.refusal() != null;
+    }
+
+    /**
+     * What the part threw, or the statement it was refused when it caught that refusal (or threw something else
+     * after it): a part that tried to end its transaction fails.
+     */
+    Throwable withRefusal(Throwable thrown) {
+        Exception refusal = guard.refusal();
+        if (refusal == null || thrown == refusal) {
+            return thrown;
+        }
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable t = thrown; t != null && seen.size() < 100 && seen.add(t); t = t.getCause()) {
+            if (t == refusal) {
+                return thrown; // it carries the refusal (a framework's translation of it, say)
+            }
+        }
+        if (thrown != null) {
+            refusal.addSuppressed(thrown);
+        }
+        return refusal;
     }
 
     /** Ends the step: the connection handed out can no longer be used. */

@@ -58,6 +58,11 @@ final class StepExecutor {
         transitions.allowContinuation(mayContinue);
         try {
             return executeClaimed(c, run);
+        } catch (SQLException e) {
+            if (!Failures.endedTransaction(e)) {
+                throw e;
+            }
+            return transactionEnded(c, run, e);
         } catch (RuntimeException | StackOverflowError | AssertionError | LinkageError e) {
             // Coop's own code, or a strategy the engine called, failed: park the run with the cause. (User step code
             // never gets here: invoke() turns whatever it throws into a step failure.)
@@ -93,6 +98,59 @@ final class StepExecutor {
         Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
                 transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
         transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
+    }
+
+    /**
+     * The last line of defence: user code ended the transaction that claimed the run by a route the guarded connection
+     * could not refuse (the driver's own classes, unwrapped), so the transaction Coop would commit is not the step's
+     * (the advance's transaction-id check, or the step's savepoint, says so). What the code wrote before may be
+     * committed and the run's lock was let go: everything since is rolled back, the run is locked again unless another
+     * engine moved it meanwhile, and the part fails without running user code again (a failed step's finally part is
+     * not run, a failed finally part counts as run): a step, child-failure handler or finally part rolls the run back,
+     * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
+     */
+    private boolean transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
+        transitions.allowContinuation(false);
+        Worker.rollbackQuietly(c);
+        ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
+        if (again == null) {
+            c.commit(); // another engine took the run meanwhile and moved it on
+            return false;
+        }
+        Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
+        String part = partName(run, saga);
+        log.error("{} of run {} (saga {}) ended its own transaction, which Coop commits; failing it: {}",
+                part == null ? "User code" : "'" + part + "'", run.id(), run.saga(), Failures.describe(e));
+        Failure failure = Failure.of(e, transitions.source(run));
+        if (again.rollback()) {
+            Failure failed = failure.withCauses(List.of(Failure.fromJson(again.rollbackCause())));
+            transitions.commit(c, again, List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
+                    Advance.from(again).status(RunStatus.ROLLBACK_FAILED).failure(failed.toJson()));
+            return false;
+        }
+        // a finally part that did this counts as run (the rollback path would otherwise run it again)
+        Saga.Step<?> step = again.failedChildren() == 0 && again.stepIndex() < saga.steps().size()
+                ? saga.steps().get(again.stepIndex())
+                : null;
+        return transitions.startRollback(c, again, saga, part, failure,
+                step != null && step.isFinallyPart() ? step.finallyOf() : null);
+    }
+
+    /** The name of the part the claim of {@code run} was executing (for the log), or null. */
+    private static String partName(ClaimedRun run, Saga<?> saga) {
+        try {
+            if (run.rollback()) {
+                Integer instance = run.history().rollbackInstance();
+                return instance == null ? null : Transitions.rollbackOf(Transitions.instanceName(saga, instance));
+            }
+            if (run.failedChildren() > 0) {
+                int instance = run.history().recent()[0];
+                return saga.steps().get(instance >= 0 ? instance : -1 - instance).name();
+            }
+            return run.stepIndex() < saga.steps().size() ? saga.steps().get(run.stepIndex()).name() : null;
+        } catch (RuntimeException e) {
+            return null;
+        }
     }
 
     private boolean executeClaimed(Connection c, ClaimedRun run) throws SQLException {
@@ -418,6 +476,9 @@ final class StepExecutor {
         try {
             context.discardWrites();
         } catch (SQLException e) {
+            if (Failures.endedTransaction(e)) {
+                throw e; // see transactionEnded
+            }
             transitions.retryLater(c, run, step, e, false);
             return false;
         }
@@ -434,7 +495,8 @@ final class StepExecutor {
         }
         Failure failure = Failure.of(thrown, transitions.source(run));
         String json = failure.toJson();
-        boolean retryable = policy != null && !(thrown instanceof CooperationException);
+        // a step refused for ending its transaction is wrong, not unlucky: trying it again would only refuse it again
+        boolean retryable = policy != null && !(thrown instanceof CooperationException) && !context.refused();
         try {
             if (retryable && policy.shouldRetry(thrown, run.attempt())) {
                 long delay = policy.delayAfter(run.attempt()).toMillis();
@@ -571,6 +633,7 @@ final class StepExecutor {
         Object[] states = listeners.isEmpty() ? null : listeners.stepStarted(context, context.part());
         long start = states == null ? 0 : System.nanoTime();
         Throwable thrown = null;
+        NetworkTimeouts.forUserCode(context.rawConnection()); // a slow statement of the user's is not Coop's to end
         try {
             StepTransactionHook hook = listeners.transactionHook();
             if (hook == null) {
@@ -578,10 +641,12 @@ final class StepExecutor {
             } else {
                 inTransaction(hook, code, context);
             }
-            return null;
         } catch (Throwable t) {
             thrown = t;
-            return t;
+        }
+        NetworkTimeouts.forCoop(context.rawConnection());
+        try {
+            thrown = context.withRefusal(thrown); // a refused statement fails the part, even when it was caught
         } finally {
             if (states != null) {
                 listeners.stepEnded(context, context.part(), states, context.outcome(thrown),
@@ -593,6 +658,7 @@ final class StepExecutor {
                 log.debug("Step code of run {} left its thread interrupted; cleared", context.runId());
             }
         }
+        return thrown;
     }
 
     /** Runs user code between the hook's begin and end: a framework's transaction on the step's connection. */

@@ -107,20 +107,30 @@ public final class Store {
      *        runs of them that become due at once by this store's emit and advance statements notify nobody
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas) {
+        this(schema, requireHandlers, time, localSagas, null);
+    }
+
+    /**
+     * @param idleInTransaction the {@code idle_in_transaction_session_timeout} every claim sets for its transaction
+     *        (null or zero: the server's)
+     */
+    public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas,
+            java.time.Duration idleInTransaction) {
+        String claim = Sql.idleInTransaction(Sql.CLAIM, idleInTransaction);
         this.localSagas = String.join(",", localSagas);
         this.requireHandlers = requireHandlers;
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
-        this.claimSql = schema.sql(Sql.CLAIM
+        this.claimSql = schema.sql(claim
                 .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
                         + " AND r.runnable_at <= " + Sql.DUE_NOW + " AND " + Sql.NOT_RESERVED_NOW
                         + " ORDER BY r.priority DESC, r.runnable_at"));
-        this.reclaimSql = schema.sql(Sql.CLAIM
+        this.reclaimSql = schema.sql(claim
                 .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
         this.reclaimWaitingSql = waiting(reclaimSql);
         this.reclaimUnchangedSql = schema.sql(
-                Sql.CLAIM.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
+                claim.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.emitSql = schema.sql(Sql.EMIT);
         this.emitOneSql = schema.sql(Sql.EMIT_ONE);
         this.advanceSql = schema.sql(Sql.ADVANCE.replace("{reserve}", Sql.NOT_RESERVED));
@@ -132,7 +142,7 @@ public final class Store {
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + reclaimSql;
-        String slim = schema.sql(Sql.RECLAIM_CONTINUATION);
+        String slim = schema.sql(Sql.idleInTransaction(Sql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advanceSlimContinueSql = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve)) + ";\nCOMMIT;\nBEGIN;\n"
                 + slim;
         this.aloneSlimContinueSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve))
@@ -144,11 +154,13 @@ public final class Store {
             boolean slots = (gate & 1) != 0;
             boolean rate = (gate & 2) != 0;
             boolean leased = (gate & 4) != 0;
-            limitedClaims[gate] = LimitedClaim.of(schema, "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
-                    + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
-                    + " AND " + Sql.NOT_RESERVED_NOW
-                    + " ORDER BY r.priority DESC, r.runnable_at", slots, rate, leased);
-            limitedReclaims[gate] = LimitedClaim.of(schema,
+            limitedClaims[gate] = LimitedClaim.of(schema, claim,
+                    "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
+                            + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
+                            + " AND " + Sql.NOT_RESERVED_NOW
+                            + " ORDER BY r.priority DESC, r.runnable_at",
+                    slots, rate, leased);
+            limitedReclaims[gate] = LimitedClaim.of(schema, claim,
                     "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
             // a limited run is reserved for its continuing worker too; a reclaim its limits refuse ends the
             // reservation in the same transaction (Worker), so that the run waits for a slot like any other
@@ -998,7 +1010,8 @@ public final class Store {
      * Makes a runnable run wait {@code delayMillis} before it can be claimed again (bookkeeping retry), unless it
      * moved meanwhile.
      *
-     * @param seenKept whether this transaction keeps the SEEN its claim wrote (the run then counts as started)
+     * @param seenKept whether this transaction keeps the SEEN its claim wrote (the run then counts as started): it is
+     *        the claim's transaction, which is checked (SQLSTATE CP002 when user code ended it)
      */
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
@@ -1009,6 +1022,8 @@ public final class Store {
             ps.setObject(4, now);
             ps.setObject(5, run.id());
             ps.setInt(6, run.version());
+            ps.setString(7, seenKept ? run.xact() : null);
+            ps.setString(8, seenKept ? run.xact() : null);
             ps.executeUpdate();
         }
     }

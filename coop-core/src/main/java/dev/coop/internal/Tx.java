@@ -25,7 +25,7 @@ public final class Tx {
         try (Connection c = dataSource.getConnection()) {
             return inTransaction(c, work);
         } catch (SQLException e) {
-            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+            throw new CoopStoreException("Could not " + what + ": " + why(e), e);
         }
     }
 
@@ -46,7 +46,7 @@ public final class Tx {
                 c.setAutoCommit(false);
             }
         } catch (SQLException e) {
-            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+            throw new CoopStoreException("Could not " + what + ": " + why(e), e);
         }
     }
 
@@ -58,8 +58,20 @@ public final class Tx {
         try {
             return c.getAutoCommit() ? inTransaction(c, work) : work.run(c);
         } catch (SQLException e) {
-            throw new CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+            throw new CoopStoreException("Could not " + what + ": " + why(e), e);
         }
+    }
+
+    /** The error's message, and whether it means that the database did not answer in time (a network timeout). */
+    static String why(SQLException e) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable t = e; t != null && seen.size() < 100 && seen.add(t); t = t.getCause()) {
+            if (t instanceof java.net.SocketTimeoutException) {
+                return e.getMessage() + " (no answer from the database within the databaseTimeout, so whether it"
+                        + " was done is unknown; is the network or the server down?)";
+            }
+        }
+        return e.getMessage();
     }
 
     private static <T> T inTransaction(Connection c, Work<T> work) throws SQLException {

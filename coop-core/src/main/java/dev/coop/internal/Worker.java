@@ -28,6 +28,8 @@ final class Worker implements Runnable {
     /** The database session of the connection this worker holds, and the run it executes; for shutdown. */
     private volatile int backendPid;
     private volatile String working;
+    /** Since when ({@link System#nanoTime()}, never 0) this worker needs a connection and got none; 0: not. */
+    private volatile long starvedSince;
 
     Worker(EngineContext engine) {
         this.engine = engine;
@@ -72,16 +74,23 @@ final class Worker implements Runnable {
 
     private void probe() throws SQLException {
         Map<String, Store.Due> due;
-        try (Connection c = engine.dataSource().getConnection()) {
-            due = engine.store().probe(c, engine.sagas());
-            // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
-            engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
+        try (Connection c = connection()) {
+            int own = NetworkTimeouts.bound(c, engine.databaseTimeoutMillis());
+            try {
+                due = engine.store().probe(c, engine.sagas());
+                // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
+                engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
+            } finally {
+                NetworkTimeouts.set(c, own);
+            }
         }
         engine.dispatcher().probed(due);
     }
 
     private void work(Dispatcher.Task task) throws SQLException {
-        try (Connection c = engine.dataSource().getConnection()) {
+        try (Connection c = connection()) {
+            int own = NetworkTimeouts.bound(c, engine.databaseTimeoutMillis());
+            NetworkTimeouts.stepConnection(own, engine.databaseTimeoutMillis());
             c.setAutoCommit(false);
             try {
                 engine.store().refillLease(c, task.saga()); // rate tokens ahead, in a transaction of their own
@@ -153,6 +162,8 @@ final class Worker implements Runnable {
                 // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
                 rollbackQuietly(c);
                 c.setAutoCommit(true);
+                NetworkTimeouts.noStepConnection();
+                NetworkTimeouts.set(c, own);
             }
         }
     }
@@ -247,6 +258,23 @@ final class Worker implements Runnable {
         long millis = Math.min(5_000, 50L << Math.min(consecutiveFailures, 7));
         return TimeUnit.MILLISECONDS
                 .toNanos(millis / 2 + ThreadLocalRandom.current().nextLong(millis / 2 + 1));
+    }
+
+    /**
+     * A connection for this worker's work; while it does not come (the pool is exhausted, the database unreachable),
+     * the worker counts as starving ({@link ConnectionWatch}) until one does.
+     */
+    private Connection connection() throws SQLException {
+        if (starvedSince == 0) {
+            starvedSince = System.nanoTime() | 1;
+        }
+        Connection c = engine.dataSource().getConnection();
+        starvedSince = 0;
+        return c;
+    }
+
+    long starvedSince() {
+        return starvedSince;
     }
 
     int backendPid() {

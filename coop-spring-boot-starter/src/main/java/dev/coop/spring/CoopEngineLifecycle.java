@@ -30,6 +30,7 @@ public class CoopEngineLifecycle implements SmartLifecycle {
     private volatile List<Saga<?>> sagas;
     private volatile CoopEngine engine;
     private volatile boolean notificationsUp;
+    private volatile boolean connectionsStarved;
 
     public CoopEngineLifecycle(DataSource dataSource, CoopProperties properties, List<Saga<?>> sagas,
             List<EngineListener> listeners) {
@@ -56,6 +57,11 @@ public class CoopEngineLifecycle implements SmartLifecycle {
     /** Whether the engine's notification connection is listening (false when notifications are off). */
     public boolean notificationsUp() {
         return notificationsUp;
+    }
+
+    /** Whether the engine's workers get no connection from the DataSource (it then processes nothing). */
+    public boolean connectionsStarved() {
+        return connectionsStarved;
     }
 
     /** Whether notifications are configured at all. */
@@ -105,6 +111,7 @@ public class CoopEngineLifecycle implements SmartLifecycle {
             running.close();
         }
         notificationsUp = false;
+        connectionsStarved = false;
     }
 
     @Override
@@ -117,7 +124,7 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         return PHASE;
     }
 
-    /** Follows the engine's notification connection, for the health indicator. */
+    /** Follows the engine's notification connection and its workers' connections, for the health indicator. */
     private final class Notifications implements EngineListener {
         @Override
         public void notificationsConnected() {
@@ -127,6 +134,16 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         @Override
         public void notificationsLost(Throwable cause) {
             notificationsUp = false;
+        }
+
+        @Override
+        public void connectionsStarved(java.time.Duration waited) {
+            connectionsStarved = true;
+        }
+
+        @Override
+        public void connectionsAvailable() {
+            connectionsStarved = false;
         }
     }
 }

@@ -8,8 +8,8 @@ import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
 
 /**
- * Coop's health: DOWN when the engine should run and does not, or its notification connection is lost (the engine
- * then only polls); WARNING when parked runs reach {@code coop.health.parked-threshold}; else UP.
+ * Coop's health: DOWN when the engine should run and does not, its notification connection is lost (the engine
+ * then only polls), or its workers get no connection from the DataSource (it then processes nothing); WARNING when parked runs reach {@code coop.health.parked-threshold}; else UP.
  */
 public class CoopHealthIndicator extends AbstractHealthIndicator {
     /** Parked runs need an operator; add it to {@code management.endpoint.health.status.order} to aggregate it. */
@@ -37,6 +37,8 @@ public class CoopHealthIndicator extends AbstractHealthIndicator {
             builder.withDetail("engine", engine.engine().map(e -> e.id()).orElse("stopped"))
                     .withDetail("sagas", engine.sagas());
             engineDown = engine.engine().isEmpty();
+            builder.withDetail("connections", engine.connectionsStarved() ? "starved" : "available");
+            engineDown |= engine.engine().isPresent() && engine.connectionsStarved();
             if (engine.notificationsEnabled()) {
                 builder.withDetail("notifications", engine.notificationsUp() ? "listening" : "lost");
                 engineDown |= engine.engine().isPresent() && !engine.notificationsUp();

@@ -276,6 +276,7 @@ public final class CoopPostgres {
         config.setAutoCommit(true);
         config.setConnectionTimeout(Duration.ofSeconds(10).toMillis());
         config.addDataSourceProperty("ApplicationName", poolName);
+        config.addDataSourceProperty("tcpKeepAlive", "true"); // as the README recommends for every pool
         return new HikariDataSource(config);
     }
 
