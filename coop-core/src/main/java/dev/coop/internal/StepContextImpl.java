@@ -57,6 +57,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     private List<RunResult> childResults;
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
+    final List<TaskRequest> tasks = new ArrayList<>();
     /** The retry policy of the step this context runs, for the outcome told to listeners; null for none. */
     dev.coop.RetryPolicy retryPolicy;
 
@@ -212,6 +213,54 @@ final class StepContextImpl<P> implements StepContext<P> {
                     + run.saga() + " (" + childResults().size() + " children)");
         }
         return runs.getFirst();
+    }
+
+    @Override
+    public dev.coop.ExternalTask openTask(String name, Object payload, dev.coop.TaskOptions options) {
+        Objects.requireNonNull(options, "options");
+        checkOpen("open external tasks");
+        if (kind != Kind.STEP) {
+            throw new IllegalStateException("Only steps open external tasks, not a " + kind.name().toLowerCase()
+                    + " (saga " + run.saga() + ", step " + step + ")");
+        }
+        Topic<Object> topic = Topic.of(name, Object.class); // the name's rules are a topic's
+        String key = options.key().orElse(null);
+        if (key != null && tasks.stream().anyMatch(t -> key.equals(t.key()))) {
+            throw new CoopValidationException("External task key '" + key + "' was already used by this step");
+        }
+        String compensationTopic = options.compensationTopic().map(Topic::name).orElse(null);
+        String compensation = compensationTopic == null
+                ? null
+                : engine.json().writePayload(options.compensationTopic().get(),
+                        options.compensationPayload().orElseThrow());
+        TaskRequest task = new TaskRequest(Uuids.v7(), Uuids.v7(), name, engine.json().writePayload(topic, payload),
+                ExternalTasks.newToken(), key, compensationTopic, compensation);
+        tasks.add(task);
+        return new dev.coop.ExternalTask(name, new MessageId(task.messageId()), task.token(), options.key());
+    }
+
+    @Override
+    public <T> T taskResult(String name, Class<T> type) {
+        checkOpen("read task results");
+        List<Store.ChildRun> runs;
+        try {
+            runs = childSeqs.length == 0
+                    ? List.of()
+                    : new ExternalTasks(engine.store().schema(), engine.store().time())
+                            .taskRuns(guard.connection(), run.id(), childSeqs, name);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read the external tasks of run " + run.id(), e);
+        }
+        if (runs.size() != 1) {
+            throw new CoopValidationException("The previous step of saga " + run.saga() + " opened " + runs.size()
+                    + " external tasks named '" + name + "'" + (runs.isEmpty()
+                            ? ""
+                            : "; read them by message with"
+                                    + " childResult(task.message(), type)"));
+        }
+        Store.ChildRun r = runs.getFirst();
+        return new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(), r.result(),
+                r.failure() == null ? null : Failure.fromJson(r.failure()), engine.json().mapper()).get(type);
     }
 
     @Override
@@ -416,6 +465,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     void discardWrites() throws SQLException {
         scoped.clear();
         global.clear();
+        tasks.clear();
         context = initialContext;
         result = null;
         guard.discardWrites();

@@ -41,9 +41,11 @@ final class StepExecutor {
     private final Transitions transitions;
     private final RollbackExecutor rollback;
     private final Decisions decisions;
+    private final ExternalTasks tasks;
 
     StepExecutor(EngineContext engine) {
         this.engine = engine;
+        this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
         this.transitions = new Transitions(engine);
         this.decisions = new Decisions(transitions);
         this.rollback = new RollbackExecutor(transitions, decisions);
@@ -371,6 +373,12 @@ final class StepExecutor {
                         .emit(c, null, null, null, saga.name(), engine.engineId(), name, context.global).keySet());
             }
             String contextJson = context.contextJson();
+            if (!context.tasks.isEmpty()) {
+                children += tasks.open(c, new ExternalTasks.Opener(run, run.stepsDone(), name,
+                        engine.engineId(), contextJson, context.deadline()
+                                .map(d -> d.at().atOffset(ZoneOffset.UTC)).orElse(null)),
+                        context.tasks);
+            }
             List<LogEntry> entries = new ArrayList<>(2);
             entries.add(new LogEntry(EventType.SUSPENDED, name, null, context.contextChanged() ? contextJson : null));
             String nextName = nextStep < saga.steps().size() ? saga.steps().get(nextStep).name() : null;

@@ -1176,7 +1176,9 @@ public final class Store {
             ps.setObject(4, time.bind());
             ps.setString(5, engine);
             ps.setString(6, failure);
-            ps.setObject(7, runId);
+            ps.setString(7, failure); // external tasks among them: timed out or cancelled
+            ps.setObject(8, time.bind());
+            ps.setObject(9, runId);
             List<UUID> messages = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
