@@ -146,10 +146,11 @@ public final class ExternalTasks {
             ps.setString(++i, failure);
             ps.setObject(++i, now);
             ps.setObject(++i, now);
-            ps.setArray(++i, c.createArrayOf("text", complete
-                    ? new String[]{"COMMITTED"}
-                    : new String[]{"ROLLING_BACK", "ROLLED_BACK"}));
-            ps.setArray(++i, c.createArrayOf("text", complete ? new String[]{null} : new String[]{failure, null}));
+            ps.setArray(++i, c.createArrayOf("text", complete // a run's log starts with SEEN
+                    ? new String[]{"SEEN", "COMMITTED"}
+                    : new String[]{"SEEN", "ROLLING_BACK", "ROLLED_BACK"}));
+            ps.setArray(++i, c.createArrayOf("text",
+                    complete ? new String[]{null, null} : new String[]{null, failure, null}));
             for (int k = 0; k < 4; k++) {
                 ps.setString(++i, status.name());
             }
