@@ -283,13 +283,15 @@ final class Sql {
     /**
      * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an
      * external task settled by a client: its run's parent) instead of a bind parameter; ends with the same SELECT.
+     * {@code after}: a condition of the parent's COMMITTED insert that makes it run after the statement's own events
+     * (so that the log shows the child's end first).
      */
-    static String countOffParentOf(String parentId) {
+    static String countOffParentOf(String parentId, String after) {
         String sql = COUNT_OFF_PARENT.replace("WHERE p.id = ?::uuid", "WHERE p.id = " + parentId);
         if (sql.equals(COUNT_OFF_PARENT)) {
             throw new IllegalStateException("the count-off no longer names its parent by a parameter");
         }
-        return sql.formatted("");
+        return sql.formatted(after);
     }
 
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */

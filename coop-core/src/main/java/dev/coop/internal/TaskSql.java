@@ -79,6 +79,7 @@ final class TaskSql {
               SELECT s.message_id, e.type, '~external-task', s.lineage, e.exception::jsonb
                 FROM settled s CROSS JOIN unnest(?::text[], ?::text[]) WITH ORDINALITY AS e(type, exception, n)
                ORDER BY e.n
+              RETURNING 1
             ), {countOff}
             """;
 
