@@ -267,7 +267,8 @@ public final class CoopClient {
         return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload),
                 json.writeContext(context.withMapper(json.mapper())),
                 options.at().map(at -> at.atOffset(ZoneOffset.UTC)).orElse(null),
-                options.idempotencyKey().orElse(null), options.priority(), options.orderingKey().orElse(null));
+                options.idempotencyKey().orElse(null), options.priority(), options.orderingKey().orElse(null),
+                options.businessKey().orElse(null), options.tags());
     }
 
     /**

@@ -36,7 +36,7 @@ public final class ExternalTasks {
         this.schema = schema;
         this.time = time;
         String countOff = Sql.countOffParentOf("(SELECT parent_id FROM settled)",
-                        "AND (SELECT count(*) FROM logged) >= 0")
+                "AND (SELECT count(*) FROM logged) >= 0")
                 .replace("SELECT id, saga, status, message_id, parent_id FROM parent", """
                         SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id, p.parent_id
                           FROM (SELECT 1) one LEFT JOIN parent p ON true""");

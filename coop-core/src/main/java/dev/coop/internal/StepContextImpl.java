@@ -374,7 +374,8 @@ final class StepContextImpl<P> implements StepContext<P> {
         into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
                 engine.json().writeContext(childContext),
                 options.at().map(at -> at.atOffset(java.time.ZoneOffset.UTC)).orElse(null), key,
-                options.priority(), options.orderingKey().orElse(null)));
+                options.priority(), options.orderingKey().orElse(null), options.businessKey().orElse(null),
+                options.tags()));
         return new MessageId(id);
     }
 
