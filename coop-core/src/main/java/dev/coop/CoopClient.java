@@ -607,6 +607,29 @@ public final class CoopClient {
         return inTransaction("list open external tasks", c -> tasks.tasks().openTasks(c, name, limit));
     }
 
+    /**
+     * Sends a signal to {@code key}: the step waiting for it ({@link StepContext#awaitSignal(String, String)}) gets
+     * {@code payload} as its task's result and its run goes on; when no step waits for the key yet, the signal is kept
+     * for {@code keepFor} (1 ms to 100 years) and the next step that waits for the key takes it at once. One signal
+     * completes one waiting step; several signals to one key are taken oldest first.
+     */
+    public SignalOutcome signal(String key, Object payload, Duration keepFor) {
+        long keep = dev.coop.internal.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
+        if (keep < 1) {
+            throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
+        }
+        String json = tasks.resultJson(payload);
+        TaskSettlement.Result result = inTransaction("send a signal",
+                c -> tasks.signal(c, key, json, TaskSettlement.CLIENT, keep));
+        result.woken().forEach(saga -> localWake.accept(saga, 1));
+        return result.outcome() == TaskOutcome.SETTLED ? SignalOutcome.DELIVERED : SignalOutcome.KEPT;
+    }
+
+    /** Open external tasks by name, with when the oldest of each was opened (for metrics and dashboards). */
+    public List<dev.coop.inspect.OpenTaskCount> openTaskCounts() {
+        return inTransaction("count open external tasks", c -> tasks.tasks().countOpen(c));
+    }
+
     private TaskOutcome settleTask(String what, Tx.Work<TaskSettlement.Result> work) {
         TaskSettlement.Result result = inTransaction(what, work);
         result.woken().forEach(saga -> localWake.accept(saga, 1));

@@ -67,7 +67,8 @@ public final class LaunchOptions {
      */
     public LaunchOptions idempotencyKey(String key) {
         once("idempotencyKey", idempotencyKey);
-        return new LaunchOptions(Limits.key("An idempotency key", key), priority, orderingKey, at, context, businessKey, tags);
+        return new LaunchOptions(Limits.key("An idempotency key", key), priority, orderingKey, at, context, businessKey,
+                tags);
     }
 
     /** These options with a priority between {@value #MIN_PRIORITY} and {@value #MAX_PRIORITY}; higher runs first. */
@@ -86,14 +87,16 @@ public final class LaunchOptions {
      */
     public LaunchOptions orderingKey(String key) {
         once("orderingKey", orderingKey);
-        return new LaunchOptions(idempotencyKey, priority, Limits.key("An ordering key", key), at, context, businessKey, tags);
+        return new LaunchOptions(idempotencyKey, priority, Limits.key("An ordering key", key), at, context, businessKey,
+                tags);
     }
 
     /** These options with a start time: the runs start at {@code at}, not before (a delayed launch). */
     public LaunchOptions at(Instant at) {
         once("at", this.at);
         Objects.requireNonNull(at, "at");
-        return new LaunchOptions(idempotencyKey, priority, orderingKey, Limits.instant("A start time", at), context, businessKey, tags);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, Limits.instant("A start time", at), context,
+                businessKey, tags);
     }
 
     /** These options with context the runs start with (added to the launching run's own, for a step's launch). */

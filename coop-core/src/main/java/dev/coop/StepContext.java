@@ -111,6 +111,15 @@ public interface StepContext<P> {
     ExternalTask openTask(String name, Object payload, TaskOptions options);
 
     /**
+     * Waits for a signal sent to {@code key} ({@link CoopClient#signal(String, Object, java.time.Duration)}): opens an
+     * external task named {@code name} with {@code key} as its correlation key, which the oldest signal kept for the
+     * key completes at once (when this step commits), or else the next signal sent to it. The next step reads the
+     * signal's payload with {@link #taskResult(String, Class)}. The wait is bounded by the run's deadlines, like any
+     * external task's.
+     */
+    ExternalTask awaitSignal(String name, String key);
+
+    /**
      * The result of the one external task named {@code name} that the previous step opened (see
      * {@link #childResults()} for which step that is; when its child-failure handler opened the task again, the
      * handler's), read as {@code type}.

@@ -65,7 +65,7 @@ class BusinessKeyTest {
                 .isInstanceOf(CoopValidationException.class).hasMessageContaining("at most 255");
         assertThatThrownBy(() -> LaunchOptions.none().businessKey("a").businessKey("b"))
                 .isInstanceOf(CoopValidationException.class).hasMessageContaining("already set");
-        assertThatThrownBy(() -> LaunchOptions.none().tags()).isInstanceOf(CoopValidationException.class)
+        assertThatThrownBy(() -> LaunchOptions.none().tags(new String[0])).isInstanceOf(CoopValidationException.class)
                 .hasMessageContaining("1 to 10 tags");
         assertThatThrownBy(() -> LaunchOptions.none().tags("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"))
                 .isInstanceOf(CoopValidationException.class).hasMessageContaining("was 11");

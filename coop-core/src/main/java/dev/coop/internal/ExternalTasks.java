@@ -81,6 +81,14 @@ public final class ExternalTasks {
      * @throws CoopValidationException when a key is held by an open task (the step then fails)
      */
     int open(Connection c, Opener o, List<TaskRequest> tasks) throws SQLException {
+        String[] results = new String[tasks.size()];
+        int taken = 0;
+        for (int k = 0; k < tasks.size(); k++) {
+            if (tasks.get(k).signal()) {
+                results[k] = takeSignal(c, tasks.get(k).key());
+                taken += results[k] == null ? 0 : 1;
+            }
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.OPEN))) {
             int i = 0;
             ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::messageId).toArray()));
@@ -91,34 +99,75 @@ public final class ExternalTasks {
             ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::key).toArray()));
             ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationTopic).toArray()));
             ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationPayload).toArray()));
-            ps.setObject(++i, time.bind());
+            ps.setArray(++i, c.createArrayOf("text", results));
+            OffsetDateTime now = time.bind();
+            ps.setObject(++i, now); // message.created_at
             var lineage = c.createArrayOf("uuid", o.run().lineage());
             ps.setString(++i, o.run().saga());
             ps.setString(++i, o.engine());
             ps.setString(++i, o.step());
             ps.setArray(++i, lineage);
             ps.setString(++i, o.context());
-            ps.setArray(++i, lineage);
+            ps.setArray(++i, lineage); // runs
             ps.setObject(++i, o.run().id());
             ps.setInt(++i, o.seq());
             ps.setString(++i, o.context());
-            ps.setObject(++i, time.bind());
-            ps.setObject(++i, o.run().id());
+            for (int k = 0; k < 3; k++) {
+                ps.setObject(++i, now);
+            }
+            ps.setArray(++i, lineage); // taken
+            ps.setObject(++i, o.run().id()); // tasks
             ps.setInt(++i, o.seq());
             ps.setObject(++i, o.run().lineage()[0]);
             ps.setObject(++i, o.deadline());
-            ps.setObject(++i, time.bind());
-            List<String> taken = new ArrayList<>();
+            ps.setObject(++i, now);
+            ps.setObject(++i, now);
+            List<String> keysTaken = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    taken.add(rs.getString(1));
+                    keysTaken.add(rs.getString(1));
                 }
             }
-            if (!taken.isEmpty()) {
-                throw new CoopValidationException("External task key(s) " + taken
+            if (!keysTaken.isEmpty()) {
+                throw new CoopValidationException("External task key(s) " + keysTaken
                         + " already held by an open task; a key addresses one open task at a time");
             }
-            return tasks.size();
+            return tasks.size() - taken;
+        }
+    }
+
+    /** The oldest unexpired signal kept for {@code key} (JSON text), taken; null when none. */
+    private String takeSignal(Connection c, String key) throws SQLException {
+        lockSignalKey(c, key);
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TAKE_SIGNAL))) {
+            ps.setString(1, key);
+            ps.setObject(2, time.bind());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    /** The advisory lock of a signal key, held until the transaction ends. */
+    void lockSignalKey(Connection c, String key) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(TaskSql.LOCK_SIGNAL_KEY)) {
+            ps.setString(1, key);
+            ps.executeQuery().close();
+        }
+    }
+
+    /** Keeps a signal that no open task took, until {@code keepMillis} from now. */
+    void keepSignal(Connection c, String key, String payload, String sender, long keepMillis) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.KEEP_SIGNAL))) {
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, now);
+            ps.setString(2, key);
+            ps.setString(3, payload);
+            ps.setString(4, sender);
+            ps.setObject(5, now);
+            ps.setObject(6, now);
+            ps.setLong(7, keepMillis);
+            ps.executeUpdate();
         }
     }
 
@@ -190,6 +239,19 @@ public final class ExternalTasks {
             ps.setString(2, name);
             ps.setInt(3, limit);
             return read(ps);
+        }
+    }
+
+    /** Open tasks by name, with the oldest's creation time. */
+    public List<dev.coop.inspect.OpenTaskCount> countOpen(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.COUNT_OPEN));
+                ResultSet rs = ps.executeQuery()) {
+            List<dev.coop.inspect.OpenTaskCount> counts = new ArrayList<>();
+            while (rs.next()) {
+                counts.add(new dev.coop.inspect.OpenTaskCount(rs.getString(1), rs.getLong(2),
+                        rs.getObject(3, OffsetDateTime.class).toInstant()));
+            }
+            return counts;
         }
     }
 

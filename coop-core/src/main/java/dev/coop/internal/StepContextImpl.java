@@ -217,6 +217,15 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     @Override
     public dev.coop.ExternalTask openTask(String name, Object payload, dev.coop.TaskOptions options) {
+        return open(name, payload, options, false);
+    }
+
+    @Override
+    public dev.coop.ExternalTask awaitSignal(String name, String key) {
+        return open(name, java.util.Map.of("signal", key), dev.coop.TaskOptions.none().key(key), true);
+    }
+
+    private dev.coop.ExternalTask open(String name, Object payload, dev.coop.TaskOptions options, boolean signal) {
         Objects.requireNonNull(options, "options");
         checkOpen("open external tasks");
         if (kind != Kind.STEP) {
@@ -234,7 +243,7 @@ final class StepContextImpl<P> implements StepContext<P> {
                 : engine.json().writePayload(options.compensationTopic().get(),
                         options.compensationPayload().orElseThrow());
         TaskRequest task = new TaskRequest(Uuids.v7(), Uuids.v7(), name, engine.json().writePayload(topic, payload),
-                ExternalTasks.newToken(), key, compensationTopic, compensation);
+                ExternalTasks.newToken(), key, compensationTopic, compensation, signal);
         tasks.add(task);
         return new dev.coop.ExternalTask(name, new MessageId(task.messageId()), task.token(), options.key());
     }

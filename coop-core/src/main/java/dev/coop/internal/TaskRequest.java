@@ -7,7 +7,8 @@ import java.util.UUID;
  *
  * @param compensationTopic the topic launched if the scope rolls back after the task completed, or null
  * @param compensationPayload its payload (JSON text), or null
+ * @param signal whether a signal kept for its key completes it at once (a step waiting for a signal)
  */
 public record TaskRequest(UUID runId, UUID messageId, String name, String payload, String token, String key,
-        String compensationTopic, String compensationPayload) {
+        String compensationTopic, String compensationPayload, boolean signal) {
 }

@@ -83,6 +83,25 @@ public final class TaskSettlement {
         return new Result(TaskOutcome.SETTLED, woken);
     }
 
+    /**
+     * Sends a signal to a key: completes the open task holding the key, or else keeps the signal (for
+     * {@code keepMillis}) for the next step that waits for the key. Under the key's advisory lock, which a step
+     * waiting for the key takes too.
+     */
+    public Result signal(Connection c, String key, String payloadJson, String sender, long keepMillis)
+            throws SQLException {
+        tasks.lockSignalKey(c, dev.coop.TaskOptions.none().key(key).key().orElseThrow()); // validated as a task key
+        ExternalTasks.Settled settled = tasks.settle(c, key, true, payloadJson, null, sender);
+        if (settled.settled()) {
+            Store.Counted parent = settled.parent();
+            return new Result(dev.coop.TaskOutcome.SETTLED, parent != null && parent.status() == RunStatus.RUNNABLE
+                    ? Set.of(parent.saga())
+                    : Set.of());
+        }
+        tasks.keepSignal(c, key, payloadJson, sender, keepMillis);
+        return new Result(dev.coop.TaskOutcome.ALREADY_SETTLED, Set.of()); // kept: see CoopClient.signal
+    }
+
     private TaskOutcome already(Connection c, String tokenOrKey, boolean complete, String resultJson,
             String failureJson) throws SQLException {
         ExternalTasks.Address address = ExternalTasks.address(tokenOrKey);

@@ -17,25 +17,35 @@ final class TaskSql {
     static final String OPEN = """
             WITH input AS (
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-                                   ?::text[])
-                       WITH ORDINALITY AS u(mid, rid, name, payload, token, task_key, ctopic, cpayload, n)
+                                   ?::text[], ?::text[])
+                       WITH ORDINALITY AS u(mid, rid, name, payload, token, task_key, ctopic, cpayload, result, n)
             ), msg AS (
               INSERT INTO {schema}.message (id, topic, payload, created_at)
               SELECT mid, name, payload::jsonb, {now} FROM input ORDER BY n
             ), emitted AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
               SELECT mid, 'EMITTED', ?, ?, ?, ?::uuid[], ? FROM input ORDER BY n
-            ), runs AS (
+              RETURNING 1
+            ), runs AS ( -- a task that took a kept signal is completed at once (result set)
               INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
-                                        runnable_at)
-              SELECT rid, mid, '~external-task', ?::uuid[] || ARRAY[rid], ?::uuid, ?::int, 'WAITING', ?, {now}
+                                        runnable_at, result, started_at, finished_at)
+              SELECT rid, mid, '~external-task', ?::uuid[] || ARRAY[rid], ?::uuid, ?::int,
+                     CASE WHEN result IS NULL THEN 'WAITING' ELSE 'COMMITTED' END, ?, {now}, result,
+                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END
                 FROM input ORDER BY n
+            ), taken AS (
+              INSERT INTO {schema}.event (message_id, type, saga, lineage)
+              SELECT i.mid, e.type, '~external-task', ?::uuid[] || ARRAY[i.rid]
+                FROM input i CROSS JOIN (VALUES (1, 'SEEN'), (2, 'COMMITTED')) AS e(k, type)
+               WHERE i.result IS NOT NULL AND (SELECT count(*) FROM emitted) >= 0
+               ORDER BY i.n, e.k
             ), tasks AS (
               INSERT INTO {schema}.external_task (run_id, message_id, parent_id, parent_seq, root_id, name, token,
                                                   task_key, compensation_topic, compensation_payload, deadline_at,
-                                                  created_at)
+                                                  created_at, state, settled_at, settled_by)
               SELECT rid, mid, ?::uuid, ?::int, ?::uuid, name, token, task_key, ctopic, cpayload, ?::timestamptz,
-                     {now}
+                     {now}, CASE WHEN result IS NULL THEN 'OPEN' ELSE 'COMPLETED' END,
+                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN 'signal' END
                 FROM input ORDER BY n
               ON CONFLICT (task_key) WHERE state = 'OPEN' DO NOTHING
               RETURNING task_key
@@ -105,6 +115,39 @@ final class TaskSql {
              WHERE t.state = 'OPEN' AND (?::text IS NULL OR t.name = ?)
              ORDER BY t.created_at
              LIMIT ?
+            """;
+
+    /**
+     * Takes the oldest signal kept for a key (a step opening a task that waits for a signal), after taking the key's
+     * transaction-scoped advisory lock ({@link #LOCK_SIGNAL_KEY}, a statement of its own, so that this one's snapshot
+     * follows it), which a sender takes too: of a signal sent and a task opened at the same time, the later to commit
+     * sees the other.
+     */
+    static final String TAKE_SIGNAL = """
+            DELETE FROM {schema}.signal s
+             WHERE s.id = (SELECT x.id FROM {schema}.signal x
+                            WHERE x.signal_key = ? AND x.expires_at > {now}
+                            ORDER BY x.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING s.payload
+            """;
+
+    /** The sender's side: the key's lock (then, in new statements, deliver to the open task or keep the signal). */
+    static final String LOCK_SIGNAL_KEY = "SELECT pg_advisory_xact_lock(hashtext('coop.signal:' || ?::text)::bigint)";
+
+    /** Keeps a signal no open task took, and deletes up to 100 expired ones (index {@code signal_expiry}). */
+    static final String KEEP_SIGNAL = """
+            WITH expired AS (
+              DELETE FROM {schema}.signal WHERE id IN (SELECT id FROM {schema}.signal WHERE expires_at <= {now}
+                                                         ORDER BY expires_at LIMIT 100)
+            )
+            INSERT INTO {schema}.signal (signal_key, payload, sent_by, created_at, expires_at)
+            VALUES (?, ?, ?, {now}, {now} + ? * interval '1 millisecond')
+            """;
+
+    /** Open tasks by name, with the oldest's creation: a scan of the index of open tasks only. */
+    static final String COUNT_OPEN = """
+            SELECT name, count(*), min(created_at) FROM {schema}.external_task WHERE state = 'OPEN'
+             GROUP BY name ORDER BY name
             """;
 
     /**
