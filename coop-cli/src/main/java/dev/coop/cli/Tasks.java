@@ -151,8 +151,11 @@ final class Tasks {
         if (d.isNegative()) {
             return "0s";
         }
-        return d.toDays() > 0 ? d.toDays() + "d" : d.toHours() > 0 ? d.toHours() + "h"
-                : d.toMinutes() > 0 ? d.toMinutes() + "m" : d.toSeconds() + "s";
+        return d.toDays() > 0
+                ? d.toDays() + "d"
+                : d.toHours() > 0
+                        ? d.toHours() + "h"
+                        : d.toMinutes() > 0 ? d.toMinutes() + "m" : d.toSeconds() + "s";
     }
 
     /** Refusals and bad input are the request failing (exit 1), with Coop's message. */

@@ -19,9 +19,11 @@ import java.util.UUID;
  */
 final class Actions {
     private final CoopClient client;
+    private final TaskActions tasks;
 
     Actions(CoopClient client) {
         this.client = client;
+        this.tasks = new TaskActions(client);
     }
 
     /** Takes {@code {"action", "message" or "lineage", "reason"}}; answers with the outcome and the audit entry. */
@@ -29,10 +31,14 @@ final class Actions {
         String action = text(body, "action");
         String reason = text(body, "reason");
         if (action == null) {
-            throw new Handler.BadRequest(400, "Which action? 'action' is one of cancel, rollback, retry, mark-done");
+            throw new Handler.BadRequest(400, "Which action? 'action' is one of cancel, rollback, retry, mark-done,"
+                    + " complete-task, fail-task");
         }
         if (reason == null) {
             throw new Handler.BadRequest(400, "A reason is required: it is recorded with your name in the audit");
+        }
+        if (TaskActions.handles(action)) {
+            return tasks.take(action, body, reason, actor, mapper);
         }
         Lineage lineage = lineage(body);
         MessageId message = lineage != null ? new MessageId(lineage.root()) : message(body);

@@ -92,8 +92,39 @@ public final class Handler {
             case "events" -> events(ex);
             case "schedules" -> schedules();
             case "joins" -> joins(ex);
+            case "tasks" -> tasks(ex);
             default -> throw new BadRequest(404, "No such API: /api/" + what);
         };
+    }
+
+    /** Open external tasks, oldest first ({@code ?name=}, {@code ?limit=}), or one by {@code ?task=} token or key. */
+    private ObjectNode tasks(Exchange ex) {
+        String task = Params.text(ex, "task");
+        java.util.List<dev.coop.inspect.TaskView> tasks = task != null
+                ? client.externalTask(task).stream().toList()
+                : client.openTasks(Params.text(ex, "name"), (int) Params.integer(ex, "limit", 100, 1, 10_000));
+        ObjectNode o = mapper.createObjectNode();
+        com.fasterxml.jackson.databind.node.ArrayNode list = o.putArray("tasks");
+        java.time.Instant now = client.now();
+        for (dev.coop.inspect.TaskView t : tasks) {
+            ObjectNode n = list.addObject();
+            n.put("runId", t.runId().toString());
+            n.put("messageId", t.message().toString());
+            n.put("rootMessageId", t.lineage().getFirst().toString());
+            n.set("lineage", mapper.valueToTree(t.lineage().stream().map(Object::toString).toList()));
+            n.put("name", t.name());
+            n.put("key", t.key().orElse(null));
+            n.put("token", t.token());
+            n.put("state", t.state().name());
+            n.put("createdAt", t.createdAt().toString());
+            n.put("ageSeconds", Math.max(0, java.time.Duration.between(t.createdAt(), now).toSeconds()));
+            n.put("deadline", t.deadline().map(Object::toString).orElse(null));
+            n.put("settledBy", t.settledBy().orElse(null));
+            n.put("failure", t.failure().orElse(null));
+        }
+        ObjectNode counts = o.putObject("openByName");
+        client.openTaskCounts().forEach(c -> counts.put(c.name(), c.open()));
+        return o;
     }
 
     private ObjectNode session(Caller caller) {
