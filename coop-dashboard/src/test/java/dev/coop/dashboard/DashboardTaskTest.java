@@ -27,7 +27,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /** Open external tasks on the dashboard; operators complete or fail them, audited; viewers may only look. */
 class DashboardTaskTest {
     @RegisterExtension
-    static final CoopDatabase db = new CoopDatabase(8);
+    static final CoopDatabase db = new CoopDatabase();
 
     record Request(String id) {
     }
@@ -43,7 +43,7 @@ class DashboardTaskTest {
                 .step("ask", step -> step.openTask("approval", step.payload(),
                         TaskOptions.none().key("approval/" + step.payload().id())))
                 .build();
-        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start();
+        try (CoopEngine engine = Coop.engine(dataSource).workers(2).register(saga).start();
                 DashboardServer server = DashboardServer.builder(engine.client()).port(0)
                         .token("operator-token-0123456789", Role.OPERATOR)
                         .token("viewer-token-0123456789", Role.VIEWER).start()) {
@@ -76,6 +76,18 @@ class DashboardTaskTest {
                     .containsExactly("complete-task", "complete-task");
             assertThat(client.audit(yes).getFirst().reason()).isEqualTo("called the manager");
             assertThat(client.audit(no)).extracting(AuditEntry::outcome).containsExactly("SETTLED");
+
+            // the search box finds a hierarchy by an external task's key, or by a business key
+            assertThat(JSON.readTree(get(server, "api/find?q=approval/1", "viewer-token-0123456789").body())
+                    .get("messageId").asText()).isEqualTo(yes.toString());
+            MessageId keyed = client.launch(topic, new Request("3"),
+                    dev.coop.LaunchOptions.none().businessKey("order/3"));
+            assertThat(JSON.readTree(get(server, "api/find?q=order/3", "viewer-token-0123456789").body())
+                    .get("messageId").asText()).isEqualTo(keyed.toString());
+            assertThat(get(server, "api/find?q=nothing-here", "viewer-token-0123456789").statusCode())
+                    .isEqualTo(404);
+            assertThat(get(server, "api/runs?key=order/3", "viewer-token-0123456789").body())
+                    .contains(keyed.toString());
         }
     }
 

@@ -93,8 +93,39 @@ public final class Handler {
             case "schedules" -> schedules();
             case "joins" -> joins(ex);
             case "tasks" -> tasks(ex);
+            case "find" -> find(Params.text(ex, "q"));
             default -> throw new BadRequest(404, "No such API: /api/" + what);
         };
+    }
+
+    /**
+     * The search box: a business key (the newest hierarchy launched with it) or an external task's key or token (its
+     * hierarchy), found through indexes; message ids and lineages are opened by the page itself.
+     */
+    private ObjectNode find(String q) {
+        if (q == null) {
+            throw new BadRequest(400, "Search for what? 'q' is a business key or an external task's key or token");
+        }
+        ObjectNode o = mapper.createObjectNode();
+        try {
+            var task = client.externalTask(q);
+            if (task.isPresent()) {
+                o.put("messageId", task.get().lineage().getFirst().toString());
+                o.put("runId", task.get().runId().toString());
+                o.put("found", "external task");
+                return o;
+            }
+        } catch (CoopValidationException e) {
+            // not a task key or token (a business key may still match)
+        }
+        var runs = client.runs(RunQuery.newest().businessKey(q).limit(1));
+        if (runs.isEmpty()) {
+            throw new BadRequest(404, "Nothing has the business key, task key or token '" + q + "'");
+        }
+        o.put("messageId", runs.getFirst().lineage().root().toString());
+        o.put("runId", runs.getFirst().runId().toString());
+        o.put("found", "business key");
+        return o;
     }
 
     /** Open external tasks, oldest first ({@code ?name=}, {@code ?limit=}), or one by {@code ?task=} token or key. */
@@ -149,6 +180,14 @@ public final class Handler {
         String topic = Params.text(ex, "topic");
         if (topic != null) {
             q = q.topic(topic);
+        }
+        String businessKey = Params.text(ex, "key");
+        if (businessKey != null) {
+            q = q.businessKey(businessKey);
+        }
+        String tag = Params.text(ex, "tag");
+        if (tag != null) {
+            q = q.tag(tag);
         }
         OffsetDateTime since = Params.time(ex, "since");
         if (since != null) {

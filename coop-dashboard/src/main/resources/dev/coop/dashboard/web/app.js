@@ -898,6 +898,12 @@
       const v = document.getElementById('jump-id').value.trim().replace(/[\[\]\s]/g, '');
       if (!v) return;
       const ids = v.split(/[.,]/);
+      if (!/^[0-9a-fA-F-]{36}$/.test(ids[0])) { // a business key, or an external task's key or token
+        api('find?q=' + encodeURIComponent(document.getElementById('jump-id').value.trim()))
+          .then(r => { location.hash = '#/h/' + q(r.messageId) + '?run=' + q(r.runId); })
+          .catch(err => flash(err.message, true));
+        return;
+      }
       location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
     });
     document.addEventListener('keydown', e => {
