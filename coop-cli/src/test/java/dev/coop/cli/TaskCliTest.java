@@ -50,7 +50,8 @@ class TaskCliTest {
 
             String list = coop("tasks");
             assertThat(list).contains("approval/1", "approval/2", "OPEN", "ct_");
-            assertThat(coop("tasks", "approval/1", "--json")).contains("\"state\" : \"OPEN\"", "\"name\" : \"approval\"");
+            assertThat(coop("tasks", "approval/1", "--json")).contains("\"state\" : \"OPEN\"",
+                    "\"name\" : \"approval\"");
             assertThat(coop("complete", "approval/1", "--result", "\"yes\"", "--actor", "ops:ada"))
                     .contains("completed");
             assertThat(coop("complete", "approval/1", "--result", "\"yes\"")).contains("already");
