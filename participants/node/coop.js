@@ -10,6 +10,7 @@
  * counts finished runs off at their parent (committing a parent whose last step already ran, and so on up); settles
  * join members; rolls back (children first, then compensations, newest step first) when a step fails, when a child
  * failed, when its scope is cancelled, or when its parent asks it to. LISTEN/NOTIFY wakes it; a poll keeps it correct.
+ * It also completes external tasks that any saga opened (completeTask; complete-task.js from a shell).
  *
  * Left out, to stay small: child-failure handlers, retry policies, loops (Flow), sleeps, finally parts, results read
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
