@@ -19,13 +19,16 @@ public final class TaskOptions {
     /** Correlation keys may not start with this: it is how tokens start. */
     public static final String TOKEN_PREFIX = "ct_";
 
-    private static final TaskOptions NONE = new TaskOptions(null, null, null);
+    private static final TaskOptions NONE = new TaskOptions(null, null, null, null);
 
     private final String key;
     private final Topic<?> compensationTopic;
     private final Object compensationPayload;
+    private final java.time.Duration timeout;
 
-    private TaskOptions(String key, Topic<?> compensationTopic, Object compensationPayload) {
+    private TaskOptions(String key, Topic<?> compensationTopic, Object compensationPayload,
+            java.time.Duration timeout) {
+        this.timeout = timeout;
         this.key = key;
         this.compensationTopic = compensationTopic;
         this.compensationPayload = compensationPayload;
@@ -50,7 +53,7 @@ public final class TaskOptions {
             throw new CoopValidationException("An external task's key must not start with '" + TOKEN_PREFIX
                     + "' (tokens do), was '" + key + "'");
         }
-        return new TaskOptions(key, compensationTopic, compensationPayload);
+        return new TaskOptions(key, compensationTopic, compensationPayload, timeout);
     }
 
     /**
@@ -65,7 +68,28 @@ public final class TaskOptions {
             throw new CoopValidationException("compensation was already set to topic '" + compensationTopic.name()
                     + "'");
         }
-        return new TaskOptions(key, topic, payload);
+        return new TaskOptions(key, topic, payload, timeout);
+    }
+
+    /**
+     * These options with a timeout of the task's own, from the start of the step that opens it: a task nobody settled
+     * by then is settled {@link TaskState#TIMED_OUT} by Coop, a child failure of the step (its child-failure handler
+     * may open it again, or go on without it; otherwise the run rolls back). The run's own deadlines apply as well.
+     */
+    public TaskOptions timeout(java.time.Duration timeout) {
+        if (this.timeout != null) {
+            throw new CoopValidationException("timeout was already set to " + this.timeout);
+        }
+        Limits.delay("An external task's timeout", Objects.requireNonNull(timeout, "timeout"));
+        if (timeout.isZero()) {
+            throw new CoopValidationException("An external task's timeout must be positive, was " + timeout);
+        }
+        return new TaskOptions(key, compensationTopic, compensationPayload, timeout);
+    }
+
+    /** The task's own timeout, if one was set. */
+    public Optional<java.time.Duration> timeout() {
+        return Optional.ofNullable(timeout);
     }
 
     public Optional<String> key() {

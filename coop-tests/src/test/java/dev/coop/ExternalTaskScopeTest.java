@@ -64,6 +64,36 @@ class ExternalTaskScopeTest {
     }
 
     @Test
+    void a_task_past_its_own_timeout_is_a_child_failure_the_handler_can_recover_from(DataSource dataSource) {
+        Topic<Order> topic = Topic.of("task-timeout", Order.class);
+        Saga<Order> saga = Saga.on(topic, "task-timeout-saga")
+                .step("ask", step -> tokens.put("timeout", step.openTask("approval", step.payload(),
+                        TaskOptions.none().timeout(Duration.ofMillis(300))).token()))
+                .onChildFailure((step, failure, handling, pending) -> {
+                    tokens.put("timeout-failure", failure.failure().causes().getFirst().message());
+                    tokens.put("timeout-again", step.openTask("approval", step.payload()).token());
+                    return pending;
+                })
+                .step("after", step -> step.setResult(step.taskResult("approval", String.class)))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(topic, new Order("t", 1));
+            String first = awaitToken(client, "timeout");
+            String again = awaitToken(client, "timeout-again"); // opened by the handler after the timeout
+            assertThat(client.externalTask(first).orElseThrow().state()).isEqualTo(TaskState.TIMED_OUT);
+            assertThat(tokens.get("timeout-failure")).contains("was not settled by its timeout");
+            assertThatThrownBy(() -> client.complete(first, "late"))
+                    .isInstanceOfSatisfying(TaskRefusedException.class,
+                            e -> assertThat(e.state()).isEqualTo(TaskState.TIMED_OUT));
+            client.complete(again, "in time");
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.result(id, String.class)).isEqualTo("in time");
+            dev.coop.test.Invariants.assertAll(client.events(id));
+        }
+    }
+
+    @Test
     void a_cancelled_scope_cancels_its_open_tasks(DataSource dataSource) {
         Topic<Order> topic = Topic.of("task-cancel", Order.class);
         Saga<Order> saga = Saga.on(topic, "task-cancel-saga")

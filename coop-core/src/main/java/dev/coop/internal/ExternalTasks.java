@@ -100,6 +100,7 @@ public final class ExternalTasks {
             ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationTopic).toArray()));
             ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationPayload).toArray()));
             ps.setArray(++i, c.createArrayOf("text", results));
+            ps.setArray(++i, c.createArrayOf("timestamptz", tasks.stream().map(TaskRequest::timeoutAt).toArray()));
             OffsetDateTime now = time.bind();
             ps.setObject(++i, now); // message.created_at
             var lineage = c.createArrayOf("uuid", o.run().lineage());
@@ -120,6 +121,8 @@ public final class ExternalTasks {
             ps.setInt(++i, o.seq());
             ps.setObject(++i, o.run().lineage()[0]);
             ps.setObject(++i, o.deadline());
+            ps.setObject(++i, o.deadline());
+            ps.setObject(++i, o.deadline());
             ps.setObject(++i, now);
             ps.setObject(++i, now);
             List<String> keysTaken = new ArrayList<>();
@@ -133,6 +136,32 @@ public final class ExternalTasks {
                         + " already held by an open task; a key addresses one open task at a time");
             }
             return tasks.size() - taken;
+        }
+    }
+
+    /** What timing out a waiting parent's overdue tasks did: how many, and the next timeout (or null). */
+    record TimedOut(int count, OffsetDateTime next) {
+    }
+
+    /** Times out the open tasks of instance {@code seq} of {@code run} whose own timeout passed; see TIME_OUT. */
+    TimedOut timeOut(Connection c, ClaimedRun run, int seq, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TIME_OUT))) {
+            OffsetDateTime now = run.claimedAt();
+            int i = 0;
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, seq);
+            for (int k = 0; k < 3; k++) {
+                ps.setObject(++i, now);
+            }
+            ps.setString(++i, engine);
+            ps.setObject(++i, run.id());
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, seq);
+            ps.setObject(++i, now);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new TimedOut(rs.getInt(1), rs.getObject(2, OffsetDateTime.class));
+            }
         }
     }
 

@@ -243,7 +243,8 @@ final class StepContextImpl<P> implements StepContext<P> {
                 : engine.json().writePayload(options.compensationTopic().get(),
                         options.compensationPayload().orElseThrow());
         TaskRequest task = new TaskRequest(Uuids.v7(), Uuids.v7(), name, engine.json().writePayload(topic, payload),
-                ExternalTasks.newToken(), key, compensationTopic, compensation, signal);
+                ExternalTasks.newToken(), key, compensationTopic, compensation, signal,
+                options.timeout().map(t -> run.claimedAt().plus(t)).orElse(null));
         tasks.add(task);
         return new dev.coop.ExternalTask(name, new MessageId(task.messageId()), task.token(), options.key());
     }

@@ -389,6 +389,8 @@ final class StepExecutor {
                 children = decisions.onWait(c, run, saga, context.context(), false, run.stepsDone(), children,
                         advance);
                 advance.pending(children);
+                context.tasks.stream().map(TaskRequest::timeoutAt).filter(java.util.Objects::nonNull)
+                        .min(java.util.Comparator.naturalOrder()).ifPresent(at -> Decisions.wakeAt(advance, at));
             }
             if (children == 0) {
                 advance.status(nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE)

@@ -17,8 +17,9 @@ final class TaskSql {
     static final String OPEN = """
             WITH input AS (
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-                                   ?::text[], ?::text[])
-                       WITH ORDINALITY AS u(mid, rid, name, payload, token, task_key, ctopic, cpayload, result, n)
+                                   ?::text[], ?::text[], ?::timestamptz[])
+                       WITH ORDINALITY AS u(mid, rid, name, payload, token, task_key, ctopic, cpayload, result,
+                                            timeout_at, n)
             ), msg AS (
               INSERT INTO {schema}.message (id, topic, payload, created_at)
               SELECT mid, name, payload::jsonb, {now} FROM input ORDER BY n
@@ -42,9 +43,11 @@ final class TaskSql {
             ), tasks AS (
               INSERT INTO {schema}.external_task (run_id, message_id, parent_id, parent_seq, root_id, name, token,
                                                   task_key, compensation_topic, compensation_payload, deadline_at,
-                                                  created_at, state, settled_at, settled_by)
-              SELECT rid, mid, ?::uuid, ?::int, ?::uuid, name, token, task_key, ctopic, cpayload, ?::timestamptz,
-                     {now}, CASE WHEN result IS NULL THEN 'OPEN' ELSE 'COMPLETED' END,
+                                                  timeout_at, created_at, state, settled_at, settled_by)
+              SELECT rid, mid, ?::uuid, ?::int, ?::uuid, name, token, task_key, ctopic, cpayload,
+                     CASE WHEN ?::timestamptz IS NULL OR timeout_at < ?::timestamptz THEN timeout_at
+                          ELSE ?::timestamptz END,
+                     timeout_at, {now}, CASE WHEN result IS NULL THEN 'OPEN' ELSE 'COMPLETED' END,
                      CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN 'signal' END
                 FROM input ORDER BY n
               ON CONFLICT (task_key) WHERE state = 'OPEN' DO NOTHING
@@ -53,6 +56,47 @@ final class TaskSql {
             SELECT i.task_key FROM input i
              WHERE i.task_key IS NOT NULL
                AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_key = i.task_key)
+            """;
+
+    /**
+     * A waiting parent claimed early times out the open tasks of its instance whose own timeout passed (locked first,
+     * {@code SKIP LOCKED}: a task being completed right now is left to that completion): the runs end ROLLED_BACK, the
+     * tasks TIMED_OUT, and the parent counts them as failed children. Returns how many, and the next timeout of the
+     * instance's open tasks.
+     */
+    static final String TIME_OUT = """
+            WITH d AS (
+              SELECT r.id FROM {schema}.external_task t JOIN {schema}.run r ON r.id = t.run_id
+               WHERE t.parent_id = ? AND t.parent_seq = ? AND t.state = 'OPEN' AND t.timeout_at <= {now}
+                 AND r.started_at IS NULL AND r.status IN ('WAITING', 'RUNNABLE')
+               ORDER BY r.id
+               FOR UPDATE OF r SKIP LOCKED
+            ), settled AS (
+              UPDATE {schema}.run r
+                 SET status = 'ROLLED_BACK', phase = 'ROLLBACK', finished_at = {now}, version = r.version + 1,
+                     failure = jsonb_build_object(
+                         'message', format('External task %s was not settled by its timeout (%s)', t.name,
+                                           t.timeout_at),
+                         'type', 'dev.coop.failure.ExternalTaskTimedOutException', 'source', 'coop',
+                         'stackTrace', '[]'::jsonb, 'causes', '[]'::jsonb)
+                FROM d, {schema}.external_task t
+               WHERE r.id = d.id AND t.run_id = d.id
+              RETURNING r.id, r.message_id, r.lineage, r.failure
+            ), tasks AS (
+              UPDATE {schema}.external_task t SET state = 'TIMED_OUT', settled_at = {now}, settled_by = 'coop'
+                FROM settled s WHERE t.run_id = s.id
+            ), logged AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception)
+              SELECT s.message_id, e.type, '~external-task', ?, s.lineage, CASE WHEN e.n = 1 THEN s.failure END
+                FROM settled s CROSS JOIN (VALUES (1, 'ROLLING_BACK'), (2, 'ROLLED_BACK')) AS e(n, type)
+               ORDER BY s.id, e.n
+            ), counted AS (
+              UPDATE {schema}.run p SET failed_children = p.failed_children + (SELECT count(*) FROM settled)::int
+               WHERE p.id = ? AND EXISTS (SELECT 1 FROM settled)
+            )
+            SELECT (SELECT count(*) FROM settled)::int,
+                   (SELECT min(t.timeout_at) FROM {schema}.external_task t
+                     WHERE t.parent_id = ? AND t.parent_seq = ? AND t.state = 'OPEN' AND t.timeout_at > {now})
             """;
 
     /** How a task is found: by its token, or by the key of the open task that holds it. */

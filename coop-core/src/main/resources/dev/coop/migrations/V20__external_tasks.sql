@@ -18,6 +18,7 @@ CREATE TABLE {schema}.external_task (
     compensation_topic   text,
     compensation_payload text,
     deadline_at          timestamptz,
+    timeout_at           timestamptz,
     created_at           timestamptz NOT NULL,
     settled_at           timestamptz,
     settled_by           text
