@@ -12,6 +12,7 @@ import dev.coop.inspect.ParkedRun;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.SagaVersionSummary;
+import dev.coop.inspect.TaskView;
 import dev.coop.inspect.RunView;
 import dev.coop.join.Joins;
 import dev.coop.schedule.Schedule;
@@ -32,6 +33,7 @@ import dev.coop.internal.Retention;
 import dev.coop.internal.SchemaName;
 import dev.coop.internal.Schedules;
 import dev.coop.internal.Store;
+import dev.coop.internal.TaskSettlement;
 import dev.coop.internal.Time;
 import dev.coop.internal.Topology;
 import dev.coop.internal.Tx;
@@ -44,6 +46,7 @@ import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -85,6 +88,7 @@ public final class CoopClient {
     private final long maxPauseNanos;
     private final Time time;
     private final Listeners listeners;
+    private final TaskSettlement tasks;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
             java.util.function.ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
@@ -107,6 +111,7 @@ public final class CoopClient {
         this.inspection = new Inspection(schema);
         this.schedules = new Schedules(schema, time);
         this.audit = new AuditLog(schema);
+        this.tasks = new TaskSettlement(schema, time, json);
         this.json = json;
         this.completions = completions;
         this.localWake = localWake;
@@ -258,7 +263,8 @@ public final class CoopClient {
         return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload),
                 json.writeContext(context.withMapper(json.mapper())),
                 options.at().map(at -> at.atOffset(ZoneOffset.UTC)).orElse(null),
-                options.idempotencyKey().orElse(null), options.priority(), options.orderingKey().orElse(null));
+                options.idempotencyKey().orElse(null), options.priority(), options.orderingKey().orElse(null),
+                options.businessKey().orElse(null), options.tags());
     }
 
     /**
@@ -529,6 +535,126 @@ public final class CoopClient {
     public boolean markStepDone(Lineage run) {
         Objects.requireNonNull(run, "run");
         return inTransaction("mark the step of run " + run + " done", c -> operations.resolveParked(c, run, true));
+    }
+
+    /**
+     * Completes the external task a token or correlation key names with {@code result}, which the parent's next step
+     * reads like a child's result ({@link StepContext#taskResult(String, Class)}). One statement: the task's run is
+     * counted off at its parent, which continues (in whichever engine claims it) when it waits for nothing else.
+     *
+     * @return {@link TaskOutcome#ALREADY_SETTLED} when the task was completed before with an equal result
+     * @throws dev.coop.failure.TaskRefusedException when it was settled otherwise (another result, failed, timed
+     *         out, cancelled, compensated); the message names the first settlement
+     * @throws CoopValidationException for a malformed token or key, one no task has, or a result over the payload
+     *         limit
+     */
+    public TaskOutcome complete(String tokenOrKey, Object result) {
+        return complete(tokenOrKey, result, TaskSettlement.CLIENT);
+    }
+
+    /** As {@link #complete(String, Object)}, recording who completed it ({@code actor}, 1-200 characters). */
+    public TaskOutcome complete(String tokenOrKey, Object result, String actor) {
+        String json = tasks.resultJson(result);
+        String who = auditText("actor", actor, TaskSettlement.MAX_ACTOR_LENGTH);
+        return settleTask("complete external task", c -> tasks.settle(c, tokenOrKey, true, json, null, who));
+    }
+
+    /**
+     * Completes an external task in the caller's transaction ({@code connection}, not committed here): nothing
+     * happens if it rolls back. The parent is woken by the database's notification when it commits.
+     */
+    public TaskOutcome complete(Connection connection, String tokenOrKey, Object result) {
+        Objects.requireNonNull(connection, "connection");
+        String json = tasks.resultJson(result);
+        return inCallers("complete external task",
+                () -> tasks.settle(connection, tokenOrKey, true, json, null, TaskSettlement.CLIENT));
+    }
+
+    /**
+     * Fails the external task a token or correlation key names: a child failure of the step that opened it (its
+     * child-failure handler may recover, retry or choose the next step; otherwise the run rolls back with this
+     * failure, type {@code dev.coop.failure.ExternalTaskFailedException}, in its distributed stack trace).
+     * Idempotent like {@link #complete(String, Object)}: the same reason again is a no-op.
+     */
+    public TaskOutcome fail(String tokenOrKey, String reason) {
+        return fail(tokenOrKey, reason, TaskSettlement.CLIENT);
+    }
+
+    /** As {@link #fail(String, String)}, recording who failed it ({@code actor}, 1-200 characters). */
+    public TaskOutcome fail(String tokenOrKey, String reason, String actor) {
+        String who = auditText("actor", actor, TaskSettlement.MAX_ACTOR_LENGTH);
+        String failure = TaskSettlement.failureJson(reason, who);
+        return settleTask("fail external task", c -> tasks.settle(c, tokenOrKey, false, null, failure, who));
+    }
+
+    /** Fails an external task in the caller's transaction; see {@link #complete(Connection, String, Object)}. */
+    public TaskOutcome fail(Connection connection, String tokenOrKey, String reason) {
+        Objects.requireNonNull(connection, "connection");
+        String failure = TaskSettlement.failureJson(reason, TaskSettlement.CLIENT);
+        return inCallers("fail external task",
+                () -> tasks.settle(connection, tokenOrKey, false, null, failure, TaskSettlement.CLIENT));
+    }
+
+    /**
+     * The external task a token names, or the open task holding a correlation key (else the latest that held it):
+     * its state tells the outside world whether to go on (a task that timed out or was cancelled need not be done).
+     */
+    public Optional<TaskView> externalTask(String tokenOrKey) {
+        return inTransaction("read external task", c -> tasks.tasks().find(c, tokenOrKey));
+    }
+
+    /** Open external tasks, oldest first, at most {@code limit} (1 to 10,000). */
+    public List<TaskView> openTasks(int limit) {
+        return openTasks(null, limit);
+    }
+
+    /** Open external tasks named {@code name} (null: any), oldest first, at most {@code limit} (1 to 10,000). */
+    public List<TaskView> openTasks(String name, int limit) {
+        if (limit < 1 || limit > 10_000) {
+            throw new CoopValidationException("limit must be between 1 and 10000, was " + limit);
+        }
+        return inTransaction("list open external tasks", c -> tasks.tasks().openTasks(c, name, limit));
+    }
+
+    /**
+     * Sends a signal to {@code key}: the step waiting for it ({@link StepContext#awaitSignal(String, String)}) gets
+     * {@code payload} as its task's result and its run goes on; when no step waits for the key yet, the signal is kept
+     * for {@code keepFor} (1 ms to 100 years) and the next step that waits for the key takes it at once. One signal
+     * completes one waiting step; several signals to one key are taken oldest first.
+     */
+    public SignalOutcome signal(String key, Object payload, Duration keepFor) {
+        long keep = dev.coop.internal.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
+        if (keep < 1) {
+            throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
+        }
+        String json = tasks.resultJson(payload);
+        TaskSettlement.Result result = inTransaction("send a signal",
+                c -> tasks.signal(c, key, json, TaskSettlement.CLIENT, keep));
+        result.woken().forEach(saga -> localWake.accept(saga, 1));
+        return result.outcome() == TaskOutcome.SETTLED ? SignalOutcome.DELIVERED : SignalOutcome.KEPT;
+    }
+
+    /** Open external tasks by name, with when the oldest of each was opened (for metrics and dashboards). */
+    public List<dev.coop.inspect.OpenTaskCount> openTaskCounts() {
+        return inTransaction("count open external tasks", c -> tasks.tasks().countOpen(c));
+    }
+
+    private TaskOutcome settleTask(String what, Tx.Work<TaskSettlement.Result> work) {
+        TaskSettlement.Result result = inTransaction(what, work);
+        result.woken().forEach(saga -> localWake.accept(saga, 1));
+        return result.outcome();
+    }
+
+    private TaskOutcome inCallers(String what, java.util.concurrent.Callable<TaskSettlement.Result> work) {
+        try {
+            return work.call().outcome();
+        } catch (SQLException e) {
+            throw new dev.coop.failure.CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static String reason(String reason) {

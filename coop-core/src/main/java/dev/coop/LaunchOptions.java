@@ -35,16 +35,20 @@ public final class LaunchOptions {
     /** The longest idempotency or ordering key, in characters. */
     public static final int MAX_KEY_LENGTH = Limits.MAX_KEY_LENGTH;
 
-    private static final LaunchOptions NONE = new LaunchOptions(null, null, null, null, null);
+    private static final LaunchOptions NONE = new LaunchOptions(null, null, null, null, null, null, null);
 
     private final String idempotencyKey;
     private final Integer priority;
     private final String orderingKey;
     private final Instant at;
     private final CooperationContext context;
+    private final String businessKey;
+    private final java.util.List<String> tags;
 
     private LaunchOptions(String idempotencyKey, Integer priority, String orderingKey, Instant at,
-            CooperationContext context) {
+            CooperationContext context, String businessKey, java.util.List<String> tags) {
+        this.businessKey = businessKey;
+        this.tags = tags;
         this.idempotencyKey = idempotencyKey;
         this.priority = priority;
         this.orderingKey = orderingKey;
@@ -63,7 +67,8 @@ public final class LaunchOptions {
      */
     public LaunchOptions idempotencyKey(String key) {
         once("idempotencyKey", idempotencyKey);
-        return new LaunchOptions(Limits.key("An idempotency key", key), priority, orderingKey, at, context);
+        return new LaunchOptions(Limits.key("An idempotency key", key), priority, orderingKey, at, context, businessKey,
+                tags);
     }
 
     /** These options with a priority between {@value #MIN_PRIORITY} and {@value #MAX_PRIORITY}; higher runs first. */
@@ -73,7 +78,7 @@ public final class LaunchOptions {
             throw new CoopValidationException("A priority must be between " + MIN_PRIORITY + " and " + MAX_PRIORITY
                     + ", was " + priority);
         }
-        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context, businessKey, tags);
     }
 
     /**
@@ -82,21 +87,74 @@ public final class LaunchOptions {
      */
     public LaunchOptions orderingKey(String key) {
         once("orderingKey", orderingKey);
-        return new LaunchOptions(idempotencyKey, priority, Limits.key("An ordering key", key), at, context);
+        return new LaunchOptions(idempotencyKey, priority, Limits.key("An ordering key", key), at, context, businessKey,
+                tags);
     }
 
     /** These options with a start time: the runs start at {@code at}, not before (a delayed launch). */
     public LaunchOptions at(Instant at) {
         once("at", this.at);
         Objects.requireNonNull(at, "at");
-        return new LaunchOptions(idempotencyKey, priority, orderingKey, Limits.instant("A start time", at), context);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, Limits.instant("A start time", at), context,
+                businessKey, tags);
     }
 
     /** These options with context the runs start with (added to the launching run's own, for a step's launch). */
     public LaunchOptions context(CooperationContext context) {
         once("context", this.context);
         Objects.requireNonNull(context, "context");
-        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context, businessKey, tags);
+    }
+
+    /**
+     * These options with a business key ({@code order/4711}): 1 to {@value #MAX_KEY_LENGTH} characters, no control
+     * characters. Not unique: it labels the hierarchy, so that {@link CoopClient#runs} (and the CLI, the dashboard)
+     * find it by key ({@link dev.coop.inspect.RunQuery#businessKey(String)}), through an index.
+     */
+    public LaunchOptions businessKey(String key) {
+        once("businessKey", businessKey);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context, Limits.key("A business key", key),
+                tags);
+    }
+
+    /** The most tags a launch carries. */
+    public static final int MAX_TAGS = 10;
+    /** The longest tag, in characters. */
+    public static final int MAX_TAG_LENGTH = 100;
+
+    /**
+     * These options with tags ({@code vip}, {@code region:eu}): 1 to {@value #MAX_TAGS} distinct tags of 1 to
+     * {@value #MAX_TAG_LENGTH} characters, no control characters; found with
+     * {@link dev.coop.inspect.RunQuery#tag(String)} through an index.
+     */
+    public LaunchOptions tags(String... tags) {
+        once("tags", this.tags);
+        Objects.requireNonNull(tags, "tags");
+        if (tags.length == 0 || tags.length > MAX_TAGS) {
+            throw new CoopValidationException("A launch carries 1 to " + MAX_TAGS + " tags, was " + tags.length);
+        }
+        java.util.LinkedHashSet<String> distinct = new java.util.LinkedHashSet<>();
+        for (String tag : tags) {
+            Limits.key("A tag", tag);
+            if (tag.length() > MAX_TAG_LENGTH) {
+                throw new CoopValidationException("A tag must be at most " + MAX_TAG_LENGTH + " characters, was "
+                        + tag.length());
+            }
+            if (!distinct.add(tag)) {
+                throw new CoopValidationException("The tag '" + tag + "' was given twice");
+            }
+        }
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context, businessKey,
+                java.util.List.copyOf(distinct));
+    }
+
+    public Optional<String> businessKey() {
+        return Optional.ofNullable(businessKey);
+    }
+
+    /** The tags, empty unless set. */
+    public java.util.List<String> tags() {
+        return tags == null ? java.util.List.of() : tags;
     }
 
     private static void once(String option, Object current) {
@@ -132,12 +190,13 @@ public final class LaunchOptions {
     public boolean equals(Object o) {
         return o instanceof LaunchOptions other && Objects.equals(idempotencyKey, other.idempotencyKey)
                 && Objects.equals(priority, other.priority) && Objects.equals(orderingKey, other.orderingKey)
-                && Objects.equals(at, other.at) && Objects.equals(context, other.context);
+                && Objects.equals(at, other.at) && Objects.equals(context, other.context)
+                && Objects.equals(businessKey, other.businessKey) && Objects.equals(tags, other.tags);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(idempotencyKey, priority, orderingKey, at, context);
+        return Objects.hash(idempotencyKey, priority, orderingKey, at, context, businessKey, tags);
     }
 
     @Override
@@ -157,6 +216,12 @@ public final class LaunchOptions {
         }
         if (context != null) {
             s.append("context=").append(context).append(", ");
+        }
+        if (businessKey != null) {
+            s.append("businessKey=").append(businessKey).append(", ");
+        }
+        if (tags != null) {
+            s.append("tags=").append(tags).append(", ");
         }
         if (s.charAt(s.length() - 1) == ' ') {
             s.setLength(s.length() - 2);

@@ -91,6 +91,45 @@ public interface StepContext<P> {
     <T> T childResult(MessageId message, String saga, Class<T> type);
 
     /**
+     * Opens an external task: a child of this step whose handler lives outside Coop, completed or failed by whoever
+     * holds its token (or key) through {@link CoopClient#complete(String, Object)} and
+     * {@link CoopClient#fail(String, String)}. The run's next step starts when every child and external task of this
+     * step finished; the task inherits this run's deadlines (a missed deadline or a cancellation settles it), its
+     * failure is a child failure, and a rollback of the scope after it completed launches its compensation. Written
+     * when the step commits: a step that fails opened nothing (hand the token out through the step's own writes,
+     * e.g. an outbox row on {@link #connection()}).
+     *
+     * @param name what the task is: 1-200 characters of {@code [A-Za-z0-9._:/-]}, starting with a letter or digit
+     *        (it is the task message's topic)
+     * @param payload what whoever completes it needs to know (JSON-serialisable, within the payload limit)
+     */
+    default ExternalTask openTask(String name, Object payload) {
+        return openTask(name, payload, TaskOptions.none());
+    }
+
+    /** Opens an external task with options (a correlation key, a compensation); see {@link #openTask(String, Object)}. */
+    ExternalTask openTask(String name, Object payload, TaskOptions options);
+
+    /**
+     * Waits for a signal sent to {@code key} ({@link CoopClient#signal(String, Object, java.time.Duration)}): opens an
+     * external task named {@code name} with {@code key} as its correlation key, which the oldest signal kept for the
+     * key completes at once (when this step commits), or else the next signal sent to it. The next step reads the
+     * signal's payload with {@link #taskResult(String, Class)}. The wait is bounded by the run's deadlines, like any
+     * external task's.
+     */
+    ExternalTask awaitSignal(String name, String key);
+
+    /**
+     * The result of the one external task named {@code name} that the previous step opened (see
+     * {@link #childResults()} for which step that is; when its child-failure handler opened the task again, the
+     * handler's), read as {@code type}.
+     *
+     * @throws RunResult.NoResultException when the task failed, timed out or was cancelled (the message says why)
+     * @throws CoopValidationException when the previous step opened no task, or several, of that name
+     */
+    <T> T taskResult(String name, Class<T> type);
+
+    /**
      * Throws a {@link GaveUpException} when this run's scope (or one above it) was cancelled, so a long step can
      * stop early. The step's transaction then rolls back and the run rolls back. Coop also checks at every step
      * boundary.

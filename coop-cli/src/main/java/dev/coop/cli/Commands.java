@@ -141,6 +141,13 @@ final class Commands {
         @Option(names = "--summary", description = "One line: how many runs match, by status (of at most --limit runs)")
         boolean summary;
 
+        @Option(names = "--key", paramLabel = "<business-key>", description = "Only runs of messages launched with"
+                + " this business key")
+        String businessKey;
+
+        @Option(names = "--tag", paramLabel = "<tag>", description = "Only runs of messages launched with this tag")
+        String tag;
+
         @Override
         public void run() {
             RunQuery query;
@@ -154,6 +161,8 @@ final class Commands {
             query = topic == null ? query : query.topic(topic);
             query = since == null ? query : query.since(since);
             query = before == null ? query : query.before(before);
+            query = businessKey == null ? query : query.businessKey(businessKey);
+            query = tag == null ? query : query.tag(tag);
             List<RunSummary> runs = database().client.runs(query);
             if (summary) {
                 java.util.Map<RunStatus, Long> counts = new java.util.EnumMap<>(RunStatus.class);

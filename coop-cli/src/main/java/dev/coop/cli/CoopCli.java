@@ -33,7 +33,8 @@ import picocli.CommandLine.TypeConversionException;
         Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
         Commands.Schedules.class, Commands.Join.class, Commands.Prune.class, Commands.Dashboard.class,
         Commands.Completion.class, Commands.Migrate.class,
-        Sagas.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+        Sagas.class, Tasks.ListTasks.class, Tasks.Complete.class,
+        Tasks.Fail.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",

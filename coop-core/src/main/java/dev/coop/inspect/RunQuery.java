@@ -20,7 +20,7 @@ import java.util.Objects;
  * {@link CoopValidationException} naming the parameter.
  */
 public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
-        int limit) {
+        int limit, String businessKey, String tag) {
     /** The largest page. */
     public static final int MAX_LIMIT = 1000;
 
@@ -52,34 +52,54 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
         return t.withOffsetSameInstant(ZoneOffset.UTC);
     }
 
+    /** A query without a business key or tag. */
+    public RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
+            int limit) {
+        this(status, saga, topic, since, before, limit, null, null);
+    }
+
     /** The 50 newest runs. */
     public static RunQuery newest() {
         return new RunQuery(null, null, null, null, null, 50);
     }
 
+    /**
+     * Only the runs of messages launched with this business key ({@link dev.coop.LaunchOptions#businessKey}); an
+     * index probe of the key.
+     */
+    public RunQuery businessKey(String key) {
+        return new RunQuery(status, saga, topic, since, before, limit, Objects.requireNonNull(key, "businessKey"),
+                tag);
+    }
+
+    /** Only the runs of messages launched with this tag ({@link dev.coop.LaunchOptions#tags}); an index probe. */
+    public RunQuery tag(String t) {
+        return new RunQuery(status, saga, topic, since, before, limit, businessKey, Objects.requireNonNull(t, "tag"));
+    }
+
     public RunQuery status(RunStatus s) {
-        return new RunQuery(Objects.requireNonNull(s, "status"), saga, topic, since, before, limit);
+        return new RunQuery(Objects.requireNonNull(s, "status"), saga, topic, since, before, limit, businessKey, tag);
     }
 
     public RunQuery saga(String s) {
-        return new RunQuery(status, Objects.requireNonNull(s, "saga"), topic, since, before, limit);
+        return new RunQuery(status, Objects.requireNonNull(s, "saga"), topic, since, before, limit, businessKey, tag);
     }
 
     public RunQuery topic(String t) {
-        return new RunQuery(status, saga, Objects.requireNonNull(t, "topic"), since, before, limit);
+        return new RunQuery(status, saga, Objects.requireNonNull(t, "topic"), since, before, limit, businessKey, tag);
     }
 
     /** Only runs created at or after this instant. */
     public RunQuery since(OffsetDateTime t) {
-        return new RunQuery(status, saga, topic, Objects.requireNonNull(t, "since"), before, limit);
+        return new RunQuery(status, saga, topic, Objects.requireNonNull(t, "since"), before, limit, businessKey, tag);
     }
 
     /** Only runs created strictly before this instant (the next page). */
     public RunQuery before(OffsetDateTime t) {
-        return new RunQuery(status, saga, topic, since, Objects.requireNonNull(t, "before"), limit);
+        return new RunQuery(status, saga, topic, since, Objects.requireNonNull(t, "before"), limit, businessKey, tag);
     }
 
     public RunQuery limit(int n) {
-        return new RunQuery(status, saga, topic, since, before, n);
+        return new RunQuery(status, saga, topic, since, before, n, businessKey, tag);
     }
 }

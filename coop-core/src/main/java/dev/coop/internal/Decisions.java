@@ -27,10 +27,12 @@ final class Decisions {
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Decisions.class);
     private final EngineContext engine;
     private final Transitions transitions;
+    private final ExternalTasks tasks;
 
     Decisions(Transitions transitions) {
         this.transitions = transitions;
         this.engine = transitions.engine();
+        this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
     }
 
     CooperationStrategy strategy(Saga<?> saga) {
@@ -75,6 +77,16 @@ final class Decisions {
      * gives up then even when a child cannot start (its engine is down): the barrier timer is brought forward to the
      * deadline, or set there. A deadline at or before {@code notBefore} sets nothing (it was checked already).
      */
+    /**
+     * A waiting run is due again at {@code at} (an external task's own timeout), unless it is due earlier already.
+     */
+    static void wakeAt(Advance advance, OffsetDateTime at) {
+        if (advance.status() == RunStatus.WAITING
+                || (advance.runnableAt() != null && advance.runnableAt().isAfter(at))) {
+            advance.status(RunStatus.RUNNABLE).runnableAt(at);
+        }
+    }
+
     private static void wakeAtDeadline(Advance advance, CooperationContext context, Instant notBefore) {
         Deadline deadline = Deadlines.applying(context, false).orElse(null);
         if (deadline == null || (notBefore != null && !deadline.at().isAfter(notBefore))) {
@@ -103,14 +115,22 @@ final class Decisions {
                 return giveUpWhileWaiting(c, run, saga, seq, reason);
             }
         }
+        // external tasks whose own timeout passed are settled (child failures); the next timeout wakes the run again
+        ExternalTasks.TimedOut timedOut = rollbackPath ? null : tasks.timeOut(c, run, seq, engine.engineId());
+        int waitingFor = run.pendingChildren() - (timedOut == null ? 0 : timedOut.count());
         int notStarted = rollbackPath ? 0 : engine.store().countUnstarted(c, run.id(), seq);
         Barrier barrier = new Barrier(facts(run, saga, context, now, run.cancellation()), rollbackPath,
-                run.waitingSince() == null ? now : run.waitingSince().toInstant(), run.pendingChildren(), notStarted);
+                run.waitingSince() == null ? now : run.waitingSince().toInstant(), waitingFor, notStarted);
         Advance advance = Advance.from(run);
-        int pending = apply(c, run, decide(saga, barrier), rollbackPath, seq, run.pendingChildren(), now, advance);
+        int pending = waitingFor == 0
+                ? 0
+                : apply(c, run, decide(saga, barrier), rollbackPath, seq, waitingFor, now, advance);
         advance.stillWaiting(pending);
         if (pending > 0 && !rollbackPath) {
             wakeAtDeadline(advance, context, now);
+            if (timedOut.next() != null) {
+                wakeAt(advance, timedOut.next());
+            }
         }
         if (pending == 0) {
             advance.status(RunStatus.RUNNABLE).runnableAt(null);

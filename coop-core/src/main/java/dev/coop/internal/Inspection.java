@@ -581,6 +581,14 @@ public final class Inspection {
             where.append(" AND r.created_at < ?");
             values.add(q.before());
         }
+        if (q.businessKey() != null) { // index message_business_key, then run_message
+            where.append(" AND m.business_key = ?");
+            values.add(q.businessKey());
+        }
+        if (q.tag() != null) { // index message_tags (GIN)
+            where.append(" AND m.tags @> ARRAY[?::text]");
+            values.add(q.tag());
+        }
     }
 
     public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {

@@ -38,6 +38,22 @@ public final class Limits {
         return -1;
     }
 
+    /** A reason recorded in the log (a cancellation's, an external task's failure): 1 to 2,000 storable characters. */
+    public static String reason(String reason) {
+        if (reason == null || reason.isBlank()) {
+            throw new CoopValidationException("A reason is required; it is recorded in the event log");
+        }
+        if (reason.length() > MAX_REASON_LENGTH) {
+            throw new CoopValidationException("A reason is at most " + MAX_REASON_LENGTH
+                    + " characters; this one has " + reason.length());
+        }
+        if (reason.indexOf('\0') >= 0 || loneSurrogateAt(reason) >= 0) {
+            throw new CoopValidationException("A reason cannot contain a NUL character or an unpaired UTF-16"
+                    + " surrogate: PostgreSQL cannot store them");
+        }
+        return reason;
+    }
+
     /** The lowest and highest priority of a launch (the claim lists each of them, see Sql.EVERY_PRIORITY). */
     public static final int MIN_PRIORITY = -10;
     public static final int MAX_PRIORITY = 10;

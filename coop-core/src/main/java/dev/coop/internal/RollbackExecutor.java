@@ -32,11 +32,13 @@ final class RollbackExecutor {
     private final EngineContext engine;
 
     private final Decisions decisions;
+    private final ExternalTasks tasks;
 
     RollbackExecutor(Transitions transitions, Decisions decisions) {
         this.transitions = transitions;
         this.engine = transitions.engine();
         this.decisions = decisions;
+        this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
     }
 
     /** @return true when the rollback continues at once */
@@ -112,18 +114,44 @@ final class RollbackExecutor {
         Map<String, Integer> woken = engine.store().requestChildRollbacks(c, run, engine.engineId(), step,
                 parentSaidSo.toJson(), seq, engine.json().writeContext(context));
         int children = woken.values().stream().mapToInt(Integer::intValue).sum();
+        List<String> wake = new ArrayList<>(woken.keySet());
+        children += compensateTasks(c, run, seq, step, context, parentSaidSo.toJson(), wake);
         Advance advance = Advance.from(run).rollingBack(seq, "COMPENSATE", run.rollbackCause(), children)
                 .status(RunStatus.RUNNABLE).failure(run.rollbackCause());
         if (children > 0) {
             decisions.onWait(c, run, saga, context, true, seq, children, advance);
         }
         RunStatus status = transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance,
-                woken.keySet());
+                wake);
         if (status == RunStatus.RUNNABLE && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), advance.runnableAt()).toMillis());
             return false;
         }
         return status == RunStatus.RUNNABLE;
+    }
+
+    /**
+     * The external tasks the instance opened that completed are compensated: each declared compensation is launched
+     * in this run's scope (as a child of the instance), and the rollback waits for its runs like for any child.
+     *
+     * @return how many runs the compensations created
+     */
+    private int compensateTasks(Connection c, ClaimedRun run, int seq, String step, CooperationContext context,
+            String cause, List<String> wake) throws SQLException {
+        List<Emission> launches = new ArrayList<>();
+        for (ExternalTasks.Compensation compensation : tasks.compensate(c, run, seq, engine.engineId(), cause)) {
+            if (compensation.topic() != null) {
+                launches.add(new Emission(Uuids.v7(), compensation.topic(), compensation.payload(),
+                        engine.json().writeContext(context), null));
+            }
+        }
+        if (launches.isEmpty()) {
+            return 0;
+        }
+        Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), seq, run.saga(),
+                engine.engineId(), step, launches);
+        wake.addAll(created.keySet());
+        return created.values().stream().mapToInt(Integer::intValue).sum();
     }
 
     private boolean compensate(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext runContext)

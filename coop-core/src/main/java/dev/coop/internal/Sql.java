@@ -295,6 +295,20 @@ final class Sql {
             SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent
             """;
 
+    /**
+     * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an
+     * external task settled by a client: its run's parent) instead of a bind parameter; ends with the same SELECT.
+     * {@code after}: a condition of the parent's COMMITTED insert that makes it run after the statement's own events
+     * (so that the log shows the child's end first).
+     */
+    static String countOffParentOf(String parentId, String after) {
+        String sql = COUNT_OFF_PARENT.replace("WHERE p.id = ?::uuid", "WHERE p.id = " + parentId);
+        if (sql.equals(COUNT_OFF_PARENT)) {
+            throw new IllegalStateException("the count-off no longer names its parent by a parameter");
+        }
+        return sql.formatted(after);
+    }
+
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
     static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");
 
@@ -316,7 +330,7 @@ final class Sql {
                      rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM targets t
-               WHERE r.id = t.id AND t.status = 'COMMITTED'
+               WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task' -- see ExternalTasks
               RETURNING r.saga
             )
             SELECT saga, count(*)::int FROM woken GROUP BY saga
@@ -380,7 +394,7 @@ final class Sql {
             WITH d AS (
               SELECT id FROM {schema}.run
                WHERE parent_id = ? AND parent_seq = ? AND started_at IS NULL
-                 AND status IN ('RUNNABLE', 'PARKED', 'HELD') AND awaited
+                 AND status IN ('RUNNABLE', 'PARKED', 'HELD', 'WAITING') AND awaited -- WAITING: an external task
                ORDER BY id
                FOR UPDATE SKIP LOCKED
             ), settled AS (
@@ -396,6 +410,12 @@ final class Sql {
                CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text))
                        AS e(n, type, exception)
                ORDER BY s.id, e.n
+            ), tasks AS ( -- external tasks among them: timed out when the reason is a deadline, else cancelled
+              UPDATE {schema}.external_task t
+                 SET state = CASE WHEN ?::jsonb #>> '{causes,0,type}' LIKE '%DeadlineMissedException'
+                                  THEN 'TIMED_OUT' ELSE 'CANCELLED' END,
+                     settled_at = {now}, settled_by = 'coop'
+                FROM settled s WHERE t.run_id = s.id AND t.state = 'OPEN'
             ), counted AS ( -- they did not commit: failures of the parent's step, like any child that rolled back
               UPDATE {schema}.run p SET failed_children = p.failed_children + (SELECT count(*)::int FROM settled)
                WHERE p.id = ? AND EXISTS (SELECT 1 FROM settled)

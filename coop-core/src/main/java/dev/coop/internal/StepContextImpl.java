@@ -57,6 +57,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     private List<RunResult> childResults;
     final List<Emission> scoped = new ArrayList<>();
     final List<Emission> global = new ArrayList<>();
+    final List<TaskRequest> tasks = new ArrayList<>();
     /** The retry policy of the step this context runs, for the outcome told to listeners; null for none. */
     dev.coop.RetryPolicy retryPolicy;
 
@@ -215,6 +216,64 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     @Override
+    public dev.coop.ExternalTask openTask(String name, Object payload, dev.coop.TaskOptions options) {
+        return open(name, payload, options, false);
+    }
+
+    @Override
+    public dev.coop.ExternalTask awaitSignal(String name, String key) {
+        return open(name, java.util.Map.of("signal", key), dev.coop.TaskOptions.none().key(key), true);
+    }
+
+    private dev.coop.ExternalTask open(String name, Object payload, dev.coop.TaskOptions options, boolean signal) {
+        Objects.requireNonNull(options, "options");
+        checkOpen("open external tasks");
+        if (kind != Kind.STEP) {
+            throw new IllegalStateException("Only steps open external tasks, not a " + kind.name().toLowerCase()
+                    + " (saga " + run.saga() + ", step " + step + ")");
+        }
+        Topic<Object> topic = Topic.of(name, Object.class); // the name's rules are a topic's
+        String key = options.key().orElse(null);
+        if (key != null && tasks.stream().anyMatch(t -> key.equals(t.key()))) {
+            throw new CoopValidationException("External task key '" + key + "' was already used by this step");
+        }
+        String compensationTopic = options.compensationTopic().map(Topic::name).orElse(null);
+        String compensation = compensationTopic == null
+                ? null
+                : engine.json().writePayload(options.compensationTopic().get(),
+                        options.compensationPayload().orElseThrow());
+        TaskRequest task = new TaskRequest(Uuids.v7(), Uuids.v7(), name, engine.json().writePayload(topic, payload),
+                ExternalTasks.newToken(), key, compensationTopic, compensation, signal,
+                options.timeout().map(t -> run.claimedAt().plus(t)).orElse(null));
+        tasks.add(task);
+        return new dev.coop.ExternalTask(name, new MessageId(task.messageId()), task.token(), options.key());
+    }
+
+    @Override
+    public <T> T taskResult(String name, Class<T> type) {
+        checkOpen("read task results");
+        List<Store.ChildRun> runs;
+        try {
+            runs = childSeqs.length == 0
+                    ? List.of()
+                    : new ExternalTasks(engine.store().schema(), engine.store().time())
+                            .taskRuns(guard.connection(), run.id(), childSeqs, name);
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read the external tasks of run " + run.id(), e);
+        }
+        if (runs.size() != 1) {
+            throw new CoopValidationException("The previous step of saga " + run.saga() + " opened " + runs.size()
+                    + " external tasks named '" + name + "'" + (runs.isEmpty()
+                            ? ""
+                            : "; read them by message with"
+                                    + " childResult(task.message(), type)"));
+        }
+        Store.ChildRun r = runs.getFirst();
+        return new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(), r.result(),
+                r.failure() == null ? null : Failure.fromJson(r.failure()), engine.json().mapper()).get(type);
+    }
+
+    @Override
     public void giveUpIfRequested() {
         checkOpen("check for a cancellation");
         if (kind == Kind.COMPENSATION) {
@@ -325,7 +384,8 @@ final class StepContextImpl<P> implements StepContext<P> {
         into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
                 engine.json().writeContext(childContext),
                 options.at().map(at -> at.atOffset(java.time.ZoneOffset.UTC)).orElse(null), key,
-                options.priority(), options.orderingKey().orElse(null)));
+                options.priority(), options.orderingKey().orElse(null), options.businessKey().orElse(null),
+                options.tags()));
         return new MessageId(id);
     }
 
@@ -447,6 +507,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     void discardWrites() throws SQLException {
         scoped.clear();
         global.clear();
+        tasks.clear();
         context = initialContext;
         result = null;
         guard.discardWrites();

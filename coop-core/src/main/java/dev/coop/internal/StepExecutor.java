@@ -41,9 +41,11 @@ final class StepExecutor {
     private final Transitions transitions;
     private final RollbackExecutor rollback;
     private final Decisions decisions;
+    private final ExternalTasks tasks;
 
     StepExecutor(EngineContext engine) {
         this.engine = engine;
+        this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
         this.transitions = new Transitions(engine);
         this.decisions = new Decisions(transitions);
         this.rollback = new RollbackExecutor(transitions, decisions);
@@ -430,6 +432,12 @@ final class StepExecutor {
                         .emit(c, null, null, null, saga.name(), engine.engineId(), name, context.global).keySet());
             }
             String contextJson = context.contextJson();
+            if (!context.tasks.isEmpty()) {
+                children += tasks.open(c, new ExternalTasks.Opener(run, run.stepsDone(), name,
+                        engine.engineId(), contextJson, context.deadline()
+                                .map(d -> d.at().atOffset(ZoneOffset.UTC)).orElse(null)),
+                        context.tasks);
+            }
             List<LogEntry> entries = new ArrayList<>(2);
             entries.add(new LogEntry(EventType.SUSPENDED, name, null, context.contextChanged() ? contextJson : null));
             String nextName = nextStep < saga.steps().size() ? saga.steps().get(nextStep).name() : null;
@@ -440,6 +448,8 @@ final class StepExecutor {
                 children = decisions.onWait(c, run, saga, context.context(), false, run.stepsDone(), children,
                         advance);
                 advance.pending(children);
+                context.tasks.stream().map(TaskRequest::timeoutAt).filter(java.util.Objects::nonNull)
+                        .min(java.util.Comparator.naturalOrder()).ifPresent(at -> Decisions.wakeAt(advance, at));
             }
             if (children == 0) {
                 advance.status(nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE)

@@ -587,6 +587,38 @@ public final class Store {
     /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
     public Emitted emitAll(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
+        Emitted emitted = emitUnlabelled(c, scope, parentId, parentSeq, saga, engine, step, emissions);
+        if (emissions.stream().anyMatch(Emission::labelled)) {
+            label(c, emissions);
+        }
+        return emitted;
+    }
+
+    /**
+     * Business keys and tags (schema version 20), in a statement of their own that only launches carrying them pay
+     * for. A message not written (its idempotency key was taken) is not found by its new id: nothing changes.
+     */
+    private void label(Connection c, List<Emission> emissions) throws SQLException {
+        List<Emission> labelled = emissions.stream().filter(Emission::labelled).toList();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                UPDATE {schema}.message m
+                   SET business_key = u.business_key,
+                       tags = CASE WHEN u.tags IS NULL THEN NULL
+                                   ELSE ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)) END
+                  FROM unnest(?::uuid[], ?::text[], ?::text[]) AS u(id, business_key, tags)
+                 WHERE m.id = u.id
+                """))) {
+            ps.setArray(1, c.createArrayOf("uuid", labelled.stream().map(Emission::messageId).toArray()));
+            ps.setArray(2, c.createArrayOf("text", labelled.stream().map(Emission::businessKey).toArray()));
+            ps.setArray(3, c.createArrayOf("text", labelled.stream()
+                    .map(e -> e.tags().isEmpty() ? null : Json.defaultMapper().valueToTree(e.tags()).toString())
+                    .toArray()));
+            ps.executeUpdate();
+        }
+    }
+
+    private Emitted emitUnlabelled(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
+            String engine, String step, List<Emission> emissions) throws SQLException {
         if (emissions.size() == 1 && emissions.getFirst().idempotencyKey() == null
                 && emissions.getFirst().orderingKey() == null) {
             return emitOne(c, scope, parentId, parentSeq, saga, engine, step, emissions.getFirst());
@@ -1122,7 +1154,9 @@ public final class Store {
             ps.setObject(4, time.bind());
             ps.setString(5, engine);
             ps.setString(6, failure);
-            ps.setObject(7, runId);
+            ps.setString(7, failure); // external tasks among them: timed out or cancelled
+            ps.setObject(8, time.bind());
+            ps.setObject(9, runId);
             List<UUID> messages = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

@@ -93,6 +93,9 @@ public final class JsonRenderer {
         n.put("messageId", r.messageId().toString());
         n.put("topic", r.topic());
         n.put("saga", r.saga());
+        if (dev.coop.ExternalTask.SAGA.equals(r.saga())) {
+            n.put("externalTask", true); // its topic is the task's name; see CoopClient.externalTask for its state
+        }
         n.put("sagaVersion", r.sagaVersion());
         n.set("lineage", lineage(r.lineage()));
         n.put("status", r.status().name());

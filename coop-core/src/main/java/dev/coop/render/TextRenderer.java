@@ -348,7 +348,11 @@ public final class TextRenderer {
 
     private String runLabel(RunView run) {
         StringBuilder s = new StringBuilder();
-        s.append(bold(sagaName(run.saga(), run.sagaVersion()))).append(dim(" on " + run.topic())).append("  ");
+        if (dev.coop.ExternalTask.SAGA.equals(run.saga())) { // a task waits for the outside world, not a saga
+            s.append(bold("external task " + run.topic())).append("  ");
+        } else {
+            s.append(bold(sagaName(run.saga(), run.sagaVersion()))).append(dim(" on " + run.topic())).append("  ");
+        }
         String status = run.status().name();
         if (!run.status().isFinished() && run.rollingBack()) {
             status += " (rolling back)";

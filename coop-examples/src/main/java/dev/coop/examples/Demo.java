@@ -15,7 +15,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * The onboarding demo: five services (accounts, crm, billing, access, portal), each its own engine with its own
+ * The onboarding demo (seven scenarios): five services (accounts, crm, billing, access, portal), each its own engine with its own
  * connection pool, sharing one PostgreSQL database (embedded unless {@code COOP_JDBC_URL} is set). Runs the scenarios
  * of {@link Scenarios}, printing what each service does as it happens, then each onboarding's cooperation tree and
  * a one-line summary. Exits 0 when every scenario ended as designed, 1 otherwise.
@@ -107,6 +107,10 @@ public final class Demo {
         results.add(scenario(out, g, trees, 4, "a deadline is missed", scenarios::deadlineIsMissed));
         results.add(scenario(out, g, trees, 5, "an operator cancels a long onboarding midway",
                 scenarios::operatorCancels));
+        results.add(scenario(out, g, trees, 6, "a manager approves an enterprise contract (an external task)",
+                scenarios::managerApproves));
+        results.add(scenario(out, g, trees, 7, "the approval never comes: the deadline rolls everything back",
+                scenarios::approvalNeverComes));
         out.println();
         out.println(g.rule("Summary"));
         for (Result r : results) {

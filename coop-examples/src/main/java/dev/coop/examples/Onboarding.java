@@ -55,7 +55,20 @@ public final class Onboarding {
             PortalUserRequested.class);
 
     /** Support tiers access provisioning knows; any other fails the grant. */
-    static final Set<String> SUPPORT_TIERS = Set.of("basic", "premium");
+    static final Set<String> SUPPORT_TIERS = Set.of("basic", "premium", "enterprise");
+    /** Enterprise contracts wait for a manager's approval: an external task, completed from the dashboard. */
+    static final String APPROVED_TIER = "enterprise";
+    /** The name of the approval task. */
+    public static final String APPROVAL = "manager-approval";
+
+    /** What the manager answers. */
+    public record Approval(String manager, boolean approved) {
+    }
+
+    /** The correlation key of an account's approval task (what the dashboard, the CLI or an HTTP endpoint use). */
+    public static String approvalKey(String accountId) {
+        return "approval/" + accountId;
+    }
     /** How often access provisioning asks the support portal for a user before it gives up. */
     static final int PORTAL_ATTEMPTS = 3;
 
@@ -157,6 +170,12 @@ public final class Onboarding {
                     step.launch(CONTRACT_CREATED, new ContractCreated(contract, account));
                     say(step, "every ACCOUNT_CREATED handler finished: contract " + contract
                             + " created; CONTRACT_CREATED launched");
+                    if (APPROVED_TIER.equals(step.payload().supportTier())) {
+                        step.openTask(APPROVAL, Map.of("account", account, "contract", contract),
+                                dev.coop.TaskOptions.none().key(approvalKey(account)));
+                        say(step, "enterprise contract: waiting for a manager's approval (external task "
+                                + approvalKey(account) + ": coop complete, or the dashboard)");
+                    }
                 })
                 .compensateWith((step, cause) -> {
                     update(step, "DELETE FROM {s}.contract WHERE account_id = ?", step.payload().accountId());
@@ -164,6 +183,13 @@ public final class Onboarding {
                 })
                 .step("send-welcome-email", step -> {
                     NewCustomer c = step.payload();
+                    if (APPROVED_TIER.equals(c.supportTier())) {
+                        Approval approval = step.taskResult(APPROVAL, Approval.class);
+                        if (!approval.approved()) {
+                            throw new IllegalStateException("Manager " + approval.manager() + " rejected the contract");
+                        }
+                        say(step, "approved by " + approval.manager());
+                    }
                     update(step, "INSERT INTO {s}.outbox_email (account_id, kind, recipient) VALUES (?, 'welcome', ?)",
                             c.accountId(), c.invoicingEmail());
                     say(step, "everything is done: welcome e-mail to " + c.invoicingEmail() + " queued");

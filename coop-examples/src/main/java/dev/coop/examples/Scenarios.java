@@ -132,6 +132,8 @@ public final class Scenarios implements AutoCloseable {
         results.add(flakyPortalIsRetried());
         results.add(deadlineIsMissed());
         results.add(operatorCancels());
+        results.add(managerApproves());
+        results.add(approvalNeverComes());
         return results;
     }
 
@@ -247,6 +249,65 @@ public final class Scenarios implements AutoCloseable {
         String summary = outcome + ": the web form's 3 s deadline passed while billing waited for the ERP; the "
                 + "waiting step gave up, " + compensations(tree) + " compensations ran, children first";
         return result(4, "a deadline is missed", run, summary, checks);
+    }
+
+    /**
+     * 6: an enterprise contract waits for a manager's approval, an external task; the manager approves it (here
+     * through the client, as the dashboard, {@code coop complete} or the approval e-mail's HTTP endpoint would), and
+     * the onboarding goes on: the welcome e-mail waits for the approval like for any child.
+     */
+    public Result managerApproves() throws Exception {
+        NewCustomer customer = customer("grace", "Grace Hopper", Onboarding.APPROVED_TIER);
+        progress.restart();
+        MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer,
+                dev.coop.LaunchOptions.none().businessKey("customer/" + customer.accountId()));
+        String key = Onboarding.approvalKey(customer.accountId());
+        dev.coop.test.Await.until("the approval task is open", WAIT, () -> client.externalTask(key).isPresent());
+        java.time.Instant asked = java.time.Instant.now();
+        dev.coop.TaskOutcome approved = client.complete(key, new Onboarding.Approval("katherine", true),
+                "manager:katherine");
+        Outcome outcome = client.awaitCompletion(id, WAIT);
+        Run run = new Run(id, outcome, client.tree(id));
+        List<Check> checks = new ArrayList<>();
+        checks.add(new Check("the onboarding committed", outcome == Outcome.COMMITTED));
+        checks.add(new Check("the manager's approval settled the task", approved == dev.coop.TaskOutcome.SETTLED
+                && client.externalTask(key).orElseThrow().state() == dev.coop.TaskState.COMPLETED));
+        StepView welcome = step(run.tree().runs().getFirst(), "send-welcome-email");
+        checks.add(new Check("the welcome e-mail went out after the approval",
+                welcome != null && !start(welcome).toInstant().isBefore(asked)));
+        checks.add(new Check("the onboarding is found by its business key",
+                client.runs(dev.coop.inspect.RunQuery.newest().businessKey("customer/" + customer.accountId()))
+                        .size() == 1));
+        String summary = outcome + ": the enterprise contract waited for a manager's approval (external task " + key
+                + "); the welcome e-mail went out after it";
+        return result(6, "a manager approves", run, summary, checks);
+    }
+
+    /**
+     * 7: the approval never comes: the customer was promised an answer within three seconds (a happy-path deadline),
+     * the deadline passes while the onboarding waits for the manager, the task times out and everything rolls back.
+     */
+    public Result approvalNeverComes() throws Exception {
+        NewCustomer customer = customer("dorothy", "Dorothy Vaughan", Onboarding.APPROVED_TIER);
+        progress.restart();
+        String source = "sales desk (answers within 3 s)";
+        MessageId id = client.launch(Onboarding.ONBOARDING_REQUESTED, customer, CooperationContext.of(
+                Deadlines.HAPPY_PATH, Deadline.at(client.now().plusSeconds(3), source)));
+        Outcome outcome = client.awaitCompletion(id, WAIT);
+        Run run = new Run(id, outcome, client.tree(id));
+        String key = Onboarding.approvalKey(customer.accountId());
+        List<Check> checks = new ArrayList<>();
+        checks.add(new Check("the onboarding rolled back", outcome == Outcome.ROLLED_BACK));
+        checks.add(new Check("the approval task timed out", client.externalTask(key)
+                .map(t -> t.state() == dev.coop.TaskState.TIMED_OUT).orElse(false)));
+        RunView onboarding = run.tree().runs().getFirst();
+        checks.add(new Check("the onboarding's failure names the missed deadline",
+                onboarding.failure() != null && mentions(onboarding.failure(), HappyPathDeadlineMissedException.TYPE,
+                        m -> m.contains(source))));
+        checks.addAll(undoneChildrenFirst(run.tree(), customer));
+        String summary = outcome + ": nobody approved within the 3 s deadline; the approval task timed out and "
+                + compensations(run.tree()) + " compensations ran, children first";
+        return result(7, "the approval never comes", run, summary, checks);
     }
 
     /** 5: an operator cancels an onboarding while billing waits for the ERP; everything rolls back. */

@@ -88,6 +88,16 @@ class ScenariosTest {
     }
 
     @Test
+    void a_manager_approves_an_external_task_and_the_onboarding_goes_on() throws Exception {
+        assertAsDesigned(scenarios.managerApproves(), Outcome.COMMITTED);
+    }
+
+    @Test
+    void the_approval_never_comes_and_the_deadline_rolls_everything_back() throws Exception {
+        assertAsDesigned(scenarios.approvalNeverComes(), Outcome.ROLLED_BACK);
+    }
+
+    @Test
     void the_demo_prints_progress_trees_and_a_summary_and_succeeds() throws Exception {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         boolean ok;
@@ -97,7 +107,7 @@ class ScenariosTest {
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertThat(ok).as(output).isTrue();
         assertThat(output).contains("`- onboarding on onboarding-requested", "4  a deadline is missed",
-                "5 of 5 scenarios ended as designed;");
+                "7 of 7 scenarios ended as designed;");
         assertThat(progress.toString(StandardCharsets.UTF_8)).contains("accounts  onboarding / create-account",
                 "operator  operator / cancel");
         assertThat(output.chars().allMatch(c -> c < 128)).as("ASCII only").isTrue();

@@ -8,6 +8,7 @@ import dev.coop.StepContext;
 import dev.coop.internal.LogNames;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
@@ -28,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code coop.notifications.reconnects} (counter): notification connections lost
  * <li>{@code coop.launches} (counter; topic): messages launched by clients and steps
  * <li>{@code coop.runs} (gauge; status RUNNABLE, WAITING, PARKED, HELD): with {@link #withRunGauges}
+ * <li>{@code coop.tasks.open} (gauge; name) and {@code coop.tasks.oldest.age} (gauge, seconds; name): open external
+ * tasks, with {@link #withTaskGauges}
  * </ul>
  */
 public final class CoopMetrics implements EngineListener {
@@ -40,6 +43,7 @@ public final class CoopMetrics implements EngineListener {
     private final Map<String, Counter> retries = new ConcurrentHashMap<>();
     private final Map<String, Counter> launches = new ConcurrentHashMap<>();
     private final Counter reconnects;
+    private volatile TaskCounts taskCounts;
 
     private record StepKey(String saga, String step, Part part, Outcome outcome) {
     }
@@ -63,6 +67,28 @@ public final class CoopMetrics implements EngineListener {
                     .register(registry);
         }
         return this;
+    }
+
+    /**
+     * Adds the gauges of open external tasks by name: {@code coop.tasks.open} (how many) and
+     * {@code coop.tasks.oldest.age} (seconds since the oldest was opened), read from {@code client} at most once per
+     * {@code refresh} (a scan of the index of open tasks). Call {@link #refreshTaskGauges()} before a scrape (or on a
+     * schedule): names come and go with their tasks.
+     */
+    public CoopMetrics withTaskGauges(CoopClient client, Duration refresh) {
+        taskCounts = new TaskCounts(client, refresh,
+                MultiGauge.builder("coop.tasks.open").description("Open external tasks by name").register(registry),
+                MultiGauge.builder("coop.tasks.oldest.age").baseUnit("seconds")
+                        .description("Age of the oldest open external task by name").register(registry));
+        taskCounts.refresh();
+        return this;
+    }
+
+    /** Reads the open external tasks again if the refresh interval passed ({@link #withTaskGauges}). */
+    public void refreshTaskGauges() {
+        if (taskCounts != null) {
+            taskCounts.refresh();
+        }
     }
 
     @Override

@@ -15,15 +15,18 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * Operator actions: cancel, roll back, retry a parked run, mark a parked step done. Each needs a reason and leaves
+ * Operator actions: cancel, roll back, retry a parked run, mark a parked step done (and complete or fail an external
+ * task, {@link TaskActions}). Each needs a reason and leaves
  * an audit entry under the hierarchy it names (who, when, why, and what came of it, refusals included: a viewer's
  * attempt, an unknown action, a missing or unfit reason, a lineage that is not its run's).
  */
 final class Actions {
     private final CoopClient client;
+    private final TaskActions tasks;
 
     Actions(CoopClient client) {
         this.client = client;
+        this.tasks = new TaskActions(client);
     }
 
     /**
@@ -32,10 +35,14 @@ final class Actions {
      * hierarchy the request named, then answered with its status.
      */
     ObjectNode take(JsonNode body, Caller caller, ObjectMapper mapper) {
+        String action = text(body, "action");
+        if (TaskActions.handles(action)) {
+            String reason = text(body, "reason");
+            return tasks.take(action, body, reason, caller.name(), refusal(caller, action, reason), mapper);
+        }
         Lineage lineage = lineage(body);
         MessageId message = lineage != null ? new MessageId(lineage.root()) : message(body);
         requireAudit(message);
-        String action = text(body, "action");
         String reason = text(body, "reason");
         Refusal refusal = refusal(caller, action, reason);
         if (refusal != null) {
@@ -67,10 +74,12 @@ final class Actions {
         return o;
     }
 
-    private record Refusal(int status, String why) {
+    /** Why an action is refused, and the HTTP status that says so. */
+    record Refusal(int status, String why) {
     }
 
-    private static final java.util.Set<String> KNOWN = java.util.Set.of("cancel", "rollback", "retry", "mark-done");
+    private static final java.util.Set<String> KNOWN = java.util.Set.of("cancel", "rollback", "retry", "mark-done",
+            TaskActions.COMPLETE, TaskActions.FAIL);
 
     private static Refusal refusal(Caller caller, String action, String reason) {
         if (caller.role() != Role.OPERATOR) {
@@ -82,7 +91,7 @@ final class Actions {
                     ? "Which action?"
                     : "Unknown action '" + Reasons.forAudit(action)
                             + "':")
-                    + " 'action' is one of cancel, rollback, retry, mark-done");
+                    + " 'action' is one of cancel, rollback, retry, mark-done, complete-task, fail-task");
         }
         String unfit = Reasons.unfit(reason);
         return unfit == null ? null : new Refusal(400, unfit);

@@ -102,8 +102,70 @@ public final class Handler {
             case "events" -> events(ex);
             case "schedules" -> schedules();
             case "joins" -> joins(ex);
+            case "tasks" -> tasks(ex);
+            case "find" -> find(Params.text(ex, "q"));
             default -> throw new BadRequest(404, "No such API: /api/" + what);
         };
+    }
+
+    /**
+     * The search box: a business key (the newest hierarchy launched with it) or an external task's key or token (its
+     * hierarchy), found through indexes; message ids and lineages are opened by the page itself.
+     */
+    private ObjectNode find(String q) {
+        if (q == null) {
+            throw new BadRequest(400, "Search for what? 'q' is a business key or an external task's key or token");
+        }
+        ObjectNode o = mapper.createObjectNode();
+        try {
+            var task = client.externalTask(q);
+            if (task.isPresent()) {
+                o.put("messageId", task.get().lineage().getFirst().toString());
+                o.put("runId", task.get().runId().toString());
+                o.put("found", "external task");
+                return o;
+            }
+        } catch (CoopValidationException e) {
+            // not a task key or token (a business key may still match)
+        }
+        var runs = client.runs(RunQuery.newest().businessKey(q).limit(1));
+        if (runs.isEmpty()) {
+            throw new BadRequest(404, "Nothing has the business key, task key or token '" + q + "'");
+        }
+        o.put("messageId", runs.getFirst().lineage().root().toString());
+        o.put("runId", runs.getFirst().runId().toString());
+        o.put("found", "business key");
+        return o;
+    }
+
+    /** Open external tasks, oldest first ({@code ?name=}, {@code ?limit=}), or one by {@code ?task=} token or key. */
+    private ObjectNode tasks(Exchange ex) {
+        String task = Params.text(ex, "task");
+        java.util.List<dev.coop.inspect.TaskView> tasks = task != null
+                ? client.externalTask(task).stream().toList()
+                : client.openTasks(Params.text(ex, "name"), (int) Params.integer(ex, "limit", 100, 1, 10_000));
+        ObjectNode o = mapper.createObjectNode();
+        com.fasterxml.jackson.databind.node.ArrayNode list = o.putArray("tasks");
+        java.time.Instant now = client.now();
+        for (dev.coop.inspect.TaskView t : tasks) {
+            ObjectNode n = list.addObject();
+            n.put("runId", t.runId().toString());
+            n.put("messageId", t.message().toString());
+            n.put("rootMessageId", t.lineage().getFirst().toString());
+            n.set("lineage", mapper.valueToTree(t.lineage().stream().map(Object::toString).toList()));
+            n.put("name", t.name());
+            n.put("key", t.key().orElse(null));
+            n.put("token", t.token());
+            n.put("state", t.state().name());
+            n.put("createdAt", t.createdAt().toString());
+            n.put("ageSeconds", Math.max(0, java.time.Duration.between(t.createdAt(), now).toSeconds()));
+            n.put("deadline", t.deadline().map(Object::toString).orElse(null));
+            n.put("settledBy", t.settledBy().orElse(null));
+            n.put("failure", t.failure().orElse(null));
+        }
+        ObjectNode counts = o.putObject("openByName");
+        client.openTaskCounts().forEach(c -> counts.put(c.name(), c.open()));
+        return o;
     }
 
     private ObjectNode session(Caller caller) {
@@ -128,6 +190,14 @@ public final class Handler {
         String topic = Params.text(ex, "topic");
         if (topic != null) {
             q = q.topic(topic);
+        }
+        String businessKey = Params.text(ex, "key");
+        if (businessKey != null) {
+            q = q.businessKey(businessKey);
+        }
+        String tag = Params.text(ex, "tag");
+        if (tag != null) {
+            q = q.tag(tag);
         }
         OffsetDateTime since = Params.time(ex, "since");
         if (since != null) {

@@ -218,6 +218,9 @@
     main.appendChild(filterForm(filter));
 
     if (parked.length) main.appendChild(parkedPanel(parked));
+    const tasks = await api('tasks?limit=50').catch(() => null);
+    if (!current(token)) return;
+    if (tasks && tasks.tasks.length) main.appendChild(tasksPanel(tasks.tasks));
 
     const table = h('table', { class: 'runs' },
       h('thead', null, h('tr', null, ['Created', 'Status', 'Saga', 'Topic', 'Failure', 'Run'].map(t => h('th', { text: t })))));
@@ -295,6 +298,40 @@
       h('div', { class: 'scroll' }, h('table', null,
         h('thead', null, h('tr', null, ['Status', 'Saga', 'Where', 'Reason', 'Created'].map(t => h('th', { text: t })))),
         h('tbody', null, rows))));
+  }
+
+  // Open external tasks: work outside Coop that runs wait for; operators may complete or fail them (audited).
+  function tasksPanel(tasks) {
+    const rows = tasks.map(t => h('tr', null,
+      h('td', null, h('a', { href: '#/h/' + q(t.rootMessageId) + '?run=' + q(t.runId), text: t.name })),
+      h('td', { class: 'mono', text: t.key || '–' }),
+      h('td', { text: duration(t.ageSeconds * 1000) }),
+      h('td', { class: 'mono', text: t.deadline ? time(t.deadline) : '–' }),
+      h('td', null, operator() ? [
+        h('button', { type: 'button', class: 'complete-task', onclick: () => confirmTask('complete-task', t) }, '✓ Complete'),
+        h('button', { type: 'button', class: 'fail-task', onclick: () => confirmTask('fail-task', t) }, '✗ Fail')] : '')));
+    return h('section', { class: 'tasks', 'aria-label': 'Open external tasks' },
+      h('h2', null, '⧗ ' + tasks.length + ' open external task' + (tasks.length === 1 ? '' : 's') + ' wait for the outside world'),
+      h('div', { class: 'scroll' }, h('table', null,
+        h('thead', null, h('tr', null, ['Task', 'Key', 'Age', 'Deadline', ''].map(c => h('th', { text: c })))),
+        h('tbody', null, rows))));
+  }
+
+  function confirmTask(action, task) {
+    let result;
+    if (action === 'complete-task') {
+      const text = window.prompt('The result of task ' + task.name + ' (JSON, e.g. "approved" or {"ok": true}):', '"approved"');
+      if (text === null) return;
+      try { result = JSON.parse(text); } catch (e) { flash('The result is not JSON: ' + e.message, true); return; }
+    }
+    openDialog({
+      title: (action === 'complete-task' ? 'Complete ' : 'Fail ') + task.name + (task.key ? ' (' + task.key + ')' : '') + '?',
+      what: action === 'complete-task'
+        ? 'The run that waits for this task goes on with this result, as if the outside world had completed it.'
+        : 'The task fails: a child failure of the step that opened it (its handler may recover; otherwise the run rolls back).',
+      effects: [], ok: action === 'complete-task' ? 'Complete it' : 'Fail it',
+      body: action === 'complete-task' ? { action, task: task.token, result } : { action, task: task.token },
+    });
   }
 
   // ---- a hierarchy
@@ -861,6 +898,12 @@
       const v = document.getElementById('jump-id').value.trim().replace(/[\[\]\s]/g, '');
       if (!v) return;
       const ids = v.split(/[.,]/);
+      if (!/^[0-9a-fA-F-]{36}$/.test(ids[0])) { // a business key, or an external task's key or token
+        api('find?q=' + encodeURIComponent(document.getElementById('jump-id').value.trim()))
+          .then(r => { location.hash = '#/h/' + q(r.messageId) + '?run=' + q(r.runId); })
+          .catch(err => flash(err.message, true));
+        return;
+      }
       location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
     });
     document.addEventListener('keydown', e => {
