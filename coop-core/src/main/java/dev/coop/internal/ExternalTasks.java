@@ -36,10 +36,14 @@ public final class ExternalTasks {
         this.schema = schema;
         this.time = time;
         String countOff = Sql.countOffParentOf("(SELECT parent_id FROM settled)",
-                "AND (SELECT count(*) FROM logged) >= 0")
-                .replace("SELECT id, saga, status, message_id, parent_id FROM parent", """
-                        SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id, p.parent_id
-                          FROM (SELECT 1) one LEFT JOIN parent p ON true""");
+                "AND (SELECT count(*) FROM logged) >= 0");
+        if (!countOff.contains(Sql.COUNT_OFF_RESULT)) {
+            throw new IllegalStateException("the count-off's result changed: " + countOff);
+        }
+        countOff = countOff.replace(Sql.COUNT_OFF_RESULT, """
+                SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
+                       CASE WHEN p.awaited THEN p.parent_id END
+                  FROM (SELECT 1) one LEFT JOIN parent p ON true""");
         String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
         this.settleByToken = schema.sql(settle.formatted(TaskSql.BY_TOKEN));
         this.settleByKey = schema.sql(settle.formatted(TaskSql.BY_KEY));

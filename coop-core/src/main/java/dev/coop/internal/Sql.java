@@ -292,8 +292,13 @@ final class Sql {
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ? FROM parent WHERE status = 'COMMITTED'
                      %s
             )
-            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent
-            """;
+            """ + Sql.COUNT_OFF_RESULT + "\n";
+
+    /**
+     * What the count-off returns: the parent, and the parent's own parent to count it off at when it committed here
+     * (null when it has none, or when that parent stopped awaiting it).
+     */
+    static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent";
 
     /**
      * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an

@@ -72,9 +72,12 @@ class DashboardTaskTest {
             assertThat(client.awaitCompletion(yes, WAIT)).isEqualTo(Outcome.COMMITTED);
             assertThat(client.awaitCompletion(no, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(client.externalTask("approval/2").orElseThrow().state()).isEqualTo(TaskState.FAILED);
+            // the viewer's attempt, refused, is audited too (on the task's hierarchy), before the operator's two
             assertThat(client.audit(yes)).extracting(AuditEntry::action)
-                    .containsExactly("complete-task", "complete-task");
-            assertThat(client.audit(yes).getFirst().reason()).isEqualTo("called the manager");
+                    .containsExactly("complete-task", "complete-task", "complete-task");
+            assertThat(client.audit(yes).getFirst().outcome()).startsWith("REFUSED").contains("OPERATOR role");
+            assertThat(client.audit(yes).get(1).reason()).isEqualTo("called the manager");
+            assertThat(client.audit(yes).get(1).outcome()).isEqualTo("SETTLED");
             assertThat(client.audit(no)).extracting(AuditEntry::outcome).containsExactly("SETTLED");
 
             // the search box finds a hierarchy by an external task's key, or by a business key
