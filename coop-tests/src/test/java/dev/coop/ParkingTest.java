@@ -83,6 +83,9 @@ class ParkingTest {
             assertThat(parked.lineage().root()).isEqualTo(id.value());
             assertThat(parked.lineage().last()).isEqualTo(parked.runId());
             assertThat(parked.stepIndex()).isEqualTo(1);
+            assertThat(parked.step()).isEqualTo("flaky");
+            assertThat(new dev.coop.render.TextRenderer(dev.coop.render.RenderOptions.defaults())
+                    .renderParked(List.of(parked))).contains("park-retry-saga  flaky  2");
             assertThat(parked.attempt()).isEqualTo(2);
             assertThat(parked.failure().type()).isEqualTo("java.io.IOException");
             assertThat(parked.failure().message()).isEqualTo("still broken (attempt 2)");

@@ -87,7 +87,8 @@ public final class Inspection {
             }
         }
         Read read = read(c, "r.message_id = ?", message.value(), scope);
-        return new Hierarchy(message, topic, launched, assemble(read, message, waitingFor(c, read.rows())));
+        return new Hierarchy(message, topic, launched,
+                assemble(read, message, waitingFor(c, read.rows()), running(c, read.rows())));
     }
 
     /** The tree below one run. */
@@ -97,7 +98,7 @@ public final class Inspection {
             throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
         }
         Read read = read(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
-        return assemble(read, null, waitingFor(c, read.rows())).getFirst();
+        return assemble(read, null, waitingFor(c, read.rows()), running(c, read.rows())).getFirst();
     }
 
     /**
@@ -371,7 +372,14 @@ public final class Inspection {
         return reasons;
     }
 
-    private static List<RunView> assemble(Read read, MessageId anchorMessage, Map<UUID, String> waitingFor) {
+    /** The steps engines execute right now in the tree's runnable runs ({@link RunningSteps}). */
+    private Map<UUID, RunningSteps.Live> running(Connection c, List<Row> rows) throws SQLException {
+        return new RunningSteps(schema).read(c,
+                rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).map(Row::id).toList());
+    }
+
+    private static List<RunView> assemble(Read read, MessageId anchorMessage, Map<UUID, String> waitingFor,
+            Map<UUID, RunningSteps.Live> running) {
         List<Row> rows = read.rows();
         Map<UUID, List<Event>> byRun = new HashMap<>();
         for (Event e : read.events()) {
@@ -404,19 +412,21 @@ public final class Inspection {
             } else {
                 built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList(),
                         read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq(),
-                        waitingFor.get(r.id())));
+                        waitingFor.get(r.id()), running.get(r.id())));
             }
         }
         return roots.stream().map(r -> built.get(r.id())).toList();
     }
 
     private static RunView view(Row r, Map<UUID, List<Event>> byRun, List<RunView> kids,
-            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor) {
+            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor,
+            RunningSteps.Live live) {
+        List<StepView> steps = counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id()));
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
-                r.failure() == null ? null : Failure.fromJson(r.failure()),
-                counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
-                kids, collapsed, r.sagaVersion(), waitingFor, r.ordering());
+                r.failure() == null ? null : Failure.fromJson(r.failure()), steps,
+                kids, collapsed, r.sagaVersion(), live == null ? waitingFor : null, r.ordering(),
+                live == null ? null : live.view(steps));
     }
 
     /**

@@ -250,7 +250,7 @@ public final class Operations {
     /** Parked runs, oldest first. */
     public List<ParkedRun> parked(Connection c, int limit) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT id, message_id, saga, lineage, step_index, attempt, failure::text, created_at
+                SELECT id, message_id, saga, lineage, step_index, attempt, failure::text, created_at, next_step
                   FROM {schema}.run WHERE status = 'PARKED' ORDER BY created_at LIMIT ?
                 """))) {
             ps.setInt(1, limit);
@@ -262,7 +262,7 @@ public final class Operations {
                             rs.getString(3), new Lineage(Arrays.asList((UUID[]) rs.getArray(4).getArray())),
                             rs.getInt(5), rs.getInt(6),
                             failure == null ? null : Failure.fromJson(failure),
-                            rs.getObject(8, OffsetDateTime.class)));
+                            rs.getObject(8, OffsetDateTime.class), rs.getString(9)));
                 }
             }
             return runs;

@@ -833,6 +833,7 @@ public final class Store {
                 case CONTINUE -> {
                     if (slim) {
                         ps.setObject(++i, now);
+                        ps.setString(++i, engine);
                         ps.setObject(++i, run.id());
                         ps.setInt(++i, run.version() + 1); // the version this advance leaves
                         ps.setObject(++i, now);

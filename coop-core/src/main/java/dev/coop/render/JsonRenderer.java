@@ -22,6 +22,7 @@ import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunOrdering;
 import dev.coop.inspect.RunView;
+import dev.coop.inspect.RunningStep;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -100,6 +101,9 @@ public final class JsonRenderer {
         if (r.waitingFor() != null) {
             n.put("waitingFor", r.waitingFor());
         }
+        if (r.running() != null) { // only while an engine executes one of its steps
+            n.set("running", running(r.running()));
+        }
         if (r.ordering().priority() != 0) { // launch options: only when set
             n.put("priority", r.ordering().priority());
         }
@@ -127,6 +131,16 @@ public final class JsonRenderer {
             g.byStatus().entrySet().stream().sorted(Map.Entry.comparingByKey())
                     .forEach(e -> byStatus.put(e.getKey().name(), e.getValue()));
         }
+        return n;
+    }
+
+    public ObjectNode running(RunningStep s) {
+        ObjectNode n = NODES.objectNode();
+        n.put("step", s.step());
+        n.put("since", time(s.since()));
+        n.put("engine", s.engine());
+        n.put("attempt", s.attempt());
+        n.put("lastActivity", time(s.lastActivity()));
         return n;
     }
 
@@ -169,7 +183,13 @@ public final class JsonRenderer {
                 n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null,
                 new RunOrdering(n.path("priority").asInt(0),
                         n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
-                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null));
+                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null),
+                n.hasNonNull("running") ? readRunning(n.get("running")) : null);
+    }
+
+    private RunningStep readRunning(JsonNode n) {
+        return new RunningStep(text(n, "step"), readTime(n, "since"), text(n, "engine"), n.path("attempt").asInt(1),
+                readTime(n, "lastActivity"));
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {
@@ -258,6 +278,7 @@ public final class JsonRenderer {
             n.put("saga", p.saga());
             n.set("lineage", lineage(p.lineage()));
             n.put("stepIndex", p.stepIndex());
+            n.put("step", p.step());
             n.put("attempt", p.attempt());
             n.set("failure", failure(p.failure()));
             n.put("createdAt", time(p.createdAt()));
@@ -269,7 +290,8 @@ public final class JsonRenderer {
     public List<ParkedRun> readParked(String json) {
         return list(parse(json), n -> new ParkedRun(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
                 text(n, "saga"), readLineage(n.get("lineage")), n.path("stepIndex").asInt(),
-                n.path("attempt").asInt(), readFailure(n.get("failure")), readTime(n, "createdAt")));
+                n.path("attempt").asInt(), readFailure(n.get("failure")), readTime(n, "createdAt"),
+                text(n, "step")));
     }
 
     /** Any node as JSON text, indented if this renderer is pretty. */

@@ -15,6 +15,7 @@ import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunView;
+import dev.coop.inspect.RunningStep;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -167,7 +168,7 @@ public final class TextRenderer {
         List<List<String>> rows = new ArrayList<>();
         rows.add(List.of("SINCE", "SAGA", "STEP", "ATTEMPT", "RUN", "MESSAGE", "FAILURE"));
         for (ParkedRun p : parked) {
-            rows.add(List.of(time(p.createdAt()), p.saga(), String.valueOf(p.stepIndex()),
+            rows.add(List.of(time(p.createdAt()), p.saga(), p.step() != null ? p.step() : String.valueOf(p.stepIndex()),
                     String.valueOf(p.attempt()), p.runId().toString(), p.messageId().toString(),
                     p.failure() == null
                             ? ""
@@ -247,6 +248,9 @@ public final class TextRenderer {
                 items.add(child);
             }
         }
+        if (run.running() != null) { // after the steps it ran: it caused nothing yet
+            items.add(steps.size(), run.running());
+        }
         items.addAll(collapsedLines(run));
         if (!failureShown) {
             out.append(inner).append(items.isEmpty() ? glyphs.space : glyphs.pipe).append(failureLine(run.failure()))
@@ -256,6 +260,9 @@ public final class TextRenderer {
             boolean lastItem = i == items.size() - 1;
             if (items.get(i) instanceof StepView step) {
                 step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem);
+            } else if (items.get(i) instanceof RunningStep running) {
+                out.append(inner).append(lastItem ? glyphs.last : glyphs.branch).append(runningLabel(running))
+                        .append('\n');
             } else if (items.get(i) instanceof String line) {
                 out.append(inner).append(lastItem ? glyphs.last : glyphs.branch).append(dim(line)).append('\n');
             } else {
@@ -349,7 +356,7 @@ public final class TextRenderer {
     private String runLabel(RunView run) {
         StringBuilder s = new StringBuilder();
         s.append(bold(sagaName(run.saga(), run.sagaVersion()))).append(dim(" on " + run.topic())).append("  ");
-        String status = run.status().name();
+        String status = run.running() != null ? "RUNNING" : run.status().name();
         if (!run.status().isFinished() && run.rollingBack()) {
             status += " (rolling back)";
         }
@@ -382,6 +389,21 @@ public final class TextRenderer {
         }
         if (o.priority() != 0) {
             s.append(dim("  priority " + o.priority()));
+        }
+        return s.toString();
+    }
+
+    /** The step an engine executes now: name, engine, since when, attempt, last sign of life. */
+    private String runningLabel(RunningStep r) {
+        StringBuilder s = new StringBuilder();
+        s.append(yellow(glyphs.running)).append(' ').append(r.step()).append("  running");
+        if (r.engine() != null) {
+            s.append("  ").append(dim(r.engine()));
+        }
+        s.append("  since ").append(time(r.since()));
+        s.append("  attempt ").append(r.attempt());
+        if (r.lastActivity() != null) {
+            s.append(dim("  last activity " + time(r.lastActivity())));
         }
         return s.toString();
     }
@@ -662,8 +684,8 @@ public final class TextRenderer {
     }
 
     private record Glyphs(String branch, String last, String pipe, String space, String ok, String fail,
-            String undo, String handler, String bullet) {
-        static final Glyphs UNICODE = new Glyphs("├─ ", "└─ ", "│  ", "   ", "✓", "✗", "↺", "↪", "●");
-        static final Glyphs ASCII = new Glyphs("|- ", "`- ", "|  ", "   ", "+", "x", "~", ">", "*");
+            String undo, String handler, String bullet, String running) {
+        static final Glyphs UNICODE = new Glyphs("├─ ", "└─ ", "│  ", "   ", "✓", "✗", "↺", "↪", "●", "▶");
+        static final Glyphs ASCII = new Glyphs("|- ", "`- ", "|  ", "   ", "+", "x", "~", ">", "*", "=>");
     }
 }

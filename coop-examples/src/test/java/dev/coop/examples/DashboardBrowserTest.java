@@ -89,6 +89,9 @@ class DashboardBrowserTest {
         assertThat(text).contains("onboarding", "access-provisioning", "support-portal", "committed", "rolled back");
         assertThat(browser.findElement(By.cssSelector(".chips")).getText()).contains("committed", "rolled back");
         assertThat(table.isDisplayed()).isTrue();
+        assertThat(text).as("full ids, not their first 8 characters")
+                .containsPattern("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+        assertThat(browser.findElements(By.cssSelector("table.runs button.copy"))).isNotEmpty();
         screenshot("dashboard-runs.png");
 
         browser.findElement(By.id("f-saga")).sendKeys("access-provisioning\n");
@@ -160,6 +163,23 @@ class DashboardBrowserTest {
                     "The customer withdrew (browser test)");
             List<AuditEntry> entries = scenarios.client().audit(held.id());
             assertThat(entries).extracting(AuditEntry::actor).containsExactly("olga");
+        }
+    }
+
+    @Test
+    void a_running_step_shows_live_with_its_engine_attempt_and_a_growing_bar() throws Exception {
+        login("vic", "viewer-pass");
+        try (Scenarios.Held held = scenarios.launchHeld(WAIT)) {
+            open("#/h/" + held.id());
+            WebElement row = await(By.cssSelector("tr.running-step"));
+            assertThat(row.getText()).contains("running", "schedule-invoices", "attempt 1", "last sign of life")
+                    .containsPattern("[a-z-]+-[0-9a-f]{8}"); // the engine's id
+            assertThat(browser.findElement(By.id("tree")).getText()).contains("▶ schedule-invoices on ");
+            assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-running"))).hasSize(1);
+            String soFar = browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText();
+            waitUntil(() -> !browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText()
+                    .equals(soFar)); // the page refreshes itself while the step runs
+            screenshot("dashboard-running.png");
         }
     }
 

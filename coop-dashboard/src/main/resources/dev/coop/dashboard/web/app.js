@@ -74,12 +74,22 @@
       h('span', { class: 'icon', 'aria-hidden': 'true', text: s.icon }), s.label);
   }
 
-  function shortId(id) {
-    return id ? String(id).slice(0, 8) + '…' : '';
+  /** A full id (time-ordered ids share their first characters for a minute: never cut them). */
+  function idSpan(id) {
+    return h('code', { class: 'mono id', title: id, text: id ? String(id) : '' });
   }
 
-  function idSpan(id) {
-    return h('code', { class: 'mono', title: id, text: shortId(id) });
+  /** A button that copies an id to the clipboard (outside links: a button may not sit in one). */
+  function copyButton(id) {
+    if (!id) return null;
+    return h('button', { type: 'button', class: 'copy', title: 'Copy ' + id, 'aria-label': 'Copy id ' + id,
+      onclick: e => {
+        e.preventDefault();
+        e.stopPropagation();
+        const done = () => { e.target.textContent = '✓'; setTimeout(() => { e.target.textContent = '⧉'; }, 1200); };
+        if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(String(id)).then(done, () => {});
+        else flash('Id: ' + id);
+      } }, '⧉');
   }
 
   function time(t) {
@@ -230,7 +240,7 @@
         h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: sagaLabel(run) })),
         h('td', { text: run.topic }),
         h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
-        h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)))));
+        h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)), copyButton(run.runId))));
     }
     if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: '6', class: 'muted', text: 'No runs match.' })));
     table.appendChild(body);
@@ -287,7 +297,7 @@
     const rows = parked.map(p => h('tr', null,
       h('td', null, badge('PARKED')),
       h('td', null, h('a', { href: '#/h/' + q(p.lineage[0]) + '?run=' + q(p.runId), text: p.saga })),
-      h('td', { text: 'step ' + p.stepIndex + ', attempt ' + p.attempt }),
+      h('td', { text: 'step ' + (p.step || p.stepIndex) + ', attempt ' + p.attempt }),
       h('td', { class: 'msg' }, p.failure ? [h('b', { text: shortType(p.failure.type) }), ': ', firstLine(p.failure.message)] : ''),
       h('td', { class: 'mono', text: time(p.createdAt) })));
     return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
@@ -357,7 +367,7 @@
     const ends = all.map(r => r.finishedAt).filter(Boolean).map(t => Date.parse(t));
     const took = view.finished && ends.length ? Math.max(...ends) - Date.parse(view.launchedAt) : null;
     main.appendChild(h('div', { class: 'meta' },
-      h('span', null, 'message ', h('code', { class: 'mono', id: 'message-id', text: view.messageId })),
+      h('span', null, 'message ', h('code', { class: 'mono', id: 'message-id', text: view.messageId }), copyButton(view.messageId)),
       view.scope ? h('span', null, h('a', { href: '#/h/' + q(view.scope[0]) }, '↑ whole hierarchy')) : null,
       h('span', null, 'launched ', h('b', { text: time(view.launchedAt) })),
       running ? h('span', { class: 'badge s-RUNNING', id: 'outcome' }, h('span', { class: 'live', text: 'live: running' }))
@@ -380,7 +390,7 @@
     const contexts = contextIndex(events);
     const parked = new Map((data.parked || []).map(p => [p.runId, p]));
     const tree = h('section', { class: 'tree', id: 'tree', 'aria-labelledby': 'tree-title' });
-    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished, large: all.length > 200 };
+    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished, large: all.length > 200, now: data.now };
     for (const r of view.runs) tree.appendChild(runNode(r, 0, ctx));
     if (!view.runs.length) tree.appendChild(h('p', { class: 'muted', text: 'No saga handled this message.' }));
     main.appendChild(tree);
@@ -479,11 +489,13 @@
     details.dataset.runId = run.runId;
     const failed = run.failure && !run.rollingBack ? '✗' : run.failure ? '↺' : null;
     details.appendChild(h('summary', null,
-      badge(run.status), h('span', { class: 'saga', text: sagaLabel(run) }), h('span', { class: 'muted', text: 'on ' + run.topic }),
+      badge(run.running ? 'RUNNING' : run.status), h('span', { class: 'saga', text: sagaLabel(run) }), h('span', { class: 'muted', text: 'on ' + run.topic }),
       h('span', { text: duration(run.durationMs) }),
+      run.running ? h('span', { class: 'running-now', text: '▶ ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
+        + ', attempt ' + run.running.attempt }) : null,
       run.waitingFor ? h('span', { class: 'muted waiting-for', text: '(' + run.waitingFor + ')' }) : null,
       run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
-      h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId))));
+      h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId)), copyButton(run.runId)));
     let built = false;
     const build = () => {
       if (built) return;
@@ -512,7 +524,7 @@
     const parked = ctx.parked.get(run.runId);
     if (parked) {
       body.appendChild(h('div', { class: 'parked' },
-        h('b', { text: '‖ Parked at step ' + parked.stepIndex + ' after attempt ' + parked.attempt }),
+        h('b', { text: '‖ Parked at step ' + (parked.step || parked.stepIndex) + ' after attempt ' + parked.attempt }),
         parked.failure ? [': ', h('span', { text: shortType(parked.failure.type) + ': ' + (parked.failure.message || '') })] : null,
         operator() ? h('div', { class: 'actions' },
           h('button', { type: 'button', class: 'retry', onclick: () => confirmParked('retry', run, parked) }, '↻ Retry now'),
@@ -528,7 +540,7 @@
           onclick: () => confirmAction('rollback', run.lineage, run.lineage[0], all, 'this run') }, '↺ Roll back this run')));
       }
     }
-    if (run.steps.length) body.appendChild(stepsTable(run, ctx));
+    if (run.steps.length || run.running) body.appendChild(stepsTable(run, ctx));
     body.appendChild(childrenOf(run, depth, ctx));
     return body;
   }
@@ -566,9 +578,25 @@
           h('span', { class: 'failure-message', text: firstLine(s.failure.message) })) : null),
         ctxCell);
     });
+    if (run.running) rows.push(runningRow(run.running, ctx.now));
     return h('div', { class: 'scroll' }, h('table', { class: 'steps' },
       h('thead', null, h('tr', null, ['Kind', 'Step', 'Engine', 'Started', 'Took', 'Launched', 'Failure', 'Context'].map(t => h('th', { text: t })))),
       h('tbody', null, rows)));
+  }
+
+  /** The step an engine executes right now: its row grows with every live refresh. */
+  function runningRow(r, now) {
+    const since = Date.parse(r.since);
+    const took = now && since ? Math.max(Date.parse(now) - since, 0) : null;
+    return h('tr', { class: 'running-step' },
+      h('td', { class: 'kind' }, h('span', { 'aria-hidden': 'true', text: '▶ ' }), 'running'),
+      h('td', { text: r.step }),
+      h('td', { class: 'mono', text: r.engine || '' }),
+      h('td', { class: 'mono', text: time(r.since) }),
+      h('td', { text: took === null ? '' : duration(took) + ' so far' }),
+      h('td'),
+      h('td', { class: 'msg', text: 'attempt ' + r.attempt + (r.lastActivity ? ', last sign of life ' + time(r.lastActivity) : '') }),
+      h('td'));
   }
 
   function childrenOf(run, depth, ctx) {
@@ -625,7 +653,7 @@
     box.appendChild(h('div', { class: 'legend', 'aria-label': 'Legend' },
       legend('k-STEP', 'step'), legend('k-CHILD_FAILURE_HANDLER', 'child-failure handler'),
       legend('k-ROLLBACK_CHILDREN', 'rolling back children'), legend('k-COMPENSATION', 'compensation'),
-      legend('k-failed', 'failed'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
+      legend('k-failed', 'failed'), legend('k-running', 'running now'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
       h('span', { class: 'muted', text: 'total ' + duration(span) })));
     const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
     const lane = h('div', { class: 'tl-lane' });
@@ -659,6 +687,12 @@
         l.appendChild(h('div', { class: 'tl-seg ' + (s.failure ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
           title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
       });
+      if (r.running && r.running.since) { // the step in flight: a bar up to now, growing with each refresh
+        const a = ms(r.running.since);
+        const b = Math.max(end || hi, a);
+        l.appendChild(h('div', { class: 'tl-seg k-running', style: { left: pct(a), width: width(a, b) },
+          title: r.saga + ': ' + r.running.step + ' running on ' + (r.running.engine || '?') + ', attempt ' + r.running.attempt + ', ' + duration(b - a) + ' so far' }));
+      }
       row.appendChild(l);
       box.appendChild(row);
     }
@@ -743,8 +777,8 @@
 
   function confirmParked(action, run, parked) {
     const what = action === 'retry'
-      ? 'Run step ' + parked.stepIndex + ' of ' + run.saga + ' again now, from attempt 1 (it failed ' + parked.attempt + ' attempt(s)).'
-      : 'Treat step ' + parked.stepIndex + ' of ' + run.saga + ' as done WITHOUT running it: its work does not happen, and the run goes on with its next step.';
+      ? 'Run step ' + (parked.step || parked.stepIndex) + ' of ' + run.saga + ' again now, from attempt 1 (it failed ' + parked.attempt + ' attempt(s)).'
+      : 'Treat step ' + (parked.step || parked.stepIndex) + ' of ' + run.saga + ' as done WITHOUT running it: its work does not happen, and the run goes on with its next step.';
     openDialog({
       title: (action === 'retry' ? 'Retry ' : 'Mark done: ') + run.saga + '?', what,
       effects: parked.failure ? ['It is parked because: ' + shortType(parked.failure.type) + ': ' + firstLine(parked.failure.message)] : [],
