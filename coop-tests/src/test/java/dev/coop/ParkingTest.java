@@ -106,6 +106,9 @@ class ParkingTest {
                     "EMITTED - -",
                     "SEEN park-retry-saga -",
                     "SUSPENDED park-retry-saga s0",
+                    "ATTEMPT_FAILED park-retry-saga flaky",
+                    "PARKED park-retry-saga flaky",
+                    "RETRIED park-retry-saga flaky",
                     "SUSPENDED park-retry-saga flaky",
                     "SUSPENDED park-retry-saga s2",
                     "COMMITTED park-retry-saga s2");
@@ -127,6 +130,9 @@ class ParkingTest {
             assertThat(flaky.ran).as(log).containsExactly("s2");
             assertThat(EventLog.rows(client.events(id))).as(log).containsSubsequence(
                     "SUSPENDED park-skip-saga s0",
+                    "ATTEMPT_FAILED park-skip-saga flaky",
+                    "PARKED park-skip-saga flaky",
+                    "MARKED_DONE park-skip-saga flaky",
                     "SUSPENDED park-skip-saga flaky",
                     "SUSPENDED park-skip-saga s2",
                     "COMMITTED park-skip-saga s2");

@@ -303,7 +303,7 @@ public final class Inspection {
     private List<Event> events(Connection c, UUID[] scope) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
-                       exception::text AS exception, context::text AS context
+                       exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
                  WHERE lineage[1] = ? AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
@@ -325,7 +325,7 @@ public final class Inspection {
         UUID[] messages = rows.stream().map(r -> r.message().value()).distinct().toArray(UUID[]::new);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
-                       exception::text AS exception, context::text AS context
+                       exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
                  WHERE message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
@@ -446,7 +446,7 @@ public final class Inspection {
             counted.add(n <= s.launched().size()
                     ? s
                     : new StepView(s.name(), s.kind(), s.engine(), s.startedAt(),
-                            s.endedAt(), s.launched(), s.failure(), s.iteration(), n));
+                            s.endedAt(), s.launched(), s.failure(), s.iteration(), n, s.attempt()));
         }
         return counted;
     }
@@ -460,6 +460,7 @@ public final class Inspection {
                 case EMITTED, ROLLBACK_EMITTED -> launched.computeIfAbsent(e.step(), k -> new ArrayList<>())
                         .add(e.messageId());
                 case SUSPENDED -> steps.add(step(e, launched.remove(e.step()), null));
+                case ATTEMPT_FAILED, PARKED, RETRIED, MARKED_DONE -> steps.add(attemptStep(e));
                 case ROLLING_BACK, ROLLBACK_FAILED -> {
                     if (e.step() != null) {
                         steps.add(step(e, launched.remove(e.step()),
@@ -503,9 +504,10 @@ public final class Inspection {
                     undone.merge(step, 1, Integer::sum);
                     yield n;
                 }
+                case ATTEMPT_FAILED, PARKED, RETRIED, MARKED_DONE -> 1;
             };
             numbered.add(new StepView(s.name(), s.kind(), s.engine(), s.startedAt(), s.endedAt(), s.launched(),
-                    s.failure(), Math.max(1, iteration)));
+                    s.failure(), Math.max(1, iteration), s.launchedCount(), s.attempt()));
         }
         return numbered;
     }
@@ -513,6 +515,14 @@ public final class Inspection {
     private static String undoneStep(String name, String suffix) {
         String s = name.startsWith(LogNames.ROLLBACK_PREFIX) ? name.substring(LogNames.ROLLBACK_PREFIX.length()) : name;
         return !suffix.isEmpty() && s.endsWith(suffix) ? s.substring(0, s.length() - suffix.length()) : s;
+    }
+
+    /** A failed attempt, a parking, or an operator's answer to it, under the step it is about. */
+    private static StepView attemptStep(Event e) {
+        StepView.Kind kind = StepView.Kind.valueOf(e.type().name());
+        return new StepView(e.step() == null ? "?" : e.step(), kind, e.engine(), e.startedAt(), e.createdAt(),
+                List.of(), e.exception() == null ? null : Failure.fromJson(e.exception()), 1, 0,
+                e.attempt() == null ? 0 : e.attempt());
     }
 
     private static StepView step(Event e, List<MessageId> launched, Failure failure) {

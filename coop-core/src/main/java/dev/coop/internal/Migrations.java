@@ -27,7 +27,8 @@ public final class Migrations {
             "V8__operator_audit.sql", "V9__quiet_wakeups.sql", "V10__launch_options.sql", "V11__saga_limits.sql",
             "V12__saga_versions.sql", "V13__schema_diet.sql", "V14__rate_window.sql",
             "V15__continuation_reserve.sql", "V16__seen_once.sql",
-            "V17__row_launch_notify.sql", "V18__light_trigger_checks.sql", "V19__join_check.sql");
+            "V17__row_launch_notify.sql", "V18__light_trigger_checks.sql", "V19__join_check.sql",
+            "V21__attempt_history.sql");
     private static final long LOCK_NAMESPACE = 0x436F6F70L << 32; // "Coop"
 
     private Migrations() {

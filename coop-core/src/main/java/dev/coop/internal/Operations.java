@@ -269,16 +269,26 @@ public final class Operations {
         }
     }
 
-    /** Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done. */
+    /**
+     * Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done; the log gets a
+     * {@code RETRIED} or {@code MARKED_DONE} event naming the step (who and why are in the audit).
+     */
     public boolean resolveParked(Connection c, UUID runId, boolean skip) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
-                       runnable_at = {now}, version = version + 1
-                 WHERE id = ? AND status = 'PARKED'
+                WITH resolved AS (
+                  UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
+                         runnable_at = {now}, version = version + 1
+                   WHERE id = ? AND status = 'PARKED'
+                  RETURNING message_id, saga, lineage, next_step
+                )
+                INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
+                SELECT message_id, ?, saga, next_step, lineage, {now} FROM resolved
                 """))) {
             ps.setString(1, skip ? "SKIP" : null);
             ps.setObject(2, time.bind());
             ps.setObject(3, runId);
+            ps.setString(4, skip ? "MARKED_DONE" : "RETRIED");
+            ps.setObject(5, time.bind());
             return ps.executeUpdate() > 0;
         }
     }

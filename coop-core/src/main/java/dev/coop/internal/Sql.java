@@ -469,7 +469,7 @@ final class Sql {
               SELECT lineage FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
             )
             SELECT ev.id, ev.message_id, ev.type, ev.saga, ev.engine, ev.step, ev.lineage, ev.created_at,
-                   ev.started_at, ev.exception::text AS exception, ev.context::text AS context
+                   ev.started_at, ev.exception::text AS exception, ev.context::text AS context, ev.attempt
               FROM {schema}.event ev, target t
              WHERE ev.lineage[1] = t.lineage[1]
                AND (ev.lineage[1] = ?::uuid

@@ -159,6 +159,9 @@ public final class JsonRenderer {
         if (s.iteration() > 1) {
             n.put("iteration", s.iteration());
         }
+        if (s.attempt() > 0) { // ATTEMPT_FAILED and PARKED only
+            n.put("attempt", s.attempt());
+        }
         return n;
     }
 
@@ -203,7 +206,8 @@ public final class JsonRenderer {
         return new StepView(text(n, "name"), StepView.Kind.valueOf(text(n, "kind")), text(n, "engine"),
                 readTime(n, "startedAt"), readTime(n, "endedAt"),
                 list(n.get("launched"), m -> new MessageId(UUID.fromString(m.asText()))),
-                readFailure(n.get("failure")), n.path("iteration").asInt(1), n.path("launchedCount").asInt(0));
+                readFailure(n.get("failure")), n.path("iteration").asInt(1), n.path("launchedCount").asInt(0),
+                n.path("attempt").asInt(0));
     }
 
     // ---- event logs
@@ -228,6 +232,9 @@ public final class JsonRenderer {
         n.put("startedAt", time(e.startedAt()));
         n.set("exception", embedded(e.exception()));
         n.set("context", embedded(e.context()));
+        if (e.attempt() != null) { // ATTEMPT_FAILED and PARKED only
+            n.put("attempt", e.attempt());
+        }
         return n;
     }
 
@@ -236,7 +243,8 @@ public final class JsonRenderer {
         return list(parse(json), n -> new Event(n.path("id").asLong(), new MessageId(uuid(n, "messageId")),
                 EventType.valueOf(text(n, "type")), text(n, "saga"), text(n, "engine"), text(n, "step"),
                 readLineage(n.get("lineage")), readTime(n, "createdAt"), readTime(n, "startedAt"),
-                compact(n.get("exception")), compact(n.get("context"))));
+                compact(n.get("exception")), compact(n.get("context")),
+                n.hasNonNull("attempt") ? n.get("attempt").asInt() : null));
     }
 
     // ---- listings

@@ -142,9 +142,9 @@ public final class TextRenderer {
                     exception = firstLine(e.exception());
                 }
             }
+            String step = e.attempt() == null ? orDash(e.step()) : orDash(e.step()) + " (attempt " + e.attempt() + ")";
             rows.add(List.of(String.valueOf(e.id()), "+" + duration(first, e.createdAt()), e.type().name(),
-                    orDash(e.saga()), orDash(e.step()), orDash(e.engine()), String.valueOf(e.lineage().depth()),
-                    exception));
+                    orDash(e.saga()), step, orDash(e.engine()), String.valueOf(e.lineage().depth()), exception));
         }
         return table(rows, 2, this::colorEvent);
     }
@@ -214,7 +214,27 @@ public final class TextRenderer {
         return s == null ? "-" : s;
     }
 
+    /**
+     * Of the failed attempts listed, how many attempts before each the log counted without keeping (a step retried
+     * many times keeps its first attempts and the latest), by identity.
+     */
+    private static Map<StepView, Integer> omittedAttempts(List<StepView> steps) {
+        Map<StepView, Integer> omittedAttempts = new java.util.IdentityHashMap<>();
+        Map<String, Integer> previous = new HashMap<>();
+        for (StepView s : steps) {
+            if (s.kind() == StepView.Kind.ATTEMPT_FAILED) {
+                int before = previous.getOrDefault(s.name(), 0);
+                omittedAttempts.put(s, s.attempt() - before - 1);
+                previous.put(s.name(), s.attempt());
+            } else if (s.kind() == StepView.Kind.STEP || s.kind() == StepView.Kind.RETRIED) {
+                previous.remove(s.name()); // a new series of attempts starts at 1
+            }
+        }
+        return omittedAttempts;
+    }
+
     private void run(StringBuilder out, RunView run, String indent, boolean last) {
+        Map<StepView, Integer> omitted = omittedAttempts(run.steps());
         out.append(indent).append(last ? glyphs.last : glyphs.branch).append(runLabel(run)).append('\n');
         String inner = indent + (last ? glyphs.space : glyphs.pipe);
         List<StepView> steps = run.steps();
@@ -259,7 +279,8 @@ public final class TextRenderer {
         for (int i = 0; i < items.size(); i++) {
             boolean lastItem = i == items.size() - 1;
             if (items.get(i) instanceof StepView step) {
-                step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem);
+                step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem,
+                        omitted.getOrDefault(step, 0));
             } else if (items.get(i) instanceof RunningStep running) {
                 out.append(inner).append(lastItem ? glyphs.last : glyphs.branch).append(runningLabel(running))
                         .append('\n');
@@ -299,8 +320,9 @@ public final class TextRenderer {
     }
 
     private void step(StringBuilder out, StepView step, List<RunView> caused, List<MessageId> unhandled,
-            String indent, boolean last) {
-        out.append(indent).append(last ? glyphs.last : glyphs.branch).append(stepLabel(step)).append('\n');
+            String indent, boolean last, int omittedAttempts) {
+        out.append(indent).append(last ? glyphs.last : glyphs.branch).append(stepLabel(step, omittedAttempts))
+                .append('\n');
         String inner = indent + (last ? glyphs.space : glyphs.pipe);
         for (int i = 0; i < Math.min(unhandled.size(), MAX_UNHANDLED_SHOWN); i++) {
             out.append(inner).append(caused.isEmpty() ? "  " : glyphs.pipe.substring(0, 2))
@@ -408,7 +430,7 @@ public final class TextRenderer {
         return s.toString();
     }
 
-    private String stepLabel(StepView step) {
+    private String stepLabel(StepView step, int omitted) {
         String name = step.name();
         String kind;
         String marker;
@@ -428,6 +450,22 @@ public final class TextRenderer {
                 kind = "compensation";
                 marker = glyphs.undo;
             }
+            case ATTEMPT_FAILED -> {
+                kind = "attempt " + step.attempt() + " failed, retried";
+                marker = glyphs.fail;
+            }
+            case PARKED -> {
+                kind = "parked after attempt " + step.attempt();
+                marker = glyphs.parked;
+            }
+            case RETRIED -> {
+                kind = "retried by an operator";
+                marker = glyphs.handler;
+            }
+            case MARKED_DONE -> {
+                kind = "marked done by an operator (not run)";
+                marker = glyphs.handler;
+            }
             default -> {
                 kind = "step";
                 marker = glyphs.ok;
@@ -438,7 +476,9 @@ public final class TextRenderer {
                 }
             }
         }
-        if (step.failure() != null) {
+        if (step.kind() == StepView.Kind.PARKED) {
+            marker = ansi("35", marker);
+        } else if (step.failure() != null) {
             marker = red(glyphs.fail);
         } else if (step.kind() == StepView.Kind.STEP) {
             marker = green(marker);
@@ -451,6 +491,10 @@ public final class TextRenderer {
             s.append(" #").append(step.iteration());
         }
         s.append("  ").append(kind);
+        if (omitted > 0) {
+            s.append(dim(" (" + omitted + (omitted == 1 ? " earlier attempt" : " earlier attempts")
+                    + " counted, not kept)"));
+        }
         if (step.engine() != null) {
             s.append("  ").append(dim(step.engine()));
         }
@@ -638,7 +682,8 @@ public final class TextRenderer {
             case "COMMITTED" -> green(type);
             case "ROLLING_BACK", "ROLLED_BACK", "ROLLBACK_EMITTED" -> red(type);
             case "ROLLBACK_FAILED" -> ansi("1;31", type);
-            case "CANCELLATION_REQUESTED" -> yellow(type);
+            case "CANCELLATION_REQUESTED", "ATTEMPT_FAILED", "RETRIED", "MARKED_DONE" -> yellow(type);
+            case "PARKED" -> ansi("35", type);
             default -> type;
         };
     }
@@ -684,8 +729,8 @@ public final class TextRenderer {
     }
 
     private record Glyphs(String branch, String last, String pipe, String space, String ok, String fail,
-            String undo, String handler, String bullet, String running) {
-        static final Glyphs UNICODE = new Glyphs("├─ ", "└─ ", "│  ", "   ", "✓", "✗", "↺", "↪", "●", "▶");
-        static final Glyphs ASCII = new Glyphs("|- ", "`- ", "|  ", "   ", "+", "x", "~", ">", "*", "=>");
+            String undo, String handler, String bullet, String running, String parked) {
+        static final Glyphs UNICODE = new Glyphs("├─ ", "└─ ", "│  ", "   ", "✓", "✗", "↺", "↪", "●", "▶", "‖");
+        static final Glyphs ASCII = new Glyphs("|- ", "`- ", "|  ", "   ", "+", "x", "~", ">", "*", "=>", "||");
     }
 }

@@ -184,6 +184,36 @@ class DashboardBrowserTest {
     }
 
     @Test
+    void a_step_retried_then_committed_shows_its_failed_attempts_in_the_tree_and_timeline() throws Exception {
+        dev.coop.Topic<Flaky> topic = dev.coop.Topic.of("browser-flaky", Flaky.class);
+        dev.coop.Saga<Flaky> saga = dev.coop.Saga.on(topic, "browser-flaky-saga")
+                .step("charge-card", step -> {
+                    if (step.attempt() < 3) {
+                        throw new IllegalStateException("the card gateway timed out (attempt " + step.attempt() + ")");
+                    }
+                })
+                .retry(dev.coop.RetryPolicy.attempts(3).initialDelay(Duration.ZERO))
+                .build();
+        MessageId id;
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            id = engine.client().launch(topic, new Flaky("order-1"));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+        login("vic", "viewer-pass");
+        open("#/h/" + id);
+        String tree = await(By.cssSelector("table.steps")).getText();
+        assertThat(tree).contains("failed attempt", "charge-card attempt 1", "charge-card attempt 2",
+                "the card gateway timed out (attempt 1)", "the card gateway timed out (attempt 2)");
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-ATTEMPT_FAILED"))).hasSize(2);
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-STEP"))).hasSize(1);
+        screenshot("dashboard-attempts.png");
+    }
+
+    /** The payload of the retried saga above. */
+    record Flaky(String order) {
+    }
+
+    @Test
     void an_anonymous_visitor_and_a_viewers_action_are_refused() {
         browser.manage().deleteAllCookies();
         browser.get(dashboard.uri().resolve("api/runs").toString());

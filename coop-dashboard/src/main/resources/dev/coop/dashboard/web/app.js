@@ -20,7 +20,12 @@
     CHILD_FAILURE_HANDLER: { icon: '↪', label: 'child-failure handler' },
     ROLLBACK_CHILDREN: { icon: '↺', label: 'rollback of children' },
     COMPENSATION: { icon: '↺', label: 'compensation' },
+    ATTEMPT_FAILED: { icon: '✗', label: 'failed attempt' },
+    PARKED: { icon: '‖', label: 'parked' },
+    RETRIED: { icon: '↻', label: 'retried by an operator' },
+    MARKED_DONE: { icon: '✓', label: 'marked done by an operator' },
   };
+  const OWN_STYLE = new Set(['ATTEMPT_FAILED', 'PARKED', 'RETRIED', 'MARKED_DONE']); // drawn as themselves, not as failures
   const FINISHED = new Set(['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED']);
   const MANY_CHILDREN = 50;
   const TIMELINE_ROWS = 2000;
@@ -30,6 +35,7 @@
   let liveTimer = null;
   let renderToken = 0;
   const openState = new Map(); // run id -> open, kept across live refreshes
+  const ioOpen = new Set(); // run ids whose input and output are shown
 
   // ---- DOM helpers: text only
 
@@ -540,16 +546,73 @@
           onclick: () => confirmAction('rollback', run.lineage, run.lineage[0], all, 'this run') }, '↺ Roll back this run')));
       }
     }
+    body.appendChild(ioPanel(run));
     if (run.steps.length || run.running) body.appendChild(stepsTable(run, ctx));
     body.appendChild(childrenOf(run, depth, ctx));
     return body;
+  }
+
+  /**
+   * The run's input (its message's payload) and output (its result), read from the server when opened: masked fields
+   * show as "***" (the server masks them), long values are cut until "Show the whole values".
+   */
+  function ioPanel(run) {
+    const box = h('details', { class: 'io', id: 'io-' + run.runId }, h('summary', { text: 'Input and output' }));
+    const load = async full => {
+      const data = await api('io?message=' + q(run.messageId) + '&run=' + q(run.runId) + (full ? '&full=true' : ''));
+      clear(box).appendChild(h('summary', { text: 'Input and output' }));
+      for (const [label, key] of [['Payload', 'payload'], ['Result', 'result']]) {
+        const v = data[key];
+        const cut = data[key + 'Cut'];
+        box.appendChild(h('div', { class: 'io-value io-' + key }, h('b', { text: label + ' ' }),
+          h('span', { class: 'muted', text: v === null ? '(none)' : data[key + 'Chars'] + ' characters' + (cut ? ', the first ' + v.length + ' shown' : '') }),
+          v === null ? null : h('pre', { class: 'json', text: cut ? v + ' …' : JSON.stringify(v, null, 2) })));
+      }
+      if (data.payloadCut || data.resultCut) {
+        box.appendChild(h('button', { type: 'button', class: 'small show-whole', onclick: () => load(true).catch(e => flash(e.message, true)) },
+          'Show the whole values'));
+      }
+      box.open = true;
+    };
+    let loaded = false;
+    const open = () => {
+      ioOpen.add(run.runId);
+      if (!loaded) {
+        loaded = true;
+        load(false).catch(e => flash(e.message, true));
+      }
+    };
+    box.addEventListener('toggle', () => { if (box.open) open(); else ioOpen.delete(run.runId); });
+    if (ioOpen.has(run.runId)) open(); // kept open across live refreshes
+    return box;
   }
 
   function operator() {
     return session && session.role === 'OPERATOR';
   }
 
+  /** A failed attempt standing for a long series: how many attempts before it were counted, not kept. */
+  function omittedNote(s, omitted) {
+    const n = omitted.get(s) || 0;
+    return n > 0 ? ' (' + n + ' earlier attempt' + (n === 1 ? '' : 's') + ' counted, not kept)' : '';
+  }
+
+  function omittedAttempts(steps) {
+    const omitted = new Map();
+    const previous = new Map();
+    for (const s of steps) {
+      if (s.kind === 'ATTEMPT_FAILED') {
+        omitted.set(s, s.attempt - (previous.get(s.name) || 0) - 1);
+        previous.set(s.name, s.attempt);
+      } else if (s.kind === 'STEP' || s.kind === 'RETRIED') {
+        previous.delete(s.name);
+      }
+    }
+    return omitted;
+  }
+
   function stepsTable(run, ctx) {
+    const omitted = omittedAttempts(run.steps);
     const counts = new Map();
     let seen = ctx.contexts.launched.get(run.messageId) || null; // the context the run started with
     const rows = run.steps.map(s => {
@@ -561,7 +624,7 @@
       if (after && after.context) seen = after.context; // the step changed it: later steps see the new one
       const ev = saw ? { context: saw } : null;
       const k = KIND[s.kind] || { icon: '·', label: s.kind };
-      const icon = s.failure ? '✗' : k.icon;
+      const icon = s.failure && !OWN_STYLE.has(s.kind) ? '✗' : k.icon;
       const ctxCell = h('td');
       if (ev && ev.context) {
         ctxCell.appendChild(h('details', null, h('summary', { text: 'context' }),
@@ -569,7 +632,8 @@
       }
       return h('tr', null,
         h('td', { class: 'kind' }, h('span', { 'aria-hidden': 'true', text: icon + ' ' }), k.label),
-        h('td', null, s.name, s.iteration ? h('span', { class: 'muted', text: ' #' + s.iteration }) : null),
+        h('td', null, s.name, s.iteration ? h('span', { class: 'muted', text: ' #' + s.iteration }) : null,
+          s.attempt ? h('span', { class: 'muted attempt', text: ' attempt ' + s.attempt + omittedNote(s, omitted) }) : null),
         h('td', { class: 'mono', text: s.engine || '' }),
         h('td', { class: 'mono', text: time(s.startedAt) }),
         h('td', { text: duration(s.durationMs) }),
@@ -653,7 +717,8 @@
     box.appendChild(h('div', { class: 'legend', 'aria-label': 'Legend' },
       legend('k-STEP', 'step'), legend('k-CHILD_FAILURE_HANDLER', 'child-failure handler'),
       legend('k-ROLLBACK_CHILDREN', 'rolling back children'), legend('k-COMPENSATION', 'compensation'),
-      legend('k-failed', 'failed'), legend('k-running', 'running now'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
+      legend('k-failed', 'failed'), legend('k-ATTEMPT_FAILED', 'failed attempt (retried)'), legend('k-PARKED', 'parked'),
+      legend('k-running', 'running now'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
       h('span', { class: 'muted', text: 'total ' + duration(span) })));
     const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
     const lane = h('div', { class: 'tl-lane' });
@@ -684,8 +749,8 @@
               title: r.saga + ' waits for the ' + s.launched.length + ' message(s) ' + s.name + ' launched: ' + duration(until - b) }));
           }
         }
-        l.appendChild(h('div', { class: 'tl-seg ' + (s.failure ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
-          title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
+        l.appendChild(h('div', { class: 'tl-seg ' + (s.failure && !OWN_STYLE.has(s.kind) ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
+          title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + (s.attempt ? ' ' + s.attempt : '') + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
       });
       if (r.running && r.running.since) { // the step in flight: a bar up to now, growing with each refresh
         const a = ms(r.running.since);
