@@ -190,6 +190,23 @@ class CoopCliTest {
     }
 
     @Test
+    void tree_with_payloads_shows_each_runs_payload_and_result_masked_and_cut() throws Exception {
+        Result r = coop("tree", committed.toString(), "--payloads", "--mask", "ID", "--color=never");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).contains("Payloads and results", "cli-order-saga  run ", "cli-payment-saga  run ",
+                "payload {\"id\":\"***\",\"fail\":false}", "result  -").doesNotContain("o-1");
+        assertThat(coop("tree", committed.toString(), "--payloads").out()).contains("\"id\":\"o-1\"");
+        assertThat(coop("tree", committed.toString(), "--payloads", "--max-chars", "5").out())
+                .contains("payload {\"id\" ... (25 characters; --max-chars 0 shows all)");
+        Result json = coop("tree", committed.toString(), "--json", "--payloads", "--mask", "fail");
+        assertThat(json.exit()).as(json.err()).isZero();
+        var tree = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.out());
+        assertThat(tree.at("/runs/0/payload").asText()).isEqualTo("{\"id\":\"o-1\",\"fail\":\"***\"}");
+        assertThat(tree.at("/runs/0/result").isNull()).isTrue();
+        assertThat(coop("tree", committed.toString(), "--payloads", "--mask", "a b").exit()).isNotZero();
+    }
+
+    @Test
     void tree_as_json_reads_back_as_the_hierarchy() {
         Result r = coop("tree", committed.toString(), "--json");
         assertThat(r.exit()).as(r.err()).isZero();

@@ -11,6 +11,7 @@ import dev.coop.dashboard.internal.Handler;
 import dev.coop.dashboard.internal.HttpExchange;
 import dev.coop.dashboard.internal.Responses;
 import dev.coop.dashboard.internal.Sessions;
+import dev.coop.render.JsonMask;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -49,7 +50,7 @@ public final class DashboardServer implements AutoCloseable {
     private final boolean secureCookies;
 
     private DashboardServer(Builder b) throws IOException {
-        this.handler = new Handler(b.client, true);
+        this.handler = new Handler(b.client, true, b.mask);
         this.accounts = b.accounts;
         this.sessions = new Sessions(b.idle);
         this.secureCookies = b.secureCookies;
@@ -224,6 +225,7 @@ public final class DashboardServer implements AutoCloseable {
         private int threads = 4;
         private Duration idle = Duration.ofHours(8);
         private boolean secureCookies;
+        private JsonMask mask = JsonMask.NONE;
 
         private Builder(CoopClient client) {
             this.client = Objects.requireNonNull(client, "client");
@@ -284,6 +286,16 @@ public final class DashboardServer implements AutoCloseable {
         }
 
         /**
+         * Fields whose values payloads, results and context values show as {@code ***}: names, compared without
+         * regard to case, in which {@code *} stands for any characters ({@code password}, {@code *token*}); see
+         * {@link JsonMask}.
+         */
+        public Builder mask(String... fields) {
+            this.mask = JsonMask.of(java.util.List.of(fields));
+            return this;
+        }
+
+        /**
          * Users from {@code COOP_DASHBOARD_USERS} ({@code name:password:role} separated by commas) and an operator
          * token from {@code COOP_DASHBOARD_TOKEN}, when set.
          */
@@ -302,6 +314,10 @@ public final class DashboardServer implements AutoCloseable {
             String token = env.get("COOP_DASHBOARD_TOKEN");
             if (token != null && !token.isBlank()) {
                 token(token.strip(), Role.OPERATOR);
+            }
+            String masked = env.get("COOP_DASHBOARD_MASK"); // field patterns, comma-separated
+            if (masked != null && !masked.isBlank()) {
+                this.mask = JsonMask.parse(masked);
             }
             return this;
         }

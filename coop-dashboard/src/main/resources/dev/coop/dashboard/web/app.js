@@ -190,6 +190,7 @@
       else if (r.page === 'run' && r.arg) await hierarchyPage(main, { lineage: r.arg.split(/[.,]/) }, token);
       else if (r.page === 'schedules') await schedulesPage(main, token);
       else if (r.page === 'joins') await joinsPage(main, r.params, token);
+      else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, token);
       else await runsPage(main, r.params, token);
     } catch (e) {
       if (token !== renderToken) return;
@@ -306,8 +307,11 @@
       h('td', { text: 'step ' + (p.step || p.stepIndex) + ', attempt ' + p.attempt }),
       h('td', { class: 'msg' }, p.failure ? [h('b', { text: shortType(p.failure.type) }), ': ', firstLine(p.failure.message)] : ''),
       h('td', { class: 'mono', text: time(p.createdAt) })));
+    const sagas = [...new Set(parked.map(p => p.saga))];
     return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
       h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
+      operator() ? h('div', { class: 'actions bulk' }, sagas.map(saga => h('button', { type: 'button', class: 'small retry-all',
+        onclick: () => confirmRetryAll(saga).catch(e => flash(e.message, true)) }, '↻ Retry all parked runs of ' + saga))) : null,
       h('div', { class: 'scroll' }, h('table', null,
         h('thead', null, h('tr', null, ['Status', 'Saga', 'Where', 'Reason', 'Created'].map(t => h('th', { text: t })))),
         h('tbody', null, rows))));
@@ -851,6 +855,18 @@
     });
   }
 
+  /** Every parked run of a saga at once: the confirmation states how many there are now, and needs a reason. */
+  async function confirmRetryAll(saga) {
+    const count = await api('parked-count?saga=' + q(saga));
+    openDialog({
+      title: 'Retry all ' + count.parked + ' parked runs of ' + saga + '?',
+      what: 'Run the parked step of each of the ' + count.parked + ' parked runs of saga ' + saga + ' again now, from attempt 1.',
+      effects: ['Done in batches of 1,000 runs, each its own transaction.',
+        'Each hierarchy gets an audit entry with your name and this reason; each run a RETRIED event in its log.'],
+      ok: 'Retry ' + count.parked + ' runs', body: { action: 'retry-parked', saga },
+    });
+  }
+
   function names(runs) {
     if (!runs.length) return 'none';
     const counts = new Map();
@@ -889,6 +905,29 @@
     };
     dialog.showModal();
     reason.focus();
+  }
+
+  // ---- search
+
+  /** Messages found by what was typed (an idempotency key, ...): one match opens it, several are listed. */
+  async function searchPage(main, text, token) {
+    const found = await api('search?q=' + q(text));
+    if (!current(token)) return;
+    document.title = 'Search · Coop';
+    if (found.matches.length === 1) {
+      location.replace('#/h/' + q(found.matches[0].messageId));
+      return;
+    }
+    clear(main).appendChild(h('h1', { text: 'Search: ' + text }));
+    if (!found.matches.length) {
+      main.appendChild(h('p', { class: 'muted', text: 'No message has this id or idempotency key.' }));
+      return;
+    }
+    main.appendChild(h('div', { class: 'scroll' }, h('table', { class: 'search' },
+      h('thead', null, h('tr', null, ['Message', 'Topic', 'Launched', 'Matched by'].map(t => h('th', { text: t })))),
+      h('tbody', null, found.matches.map(m => h('tr', null,
+        h('td', null, h('a', { href: '#/h/' + q(m.messageId) }, idSpan(m.messageId)), copyButton(m.messageId)),
+        h('td', { text: m.topic }), h('td', { class: 'mono', text: time(m.launchedAt) }), h('td', { text: m.matchedBy })))))));
   }
 
   // ---- schedules and joins
@@ -957,10 +996,13 @@
     document.getElementById('skip').addEventListener('click', () => document.getElementById('main').focus());
     document.getElementById('jump').addEventListener('submit', e => {
       e.preventDefault();
-      const v = document.getElementById('jump-id').value.trim().replace(/[\[\]\s]/g, '');
+      const raw = document.getElementById('jump-id').value.trim();
+      const v = raw.replace(/[\[\]\s]/g, '');
       if (!v) return;
       const ids = v.split(/[.,]/);
-      location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
+      const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+      if (!ids.every(id => uuid.test(id))) location.hash = '#/search/' + q(raw); // a key: search for it
+      else location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
     });
     document.addEventListener('keydown', e => {
       if (e.key === '/' && !/INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName)) {
