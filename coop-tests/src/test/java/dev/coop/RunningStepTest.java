@@ -83,6 +83,24 @@ class RunningStepTest {
     }
 
     @Test
+    void a_runs_first_step_in_flight_is_named_too(DataSource dataSource) throws Exception {
+        Topic<Empty> topic = Topic.of("running-first", Empty.class);
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Saga<Empty> saga = Saga.on(topic, "running-first-saga").step("first-and-slow", step -> {
+            inside.countDown();
+            release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(inside.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+            assertThat(engine.client().tree(id).runs().getFirst().running().step()).isEqualTo("first-and-slow");
+            release.countDown();
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+    }
+
+    @Test
     void a_runnable_run_no_engine_executes_shows_no_running_step(DataSource dataSource) {
         Topic<Empty> topic = Topic.of("running-none", Empty.class);
         Saga<Empty> saga = Saga.on(topic, "running-none-saga").step("only", step -> {

@@ -4,3 +4,8 @@
 -- table, no cost for the events of the happy path). A step retried many times keeps its first attempts' events, and
 -- one more event for the latest attempt, rewritten by each later one: the attempts between are counted, not kept.
 ALTER TABLE {schema}.event ADD COLUMN attempt int;
+
+-- The name of each saga version's first step, written by engines when they register it: a run's row names the step it
+-- runs next only from its second step on (run.next_step is set by the advance), so inspection reads the first step's
+-- name here to show a run's first step while it runs.
+ALTER TABLE {schema}.saga_version ADD COLUMN first_step text;

@@ -175,7 +175,7 @@ class DashboardBrowserTest {
             assertThat(row.getText()).contains("running", "schedule-invoices", "attempt 1", "last sign of life")
                     .containsPattern("[a-z-]+-[0-9a-f]{8}"); // the engine's id
             assertThat(browser.findElement(By.id("tree")).getText()).contains("▶ schedule-invoices on ");
-            assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-running"))).hasSize(1);
+            assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-running"))).hasSize(1);
             String soFar = browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText();
             waitUntil(() -> !browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText()
                     .equals(soFar)); // the page refreshes itself while the step runs
@@ -205,8 +205,8 @@ class DashboardBrowserTest {
         String tree = await(By.cssSelector("table.steps")).getText();
         assertThat(tree).contains("failed attempt", "charge-card attempt 1", "charge-card attempt 2",
                 "the card gateway timed out (attempt 1)", "the card gateway timed out (attempt 2)");
-        assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-ATTEMPT_FAILED"))).hasSize(2);
-        assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-STEP"))).hasSize(1);
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-ATTEMPT_FAILED"))).hasSize(2);
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-STEP"))).hasSize(1);
         screenshot("dashboard-attempts.png");
 
         browser.findElement(By.cssSelector("details.io > summary")).click(); // input and output, masked
@@ -251,7 +251,8 @@ class DashboardBrowserTest {
         assertThat(await(By.id("message-id")).getText()).isEqualTo(id.toString());
 
         open("#/search/no-such-key");
-        assertThat(await(By.cssSelector("main p.muted")).getText()).contains("No message has this id or idempotency key");
+        assertThat(await(By.cssSelector("main p.muted")).getText())
+                .contains("No message has this id or idempotency key");
     }
 
     @Test
@@ -274,7 +275,8 @@ class DashboardBrowserTest {
             broken.set(false);
             login("olga", "operator-pass");
             open("#/runs");
-            WebElement button = await(By.xpath("//button[contains(., 'Retry all parked runs of browser-parking-saga')]"));
+            WebElement button = await(
+                    By.xpath("//button[contains(., 'Retry all parked runs of browser-parking-saga')]"));
             button.click();
             WebElement dialog = await(By.id("confirm"));
             assertThat(dialog.getText()).contains("Retry all 3 parked runs of browser-parking-saga?",
