@@ -61,8 +61,7 @@ final class Payloads {
         }
     }
 
-    private static final com.fasterxml.jackson.databind.ObjectMapper MAPPER =
-            new com.fasterxml.jackson.databind.ObjectMapper();
+    private static final com.fasterxml.jackson.databind.ObjectMapper MAPPER = new com.fasterxml.jackson.databind.ObjectMapper();
 
     /** Masked, on one line without spaces between tokens (as stored, PostgreSQL puts some), cut. */
     private String shown(String json) {

@@ -59,15 +59,16 @@ final class RunningSteps {
             return Map.of();
         }
         Map<UUID, Live> live = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT r.id, r.phase = 'ROLLBACK',
-                       coalesce(r.next_step, (SELECT v.first_step FROM {schema}.saga_version v -- before its first advance
-                                               WHERE r.step_index = 0 AND v.saga = r.saga AND v.version = r.saga_version)),
-                       r.rollback_seq, r.rollback_stage, r.attempt,
-                       a.xact_start, a.application_name, a.state_change
-                  FROM {schema}.run r JOIN pg_stat_activity a ON a.backend_xid = r.xmax
-                 WHERE r.id = ANY(?) AND r.status = 'RUNNABLE'
-                """))) {
+        try (PreparedStatement ps = c.prepareStatement(schema
+                .sql("""
+                        SELECT r.id, r.phase = 'ROLLBACK',
+                               coalesce(r.next_step, (SELECT v.first_step FROM {schema}.saga_version v -- before its first advance
+                                                       WHERE r.step_index = 0 AND v.saga = r.saga AND v.version = r.saga_version)),
+                               r.rollback_seq, r.rollback_stage, r.attempt,
+                               a.xact_start, a.application_name, a.state_change
+                          FROM {schema}.run r JOIN pg_stat_activity a ON a.backend_xid = r.xmax
+                         WHERE r.id = ANY(?) AND r.status = 'RUNNABLE'
+                        """))) {
             ps.setArray(1, c.createArrayOf("uuid", runnable.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
