@@ -179,6 +179,7 @@ class DashboardBrowserTest {
             String soFar = browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText();
             waitUntil(() -> !browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText()
                     .equals(soFar)); // the page refreshes itself while the step runs
+            browser.executeScript("document.querySelector('tr.running-step').scrollIntoView({block: 'center'})");
             screenshot("dashboard-running.png");
         }
     }
@@ -224,6 +225,7 @@ class DashboardBrowserTest {
         String payload = await(By.cssSelector("details.io .io-payload pre")).getText();
         assertThat(payload).contains("\"accountId\"", "\"invoicingEmail\": \"***\"").doesNotContain("@");
         assertThat(browser.findElement(By.cssSelector("details.io .io-result")).getText()).contains("(none)");
+        browser.executeScript("document.querySelector('details.io').scrollIntoView({block: 'start'})");
         screenshot("dashboard-payload.png");
     }
 

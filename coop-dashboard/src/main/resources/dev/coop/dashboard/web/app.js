@@ -92,10 +92,10 @@
       onclick: e => {
         e.preventDefault();
         e.stopPropagation();
-        const done = () => { e.target.textContent = '✓'; setTimeout(() => { e.target.textContent = '⧉'; }, 1200); };
+        const done = () => { e.target.textContent = 'copied'; setTimeout(() => { e.target.textContent = 'copy'; }, 1200); };
         if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(String(id)).then(done, () => {});
         else flash('Id: ' + id);
-      } }, '⧉');
+      } }, 'copy');
   }
 
   function time(t) {
