@@ -311,9 +311,32 @@ class CoopCliTest {
         Result r = coop("parked");
         assertThat(r.exit()).as(r.err()).isZero();
         assertThat(r.out()).startsWith("SINCE").contains("cli-parking-saga", id.toString(),
-                "IOException: Bank unreachable");
+                "IOException: Bank unreachable").contains("  call-bank  "); // the step's name, not its index
         Result json = coop("parked", "--json");
         assertThat(JSON.readParked(json.out())).anySatisfy(p -> assertThat(p.messageId()).isEqualTo(id));
+    }
+
+    @Test
+    void every_parked_run_of_a_saga_is_retried_with_a_reason_after_a_dry_run_says_how_many() {
+        MessageId id = client.launch(PARKING, new Order("o-8", false));
+        Await.until("the run to park", WAIT, () -> client.statuses(id).contains(RunStatus.PARKED));
+        Result dry = coop("retry", "--saga", "cli-parking-saga", "--parked", "--dry-run");
+        assertThat(dry.exit()).as(dry.err()).isZero();
+        assertThat(dry.out())
+                .containsPattern("\\d+ parked runs? of saga cli-parking-saga would be retried \\(dry run");
+        assertThat(client.statuses(id)).containsExactly(RunStatus.PARKED);
+        assertUsageError(coop("retry", "--saga", "cli-parking-saga", "--parked"), "Say why with --reason");
+        assertUsageError(coop("retry", "--saga", "cli-parking-saga"), "--saga <saga> --parked");
+
+        Result r = coop("retry", "--saga", "cli-parking-saga", "--parked", "--reason", "bank is back", "--actor",
+                "ops");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).containsPattern("Retried \\d+ parked runs? of saga cli-parking-saga").contains("ops");
+        assertThat(client.audit(id)).anySatisfy(a -> {
+            assertThat(a.action()).isEqualTo("retry-parked");
+            assertThat(a.actor()).isEqualTo("ops");
+            assertThat(a.reason()).isEqualTo("bank is back");
+        });
     }
 
     @Test

@@ -249,10 +249,13 @@ public final class Operations {
 
     /** Parked runs, oldest first. */
     public List<ParkedRun> parked(Connection c, int limit) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT id, message_id, saga, lineage, step_index, attempt, failure::text, created_at, next_step
-                  FROM {schema}.run WHERE status = 'PARKED' ORDER BY created_at LIMIT ?
-                """))) {
+        try (PreparedStatement ps = c.prepareStatement(schema
+                .sql("""
+                        SELECT r.id, r.message_id, r.saga, r.lineage, r.step_index, r.attempt, r.failure::text, r.created_at,
+                               coalesce(r.next_step, (SELECT v.first_step FROM {schema}.saga_version v -- before its first advance
+                                                       WHERE r.step_index = 0 AND v.saga = r.saga AND v.version = r.saga_version))
+                          FROM {schema}.run r WHERE r.status = 'PARKED' ORDER BY r.created_at LIMIT ?
+                        """))) {
             ps.setInt(1, limit);
             List<ParkedRun> runs = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
