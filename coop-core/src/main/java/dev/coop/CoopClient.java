@@ -76,6 +76,9 @@ public final class CoopClient {
     private final Topology topology;
     private final Operations operations;
     private final Inspection inspection;
+    private final dev.coop.internal.RunData runData;
+    private final dev.coop.internal.BulkActions bulk;
+    private final dev.coop.internal.Search search;
     private final Schedules schedules;
     private final AuditLog audit;
     private final Json json;
@@ -109,6 +112,9 @@ public final class CoopClient {
         this.topology = new Topology(schema);
         this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
+        this.runData = new dev.coop.internal.RunData(schema);
+        this.bulk = new dev.coop.internal.BulkActions(schema, store.time());
+        this.search = new dev.coop.internal.Search(schema);
         this.schedules = new Schedules(schema, time);
         this.audit = new AuditLog(schema);
         this.tasks = new TaskSettlement(schema, time, json);
@@ -391,6 +397,26 @@ public final class CoopClient {
         return results.getFirst().get(type);
     }
 
+    /**
+     * The payload a message was launched with, as stored (JSON text), for inspection: steps read it typed.
+     *
+     * @throws CoopValidationException when there is no such message
+     */
+    public String payloadJson(MessageId message) {
+        Objects.requireNonNull(message, "message");
+        return inTransaction("read the payload of message " + message, c -> runData.payload(c, message));
+    }
+
+    /**
+     * What a run returned ({@link RunResult}), as stored (JSON text); null when it returned nothing, or not yet.
+     *
+     * @throws CoopValidationException when there is no such run
+     */
+    public String resultJson(UUID runId) {
+        Objects.requireNonNull(runId, "runId");
+        return inTransaction("read the result of run " + runId, c -> runData.result(c, runId));
+    }
+
     /** The status of every run of a message (one per saga that handles it). */
     public List<RunStatus> statuses(MessageId message) {
         try (Connection c = dataSource.getConnection()) {
@@ -512,6 +538,48 @@ public final class CoopClient {
     public boolean retryNow(UUID runId) {
         Objects.requireNonNull(runId, "runId");
         return inTransaction("retry run " + runId, c -> operations.resolveParked(c, runId, false));
+    }
+
+    /**
+     * The messages {@code text} names, newest first, at most 100: the message with that id, and the messages
+     * launched with that idempotency key (of topics a saga is registered for, whatever the topic).
+     */
+    public List<dev.coop.inspect.MessageMatch> search(String text) {
+        if (text == null || text.isBlank() || text.length() > 1_000) {
+            throw new CoopValidationException("Search for 1 to 1000 characters, was "
+                    + (text == null ? "null" : text.length() + " characters"));
+        }
+        return inTransaction("search for '" + text + "'", c -> search.find(c, text.strip()));
+    }
+
+    /** How many runs of {@code saga} are parked now (what {@link #retryParked} would retry). */
+    public long countParked(String saga) {
+        Objects.requireNonNull(saga, "saga");
+        return inTransaction("count the parked runs of saga " + saga, c -> bulk.countParked(c, saga));
+    }
+
+    /**
+     * Retries every parked run of {@code saga} now, from attempt 1, in batches of 1,000 runs, each batch one
+     * transaction: a {@code RETRIED} event per run, and an audit entry per hierarchy (action {@code retry-parked},
+     * {@code actor}, {@code reason}, how many of its runs). Runs parked again while it works are not retried twice.
+     *
+     * @return how many runs it retried
+     */
+    public long retryParked(String saga, String actor, String reason) {
+        Objects.requireNonNull(saga, "saga");
+        String who = auditText("actor", actor, 200);
+        String why = reason(reason);
+        long parked = countParked(saga);
+        long retried = 0;
+        for (long batches = parked / dev.coop.internal.BulkActions.BATCH + 1; batches > 0; batches--) {
+            int n = inTransaction("retry parked runs of saga " + saga,
+                    c -> bulk.retryParkedBatch(c, saga, who, why));
+            retried += n;
+            if (n < dev.coop.internal.BulkActions.BATCH) {
+                break;
+            }
+        }
+        return retried;
     }
 
     /** Treats a parked run's step as done without running it; the run goes on. False when it is not parked. */

@@ -175,7 +175,8 @@ class OrderingKeyTest {
             String text = TEXT.render(client.tree(second));
             assertThat(text).contains("HELD (held behind key 'acct-1': run " + ahead.runId() + " ahead)")
                     .contains("priority 3");
-            assertThat(TEXT.render(client.tree(first))).contains("RUNNABLE  key 'acct-1'");
+            assertThat(TEXT.render(client.tree(first))).contains("RUNNING  key 'acct-1'") // in its step now
+                    .contains("▶ hold  running");
             String json = Renderers.json().render(client.tree(second));
             assertThat(json).contains("\"orderingKey\" : \"acct-1\"").contains("\"priority\" : 3")
                     .contains("\"heldBehind\" : \"" + ahead.runId() + "\"");

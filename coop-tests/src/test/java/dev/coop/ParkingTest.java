@@ -83,6 +83,9 @@ class ParkingTest {
             assertThat(parked.lineage().root()).isEqualTo(id.value());
             assertThat(parked.lineage().last()).isEqualTo(parked.runId());
             assertThat(parked.stepIndex()).isEqualTo(1);
+            assertThat(parked.step()).isEqualTo("flaky");
+            assertThat(new dev.coop.render.TextRenderer(dev.coop.render.RenderOptions.defaults())
+                    .renderParked(List.of(parked))).contains("park-retry-saga  flaky  2");
             assertThat(parked.attempt()).isEqualTo(2);
             assertThat(parked.failure().type()).isEqualTo("java.io.IOException");
             assertThat(parked.failure().message()).isEqualTo("still broken (attempt 2)");
@@ -103,6 +106,9 @@ class ParkingTest {
                     "EMITTED - -",
                     "SEEN park-retry-saga -",
                     "SUSPENDED park-retry-saga s0",
+                    "ATTEMPT_FAILED park-retry-saga flaky",
+                    "PARKED park-retry-saga flaky",
+                    "RETRIED park-retry-saga flaky",
                     "SUSPENDED park-retry-saga flaky",
                     "SUSPENDED park-retry-saga s2",
                     "COMMITTED park-retry-saga s2");
@@ -124,6 +130,9 @@ class ParkingTest {
             assertThat(flaky.ran).as(log).containsExactly("s2");
             assertThat(EventLog.rows(client.events(id))).as(log).containsSubsequence(
                     "SUSPENDED park-skip-saga s0",
+                    "ATTEMPT_FAILED park-skip-saga flaky",
+                    "PARKED park-skip-saga flaky",
+                    "MARKED_DONE park-skip-saga flaky",
                     "SUSPENDED park-skip-saga flaky",
                     "SUSPENDED park-skip-saga s2",
                     "COMMITTED park-skip-saga s2");

@@ -80,6 +80,8 @@ class RetryTest {
                     "EMITTED - -",
                     "SEEN retry-backoff-saga -",
                     "SUSPENDED retry-backoff-saga s0",
+                    "ATTEMPT_FAILED retry-backoff-saga flaky",
+                    "ATTEMPT_FAILED retry-backoff-saga flaky",
                     "EMITTED retry-backoff-saga flaky",
                     "SUSPENDED retry-backoff-saga flaky",
                     "SEEN retry-backoff-child-saga -",
@@ -151,13 +153,18 @@ class RetryTest {
                     "EMITTED - -",
                     "SEEN retry-exhausted-saga -",
                     "SUSPENDED retry-exhausted-saga s0",
+                    "ATTEMPT_FAILED retry-exhausted-saga doomed",
+                    "ATTEMPT_FAILED retry-exhausted-saga doomed",
                     "ROLLING_BACK retry-exhausted-saga doomed",
                     "SUSPENDED retry-exhausted-saga Rollback of s0 (rolling back child scopes)",
                     "SUSPENDED retry-exhausted-saga Rollback of s0",
                     "ROLLED_BACK retry-exhausted-saga Rollback of s0");
-            Failure f = Failure.fromJson(events.get(3).exception());
+            Failure f = Failure.fromJson(events.get(5).exception());
             assertThat(f.type()).isEqualTo("java.io.IOException");
             assertThat(f.message()).isEqualTo("attempt 3 fails");
+            assertThat(events.subList(3, 5)).extracting(Event::attempt).containsExactly(1, 2);
+            assertThat(events.subList(3, 5)).extracting(e -> Failure.fromJson(e.exception()).message())
+                    .containsExactly("attempt 1 fails", "attempt 2 fails");
         }
     }
 

@@ -69,22 +69,49 @@ final class Commands {
         @Option(names = "--ids", description = "Show the id of every run")
         boolean ids;
 
+        @Option(names = "--payloads", description = "Also each run's payload and result, as JSON (masked by --mask,"
+                + " cut at --max-chars); in JSON, as the fields payload and result of each run")
+        boolean payloads;
+
+        @Option(names = "--mask", paramLabel = "<fields>", description = "With --payloads: field names whose values"
+                + " show as ***, comma-separated, * for any characters (password,*token*); default $COOP_MASK")
+        String mask;
+
+        @Option(names = "--max-chars", paramLabel = "<n>", defaultValue = "2000", description = "With --payloads:"
+                + " characters of each value shown (default ${DEFAULT-VALUE}; 0 for all)")
+        int maxChars;
+
         @Override
         public void run() {
             if ((message == null) == (run == null)) {
                 throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id or --run <run-id>");
             }
+            if (maxChars < 0) {
+                throw new CliException(CoopCli.EXIT_USAGE, "--max-chars must be 0 (all) or more, was " + maxChars);
+            }
             var text = new dev.coop.render.TextRenderer(cli.renderOptions().withFrames(frames).withIds(ids));
+            Payloads io = payloads
+                    ? new Payloads(database().client,
+                            dev.coop.render.JsonMask.parse(mask != null ? mask : System.getenv("COOP_MASK")), maxChars)
+                    : null;
             if (run != null) {
                 RunView view = operate(() -> database().client.tree(new dev.coop.Lineage(List.of(run))));
-                cli.out().print(cli.json ? cli.jsonRenderer().render(view) + "\n" : text.render(view));
+                print(cli.json ? cli.jsonRenderer().run(view) : null, text.render(view), List.of(view), io);
                 return;
             }
             Hierarchy tree = database().client.tree(message);
-            if (cli.json) {
-                cli.out().println(cli.jsonRenderer().render(tree));
+            print(cli.json ? cli.jsonRenderer().hierarchy(tree) : null, text.render(tree), tree.runs(), io);
+        }
+
+        private void print(com.fasterxml.jackson.databind.JsonNode json, String text, List<RunView> roots,
+                Payloads io) {
+            if (json != null) {
+                if (io != null) {
+                    io.addTo(json);
+                }
+                cli.out().println(cli.jsonRenderer().write(json));
             } else {
-                cli.out().print(text.render(tree));
+                cli.out().print(text + (io == null ? "" : io.lines(roots)));
             }
         }
     }
@@ -213,12 +240,50 @@ final class Commands {
     @Command(name = "retry", mixinStandardHelpOptions = true, description = "Retry a parked run's step now, from"
             + " attempt 1.")
     static final class Retry extends Base {
-        @Parameters(paramLabel = "<run-id>", description = "The id of the parked run (a UUID; see: coop parked)")
+        @Parameters(paramLabel = "<run-id>", arity = "0..1", description = "The id of the parked run (a UUID; see:"
+                + " coop parked)")
         java.util.UUID run;
+
+        @Option(names = "--saga", paramLabel = "<saga>", description = "With --parked: every parked run of this saga,"
+                + " in batches of 1,000 runs (one transaction each), each hierarchy audited")
+        String saga;
+
+        @Option(names = "--parked", description = "With --saga: retry its parked runs")
+        boolean parked;
+
+        @Option(names = "--dry-run", description = "With --saga --parked: only say how many runs would be retried")
+        boolean dryRun;
+
+        @Option(names = "--reason", paramLabel = "<text>", description = "With --saga --parked: why (required;"
+                + " recorded in the audit with --actor)")
+        String reason;
+
+        @Option(names = "--actor", paramLabel = "<name>", description = "Who retries (default: $USER)")
+        String actor;
 
         @Override
         public void run() {
-            resolved(cli, run, operate(() -> database().client.retryNow(run)), "will retry its step now");
+            if ((run == null) == (saga == null) || (saga != null) != parked) {
+                throw new CliException(CoopCli.EXIT_USAGE, "Give either a parked run's id, or --saga <saga> --parked");
+            }
+            if (run != null) {
+                resolved(cli, run, operate(() -> database().client.retryNow(run)), "will retry its step now");
+                return;
+            }
+            long count = operate(() -> database().client.countParked(saga));
+            if (dryRun) {
+                cli.out().println(count + " parked run" + (count == 1 ? "" : "s") + " of saga " + saga
+                        + " would be retried (dry run: nothing was changed)");
+                return;
+            }
+            if (reason == null || reason.isBlank()) {
+                throw new CliException(CoopCli.EXIT_USAGE, "Say why with --reason: it is recorded in the audit ("
+                        + count + " parked runs of saga " + saga + " would be retried)");
+            }
+            String who = actor != null ? actor : System.getProperty("user.name", "coop");
+            long retried = operate(() -> database().client.retryParked(saga, who, reason));
+            cli.out().println("Retried " + retried + " parked run" + (retried == 1 ? "" : "s") + " of saga " + saga
+                    + " (from attempt 1); audited as " + who);
         }
     }
 

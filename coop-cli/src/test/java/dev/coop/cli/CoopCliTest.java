@@ -190,6 +190,23 @@ class CoopCliTest {
     }
 
     @Test
+    void tree_with_payloads_shows_each_runs_payload_and_result_masked_and_cut() throws Exception {
+        Result r = coop("tree", committed.toString(), "--payloads", "--mask", "ID", "--color=never");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).contains("Payloads and results", "cli-order-saga  run ", "cli-payment-saga  run ",
+                "payload {\"id\":\"***\",\"fail\":false}", "result  -").doesNotContain("o-1");
+        assertThat(coop("tree", committed.toString(), "--payloads").out()).contains("\"id\":\"o-1\"");
+        assertThat(coop("tree", committed.toString(), "--payloads", "--max-chars", "5").out())
+                .contains("payload {\"id\" ... (25 characters; --max-chars 0 shows all)");
+        Result json = coop("tree", committed.toString(), "--json", "--payloads", "--mask", "fail");
+        assertThat(json.exit()).as(json.err()).isZero();
+        var tree = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.out());
+        assertThat(tree.at("/runs/0/payload").asText()).isEqualTo("{\"id\":\"o-1\",\"fail\":\"***\"}");
+        assertThat(tree.at("/runs/0/result").isNull()).isTrue();
+        assertThat(coop("tree", committed.toString(), "--payloads", "--mask", "a b").exit()).isNotZero();
+    }
+
+    @Test
     void tree_as_json_reads_back_as_the_hierarchy() {
         Result r = coop("tree", committed.toString(), "--json");
         assertThat(r.exit()).as(r.err()).isZero();
@@ -294,9 +311,32 @@ class CoopCliTest {
         Result r = coop("parked");
         assertThat(r.exit()).as(r.err()).isZero();
         assertThat(r.out()).startsWith("SINCE").contains("cli-parking-saga", id.toString(),
-                "IOException: Bank unreachable");
+                "IOException: Bank unreachable").contains("  call-bank  "); // the step's name, not its index
         Result json = coop("parked", "--json");
         assertThat(JSON.readParked(json.out())).anySatisfy(p -> assertThat(p.messageId()).isEqualTo(id));
+    }
+
+    @Test
+    void every_parked_run_of_a_saga_is_retried_with_a_reason_after_a_dry_run_says_how_many() {
+        MessageId id = client.launch(PARKING, new Order("o-8", false));
+        Await.until("the run to park", WAIT, () -> client.statuses(id).contains(RunStatus.PARKED));
+        Result dry = coop("retry", "--saga", "cli-parking-saga", "--parked", "--dry-run");
+        assertThat(dry.exit()).as(dry.err()).isZero();
+        assertThat(dry.out())
+                .containsPattern("\\d+ parked runs? of saga cli-parking-saga would be retried \\(dry run");
+        assertThat(client.statuses(id)).containsExactly(RunStatus.PARKED);
+        assertUsageError(coop("retry", "--saga", "cli-parking-saga", "--parked"), "Say why with --reason");
+        assertUsageError(coop("retry", "--saga", "cli-parking-saga"), "--saga <saga> --parked");
+
+        Result r = coop("retry", "--saga", "cli-parking-saga", "--parked", "--reason", "bank is back", "--actor",
+                "ops");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).containsPattern("Retried \\d+ parked runs? of saga cli-parking-saga").contains("ops");
+        assertThat(client.audit(id)).anySatisfy(a -> {
+            assertThat(a.action()).isEqualTo("retry-parked");
+            assertThat(a.actor()).isEqualTo("ops");
+            assertThat(a.reason()).isEqualTo("bank is back");
+        });
     }
 
     @Test

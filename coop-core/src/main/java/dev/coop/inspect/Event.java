@@ -18,6 +18,7 @@ import java.time.OffsetDateTime;
  *        started its work; null otherwise
  * @param exception the failure as JSON (see docs/protocol.md), or null
  * @param context the cooperation context as JSON, or null when empty
+ * @param attempt for {@code ATTEMPT_FAILED} and {@code PARKED}: which attempt of the step it is about; null otherwise
  */
 public record Event(
         long id,
@@ -30,8 +31,15 @@ public record Event(
         OffsetDateTime createdAt,
         OffsetDateTime startedAt,
         String exception,
-        String context) {
+        String context,
+        Integer attempt) {
     private static final String ROLLBACK_PREFIX = "Rollback of ";
+
+    /** An event that is about no particular attempt of a step. */
+    public Event(long id, MessageId messageId, EventType type, String saga, String engine, String step,
+            Lineage lineage, OffsetDateTime createdAt, OffsetDateTime startedAt, String exception, String context) {
+        this(id, messageId, type, saga, engine, step, lineage, createdAt, startedAt, exception, context, null);
+    }
     private static final String[] SUFFIXES = {" (rolling back child scopes)", " (child failure handler)", " (finally)"};
 
     /**

@@ -19,5 +19,16 @@ public enum EventType {
     /** A run's rollback failed. */
     ROLLBACK_FAILED,
     /** Someone asked a scope to give up. */
-    CANCELLATION_REQUESTED
+    CANCELLATION_REQUESTED,
+    /**
+     * An attempt of a step failed and its retry policy runs it again ({@link Event#attempt()}: which one). A step's
+     * first attempts are kept whole; one more event holds the latest, rewritten by each later attempt.
+     */
+    ATTEMPT_FAILED,
+    /** A run stopped for an operator: its step's retries ran out under a parking policy, or it cannot go on. */
+    PARKED,
+    /** An operator let a parked run run its step again, from attempt 1. */
+    RETRIED,
+    /** An operator marked a parked run's step done without running it. */
+    MARKED_DONE
 }

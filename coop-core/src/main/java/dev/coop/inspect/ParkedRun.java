@@ -17,7 +17,14 @@ import java.util.UUID;
  * @param stepIndex the index of the step it stopped at
  * @param attempt the attempt that failed last
  * @param failure why it stopped
+ * @param step the name of the step it stopped at, or null when the run row does not say
  */
 public record ParkedRun(UUID runId, MessageId messageId, String saga, Lineage lineage, int stepIndex, int attempt,
-        Failure failure, OffsetDateTime createdAt) {
+        Failure failure, OffsetDateTime createdAt, String step) {
+
+    /** A parked run whose step is known by its index only. */
+    public ParkedRun(UUID runId, MessageId messageId, String saga, Lineage lineage, int stepIndex, int attempt,
+            Failure failure, OffsetDateTime createdAt) {
+        this(runId, messageId, saga, lineage, stepIndex, attempt, failure, createdAt, null);
+    }
 }

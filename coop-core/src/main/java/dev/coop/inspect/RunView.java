@@ -24,15 +24,25 @@ import java.util.UUID;
  * @param waitingFor why a runnable, due run that no engine executes right now is not running: its saga's limits
  *        ({@code "waiting for a slot (3 of 3 busy)"}, {@code "rate limited until <instant>"}); null otherwise
  * @param ordering its priority and ordering key, and the run it is held behind ({@link RunOrdering#NONE}: none)
+ * @param running the step an engine executes right now, or null (none, or the read could not tell)
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
         Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
-        int sagaVersion, String waitingFor, RunOrdering ordering) {
+        int sagaVersion, String waitingFor, RunOrdering ordering, RunningStep running) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
         ordering = ordering == null ? RunOrdering.NONE : ordering;
+    }
+
+    /** A run that no engine executes right now. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+            int sagaVersion, String waitingFor, RunOrdering ordering) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, sagaVersion, waitingFor, ordering, null);
     }
 
     /** A run of version 1 of its saga, not held back by its saga's limits, launched without launch options. */

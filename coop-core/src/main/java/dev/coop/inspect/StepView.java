@@ -21,13 +21,20 @@ import java.util.List;
  *        rollback transactions, the iteration they undo
  * @param launchedCount how many messages it launched: {@code launched.size()}, or more when its run's children were
  *        counted (then: the messages some saga handled)
+ * @param attempt for {@link Kind#ATTEMPT_FAILED} and {@link Kind#PARKED}: which attempt of the step; 0 otherwise
  */
 public record StepView(String name, Kind kind, String engine, OffsetDateTime startedAt, OffsetDateTime endedAt,
-        List<MessageId> launched, Failure failure, int iteration, int launchedCount) {
+        List<MessageId> launched, Failure failure, int iteration, int launchedCount, int attempt) {
 
     public StepView {
         launched = List.copyOf(launched);
         launchedCount = Math.max(launchedCount, launched.size());
+    }
+
+    /** A transaction that is not about an attempt of a step. */
+    public StepView(String name, Kind kind, String engine, OffsetDateTime startedAt, OffsetDateTime endedAt,
+            List<MessageId> launched, Failure failure, int iteration, int launchedCount) {
+        this(name, kind, engine, startedAt, endedAt, launched, failure, iteration, launchedCount, 0);
     }
 
     /** A transaction whose launched messages are all listed. */
@@ -51,6 +58,17 @@ public record StepView(String name, Kind kind, String engine, OffsetDateTime sta
         /** Rolling back: asking the runs an instance caused to roll back. */
         ROLLBACK_CHILDREN,
         /** Rolling back: the step's compensation. */
-        COMPENSATION
+        COMPENSATION,
+        /**
+         * An attempt of the step that failed and that its retry policy ran again (nothing of it committed). A step's
+         * first attempts are listed each; past them, one entry stands for the latest (its {@code attempt} says which).
+         */
+        ATTEMPT_FAILED,
+        /** The run stopped at the step for an operator ({@code failure}: why). */
+        PARKED,
+        /** An operator let the parked run run the step again, from attempt 1. */
+        RETRIED,
+        /** An operator marked the parked run's step done without running it. */
+        MARKED_DONE
     }
 }

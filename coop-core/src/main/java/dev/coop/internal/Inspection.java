@@ -87,7 +87,8 @@ public final class Inspection {
             }
         }
         Read read = read(c, "r.message_id = ?", message.value(), scope);
-        return new Hierarchy(message, topic, launched, assemble(read, message, waitingFor(c, read.rows())));
+        return new Hierarchy(message, topic, launched,
+                assemble(read, message, waitingFor(c, read.rows()), running(c, read.rows())));
     }
 
     /** The tree below one run. */
@@ -100,7 +101,7 @@ public final class Inspection {
             Operations.requireLineage(lineage, anchor.getFirst().lineage());
         }
         Read read = read(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
-        return assemble(read, null, waitingFor(c, read.rows())).getFirst();
+        return assemble(read, null, waitingFor(c, read.rows()), running(c, read.rows())).getFirst();
     }
 
     /**
@@ -305,7 +306,7 @@ public final class Inspection {
     private List<Event> events(Connection c, UUID[] scope) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
-                       exception::text AS exception, context::text AS context
+                       exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
                  WHERE lineage[1] = ? AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
@@ -327,7 +328,7 @@ public final class Inspection {
         UUID[] messages = rows.stream().map(r -> r.message().value()).distinct().toArray(UUID[]::new);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
-                       exception::text AS exception, context::text AS context
+                       exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
                  WHERE message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
@@ -374,7 +375,14 @@ public final class Inspection {
         return reasons;
     }
 
-    private static List<RunView> assemble(Read read, MessageId anchorMessage, Map<UUID, String> waitingFor) {
+    /** The steps engines execute right now in the tree's runnable runs ({@link RunningSteps}). */
+    private Map<UUID, RunningSteps.Live> running(Connection c, List<Row> rows) throws SQLException {
+        return new RunningSteps(schema).read(c,
+                rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).map(Row::id).toList());
+    }
+
+    private static List<RunView> assemble(Read read, MessageId anchorMessage, Map<UUID, String> waitingFor,
+            Map<UUID, RunningSteps.Live> running) {
         List<Row> rows = read.rows();
         Map<UUID, List<Event>> byRun = new HashMap<>();
         for (Event e : read.events()) {
@@ -407,19 +415,21 @@ public final class Inspection {
             } else {
                 built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList(),
                         read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq(),
-                        waitingFor.get(r.id())));
+                        waitingFor.get(r.id()), running.get(r.id())));
             }
         }
         return roots.stream().map(r -> built.get(r.id())).toList();
     }
 
     private static RunView view(Row r, Map<UUID, List<Event>> byRun, List<RunView> kids,
-            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor) {
+            List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor,
+            RunningSteps.Live live) {
+        List<StepView> steps = counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id()));
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
-                r.failure() == null ? null : Failure.fromJson(r.failure()),
-                counted(steps(byRun.getOrDefault(r.id(), List.of())), launchedBySeq.get(r.id())),
-                kids, collapsed, r.sagaVersion(), waitingFor, r.ordering());
+                r.failure() == null ? null : Failure.fromJson(r.failure()), steps,
+                kids, collapsed, r.sagaVersion(), live == null ? waitingFor : null, r.ordering(),
+                live == null ? null : live.view(steps));
     }
 
     /**
@@ -439,7 +449,7 @@ public final class Inspection {
             counted.add(n <= s.launched().size()
                     ? s
                     : new StepView(s.name(), s.kind(), s.engine(), s.startedAt(),
-                            s.endedAt(), s.launched(), s.failure(), s.iteration(), n));
+                            s.endedAt(), s.launched(), s.failure(), s.iteration(), n, s.attempt()));
         }
         return counted;
     }
@@ -453,6 +463,7 @@ public final class Inspection {
                 case EMITTED, ROLLBACK_EMITTED -> launched.computeIfAbsent(e.step(), k -> new ArrayList<>())
                         .add(e.messageId());
                 case SUSPENDED -> steps.add(step(e, launched.remove(e.step()), null));
+                case ATTEMPT_FAILED, PARKED, RETRIED, MARKED_DONE -> steps.add(attemptStep(e));
                 case ROLLING_BACK, ROLLBACK_FAILED -> {
                     if (e.step() != null) {
                         steps.add(step(e, launched.remove(e.step()),
@@ -496,9 +507,10 @@ public final class Inspection {
                     undone.merge(step, 1, Integer::sum);
                     yield n;
                 }
+                case ATTEMPT_FAILED, PARKED, RETRIED, MARKED_DONE -> 1;
             };
             numbered.add(new StepView(s.name(), s.kind(), s.engine(), s.startedAt(), s.endedAt(), s.launched(),
-                    s.failure(), Math.max(1, iteration)));
+                    s.failure(), Math.max(1, iteration), s.launchedCount(), s.attempt()));
         }
         return numbered;
     }
@@ -506,6 +518,14 @@ public final class Inspection {
     private static String undoneStep(String name, String suffix) {
         String s = name.startsWith(LogNames.ROLLBACK_PREFIX) ? name.substring(LogNames.ROLLBACK_PREFIX.length()) : name;
         return !suffix.isEmpty() && s.endsWith(suffix) ? s.substring(0, s.length() - suffix.length()) : s;
+    }
+
+    /** A failed attempt, a parking, or an operator's answer to it, under the step it is about. */
+    private static StepView attemptStep(Event e) {
+        StepView.Kind kind = StepView.Kind.valueOf(e.type().name());
+        return new StepView(e.step() == null ? "?" : e.step(), kind, e.engine(), e.startedAt(), e.createdAt(),
+                List.of(), e.exception() == null ? null : Failure.fromJson(e.exception()), 1, 0,
+                e.attempt() == null ? 0 : e.attempt());
     }
 
     private static StepView step(Event e, List<MessageId> launched, Failure failure) {

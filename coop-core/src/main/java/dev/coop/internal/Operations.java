@@ -252,10 +252,13 @@ public final class Operations {
 
     /** Parked runs, oldest first. */
     public List<ParkedRun> parked(Connection c, int limit) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT id, message_id, saga, lineage, step_index, attempt, failure::text, created_at
-                  FROM {schema}.run WHERE status = 'PARKED' ORDER BY created_at LIMIT ?
-                """))) {
+        try (PreparedStatement ps = c.prepareStatement(schema
+                .sql("""
+                        SELECT r.id, r.message_id, r.saga, r.lineage, r.step_index, r.attempt, r.failure::text, r.created_at,
+                               coalesce(r.next_step, (SELECT v.first_step FROM {schema}.saga_version v -- before its first advance
+                                                       WHERE r.step_index = 0 AND v.saga = r.saga AND v.version = r.saga_version))
+                          FROM {schema}.run r WHERE r.status = 'PARKED' ORDER BY r.created_at LIMIT ?
+                        """))) {
             ps.setInt(1, limit);
             List<ParkedRun> runs = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
@@ -265,14 +268,13 @@ public final class Operations {
                             rs.getString(3), new Lineage(Arrays.asList((UUID[]) rs.getArray(4).getArray())),
                             rs.getInt(5), rs.getInt(6),
                             failure == null ? null : Failure.fromJson(failure),
-                            rs.getObject(8, OffsetDateTime.class)));
+                            rs.getObject(8, OffsetDateTime.class), rs.getString(9)));
                 }
             }
             return runs;
         }
     }
 
-    /** Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done. */
     /**
      * Refuses a lineage that is not the stored lineage of its last run (one whose root is another hierarchy's, say),
      * so that an action is never taken on one hierarchy while recorded under another.
@@ -291,15 +293,26 @@ public final class Operations {
         return resolveParked(c, run.last(), skip);
     }
 
+    /**
+     * Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done; the log gets a
+     * {@code RETRIED} or {@code MARKED_DONE} event naming the step (who and why are in the audit).
+     */
     public boolean resolveParked(Connection c, UUID runId, boolean skip) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
-                       runnable_at = {now}, version = version + 1
-                 WHERE id = ? AND status = 'PARKED'
+                WITH resolved AS (
+                  UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
+                         runnable_at = {now}, version = version + 1
+                   WHERE id = ? AND status = 'PARKED'
+                  RETURNING message_id, saga, lineage, next_step
+                )
+                INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
+                SELECT message_id, ?, saga, next_step, lineage, {now} FROM resolved
                 """))) {
             ps.setString(1, skip ? "SKIP" : null);
             ps.setObject(2, time.bind());
             ps.setObject(3, runId);
+            ps.setString(4, skip ? "MARKED_DONE" : "RETRIED");
+            ps.setObject(5, time.bind());
             return ps.executeUpdate() > 0;
         }
     }

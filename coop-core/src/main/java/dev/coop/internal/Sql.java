@@ -20,6 +20,13 @@ final class Sql {
     }
 
     /**
+     * What a step's transaction sets its connection's {@code application_name} to (transaction-locally, so the
+     * connection gets its own back at commit), followed by the engine's id: inspection reads the engine that runs a
+     * step from {@code pg_stat_activity} of the transaction that holds the run's lock. A setting, not a write.
+     */
+    static final String RUNNING_AS = "coop ";
+
+    /**
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
@@ -39,23 +46,26 @@ final class Sql {
                WHERE %s
                LIMIT 1
                FOR UPDATE SKIP LOCKED
+            ), me AS (
+              SELECT ?::text AS engine
             ), seen AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-              SELECT message_id, 'SEEN', saga, ?, lineage FROM claimed c -- a step that ran COMMIT itself made
-               WHERE NOT started AND {schema}.seen_missing(c.message_id, c.saga) -- its SEEN durable (schema version 16)
+              SELECT c.message_id, 'SEEN', c.saga, me.engine, c.lineage FROM claimed c, me -- a step that ran COMMIT
+               WHERE NOT started AND {schema}.seen_missing(c.message_id, c.saga) -- itself made its SEEN durable (V16)
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
+                   set_config('application_name', {runningAs} || me.engine, true) AS running_as, -- see RUNNING_AS
                    t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact, {idleInTransaction} AS idle_in_transaction
-              FROM claimed c JOIN {schema}.message m ON m.id = c.message_id
+              FROM claimed c CROSS JOIN me JOIN {schema}.message m ON m.id = c.message_id
               LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.seq DESC) AS recent, max(s.seq) AS recent_top
                                    FROM (SELECT seq, instance FROM {schema}.run_step
                                           WHERE run_id = c.id ORDER BY seq DESC LIMIT %d) s) t ON NOT c.rollback
               LEFT JOIN {schema}.run_step rs ON c.rollback AND rs.run_id = c.id AND rs.seq = c.rollback_seq
             """
-            .replace("%d", String.valueOf(StepHistory.RECENT));
+            .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'");
 
     /**
      * The reclaim of a continuation, sent after its advance and COMMIT by the worker that wrote them: it locks the run
@@ -72,12 +82,13 @@ final class Sql {
                    r.waiting_since, r.runnable_at, {now},
                    (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(r.lineage)
                      ORDER BY cardinality(x.lineage) LIMIT 1),
-                   pg_current_xact_id()::text, {idleInTransaction}
+                   pg_current_xact_id()::text, {idleInTransaction},
+                   set_config('application_name', {runningAs} || ?::text, true) -- as the claim does
               FROM {schema}.run r
              WHERE r.id = ? AND r.version = ? AND r.status = 'RUNNABLE' AND r.phase = 'HAPPY'
                AND r.runnable_at <= {now}
                FOR UPDATE SKIP LOCKED
-            """;
+            """.replace("{runningAs}", "'" + RUNNING_AS + "'");
 
     /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
@@ -500,7 +511,7 @@ final class Sql {
               SELECT lineage FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
             )
             SELECT ev.id, ev.message_id, ev.type, ev.saga, ev.engine, ev.step, ev.lineage, ev.created_at,
-                   ev.started_at, ev.exception::text AS exception, ev.context::text AS context
+                   ev.started_at, ev.exception::text AS exception, ev.context::text AS context, ev.attempt
               FROM {schema}.event ev, target t
              WHERE ev.lineage[1] = t.lineage[1]
                AND (ev.lineage[1] = ?::uuid

@@ -99,6 +99,8 @@ final class StepExecutor {
         }
         Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
                 transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
+        engine.store().attempts().parked(c, again, engine.engineId(), again.nextStep(), again.attempt(),
+                failure.toJson());
         transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
     }
 
@@ -512,6 +514,7 @@ final class StepExecutor {
                 long delay = policy.delayAfter(run.attempt()).toMillis();
                 log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
                         run.saga(), run.attempt(), Failures.describe(thrown), delay);
+                engine.store().attempts().failed(c, run, engine.engineId(), step, run.attempt(), json);
                 transitions.commit(c, run, List.of(),
                         Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
                 engine.dispatcher().dueIn(delay);
@@ -520,6 +523,7 @@ final class StepExecutor {
             if (retryable && policy.parksWhenExhausted()) {
                 log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
                         step, run.id(), run.saga(), run.attempt(), Failures.describe(thrown));
+                engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), json);
                 transitions.commit(c, run, List.of(),
                         Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
                 return false;
@@ -601,6 +605,7 @@ final class StepExecutor {
     private void park(Connection c, ClaimedRun run, String reason, String type) throws SQLException {
         log.warn("Run {} (saga {}) parked: {}", run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason));
         Failure failure = new Failure(reason, type, transitions.source(run), List.of(), List.of());
+        engine.store().attempts().parked(c, run, engine.engineId(), run.nextStep(), run.attempt(), failure.toJson());
         transitions.commit(c, run, List.of(),
                 Advance.from(run).status(RunStatus.PARKED).failure(failure.toJson()));
     }

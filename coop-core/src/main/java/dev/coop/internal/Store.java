@@ -88,6 +88,7 @@ public final class Store {
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Store.class);
     private final String runStatusesSql;
     private final String eventsSql;
+    private final AttemptLog attempts;
 
     public Store(SchemaName schema, Time time) {
         this(schema, false, time);
@@ -180,10 +181,16 @@ public final class Store {
         this.probeSql = schema.sql(Sql.PROBE);
         this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
         this.eventsSql = schema.sql(Sql.EVENTS);
+        this.attempts = new AttemptLog(schema, this.time);
     }
 
     public SchemaName schema() {
         return schema;
+    }
+
+    /** Failed attempts and parking in the log (the failure path only). */
+    AttemptLog attempts() {
+        return attempts;
     }
 
     /** The time the statements decide by. */
@@ -846,6 +853,7 @@ public final class Store {
                 case CONTINUE -> {
                     if (slim) {
                         ps.setObject(++i, now);
+                        ps.setString(++i, engine);
                         ps.setObject(++i, run.id());
                         ps.setInt(++i, run.version() + 1); // the version this advance leaves
                         ps.setObject(++i, now);
@@ -1061,12 +1069,12 @@ public final class Store {
     }
 
     /** Parks a run that met database trouble too often in a row; nothing happens if it moved meanwhile. */
-    public void parkAfterRetries(Connection c, ClaimedRun run, String failure) throws SQLException {
+    public boolean parkAfterRetries(Connection c, ClaimedRun run, String failure) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.PARK_AFTER_RETRIES))) {
             ps.setString(1, failure);
             ps.setObject(2, run.id());
             ps.setInt(3, run.version());
-            ps.executeUpdate();
+            return ps.executeUpdate() == 1;
         }
     }
 
@@ -1318,7 +1326,7 @@ public final class Store {
                         rs.getString("step"), new Lineage(Arrays.asList((UUID[]) rs.getArray("lineage").getArray())),
                         rs.getObject("created_at", OffsetDateTime.class),
                         rs.getObject("started_at", OffsetDateTime.class), rs.getString("exception"),
-                        rs.getString("context")));
+                        rs.getString("context"), rs.getObject("attempt", Integer.class)));
             }
         }
         return events;

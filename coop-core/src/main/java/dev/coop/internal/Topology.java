@@ -36,10 +36,10 @@ public final class Topology {
                    WHERE saga_registration.topic = EXCLUDED.topic
                   RETURNING topic, version
                 ), ver AS (
-                  INSERT INTO {schema}.saga_version (saga, version, last_engine)
-                  SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
+                  INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
+                  SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
                   ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-                         last_seen_at = clock_timestamp()
+                         last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
                 )
                 SELECT topic, version FROM reg
                 """);
@@ -55,6 +55,7 @@ public final class Topology {
                 ps.setString(5, saga.name());
                 ps.setInt(6, saga.version());
                 ps.setString(7, engine);
+                ps.setString(8, saga.steps().getFirst().name()); // inspection names a run's running first step
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next()) {
                         throw new CoopValidationException("Saga '" + saga.name()

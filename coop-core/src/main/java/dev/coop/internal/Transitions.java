@@ -284,7 +284,9 @@ final class Transitions {
             log.error("Run {} (saga {}, {}) met database trouble {} times in a row ({}); parking it", run.id(),
                     run.saga(), step, MAX_RETRIES, Failures.describe(cause));
             try {
-                engine.store().parkAfterRetries(c, run, failure.toJson());
+                if (engine.store().parkAfterRetries(c, run, failure.toJson())) {
+                    engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), failure.toJson());
+                }
                 c.commit();
             } catch (SQLException e) {
                 Worker.rollbackQuietly(c);

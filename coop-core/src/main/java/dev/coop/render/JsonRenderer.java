@@ -22,6 +22,7 @@ import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunOrdering;
 import dev.coop.inspect.RunView;
+import dev.coop.inspect.RunningStep;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -103,6 +104,9 @@ public final class JsonRenderer {
         if (r.waitingFor() != null) {
             n.put("waitingFor", r.waitingFor());
         }
+        if (r.running() != null) { // only while an engine executes one of its steps
+            n.set("running", running(r.running()));
+        }
         if (r.ordering().priority() != 0) { // launch options: only when set
             n.put("priority", r.ordering().priority());
         }
@@ -133,6 +137,16 @@ public final class JsonRenderer {
         return n;
     }
 
+    public ObjectNode running(RunningStep s) {
+        ObjectNode n = NODES.objectNode();
+        n.put("step", s.step());
+        n.put("since", time(s.since()));
+        n.put("engine", s.engine());
+        n.put("attempt", s.attempt());
+        n.put("lastActivity", time(s.lastActivity()));
+        return n;
+    }
+
     public ObjectNode step(StepView s) {
         ObjectNode n = NODES.objectNode();
         n.put("name", s.name());
@@ -147,6 +161,9 @@ public final class JsonRenderer {
         n.set("failure", failure(s.failure()));
         if (s.iteration() > 1) {
             n.put("iteration", s.iteration());
+        }
+        if (s.attempt() > 0) { // ATTEMPT_FAILED and PARKED only
+            n.put("attempt", s.attempt());
         }
         return n;
     }
@@ -172,7 +189,13 @@ public final class JsonRenderer {
                 n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null,
                 new RunOrdering(n.path("priority").asInt(0),
                         n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
-                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null));
+                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null),
+                n.hasNonNull("running") ? readRunning(n.get("running")) : null);
+    }
+
+    private RunningStep readRunning(JsonNode n) {
+        return new RunningStep(text(n, "step"), readTime(n, "since"), text(n, "engine"), n.path("attempt").asInt(1),
+                readTime(n, "lastActivity"));
     }
 
     private CollapsedRuns readCollapsed(JsonNode n) {
@@ -186,7 +209,8 @@ public final class JsonRenderer {
         return new StepView(text(n, "name"), StepView.Kind.valueOf(text(n, "kind")), text(n, "engine"),
                 readTime(n, "startedAt"), readTime(n, "endedAt"),
                 list(n.get("launched"), m -> new MessageId(UUID.fromString(m.asText()))),
-                readFailure(n.get("failure")), n.path("iteration").asInt(1), n.path("launchedCount").asInt(0));
+                readFailure(n.get("failure")), n.path("iteration").asInt(1), n.path("launchedCount").asInt(0),
+                n.path("attempt").asInt(0));
     }
 
     // ---- event logs
@@ -211,6 +235,9 @@ public final class JsonRenderer {
         n.put("startedAt", time(e.startedAt()));
         n.set("exception", embedded(e.exception()));
         n.set("context", embedded(e.context()));
+        if (e.attempt() != null) { // ATTEMPT_FAILED and PARKED only
+            n.put("attempt", e.attempt());
+        }
         return n;
     }
 
@@ -219,7 +246,8 @@ public final class JsonRenderer {
         return list(parse(json), n -> new Event(n.path("id").asLong(), new MessageId(uuid(n, "messageId")),
                 EventType.valueOf(text(n, "type")), text(n, "saga"), text(n, "engine"), text(n, "step"),
                 readLineage(n.get("lineage")), readTime(n, "createdAt"), readTime(n, "startedAt"),
-                compact(n.get("exception")), compact(n.get("context"))));
+                compact(n.get("exception")), compact(n.get("context")),
+                n.hasNonNull("attempt") ? n.get("attempt").asInt() : null));
     }
 
     // ---- listings
@@ -261,6 +289,7 @@ public final class JsonRenderer {
             n.put("saga", p.saga());
             n.set("lineage", lineage(p.lineage()));
             n.put("stepIndex", p.stepIndex());
+            n.put("step", p.step());
             n.put("attempt", p.attempt());
             n.set("failure", failure(p.failure()));
             n.put("createdAt", time(p.createdAt()));
@@ -272,7 +301,8 @@ public final class JsonRenderer {
     public List<ParkedRun> readParked(String json) {
         return list(parse(json), n -> new ParkedRun(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
                 text(n, "saga"), readLineage(n.get("lineage")), n.path("stepIndex").asInt(),
-                n.path("attempt").asInt(), readFailure(n.get("failure")), readTime(n, "createdAt")));
+                n.path("attempt").asInt(), readFailure(n.get("failure")), readTime(n, "createdAt"),
+                text(n, "step")));
     }
 
     /** Any node as JSON text, indented if this renderer is pretty. */

@@ -15,6 +15,7 @@ import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunView;
+import dev.coop.inspect.RunningStep;
 import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -141,9 +142,9 @@ public final class TextRenderer {
                     exception = firstLine(e.exception());
                 }
             }
+            String step = e.attempt() == null ? orDash(e.step()) : orDash(e.step()) + " (attempt " + e.attempt() + ")";
             rows.add(List.of(String.valueOf(e.id()), "+" + duration(first, e.createdAt()), e.type().name(),
-                    orDash(e.saga()), orDash(e.step()), orDash(e.engine()), String.valueOf(e.lineage().depth()),
-                    exception));
+                    orDash(e.saga()), step, orDash(e.engine()), String.valueOf(e.lineage().depth()), exception));
         }
         return table(rows, 2, this::colorEvent);
     }
@@ -167,7 +168,7 @@ public final class TextRenderer {
         List<List<String>> rows = new ArrayList<>();
         rows.add(List.of("SINCE", "SAGA", "STEP", "ATTEMPT", "RUN", "MESSAGE", "FAILURE"));
         for (ParkedRun p : parked) {
-            rows.add(List.of(time(p.createdAt()), p.saga(), String.valueOf(p.stepIndex()),
+            rows.add(List.of(time(p.createdAt()), p.saga(), p.step() != null ? p.step() : String.valueOf(p.stepIndex()),
                     String.valueOf(p.attempt()), p.runId().toString(), p.messageId().toString(),
                     p.failure() == null
                             ? ""
@@ -213,7 +214,27 @@ public final class TextRenderer {
         return s == null ? "-" : s;
     }
 
+    /**
+     * Of the failed attempts listed, how many attempts before each the log counted without keeping (a step retried
+     * many times keeps its first attempts and the latest), by identity.
+     */
+    private static Map<StepView, Integer> omittedAttempts(List<StepView> steps) {
+        Map<StepView, Integer> omittedAttempts = new java.util.IdentityHashMap<>();
+        Map<String, Integer> previous = new HashMap<>();
+        for (StepView s : steps) {
+            if (s.kind() == StepView.Kind.ATTEMPT_FAILED) {
+                int before = previous.getOrDefault(s.name(), 0);
+                omittedAttempts.put(s, s.attempt() - before - 1);
+                previous.put(s.name(), s.attempt());
+            } else if (s.kind() == StepView.Kind.STEP || s.kind() == StepView.Kind.RETRIED) {
+                previous.remove(s.name()); // a new series of attempts starts at 1
+            }
+        }
+        return omittedAttempts;
+    }
+
     private void run(StringBuilder out, RunView run, String indent, boolean last) {
+        Map<StepView, Integer> omitted = omittedAttempts(run.steps());
         out.append(indent).append(last ? glyphs.last : glyphs.branch).append(runLabel(run)).append('\n');
         String inner = indent + (last ? glyphs.space : glyphs.pipe);
         List<StepView> steps = run.steps();
@@ -247,6 +268,9 @@ public final class TextRenderer {
                 items.add(child);
             }
         }
+        if (run.running() != null) { // after the steps it ran: it caused nothing yet
+            items.add(steps.size(), run.running());
+        }
         items.addAll(collapsedLines(run));
         if (!failureShown) {
             out.append(inner).append(items.isEmpty() ? glyphs.space : glyphs.pipe).append(failureLine(run.failure()))
@@ -255,7 +279,11 @@ public final class TextRenderer {
         for (int i = 0; i < items.size(); i++) {
             boolean lastItem = i == items.size() - 1;
             if (items.get(i) instanceof StepView step) {
-                step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem);
+                step(out, step, caused.get(step), unhandled.getOrDefault(step, List.of()), inner, lastItem,
+                        omitted.getOrDefault(step, 0));
+            } else if (items.get(i) instanceof RunningStep running) {
+                out.append(inner).append(lastItem ? glyphs.last : glyphs.branch).append(runningLabel(running))
+                        .append('\n');
             } else if (items.get(i) instanceof String line) {
                 out.append(inner).append(lastItem ? glyphs.last : glyphs.branch).append(dim(line)).append('\n');
             } else {
@@ -292,8 +320,9 @@ public final class TextRenderer {
     }
 
     private void step(StringBuilder out, StepView step, List<RunView> caused, List<MessageId> unhandled,
-            String indent, boolean last) {
-        out.append(indent).append(last ? glyphs.last : glyphs.branch).append(stepLabel(step)).append('\n');
+            String indent, boolean last, int omittedAttempts) {
+        out.append(indent).append(last ? glyphs.last : glyphs.branch).append(stepLabel(step, omittedAttempts))
+                .append('\n');
         String inner = indent + (last ? glyphs.space : glyphs.pipe);
         for (int i = 0; i < Math.min(unhandled.size(), MAX_UNHANDLED_SHOWN); i++) {
             out.append(inner).append(caused.isEmpty() ? "  " : glyphs.pipe.substring(0, 2))
@@ -353,7 +382,7 @@ public final class TextRenderer {
         } else {
             s.append(bold(sagaName(run.saga(), run.sagaVersion()))).append(dim(" on " + run.topic())).append("  ");
         }
-        String status = run.status().name();
+        String status = run.running() != null ? "RUNNING" : run.status().name();
         if (!run.status().isFinished() && run.rollingBack()) {
             status += " (rolling back)";
         }
@@ -390,7 +419,22 @@ public final class TextRenderer {
         return s.toString();
     }
 
-    private String stepLabel(StepView step) {
+    /** The step an engine executes now: name, engine, since when, attempt, last sign of life. */
+    private String runningLabel(RunningStep r) {
+        StringBuilder s = new StringBuilder();
+        s.append(yellow(glyphs.running)).append(' ').append(r.step()).append("  running");
+        if (r.engine() != null) {
+            s.append("  ").append(dim(r.engine()));
+        }
+        s.append("  since ").append(time(r.since()));
+        s.append("  attempt ").append(r.attempt());
+        if (r.lastActivity() != null) {
+            s.append(dim("  last activity " + time(r.lastActivity())));
+        }
+        return s.toString();
+    }
+
+    private String stepLabel(StepView step, int omitted) {
         String name = step.name();
         String kind;
         String marker;
@@ -410,6 +454,22 @@ public final class TextRenderer {
                 kind = "compensation";
                 marker = glyphs.undo;
             }
+            case ATTEMPT_FAILED -> {
+                kind = "attempt " + step.attempt() + " failed, retried";
+                marker = glyphs.fail;
+            }
+            case PARKED -> {
+                kind = "parked after attempt " + step.attempt();
+                marker = glyphs.parked;
+            }
+            case RETRIED -> {
+                kind = "retried by an operator";
+                marker = glyphs.handler;
+            }
+            case MARKED_DONE -> {
+                kind = "marked done by an operator (not run)";
+                marker = glyphs.handler;
+            }
             default -> {
                 kind = "step";
                 marker = glyphs.ok;
@@ -420,7 +480,9 @@ public final class TextRenderer {
                 }
             }
         }
-        if (step.failure() != null) {
+        if (step.kind() == StepView.Kind.PARKED) {
+            marker = ansi("35", marker);
+        } else if (step.failure() != null) {
             marker = red(glyphs.fail);
         } else if (step.kind() == StepView.Kind.STEP) {
             marker = green(marker);
@@ -433,6 +495,10 @@ public final class TextRenderer {
             s.append(" #").append(step.iteration());
         }
         s.append("  ").append(kind);
+        if (omitted > 0) {
+            s.append(dim(" (" + omitted + (omitted == 1 ? " earlier attempt" : " earlier attempts")
+                    + " counted, not kept)"));
+        }
         if (step.engine() != null) {
             s.append("  ").append(dim(step.engine()));
         }
@@ -620,7 +686,8 @@ public final class TextRenderer {
             case "COMMITTED" -> green(type);
             case "ROLLING_BACK", "ROLLED_BACK", "ROLLBACK_EMITTED" -> red(type);
             case "ROLLBACK_FAILED" -> ansi("1;31", type);
-            case "CANCELLATION_REQUESTED" -> yellow(type);
+            case "CANCELLATION_REQUESTED", "ATTEMPT_FAILED", "RETRIED", "MARKED_DONE" -> yellow(type);
+            case "PARKED" -> ansi("35", type);
             default -> type;
         };
     }
@@ -666,8 +733,8 @@ public final class TextRenderer {
     }
 
     private record Glyphs(String branch, String last, String pipe, String space, String ok, String fail,
-            String undo, String handler, String bullet) {
-        static final Glyphs UNICODE = new Glyphs("├─ ", "└─ ", "│  ", "   ", "✓", "✗", "↺", "↪", "●");
-        static final Glyphs ASCII = new Glyphs("|- ", "`- ", "|  ", "   ", "+", "x", "~", ">", "*");
+            String undo, String handler, String bullet, String running, String parked) {
+        static final Glyphs UNICODE = new Glyphs("├─ ", "└─ ", "│  ", "   ", "✓", "✗", "↺", "↪", "●", "▶", "‖");
+        static final Glyphs ASCII = new Glyphs("|- ", "`- ", "|  ", "   ", "+", "x", "~", ">", "*", "=>", "||");
     }
 }

@@ -10,6 +10,7 @@ import dev.coop.dashboard.internal.LoginThrottle;
 import dev.coop.dashboard.internal.ServerSettings;
 import dev.coop.dashboard.internal.Sessions;
 import dev.coop.dashboard.internal.StandaloneServer;
+import dev.coop.render.JsonMask;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -47,7 +48,7 @@ public final class DashboardServer implements AutoCloseable {
     private final StandaloneServer server;
 
     private DashboardServer(Builder b) throws IOException {
-        Handler handler = new Handler(b.client, true);
+        Handler handler = new Handler(b.client, true, b.mask);
         boolean secure = b.secureCookies || b.keyStore != null;
         Gate gate = new Gate(handler, b.accounts, new Sessions(b.idle), new LoginThrottle(), secure);
         ServerSettings settings = new ServerSettings(b.bind, b.port, b.threads, b.idleTimeout, b.maxConnections,
@@ -146,6 +147,7 @@ public final class DashboardServer implements AutoCloseable {
         private int connectionsPerClient = DEFAULT_CONNECTIONS_PER_CLIENT;
         private Path keyStore;
         private String keyStorePassword;
+        private JsonMask mask = JsonMask.NONE;
 
         private Builder(CoopClient client) {
             this.client = Objects.requireNonNull(client, "client");
@@ -257,9 +259,19 @@ public final class DashboardServer implements AutoCloseable {
         }
 
         /**
+         * Fields whose values payloads, results and context values show as {@code ***}: names, compared without
+         * regard to case, in which {@code *} stands for any characters ({@code password}, {@code *token*}); see
+         * {@link JsonMask}.
+         */
+        public Builder mask(String... fields) {
+            this.mask = JsonMask.of(java.util.List.of(fields));
+            return this;
+        }
+
+        /**
          * Users from {@code COOP_DASHBOARD_USERS} ({@code name:password:role} separated by commas), an operator
-         * token from {@code COOP_DASHBOARD_TOKEN}, and HTTPS from {@code COOP_DASHBOARD_KEYSTORE} (a key store file)
-         * with {@code COOP_DASHBOARD_KEYSTORE_PASSWORD}, when set.
+         * token from {@code COOP_DASHBOARD_TOKEN}, HTTPS from {@code COOP_DASHBOARD_KEYSTORE} (a key store file)
+         * with {@code COOP_DASHBOARD_KEYSTORE_PASSWORD}, and masked fields from {@code COOP_DASHBOARD_MASK}, when set.
          */
         public Builder fromEnvironment(Map<String, String> env) {
             String users = env.get("COOP_DASHBOARD_USERS");
@@ -280,6 +292,10 @@ public final class DashboardServer implements AutoCloseable {
             String keyStore = env.get("COOP_DASHBOARD_KEYSTORE");
             if (keyStore != null && !keyStore.isBlank()) {
                 tls(Path.of(keyStore.strip()), env.getOrDefault("COOP_DASHBOARD_KEYSTORE_PASSWORD", ""));
+            }
+            String masked = env.get("COOP_DASHBOARD_MASK"); // field patterns, comma-separated
+            if (masked != null && !masked.isBlank()) {
+                this.mask = JsonMask.parse(masked);
             }
             return this;
         }

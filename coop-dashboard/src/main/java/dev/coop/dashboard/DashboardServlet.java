@@ -7,6 +7,7 @@ import dev.coop.dashboard.internal.Exchange;
 import dev.coop.dashboard.internal.Handler;
 import dev.coop.dashboard.internal.Responses;
 import dev.coop.dashboard.internal.Sessions;
+import dev.coop.render.JsonMask;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -46,7 +47,15 @@ public class DashboardServlet extends HttpServlet {
     }
 
     public DashboardServlet(CoopClient client, String operatorRole, String viewerRole) {
-        this.handler = new Handler(Objects.requireNonNull(client, "client"), false);
+        this(client, operatorRole, viewerRole, JsonMask.NONE);
+    }
+
+    /**
+     * @param mask the fields whose values payloads, results and context values show as {@code ***}
+     *        ({@code JsonMask.of(List.of("password", "*token*"))})
+     */
+    public DashboardServlet(CoopClient client, String operatorRole, String viewerRole, JsonMask mask) {
+        this.handler = new Handler(Objects.requireNonNull(client, "client"), false, mask);
         this.operatorRole = Objects.requireNonNull(operatorRole, "operatorRole");
         this.viewerRole = viewerRole;
     }

@@ -62,7 +62,7 @@ class DashboardBrowserTest {
         assertThat(rolledBack.outcome()).isEqualTo(Outcome.ROLLED_BACK);
         failed = rolledBack.tree().messageId();
         hostile = scenarios.launchWithUnknownTier(SCRIPT_TIER);
-        dashboard = DashboardServer.builder(scenarios.client()).port(0)
+        dashboard = DashboardServer.builder(scenarios.client()).port(0).mask("invoicingEmail", "*secret*")
                 .user("olga", "operator-pass", Role.OPERATOR).user("vic", "viewer-pass", Role.VIEWER).start();
         browser = Chromium.start(profile);
     }
@@ -89,6 +89,9 @@ class DashboardBrowserTest {
         assertThat(text).contains("onboarding", "access-provisioning", "support-portal", "committed", "rolled back");
         assertThat(browser.findElement(By.cssSelector(".chips")).getText()).contains("committed", "rolled back");
         assertThat(table.isDisplayed()).isTrue();
+        assertThat(text).as("full ids, not their first 8 characters")
+                .containsPattern("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+        assertThat(browser.findElements(By.cssSelector("table.runs button.copy"))).isNotEmpty();
         screenshot("dashboard-runs.png");
 
         browser.findElement(By.id("f-saga")).sendKeys("access-provisioning\n");
@@ -160,6 +163,141 @@ class DashboardBrowserTest {
                     "The customer withdrew (browser test)");
             List<AuditEntry> entries = scenarios.client().audit(held.id());
             assertThat(entries).extracting(AuditEntry::actor).containsExactly("olga");
+        }
+    }
+
+    @Test
+    void a_running_step_shows_live_with_its_engine_attempt_and_a_growing_bar() throws Exception {
+        login("vic", "viewer-pass");
+        try (Scenarios.Held held = scenarios.launchHeld(WAIT)) {
+            open("#/h/" + held.id());
+            WebElement row = await(By.cssSelector("tr.running-step"));
+            assertThat(row.getText()).contains("running", "schedule-invoices", "attempt 1", "last sign of life")
+                    .containsPattern("[a-z-]+-[0-9a-f]{8}"); // the engine's id
+            assertThat(browser.findElement(By.id("tree")).getText()).contains("▶ schedule-invoices on ");
+            assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-running"))).hasSize(1);
+            String soFar = browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText();
+            waitUntil(() -> !browser.findElement(By.cssSelector("tr.running-step td:nth-child(5)")).getText()
+                    .equals(soFar)); // the page refreshes itself while the step runs
+            browser.executeScript("document.querySelector('tr.running-step').scrollIntoView({block: 'center'})");
+            screenshot("dashboard-running.png");
+        }
+    }
+
+    @Test
+    void a_step_retried_then_committed_shows_its_failed_attempts_in_the_tree_and_timeline() throws Exception {
+        dev.coop.Topic<Flaky> topic = dev.coop.Topic.of("browser-flaky", Flaky.class);
+        dev.coop.Saga<Flaky> saga = dev.coop.Saga.on(topic, "browser-flaky-saga")
+                .step("charge-card", step -> {
+                    if (step.attempt() < 3) {
+                        throw new IllegalStateException("the card gateway timed out (attempt " + step.attempt() + ")");
+                    }
+                    step.setResult(java.util.Map.of("receipt", "r-77", "gatewaySecret", "s3cr3t"));
+                })
+                .retry(dev.coop.RetryPolicy.attempts(3).initialDelay(Duration.ZERO))
+                .build();
+        MessageId id;
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            id = engine.client().launch(topic, new Flaky("order-1"));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+        login("vic", "viewer-pass");
+        open("#/h/" + id);
+        String tree = await(By.cssSelector("table.steps")).getText();
+        assertThat(tree).contains("failed attempt", "charge-card attempt 1", "charge-card attempt 2",
+                "the card gateway timed out (attempt 1)", "the card gateway timed out (attempt 2)");
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-ATTEMPT_FAILED"))).hasSize(2);
+        assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-STEP"))).hasSize(1);
+        screenshot("dashboard-attempts.png");
+
+        browser.findElement(By.cssSelector("details.io > summary")).click(); // input and output, masked
+        String io = await(By.cssSelector("details.io .io-result pre")).getText();
+        assertThat(io).contains("\"receipt\": \"r-77\"", "\"gatewaySecret\": \"***\"").doesNotContain("s3cr3t");
+        assertThat(browser.findElement(By.cssSelector("details.io .io-payload pre")).getText())
+                .contains("\"order\": \"order-1\"");
+    }
+
+    @Test
+    void a_payload_is_shown_with_its_masked_fields() throws IOException {
+        login("vic", "viewer-pass");
+        open("#/h/" + succeeded);
+        await(By.cssSelector("details.io > summary")).click();
+        String payload = await(By.cssSelector("details.io .io-payload pre")).getText();
+        assertThat(payload).contains("\"accountId\"", "\"invoicingEmail\": \"***\"").doesNotContain("@");
+        assertThat(browser.findElement(By.cssSelector("details.io .io-result")).getText()).contains("(none)");
+        browser.executeScript("document.querySelector('details.io').scrollIntoView({block: 'start'})");
+        screenshot("dashboard-payload.png");
+    }
+
+    /** The payload of the retried saga above. */
+    record Flaky(String order) {
+    }
+
+    @Test
+    void a_message_is_found_by_its_idempotency_key_from_the_search_box() {
+        dev.coop.Topic<Flaky> topic = dev.coop.Topic.of("browser-keyed", Flaky.class);
+        dev.coop.Saga<Flaky> saga = dev.coop.Saga.on(topic, "browser-keyed-saga").step("only", step -> {
+        }).build();
+        MessageId id;
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            id = engine.client().launch(topic, new Flaky("order-9"),
+                    dev.coop.LaunchOptions.none().idempotencyKey("order-9/submit"));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+        }
+        login("vic", "viewer-pass");
+        open("#/runs");
+        await(By.cssSelector("table.runs"));
+        browser.findElement(By.tagName("body")).sendKeys("/");
+        browser.switchTo().activeElement().sendKeys("order-9/submit\n");
+        waitUntil(() -> browser.getCurrentUrl().endsWith("#/h/" + id));
+        assertThat(await(By.id("message-id")).getText()).isEqualTo(id.toString());
+
+        open("#/search/no-such-key");
+        assertThat(await(By.cssSelector("main p.muted")).getText())
+                .contains("No message has this id or idempotency key");
+    }
+
+    @Test
+    void every_parked_run_of_a_saga_is_retried_at_once_with_its_count_confirmed_and_audited() throws Exception {
+        dev.coop.Topic<Flaky> topic = dev.coop.Topic.of("browser-parking", Flaky.class);
+        java.util.concurrent.atomic.AtomicBoolean broken = new java.util.concurrent.atomic.AtomicBoolean(true);
+        dev.coop.Saga<Flaky> saga = dev.coop.Saga.on(topic, "browser-parking-saga")
+                .step("call-bank", step -> {
+                    if (broken.get()) {
+                        throw new IOException("the bank is unreachable");
+                    }
+                })
+                .retry(dev.coop.RetryPolicy.attempts(1).parkWhenExhausted())
+                .build();
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            List<MessageId> ids = List.of(engine.client().launch(topic, new Flaky("p-1")),
+                    engine.client().launch(topic, new Flaky("p-2")), engine.client().launch(topic, new Flaky("p-3")));
+            dev.coop.test.Await.until("three parked runs", WAIT,
+                    () -> engine.client().countParked("browser-parking-saga") == 3);
+            broken.set(false);
+            login("olga", "operator-pass");
+            open("#/runs");
+            WebElement button = await(
+                    By.xpath("//button[contains(., 'Retry all parked runs of browser-parking-saga')]"));
+            button.click();
+            WebElement dialog = await(By.id("confirm"));
+            assertThat(dialog.getText()).contains("Retry all 3 parked runs of browser-parking-saga?",
+                    "batches of 1,000 runs", "audit entry");
+            browser.findElement(By.id("confirm-reason")).sendKeys("The bank is back (browser test)");
+            screenshot("dashboard-bulk-retry.png");
+            browser.findElement(By.id("confirm-ok")).click();
+            waitUntil(() -> browser.findElement(By.id("flash")).getText().contains("RETRYING 3"));
+            for (MessageId id : ids) {
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+                assertThat(engine.client().audit(id)).singleElement().satisfies(a -> {
+                    assertThat(a.actor()).isEqualTo("olga");
+                    assertThat(a.action()).isEqualTo("retry-parked");
+                    assertThat(a.reason()).isEqualTo("The bank is back (browser test)");
+                });
+            }
+            open("#/h/" + ids.getFirst());
+            assertThat(await(By.cssSelector("table#audit")).getText()).contains("olga", "retry-parked",
+                    "The bank is back (browser test)");
         }
     }
 

@@ -40,6 +40,14 @@ final class Actions {
             String reason = text(body, "reason");
             return tasks.take(action, body, reason, caller.name(), refusal(caller, action, reason), mapper);
         }
+        if (RETRY_PARKED.equals(action)) { // many hierarchies: each is audited as it is retried; a refusal is not
+            String reason = text(body, "reason");
+            Refusal refusal = refusal(caller, action, reason);
+            if (refusal != null) {
+                throw new Handler.BadRequest(refusal.status(), refusal.why());
+            }
+            return retryParked(body, caller.name(), reason, mapper);
+        }
         Lineage lineage = lineage(body);
         MessageId message = lineage != null ? new MessageId(lineage.root()) : message(body);
         requireAudit(message);
@@ -78,8 +86,9 @@ final class Actions {
     record Refusal(int status, String why) {
     }
 
+    private static final String RETRY_PARKED = "retry-parked";
     private static final java.util.Set<String> KNOWN = java.util.Set.of("cancel", "rollback", "retry", "mark-done",
-            TaskActions.COMPLETE, TaskActions.FAIL);
+            RETRY_PARKED, TaskActions.COMPLETE, TaskActions.FAIL);
 
     private static Refusal refusal(Caller caller, String action, String reason) {
         if (caller.role() != Role.OPERATOR) {
@@ -91,10 +100,28 @@ final class Actions {
                     ? "Which action?"
                     : "Unknown action '" + Reasons.forAudit(action)
                             + "':")
-                    + " 'action' is one of cancel, rollback, retry, mark-done, complete-task, fail-task");
+                    + " 'action' is one of cancel, rollback, retry, mark-done, retry-parked, complete-task,"
+                    + " fail-task");
         }
         String unfit = Reasons.unfit(reason);
         return unfit == null ? null : new Refusal(400, unfit);
+    }
+
+    /**
+     * Every parked run of a saga, retried in batches ({@link CoopClient#retryParked}), each hierarchy audited. The
+     * page states the count it confirmed ({@code expected}); the answer says how many were retried.
+     */
+    private ObjectNode retryParked(JsonNode body, String actor, String reason, ObjectMapper mapper) {
+        String saga = text(body, "saga");
+        if (saga == null) {
+            throw new Handler.BadRequest(400, "'retry-parked' needs the 'saga' whose parked runs to retry");
+        }
+        long retried = client.retryParked(saga, actor, reason);
+        ObjectNode o = mapper.createObjectNode();
+        o.put("ok", true);
+        o.put("outcome", "RETRYING " + retried);
+        o.put("retried", retried);
+        return o;
     }
 
     /** No action that could not be audited: a schema without the audit table (not migrated) refuses them all. */

@@ -20,6 +20,7 @@ import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunView;
 import dev.coop.join.JoinId;
 import dev.coop.join.JoinView;
+import dev.coop.render.JsonMask;
 import dev.coop.render.JsonRenderer;
 import dev.coop.schedule.ScheduleSummary;
 import java.io.IOException;
@@ -49,11 +50,24 @@ public final class Handler {
     private final Actions actions;
     private final boolean standalone;
 
+    private final JsonMask mask;
+    private final InputOutput io;
+
     /** @param standalone whether the dashboard logs users in itself (it then offers to log out) */
     public Handler(CoopClient client, boolean standalone) {
+        this(client, standalone, JsonMask.NONE);
+    }
+
+    /**
+     * @param standalone whether the dashboard logs users in itself (it then offers to log out)
+     * @param mask the fields whose values payloads, results and context values show as {@code ***}
+     */
+    public Handler(CoopClient client, boolean standalone, JsonMask mask) {
         this.client = client;
         this.actions = new Actions(client);
         this.standalone = standalone;
+        this.mask = java.util.Objects.requireNonNull(mask, "mask");
+        this.io = new InputOutput(client, mask, mapper);
     }
 
     /** Serves an authenticated caller; the adapter has set the security headers. */
@@ -104,6 +118,9 @@ public final class Handler {
             case "joins" -> joins(ex);
             case "tasks" -> tasks(ex);
             case "find" -> find(Params.text(ex, "q"));
+            case "io" -> io.read(ex);
+            case "parked-count" -> parkedCount(ex);
+            case "search" -> search(ex);
             default -> throw new BadRequest(404, "No such API: /api/" + what);
         };
     }
@@ -220,6 +237,39 @@ public final class Handler {
         return o;
     }
 
+    /**
+     * The messages the text names: by id, by idempotency key ({@link CoopClient#search}); more kinds of keys (the
+     * business keys of the outside world, say) come through the same call and show their own {@code matchedBy}.
+     */
+    private ObjectNode search(Exchange ex) {
+        String text = Params.text(ex, "q");
+        if (text == null) {
+            throw new BadRequest(400, "Missing parameter 'q': what to search for");
+        }
+        ObjectNode o = mapper.createObjectNode();
+        o.put("query", text);
+        ArrayNode matches = o.putArray("matches");
+        for (dev.coop.inspect.MessageMatch m : client.search(text)) {
+            ObjectNode n = matches.addObject();
+            n.put("messageId", m.messageId().toString());
+            n.put("topic", m.topic());
+            n.put("launchedAt", str(m.launchedAt()));
+            n.put("matchedBy", m.matchedBy());
+        }
+        return o;
+    }
+
+    private ObjectNode parkedCount(Exchange ex) {
+        String saga = Params.text(ex, "saga");
+        if (saga == null) {
+            throw new BadRequest(400, "Missing parameter 'saga'");
+        }
+        ObjectNode o = mapper.createObjectNode();
+        o.put("saga", saga);
+        o.put("parked", client.countParked(saga));
+        return o;
+    }
+
     private JsonNode parked() {
         return tree(renderer.renderParked(client.parkedRuns(200)));
     }
@@ -278,7 +328,13 @@ public final class Handler {
         long after = Params.integer(ex, "after", 0, 0, Long.MAX_VALUE);
         int limit = (int) Params.integer(ex, "limit", EVENT_PAGE, 1, 10_000);
         ObjectNode o = mapper.createObjectNode();
-        o.set("events", tree(renderer.renderEvents(client.events(message, after, limit))));
+        JsonNode events = tree(renderer.renderEvents(client.events(message, after, limit)));
+        for (JsonNode e : events) { // context values as masked as payloads and results
+            if (e.get("context") != null && e.get("context").isContainerNode()) {
+                mask.apply(e.get("context"));
+            }
+        }
+        o.set("events", events);
         return o;
     }
 

@@ -20,7 +20,12 @@
     CHILD_FAILURE_HANDLER: { icon: '↪', label: 'child-failure handler' },
     ROLLBACK_CHILDREN: { icon: '↺', label: 'rollback of children' },
     COMPENSATION: { icon: '↺', label: 'compensation' },
+    ATTEMPT_FAILED: { icon: '✗', label: 'failed attempt' },
+    PARKED: { icon: '‖', label: 'parked' },
+    RETRIED: { icon: '↻', label: 'retried by an operator' },
+    MARKED_DONE: { icon: '✓', label: 'marked done by an operator' },
   };
+  const OWN_STYLE = new Set(['ATTEMPT_FAILED', 'PARKED', 'RETRIED', 'MARKED_DONE']); // drawn as themselves, not as failures
   const FINISHED = new Set(['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED']);
   const MANY_CHILDREN = 50;
   const TIMELINE_ROWS = 2000;
@@ -30,6 +35,7 @@
   let liveTimer = null;
   let renderToken = 0;
   const openState = new Map(); // run id -> open, kept across live refreshes
+  const ioOpen = new Set(); // run ids whose input and output are shown
 
   // ---- DOM helpers: text only
 
@@ -74,12 +80,22 @@
       h('span', { class: 'icon', 'aria-hidden': 'true', text: s.icon }), s.label);
   }
 
-  function shortId(id) {
-    return id ? String(id).slice(0, 8) + '…' : '';
+  /** A full id (time-ordered ids share their first characters for a minute: never cut them). */
+  function idSpan(id) {
+    return h('code', { class: 'mono id', title: id, text: id ? String(id) : '' });
   }
 
-  function idSpan(id) {
-    return h('code', { class: 'mono', title: id, text: shortId(id) });
+  /** A button that copies an id to the clipboard (outside links: a button may not sit in one). */
+  function copyButton(id) {
+    if (!id) return null;
+    return h('button', { type: 'button', class: 'copy', title: 'Copy ' + id, 'aria-label': 'Copy id ' + id,
+      onclick: e => {
+        e.preventDefault();
+        e.stopPropagation();
+        const done = () => { e.target.textContent = 'copied'; setTimeout(() => { e.target.textContent = 'copy'; }, 1200); };
+        if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(String(id)).then(done, () => {});
+        else flash('Id: ' + id);
+      } }, 'copy');
   }
 
   function time(t) {
@@ -174,6 +190,7 @@
       else if (r.page === 'run' && r.arg) await hierarchyPage(main, { lineage: r.arg.split(/[.,]/) }, token);
       else if (r.page === 'schedules') await schedulesPage(main, token);
       else if (r.page === 'joins') await joinsPage(main, r.params, token);
+      else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, token);
       else await runsPage(main, r.params, token);
     } catch (e) {
       if (token !== renderToken) return;
@@ -233,7 +250,7 @@
         h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: sagaLabel(run) })),
         h('td', { text: run.topic }),
         h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
-        h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)))));
+        h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)), copyButton(run.runId))));
     }
     if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: '6', class: 'muted', text: 'No runs match.' })));
     table.appendChild(body);
@@ -290,11 +307,14 @@
     const rows = parked.map(p => h('tr', null,
       h('td', null, badge('PARKED')),
       h('td', null, h('a', { href: '#/h/' + q(p.lineage[0]) + '?run=' + q(p.runId), text: p.saga })),
-      h('td', { text: 'step ' + p.stepIndex + ', attempt ' + p.attempt }),
+      h('td', { text: 'step ' + (p.step || p.stepIndex) + ', attempt ' + p.attempt }),
       h('td', { class: 'msg' }, p.failure ? [h('b', { text: shortType(p.failure.type) }), ': ', firstLine(p.failure.message)] : ''),
       h('td', { class: 'mono', text: time(p.createdAt) })));
+    const sagas = [...new Set(parked.map(p => p.saga))];
     return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
       h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
+      operator() ? h('div', { class: 'actions bulk' }, sagas.map(saga => h('button', { type: 'button', class: 'small retry-all',
+        onclick: () => confirmRetryAll(saga).catch(e => flash(e.message, true)) }, '↻ Retry all parked runs of ' + saga))) : null,
       h('div', { class: 'scroll' }, h('table', null,
         h('thead', null, h('tr', null, ['Status', 'Saga', 'Where', 'Reason', 'Created'].map(t => h('th', { text: t })))),
         h('tbody', null, rows))));
@@ -394,7 +414,7 @@
     const ends = all.map(r => r.finishedAt).filter(Boolean).map(t => Date.parse(t));
     const took = view.finished && ends.length ? Math.max(...ends) - Date.parse(view.launchedAt) : null;
     main.appendChild(h('div', { class: 'meta' },
-      h('span', null, 'message ', h('code', { class: 'mono', id: 'message-id', text: view.messageId })),
+      h('span', null, 'message ', h('code', { class: 'mono', id: 'message-id', text: view.messageId }), copyButton(view.messageId)),
       view.scope ? h('span', null, h('a', { href: '#/h/' + q(view.scope[0]) }, '↑ whole hierarchy')) : null,
       h('span', null, 'launched ', h('b', { text: time(view.launchedAt) })),
       running ? h('span', { class: 'badge s-RUNNING', id: 'outcome' }, h('span', { class: 'live', text: 'live: running' }))
@@ -417,7 +437,7 @@
     const contexts = contextIndex(events);
     const parked = new Map((data.parked || []).map(p => [p.runId, p]));
     const tree = h('section', { class: 'tree', id: 'tree', 'aria-labelledby': 'tree-title' });
-    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished, large: all.length > 200 };
+    const ctx = { contexts, parked, highlight: target.highlight, finished: view.finished, large: all.length > 200, now: data.now };
     for (const r of view.runs) tree.appendChild(runNode(r, 0, ctx));
     if (!view.runs.length) tree.appendChild(h('p', { class: 'muted', text: 'No saga handled this message.' }));
     main.appendChild(tree);
@@ -516,11 +536,13 @@
     details.dataset.runId = run.runId;
     const failed = run.failure && !run.rollingBack ? '✗' : run.failure ? '↺' : null;
     details.appendChild(h('summary', null,
-      badge(run.status), h('span', { class: 'saga', text: sagaLabel(run) }), h('span', { class: 'muted', text: 'on ' + run.topic }),
+      badge(run.running ? 'RUNNING' : run.status), h('span', { class: 'saga', text: sagaLabel(run) }), h('span', { class: 'muted', text: 'on ' + run.topic }),
       h('span', { text: duration(run.durationMs) }),
+      run.running ? h('span', { class: 'running-now', text: '▶ ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
+        + ', attempt ' + run.running.attempt }) : null,
       run.waitingFor ? h('span', { class: 'muted waiting-for', text: '(' + run.waitingFor + ')' }) : null,
       run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
-      h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId))));
+      h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId)), copyButton(run.runId)));
     let built = false;
     const build = () => {
       if (built) return;
@@ -549,7 +571,7 @@
     const parked = ctx.parked.get(run.runId);
     if (parked) {
       body.appendChild(h('div', { class: 'parked' },
-        h('b', { text: '‖ Parked at step ' + parked.stepIndex + ' after attempt ' + parked.attempt }),
+        h('b', { text: '‖ Parked at step ' + (parked.step || parked.stepIndex) + ' after attempt ' + parked.attempt }),
         parked.failure ? [': ', h('span', { text: shortType(parked.failure.type) + ': ' + (parked.failure.message || '') })] : null,
         operator() ? h('div', { class: 'actions' },
           h('button', { type: 'button', class: 'retry', onclick: () => confirmParked('retry', run, parked) }, '↻ Retry now'),
@@ -565,16 +587,73 @@
           onclick: () => confirmAction('rollback', run.lineage, run.lineage[0], all, 'this run') }, '↺ Roll back this run')));
       }
     }
-    if (run.steps.length) body.appendChild(stepsTable(run, ctx));
+    body.appendChild(ioPanel(run));
+    if (run.steps.length || run.running) body.appendChild(stepsTable(run, ctx));
     body.appendChild(childrenOf(run, depth, ctx));
     return body;
+  }
+
+  /**
+   * The run's input (its message's payload) and output (its result), read from the server when opened: masked fields
+   * show as "***" (the server masks them), long values are cut until "Show the whole values".
+   */
+  function ioPanel(run) {
+    const box = h('details', { class: 'io', id: 'io-' + run.runId }, h('summary', { text: 'Input and output' }));
+    const load = async full => {
+      const data = await api('io?message=' + q(run.messageId) + '&run=' + q(run.runId) + (full ? '&full=true' : ''));
+      clear(box).appendChild(h('summary', { text: 'Input and output' }));
+      for (const [label, key] of [['Payload', 'payload'], ['Result', 'result']]) {
+        const v = data[key];
+        const cut = data[key + 'Cut'];
+        box.appendChild(h('div', { class: 'io-value io-' + key }, h('b', { text: label + ' ' }),
+          h('span', { class: 'muted', text: v === null ? '(none)' : data[key + 'Chars'] + ' characters' + (cut ? ', the first ' + v.length + ' shown' : '') }),
+          v === null ? null : h('pre', { class: 'json', text: cut ? v + ' …' : JSON.stringify(v, null, 2) })));
+      }
+      if (data.payloadCut || data.resultCut) {
+        box.appendChild(h('button', { type: 'button', class: 'small show-whole', onclick: () => load(true).catch(e => flash(e.message, true)) },
+          'Show the whole values'));
+      }
+      box.open = true;
+    };
+    let loaded = false;
+    const open = () => {
+      ioOpen.add(run.runId);
+      if (!loaded) {
+        loaded = true;
+        load(false).catch(e => flash(e.message, true));
+      }
+    };
+    box.addEventListener('toggle', () => { if (box.open) open(); else ioOpen.delete(run.runId); });
+    if (ioOpen.has(run.runId)) open(); // kept open across live refreshes
+    return box;
   }
 
   function operator() {
     return session && session.role === 'OPERATOR';
   }
 
+  /** A failed attempt standing for a long series: how many attempts before it were counted, not kept. */
+  function omittedNote(s, omitted) {
+    const n = omitted.get(s) || 0;
+    return n > 0 ? ' (' + n + ' earlier attempt' + (n === 1 ? '' : 's') + ' counted, not kept)' : '';
+  }
+
+  function omittedAttempts(steps) {
+    const omitted = new Map();
+    const previous = new Map();
+    for (const s of steps) {
+      if (s.kind === 'ATTEMPT_FAILED') {
+        omitted.set(s, s.attempt - (previous.get(s.name) || 0) - 1);
+        previous.set(s.name, s.attempt);
+      } else if (s.kind === 'STEP' || s.kind === 'RETRIED') {
+        previous.delete(s.name);
+      }
+    }
+    return omitted;
+  }
+
   function stepsTable(run, ctx) {
+    const omitted = omittedAttempts(run.steps);
     const counts = new Map();
     let seen = ctx.contexts.launched.get(run.messageId) || null; // the context the run started with
     const rows = run.steps.map(s => {
@@ -586,7 +665,7 @@
       if (after && after.context) seen = after.context; // the step changed it: later steps see the new one
       const ev = saw ? { context: saw } : null;
       const k = KIND[s.kind] || { icon: '·', label: s.kind };
-      const icon = s.failure ? '✗' : k.icon;
+      const icon = s.failure && !OWN_STYLE.has(s.kind) ? '✗' : k.icon;
       const ctxCell = h('td');
       if (ev && ev.context) {
         ctxCell.appendChild(h('details', null, h('summary', { text: 'context' }),
@@ -594,7 +673,8 @@
       }
       return h('tr', null,
         h('td', { class: 'kind' }, h('span', { 'aria-hidden': 'true', text: icon + ' ' }), k.label),
-        h('td', null, s.name, s.iteration ? h('span', { class: 'muted', text: ' #' + s.iteration }) : null),
+        h('td', null, s.name, s.iteration ? h('span', { class: 'muted', text: ' #' + s.iteration }) : null,
+          s.attempt ? h('span', { class: 'muted attempt', text: ' attempt ' + s.attempt + omittedNote(s, omitted) }) : null),
         h('td', { class: 'mono', text: s.engine || '' }),
         h('td', { class: 'mono', text: time(s.startedAt) }),
         h('td', { text: duration(s.durationMs) }),
@@ -603,9 +683,25 @@
           h('span', { class: 'failure-message', text: firstLine(s.failure.message) })) : null),
         ctxCell);
     });
+    if (run.running) rows.push(runningRow(run.running, ctx.now));
     return h('div', { class: 'scroll' }, h('table', { class: 'steps' },
       h('thead', null, h('tr', null, ['Kind', 'Step', 'Engine', 'Started', 'Took', 'Launched', 'Failure', 'Context'].map(t => h('th', { text: t })))),
       h('tbody', null, rows)));
+  }
+
+  /** The step an engine executes right now: its row grows with every live refresh. */
+  function runningRow(r, now) {
+    const since = Date.parse(r.since);
+    const took = now && since ? Math.max(Date.parse(now) - since, 0) : null;
+    return h('tr', { class: 'running-step' },
+      h('td', { class: 'kind' }, h('span', { 'aria-hidden': 'true', text: '▶ ' }), 'running'),
+      h('td', { text: r.step }),
+      h('td', { class: 'mono', text: r.engine || '' }),
+      h('td', { class: 'mono', text: time(r.since) }),
+      h('td', { text: took === null ? '' : duration(took) + ' so far' }),
+      h('td'),
+      h('td', { class: 'msg', text: 'attempt ' + r.attempt + (r.lastActivity ? ', last sign of life ' + time(r.lastActivity) : '') }),
+      h('td'));
   }
 
   function childrenOf(run, depth, ctx) {
@@ -662,7 +758,8 @@
     box.appendChild(h('div', { class: 'legend', 'aria-label': 'Legend' },
       legend('k-STEP', 'step'), legend('k-CHILD_FAILURE_HANDLER', 'child-failure handler'),
       legend('k-ROLLBACK_CHILDREN', 'rolling back children'), legend('k-COMPENSATION', 'compensation'),
-      legend('k-failed', 'failed'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
+      legend('k-failed', 'failed'), legend('k-ATTEMPT_FAILED', 'failed attempt (retried)'), legend('k-PARKED', 'parked'),
+      legend('k-running', 'running now'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
       h('span', { class: 'muted', text: 'total ' + duration(span) })));
     const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
     const lane = h('div', { class: 'tl-lane' });
@@ -693,9 +790,15 @@
               title: r.saga + ' waits for the ' + s.launched.length + ' message(s) ' + s.name + ' launched: ' + duration(until - b) }));
           }
         }
-        l.appendChild(h('div', { class: 'tl-seg ' + (s.failure ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
-          title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
+        l.appendChild(h('div', { class: 'tl-seg ' + (s.failure && !OWN_STYLE.has(s.kind) ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
+          title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + (s.attempt ? ' ' + s.attempt : '') + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
       });
+      if (r.running && r.running.since) { // the step in flight: a bar up to now, growing with each refresh
+        const a = ms(r.running.since);
+        const b = Math.max(end || hi, a);
+        l.appendChild(h('div', { class: 'tl-seg k-running', style: { left: pct(a), width: width(a, b) },
+          title: r.saga + ': ' + r.running.step + ' running on ' + (r.running.engine || '?') + ', attempt ' + r.running.attempt + ', ' + duration(b - a) + ' so far' }));
+      }
       row.appendChild(l);
       box.appendChild(row);
     }
@@ -780,12 +883,24 @@
 
   function confirmParked(action, run, parked) {
     const what = action === 'retry'
-      ? 'Run step ' + parked.stepIndex + ' of ' + run.saga + ' again now, from attempt 1 (it failed ' + parked.attempt + ' attempt(s)).'
-      : 'Treat step ' + parked.stepIndex + ' of ' + run.saga + ' as done WITHOUT running it: its work does not happen, and the run goes on with its next step.';
+      ? 'Run step ' + (parked.step || parked.stepIndex) + ' of ' + run.saga + ' again now, from attempt 1 (it failed ' + parked.attempt + ' attempt(s)).'
+      : 'Treat step ' + (parked.step || parked.stepIndex) + ' of ' + run.saga + ' as done WITHOUT running it: its work does not happen, and the run goes on with its next step.';
     openDialog({
       title: (action === 'retry' ? 'Retry ' : 'Mark done: ') + run.saga + '?', what,
       effects: parked.failure ? ['It is parked because: ' + shortType(parked.failure.type) + ': ' + firstLine(parked.failure.message)] : [],
       ok: action === 'retry' ? 'Retry now' : 'Mark it done', body: { action, lineage: run.lineage },
+    });
+  }
+
+  /** Every parked run of a saga at once: the confirmation states how many there are now, and needs a reason. */
+  async function confirmRetryAll(saga) {
+    const count = await api('parked-count?saga=' + q(saga));
+    openDialog({
+      title: 'Retry all ' + count.parked + ' parked runs of ' + saga + '?',
+      what: 'Run the parked step of each of the ' + count.parked + ' parked runs of saga ' + saga + ' again now, from attempt 1.',
+      effects: ['Done in batches of 1,000 runs, each its own transaction.',
+        'Each hierarchy gets an audit entry with your name and this reason; each run a RETRIED event in its log.'],
+      ok: 'Retry ' + count.parked + ' runs', body: { action: 'retry-parked', saga },
     });
   }
 
@@ -827,6 +942,29 @@
     };
     dialog.showModal();
     reason.focus();
+  }
+
+  // ---- search
+
+  /** Messages found by what was typed (an idempotency key, ...): one match opens it, several are listed. */
+  async function searchPage(main, text, token) {
+    const found = await api('search?q=' + q(text));
+    if (!current(token)) return;
+    document.title = 'Search · Coop';
+    if (found.matches.length === 1) {
+      location.replace('#/h/' + q(found.matches[0].messageId));
+      return;
+    }
+    clear(main).appendChild(h('h1', { text: 'Search: ' + text }));
+    if (!found.matches.length) {
+      main.appendChild(h('p', { class: 'muted', text: 'No message has this id or idempotency key.' }));
+      return;
+    }
+    main.appendChild(h('div', { class: 'scroll' }, h('table', { class: 'search' },
+      h('thead', null, h('tr', null, ['Message', 'Topic', 'Launched', 'Matched by'].map(t => h('th', { text: t })))),
+      h('tbody', null, found.matches.map(m => h('tr', null,
+        h('td', null, h('a', { href: '#/h/' + q(m.messageId) }, idSpan(m.messageId)), copyButton(m.messageId)),
+        h('td', { text: m.topic }), h('td', { class: 'mono', text: time(m.launchedAt) }), h('td', { text: m.matchedBy })))))));
   }
 
   // ---- schedules and joins
@@ -895,13 +1033,15 @@
     document.getElementById('skip').addEventListener('click', () => document.getElementById('main').focus());
     document.getElementById('jump').addEventListener('submit', e => {
       e.preventDefault();
-      const v = document.getElementById('jump-id').value.trim().replace(/[\[\]\s]/g, '');
+      const raw = document.getElementById('jump-id').value.trim();
+      const v = raw.replace(/[\[\]\s]/g, '');
       if (!v) return;
       const ids = v.split(/[.,]/);
-      if (!/^[0-9a-fA-F-]{36}$/.test(ids[0])) { // a business key, or an external task's key or token
-        api('find?q=' + encodeURIComponent(document.getElementById('jump-id').value.trim()))
+      const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+      if (!ids.every(id => uuid.test(id))) { // a business key, a task's key or token, else an idempotency key
+        api('find?q=' + encodeURIComponent(raw))
           .then(r => { location.hash = '#/h/' + q(r.messageId) + '?run=' + q(r.runId); })
-          .catch(err => flash(err.message, true));
+          .catch(() => { location.hash = '#/search/' + q(raw); });
         return;
       }
       location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);

@@ -1,0 +1,100 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.Payloads.Empty;
+import dev.coop.failure.Failure;
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+import dev.coop.inspect.RunView;
+import dev.coop.inspect.StepView;
+import dev.coop.render.JsonRenderer;
+import dev.coop.render.RenderOptions;
+import dev.coop.render.TextRenderer;
+import dev.coop.test.CoopDatabase;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.List;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** A step's failed attempts are events of the hierarchy, shown in the tree; a long series is bounded. */
+class AttemptHistoryTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = Duration.ofSeconds(60);
+
+    /** A saga whose step "charge" fails until attempt {@code succeedsOn}, with a cause chain. */
+    static Saga<Empty> flaky(Topic<Empty> topic, String name, int succeedsOn) {
+        return Saga.on(topic, name)
+                .step("charge", step -> {
+                    if (step.attempt() < succeedsOn) {
+                        throw new IllegalStateException("the gateway refused attempt " + step.attempt(),
+                                new UncheckedIOException(new IOException("connection reset")));
+                    }
+                })
+                .retry(RetryPolicy.attempts(succeedsOn).initialDelay(Duration.ZERO))
+                .build();
+    }
+
+    @Test
+    void a_step_retried_then_committed_shows_each_failed_attempt_with_its_cause_chain(DataSource dataSource) {
+        Topic<Empty> topic = Topic.of("attempts-few", Empty.class);
+        try (CoopEngine engine = Coop.engine(dataSource).register(flaky(topic, "attempts-few-saga", 3)).start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+
+            List<Event> failed = engine.client().events(id).stream()
+                    .filter(e -> e.type() == EventType.ATTEMPT_FAILED).toList();
+            assertThat(failed).extracting(Event::attempt).containsExactly(1, 2);
+            assertThat(failed).extracting(Event::step).containsOnly("charge");
+            assertThat(failed).extracting(Event::engine).containsOnly(engine.id());
+            Failure first = Failure.fromJson(failed.getFirst().exception());
+            assertThat(first.message()).isEqualTo("the gateway refused attempt 1");
+            assertThat(first.render()).contains("connection reset");
+
+            RunView run = engine.client().tree(id).runs().getFirst();
+            assertThat(run.steps()).extracting(StepView::kind).containsExactly(StepView.Kind.ATTEMPT_FAILED,
+                    StepView.Kind.ATTEMPT_FAILED, StepView.Kind.STEP);
+            assertThat(run.steps()).extracting(StepView::attempt).containsExactly(1, 2, 0);
+            String text = new TextRenderer(RenderOptions.defaults()).render(run);
+            assertThat(text).contains("✗ charge  attempt 1 failed, retried", "✗ charge  attempt 2 failed, retried",
+                    "IllegalStateException: the gateway refused attempt 2", "✓ charge  step");
+            JsonRenderer json = new JsonRenderer(false);
+            assertThat(json.readRun(json.render(run))).isEqualTo(run);
+            assertThat(new TextRenderer(RenderOptions.defaults()).renderEvents(engine.client().events(id)))
+                    .contains("ATTEMPT_FAILED", "charge (attempt 2)");
+        }
+    }
+
+    @Test
+    void a_step_retried_many_times_keeps_its_first_attempts_and_the_latest_and_counts_the_rest(
+            DataSource dataSource) {
+        int attempts = Integer.getInteger("coop.test.attempts", 200);
+        Topic<Empty> topic = Topic.of("attempts-many", Empty.class);
+        try (CoopEngine engine = Coop.engine(dataSource).register(flaky(topic, "attempts-many-saga", attempts))
+                .start()) {
+            MessageId id = engine.client().launch(topic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT.multipliedBy(10))).isEqualTo(Outcome.COMMITTED);
+
+            List<Event> failed = engine.client().events(id).stream()
+                    .filter(e -> e.type() == EventType.ATTEMPT_FAILED).toList();
+            assertThat(failed).extracting(Event::attempt).containsExactly(1, 2, 3, attempts - 1);
+            assertThat(Failure.fromJson(failed.getLast().exception()).message())
+                    .isEqualTo("the gateway refused attempt " + (attempts - 1));
+
+            long started = System.nanoTime();
+            RunView run = engine.client().tree(id).runs().getFirst();
+            String text = new TextRenderer(RenderOptions.defaults()).render(run);
+            System.out.printf("A step retried %d times: its tree read and rendered in %d ms, %d steps listed%n",
+                    attempts, (System.nanoTime() - started) / 1_000_000, run.steps().size());
+            assertThat(run.steps()).hasSize(5);
+            assertThat(text).contains("attempt " + (attempts - 1) + " failed, retried (" + (attempts - 5)
+                    + " earlier attempts counted, not kept)");
+        }
+    }
+}
