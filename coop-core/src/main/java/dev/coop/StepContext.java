@@ -120,6 +120,13 @@ public interface StepContext<P> {
     ExternalTask awaitSignal(String name, String key);
 
     /**
+     * Waits for a signal sent to {@code key} as {@link #awaitSignal(String, String)}, for at most {@code timeout}:
+     * no signal by then is a child failure of this step (the task times out, {@link TaskState#TIMED_OUT}), which its
+     * child-failure handler may recover from, e.g. by waiting again, or which rolls the run back.
+     */
+    ExternalTask awaitSignal(String name, String key, java.time.Duration timeout);
+
+    /**
      * The result of the one external task named {@code name} that the previous step opened (see
      * {@link #childResults()} for which step that is; when its child-failure handler opened the task again, the
      * handler's), read as {@code type}.

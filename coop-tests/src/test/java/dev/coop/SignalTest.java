@@ -45,6 +45,33 @@ class SignalTest {
     }
 
     @Test
+    void a_signal_that_does_not_come_in_time_is_a_child_failure_the_handler_can_recover_from(DataSource dataSource) {
+        Topic<Order> topic = Topic.of("signal-late", Order.class);
+        java.util.List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Saga<Order> saga = Saga.on(topic, "signal-late-saga")
+                .step("wait", step -> step.awaitSignal("shipped", "late/" + step.payload().id(),
+                        Duration.ofMillis(300)))
+                .onChildFailure((step, failure, handling, pending) -> {
+                    seen.add(failure.failure().causes().getFirst().message());
+                    step.awaitSignal("shipped", "late/" + step.payload().id()); // again, without a bound
+                    return pending;
+                })
+                .step("use", step -> step.setResult(step.taskResult("shipped", Shipped.class).carrier()))
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(topic, new Order("l1", 1));
+            Await.until("the first wait to time out", WAIT, () -> !seen.isEmpty());
+            assertThat(seen.getFirst()).contains("was not settled by its timeout");
+            Await.until("waiting again", WAIT, () -> client.externalTask("late/l1")
+                    .map(t -> t.state() == TaskState.OPEN).orElse(false));
+            assertThat(client.signal("late/l1", new Shipped("ups"), KEEP)).isEqualTo(SignalOutcome.DELIVERED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.result(id, String.class)).isEqualTo("ups");
+        }
+    }
+
+    @Test
     void a_signal_sent_before_the_run_waits_is_kept_and_taken_once(DataSource dataSource) {
         Topic<Order> topic = Topic.of("signal-early", Order.class);
         try (CoopEngine engine = Coop.engine(dataSource).register(saga(topic, "signal-early-saga")).start()) {

@@ -225,6 +225,12 @@ final class StepContextImpl<P> implements StepContext<P> {
         return open(name, java.util.Map.of("signal", key), dev.coop.TaskOptions.none().key(key), true);
     }
 
+    @Override
+    public dev.coop.ExternalTask awaitSignal(String name, String key, java.time.Duration timeout) {
+        return open(name, java.util.Map.of("signal", key), dev.coop.TaskOptions.none().key(key).timeout(timeout),
+                true);
+    }
+
     private dev.coop.ExternalTask open(String name, Object payload, dev.coop.TaskOptions options, boolean signal) {
         Objects.requireNonNull(options, "options");
         checkOpen("open external tasks");
