@@ -39,7 +39,8 @@ public class CoopAutoConfiguration {
             ObjectProvider<EngineListener> listeners) {
         CoopClient.Builder builder = CoopClient.builder(new SpringTransactionDataSource(dataSource))
                 .schema(properties.getSchema()).migrate(properties.isMigrate())
-                .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers());
+                .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())
+                .databaseTimeout(properties.getEngine().getDatabaseTimeout());
         listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(builder::listener);
         return builder.build();
     }

@@ -97,6 +97,7 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         CoopEngine.Builder builder = Coop.engine(dataSource).name(e.getName()).schema(properties.getSchema())
                 .workers(e.getWorkers()).pollInterval(e.getPollInterval()).notifications(e.isNotifications())
                 .schedules(e.isSchedules()).migrate(properties.isMigrate()).shutdownTimeout(e.getShutdownTimeout())
+                .databaseTimeout(e.getDatabaseTimeout()).idleInTransactionTimeout(e.getIdleInTransactionTimeout())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())
                 .register(sagas.toArray(Saga<?>[]::new)).listener(new Notifications());
         listeners.get().forEach(builder::listener);

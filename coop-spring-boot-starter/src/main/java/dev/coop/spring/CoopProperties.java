@@ -89,6 +89,13 @@ public class CoopProperties {
         private boolean schedules = true;
         /** How long stopping waits for steps in flight. */
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
+        /** How long each of the engine's own statements may wait for the database (0: no bound). */
+        private Duration databaseTimeout = Coop.DEFAULT_DATABASE_TIMEOUT;
+        /**
+         * The idle_in_transaction_session_timeout of each step's transaction (0: the server's); longer than any step
+         * keeps its transaction idle.
+         */
+        private Duration idleInTransactionTimeout = Coop.DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT;
 
         public boolean isEnabled() {
             return enabled;
@@ -144,6 +151,22 @@ public class CoopProperties {
 
         public void setShutdownTimeout(Duration shutdownTimeout) {
             this.shutdownTimeout = shutdownTimeout;
+        }
+
+        public Duration getDatabaseTimeout() {
+            return databaseTimeout;
+        }
+
+        public void setDatabaseTimeout(Duration databaseTimeout) {
+            this.databaseTimeout = databaseTimeout;
+        }
+
+        public Duration getIdleInTransactionTimeout() {
+            return idleInTransactionTimeout;
+        }
+
+        public void setIdleInTransactionTimeout(Duration idleInTransactionTimeout) {
+            this.idleInTransactionTimeout = idleInTransactionTimeout;
         }
     }
 
