@@ -79,6 +79,7 @@ public final class CoopClient {
     private final dev.coop.internal.RunData runData;
     private final dev.coop.internal.BulkActions bulk;
     private final dev.coop.internal.Search search;
+    private final dev.coop.internal.RunCounts counts;
     private final Schedules schedules;
     private final AuditLog audit;
     private final Json json;
@@ -115,6 +116,7 @@ public final class CoopClient {
         this.runData = new dev.coop.internal.RunData(schema);
         this.bulk = new dev.coop.internal.BulkActions(schema, store.time());
         this.search = new dev.coop.internal.Search(schema);
+        this.counts = new dev.coop.internal.RunCounts(schema);
         this.schedules = new Schedules(schema, time);
         this.audit = new AuditLog(schema);
         this.tasks = new TaskSettlement(schema, time, json);
@@ -524,6 +526,22 @@ public final class CoopClient {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not count the unfinished runs: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Counts over time: per saga and minute of the database's clock, how many runs were launched, committed, rolled
+     * back, failed to roll back and were parked, for the minutes that began at most {@code window} ago (at most 7
+     * days), oldest minute first; minutes without any are absent. Read from a rollup the database keeps as runs are
+     * launched and finish (a few rows per saga and minute), never from the log; retention deletes the minutes it
+     * prunes past.
+     */
+    public List<dev.coop.inspect.RunCount> counts(Duration window) {
+        if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0
+                || window.compareTo(dev.coop.internal.RunCounts.MAX_WINDOW) > 0) {
+            throw new CoopValidationException("window must be between 1 minute and "
+                    + dev.coop.internal.RunCounts.MAX_WINDOW.toDays() + " days, was " + window);
+        }
+        return inTransaction("read the counts of the last " + window, c -> counts.read(c, window));
     }
 
     /** Parked runs, oldest first, at most {@code limit}. */

@@ -16,7 +16,7 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
- * Deletes finished hierarchies, root by root: every event, run, cancellation and message of a hierarchy goes in one
+ * Deletes finished hierarchies, root by root (and the counts over time of the minutes before the cutoff): every event, run, cancellation and message of a hierarchy goes in one
  * statement, or nothing does (four statements per batch of roots). A hierarchy is a candidate when every run of its root message finished before the
  * cutoff and no run of it is runnable (also sleeping or due to retry), waiting or parked. Each root is taken under the
  * operator lock of its hierarchy (the one rollbacks and cancels take, tried, never waited for), so an operator action
@@ -109,8 +109,15 @@ public final class Retention {
                 c -> dryRun(c, now(c).minus(olderThan)));
     }
 
-    /** Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements. */
+    /**
+     * Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements, and the
+     * counts over time ({@link RunCounts}) of the minutes before the cutoff (a range of the rollup's primary key).
+     */
     PruneResult pruneBatch(Connection c, Instant cutoff) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RunCounts.PRUNE))) {
+            ps.setObject(1, at(cutoff));
+            ps.executeUpdate();
+        }
         List<UUID> roots = candidates(c, cutoff);
         if (!roots.isEmpty()) {
             roots = select(c, LOCK, roots, ps -> ps.setInt(2, Operations.OPERATOR_LOCK)); // busy: next time
