@@ -130,6 +130,28 @@ class DashboardBrowserTest {
     }
 
     @Test
+    void the_counts_page_shows_launched_and_finished_runs_per_saga_over_time() throws IOException {
+        login("vic", "viewer-pass");
+        open("#/counts");
+        WebElement onboarding = await(By.cssSelector("table#counts tr[data-saga='onboarding']"));
+        List<String> cells = onboarding.findElements(By.tagName("td")).stream().map(WebElement::getText).toList();
+        assertThat(cells.get(1)).as("launched").isNotEqualTo("0");
+        assertThat(Long.parseLong(cells.get(2)) + Long.parseLong(cells.get(3))).as("committed + rolled back")
+                .isPositive();
+        assertThat(onboarding.findElements(By.cssSelector(".cchart .cbar"))).as("bars in the chart").isNotEmpty();
+        assertThat(browser.findElement(By.cssSelector("table#counts")).getText()).contains("access-provisioning",
+                "support-portal");
+        screenshot("dashboard-counts.png");
+
+        browser.findElement(By.xpath("//button[contains(., 'last 24h')]")).click();
+        waitUntil(() -> browser.getCurrentUrl().endsWith("minutes=1440")
+                && !browser.findElements(By.cssSelector("table#counts tr[data-saga='onboarding']")).isEmpty());
+        onboarding = await(By.cssSelector("table#counts tr[data-saga='onboarding']"));
+        onboarding.findElement(By.tagName("a")).click();
+        waitUntil(() -> browser.getCurrentUrl().contains("#/runs?saga=onboarding"));
+    }
+
+    @Test
     void a_failure_message_with_markup_is_shown_as_text() {
         login("olga", "operator-pass");
         open("#/h/" + hostile);

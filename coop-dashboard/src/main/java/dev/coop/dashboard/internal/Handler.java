@@ -52,6 +52,7 @@ public final class Handler {
 
     private final JsonMask mask;
     private final InputOutput io;
+    private final CountsOverTime counts;
 
     /** @param standalone whether the dashboard logs users in itself (it then offers to log out) */
     public Handler(CoopClient client, boolean standalone) {
@@ -68,6 +69,7 @@ public final class Handler {
         this.standalone = standalone;
         this.mask = java.util.Objects.requireNonNull(mask, "mask");
         this.io = new InputOutput(client, mask, mapper);
+        this.counts = new CountsOverTime(client, mapper);
     }
 
     /** Serves an authenticated caller; the adapter has set the security headers. */
@@ -121,6 +123,7 @@ public final class Handler {
             case "io" -> io.read(ex);
             case "parked-count" -> parkedCount(ex);
             case "search" -> search(ex);
+            case "counts" -> counts.read(ex);
             default -> throw new BadRequest(404, "No such API: /api/" + what);
         };
     }

@@ -189,6 +189,7 @@
       if (r.page === 'h' && r.arg) await hierarchyPage(main, { message: r.arg, highlight: r.params.get('run') }, token);
       else if (r.page === 'run' && r.arg) await hierarchyPage(main, { lineage: r.arg.split(/[.,]/) }, token);
       else if (r.page === 'schedules') await schedulesPage(main, token);
+      else if (r.page === 'counts') await countsPage(main, r.params, token);
       else if (r.page === 'joins') await joinsPage(main, r.params, token);
       else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, token);
       else await runsPage(main, r.params, token);
@@ -965,6 +966,82 @@
       h('tbody', null, found.matches.map(m => h('tr', null,
         h('td', null, h('a', { href: '#/h/' + q(m.messageId) }, idSpan(m.messageId)), copyButton(m.messageId)),
         h('td', { text: m.topic }), h('td', { class: 'mono', text: time(m.launchedAt) }), h('td', { text: m.matchedBy })))))));
+  }
+
+  // ---- counts over time
+
+  const WINDOWS = [['1h', 60], ['3h', 180], ['12h', 720], ['24h', 1440], ['7d', 10080]];
+  const OUTCOMES = [['committed', 'COMMITTED', 'committed'], ['rolledBack', 'ROLLED_BACK', 'rolled back'],
+    ['rollbackFailed', 'ROLLBACK_FAILED', 'rollback failed'], ['parked', 'PARKED', 'parked']];
+
+  /** Launched, committed, rolled back and parked runs per saga and minute, over the chosen window. */
+  async function countsPage(main, params, token) {
+    const minutes = Number(params.get('minutes')) || 180;
+    const data = await api('counts?minutes=' + minutes);
+    if (!current(token)) return;
+    document.title = 'Counts · Coop';
+    clear(main).appendChild(h('h1', { text: 'Counts over time' }));
+    main.appendChild(h('div', { class: 'chips', role: 'group', 'aria-label': 'Window' }, WINDOWS.map(([label, m]) =>
+      h('button', { type: 'button', 'aria-pressed': String(m === minutes), onclick: () => go('counts', { minutes: String(m) }) },
+        'last ' + label))));
+    const bySaga = new Map();
+    for (const row of data.counts) {
+      if (!bySaga.has(row.saga)) bySaga.set(row.saga, []);
+      bySaga.get(row.saga).push(row);
+    }
+    if (!bySaga.size) {
+      main.appendChild(h('p', { class: 'muted', text: 'No run was launched or finished in the last ' + minutes + ' minutes.' }));
+      return;
+    }
+    const end = Math.floor(new Date(data.now).getTime() / 60000);
+    const columns = Math.min(minutes, 720); // at most 720 bars: longer windows add minutes up per bar
+    const per = Math.ceil(minutes / columns);
+    const table = h('table', { id: 'counts' }, h('thead', null, h('tr', null,
+      ['Saga', 'Launched', 'Committed', 'Rolled back', 'Rollback failed', 'Parked', 'Per ' + (per === 1 ? 'minute' : per + ' minutes')]
+        .map(t => h('th', { text: t })))));
+    const body = h('tbody');
+    for (const [saga, rows] of [...bySaga].sort((a, b) => a[0].localeCompare(b[0]))) {
+      const sum = k => rows.reduce((a, r) => a + r[k], 0);
+      body.appendChild(h('tr', { 'data-saga': saga },
+        h('td', null, h('a', { href: '#/runs?saga=' + q(saga), text: saga })),
+        h('td', { class: 'num', text: String(sum('launched')) }),
+        OUTCOMES.map(([k]) => h('td', { class: 'num', text: String(sum(k)) })),
+        h('td', null, countChart(rows, end, columns, per, saga))));
+    }
+    table.appendChild(body);
+    main.appendChild(h('div', { class: 'scroll' }, table));
+    main.appendChild(h('div', { class: 'legend' }, legendBox('launched', 'launched (line)'),
+      OUTCOMES.map(([k, status, label]) => legendBox(status, label))));
+    main.appendChild(h('p', { class: 'muted', text: 'Minutes of the database\'s clock, newest on the right; counted as runs are launched and finish (a rollup kept by the database, never a scan of the log).' }));
+    main.appendChild(h('div', { class: 'toolbar' }, h('button', { type: 'button', onclick: render }, '↻ Refresh')));
+  }
+
+  function legendBox(cls, label) {
+    return h('span', null, h('span', { class: 'cbar c-' + cls }), label);
+  }
+
+  /** One column per minute (or group of minutes): outcomes stacked, launches as a mark; the numbers in its title. */
+  function countChart(rows, end, columns, per, saga) {
+    const bins = Array.from({ length: columns }, () => ({ launched: 0, committed: 0, rolledBack: 0, rollbackFailed: 0, parked: 0 }));
+    for (const r of rows) {
+      const back = end - Math.floor(new Date(r.minute).getTime() / 60000);
+      const i = columns - 1 - Math.floor(back / per);
+      if (i < 0 || i >= columns) continue;
+      for (const k of Object.keys(bins[i])) bins[i][k] += r[k];
+    }
+    const max = Math.max(1, ...bins.map(b => Math.max(b.launched, b.committed + b.rolledBack + b.rollbackFailed + b.parked)));
+    const total = rows.reduce((a, r) => a + r.launched, 0);
+    const chart = h('div', { class: 'cchart', role: 'img', 'aria-label': saga + ': ' + total + ' launched in the window' });
+    bins.forEach((b, i) => {
+      const col = h('div', { class: 'ccol', title: (columns - 1 - i) * per + ' min ago: ' + b.launched + ' launched, '
+        + b.committed + ' committed, ' + b.rolledBack + ' rolled back, ' + b.rollbackFailed + ' rollback failed, ' + b.parked + ' parked' });
+      for (const [k, status] of OUTCOMES) {
+        if (b[k]) col.appendChild(h('div', { class: 'cbar c-' + status, style: { height: (100 * b[k] / max).toFixed(1) + '%' } }));
+      }
+      if (b.launched) col.appendChild(h('div', { class: 'cmark', style: { bottom: (100 * b.launched / max).toFixed(1) + '%' } }));
+      chart.appendChild(col);
+    });
+    return chart;
   }
 
   // ---- schedules and joins
