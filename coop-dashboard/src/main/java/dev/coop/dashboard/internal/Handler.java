@@ -219,6 +219,10 @@ public final class Handler {
         if (tag != null) {
             q = q.tag(tag);
         }
+        String failureType = Params.text(ex, "failureType");
+        if (failureType != null) {
+            q = q.failureType(failureType);
+        }
         OffsetDateTime since = Params.time(ex, "since");
         if (since != null) {
             q = q.since(since);
@@ -233,7 +237,8 @@ public final class Handler {
         ObjectNode counts = o.putObject("counts");
         RunQuery all = counted.status() == null
                 ? counted
-                : new RunQuery(null, counted.saga(), counted.topic(), counted.since(), null, counted.limit());
+                : new RunQuery(null, counted.saga(), counted.topic(), counted.since(), null, counted.limit(),
+                        counted.businessKey(), counted.tag(), counted.failureType());
         for (Map.Entry<RunStatus, Long> e : client.countRuns(all).entrySet()) {
             counts.put(e.getKey().name(), e.getValue());
         }

@@ -208,7 +208,7 @@
   async function runsPage(main, params, token) {
     const filter = {
       status: params.get('status') || '', saga: params.get('saga') || '', topic: params.get('topic') || '',
-      since: params.get('since') || '', before: params.get('before') || '',
+      since: params.get('since') || '', before: params.get('before') || '', failureType: params.get('failureType') || '',
     };
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries(filter)) if (v) query.set(k, v);
@@ -234,6 +234,7 @@
     }
     main.appendChild(chips);
     main.appendChild(filterForm(filter));
+    if (operator() && (filter.saga || filter.topic)) main.appendChild(selectionBar(filter, data.counts));
 
     if (parked.length) main.appendChild(parkedPanel(parked));
     const tasks = await api('tasks?limit=50').catch(() => null);
@@ -275,18 +276,48 @@
     const topic = h('input', { name: 'topic', id: 'f-topic', value: filter.topic, placeholder: 'topic' });
     const since = h('input', { name: 'since', id: 'f-since', type: 'datetime-local', step: '1' });
     if (filter.since) since.value = localInput(filter.since);
+    const failure = h('input', { name: 'failureType', id: 'f-failure', value: filter.failureType, placeholder: 'e.g. IOException' });
     const form = h('form', { class: 'toolbar', 'aria-label': 'Filter runs' },
       h('label', null, 'Status', status), h('label', null, 'Saga', saga), h('label', null, 'Topic', topic),
-      h('label', null, 'Created since', since), h('button', { type: 'submit' }, 'Filter'),
+      h('label', null, 'Created since', since), h('label', null, 'Failure type', failure), h('button', { type: 'submit' }, 'Filter'),
       h('button', { type: 'button', onclick: () => go('runs', {}) }, 'Clear'));
     form.addEventListener('submit', e => {
       e.preventDefault();
       go('runs', {
         status: status.value, saga: saga.value.trim(), topic: topic.value.trim(),
-        since: since.value ? new Date(since.value).toISOString() : '',
+        since: since.value ? new Date(since.value).toISOString() : '', failureType: failure.value.trim(),
       });
     });
     return form;
+  }
+
+  const UNFINISHED = ['RUNNABLE', 'WAITING', 'PARKED', 'HELD'];
+
+  /** The filtered runs as a whole: cancel the unfinished ones or roll back the committed ones, counted first. */
+  function selectionBar(filter, counts) {
+    const inStatus = s => !filter.status || filter.status === s ? (counts[s] || 0) : 0;
+    const cancellable = UNFINISHED.reduce((a, s) => a + inStatus(s), 0);
+    const committed = inStatus('COMMITTED');
+    const selection = { saga: filter.saga, topic: filter.topic, status: filter.status, since: filter.since, failureType: filter.failureType };
+    const words = Object.entries(selection).filter(([, v]) => v).map(([k, v]) => k + ' ' + v).join(', ');
+    return h('div', { class: 'actions bulk', id: 'selection', role: 'group', 'aria-label': 'Act on the filtered runs' },
+      h('button', { type: 'button', class: 'small', id: 'cancel-selection', disabled: !cancellable,
+        onclick: () => confirmSelection('cancel-selection', selection, words, cancellable) }, '✗ Cancel ' + cancellable + ' unfinished'),
+      h('button', { type: 'button', class: 'small', id: 'rollback-selection', disabled: !committed,
+        onclick: () => confirmSelection('rollback-selection', selection, words, committed) }, '↺ Roll back ' + committed + ' committed'));
+  }
+
+  function confirmSelection(action, selection, words, count) {
+    const cancel = action === 'cancel-selection';
+    openDialog({
+      title: (cancel ? 'Cancel ' : 'Roll back ') + count + ' run' + (count === 1 ? '' : 's') + ' (' + words + ')?',
+      what: cancel
+        ? 'Every unfinished run of the selection gives up at its next step boundary and rolls back, running its compensations, with everything it caused.'
+        : 'Every committed run of the selection rolls back its whole history, children first, running compensations.',
+      effects: ['Done in batches of 1,000 runs, each its own transaction; runs that match by then are acted on too.',
+        'Each hierarchy gets an audit entry with your name and this reason; each run an event in its log.'],
+      ok: (cancel ? 'Cancel ' : 'Roll back ') + count + ' runs', body: { action, selection },
+    });
   }
 
   function localInput(iso) {
