@@ -16,12 +16,12 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
- * Deletes finished hierarchies, root by root (and the counts over time of the minutes before the cutoff): every event, run, cancellation and message of a hierarchy goes in one
+ * Deletes finished hierarchies, root by root: every event, run, cancellation and message of a hierarchy goes in one
  * statement, or nothing does (four statements per batch of roots). A hierarchy is a candidate when every run of its root message finished before the
  * cutoff and no run of it is runnable (also sleeping or due to retry), waiting or parked. Each root is taken under the
  * operator lock of its hierarchy (the one rollbacks and cancels take, tried, never waited for), so an operator action
  * and pruning never interleave; candidate root runs are locked with {@code SKIP LOCKED}, so engines pruning at once
- * share the work.
+ * share the work. Each batch also deletes the counts over time ({@link RunCounts}) of the minutes before the cutoff.
  */
 public final class Retention {
     /** Hierarchies deleted per transaction at most. */
