@@ -737,7 +737,7 @@ class Participant {
 const VERSION = 1;
 
 /** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
-const SCHEMA_VERSION = 21;
+const SCHEMA_VERSION = 22;
 
 /** The claim's selections (the engine id is the last parameter of each). */
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'

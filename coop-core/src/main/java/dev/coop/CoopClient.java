@@ -79,6 +79,8 @@ public final class CoopClient {
     private final dev.coop.internal.RunData runData;
     private final dev.coop.internal.BulkActions bulk;
     private final dev.coop.internal.Search search;
+    private final dev.coop.internal.RunCounts counts;
+    private final dev.coop.internal.SelectionActions selections;
     private final Schedules schedules;
     private final AuditLog audit;
     private final Json json;
@@ -115,6 +117,8 @@ public final class CoopClient {
         this.runData = new dev.coop.internal.RunData(schema);
         this.bulk = new dev.coop.internal.BulkActions(schema, store.time());
         this.search = new dev.coop.internal.Search(schema);
+        this.counts = new dev.coop.internal.RunCounts(schema);
+        this.selections = new dev.coop.internal.SelectionActions(schema, store.time());
         this.schedules = new Schedules(schema, time);
         this.audit = new AuditLog(schema);
         this.tasks = new TaskSettlement(schema, time, json);
@@ -503,6 +507,60 @@ public final class CoopClient {
     }
 
     /**
+     * Cancels every unfinished run (runnable, waiting, parked or held, not already rolling back) that the selection
+     * matches, whatever its limit, as {@link #cancel(Lineage, String)} would each run's scope: the run and everything
+     * below it give up and roll back; a selected child's parent then handles its failure as its saga says. In batches
+     * of 1,000 runs, each its own transaction, so a large selection never holds one transaction; a
+     * {@code CANCELLATION_REQUESTED} event per run and an audit entry per hierarchy and batch (action
+     * {@code cancel-selection}, {@code actor}, {@code reason}, how many of its runs, the selection). The selection
+     * names a saga, a topic, a business key or a tag; {@link #countRuns(RunQuery)} says how many runs it holds
+     * beforehand (a dry run).
+     *
+     * @return how many runs were asked to give up (runs cancelled before are not counted again)
+     */
+    public long cancel(RunQuery selection, String actor, String reason) {
+        return actOn(selection, actor, reason, true);
+    }
+
+    /**
+     * Undoes every committed run that the selection matches, whatever its limit, as {@link #rollback(Lineage, String)}
+     * would each run's scope (children first, running compensations), in batches of 1,000 runs like
+     * {@link #cancel(RunQuery, String, String)} (action {@code rollback-selection} in the audit). Unlike the single
+     * rollback, runs it cannot undo now are left as they are instead of refusing the whole: a run with something
+     * running in its scope or above it, and a run whose selected ancestor's rollback undoes it anyway.
+     *
+     * @return how many runs were asked to roll back
+     */
+    public long rollback(RunQuery selection, String actor, String reason) {
+        return actOn(selection, actor, reason, false);
+    }
+
+    private long actOn(RunQuery selection, String actor, String reason, boolean cancel) {
+        Objects.requireNonNull(selection, "selection");
+        if (!dev.coop.internal.SelectionActions.names(selection)) {
+            throw new CoopValidationException("selection must name a saga, a topic, a business key or a tag (it"
+                    + " would act on every run)");
+        }
+        String who = auditText("actor", actor, 200);
+        String why = reason(reason);
+        String described = dev.coop.internal.SelectionActions.describe(selection);
+        String what = (cancel ? "cancel" : "roll back") + " the runs of a selection (" + described + ")";
+        long acted = 0;
+        java.util.UUID after = null;
+        while (true) {
+            java.util.UUID from = after;
+            dev.coop.internal.SelectionActions.Batch batch = inTransaction(what, c -> cancel
+                    ? selections.cancelBatch(c, selection, from, who, why, described)
+                    : selections.rollbackBatch(c, selection, from, who, why, described));
+            acted += batch.acted();
+            if (batch.picked() < dev.coop.internal.BulkActions.BATCH) {
+                return acted;
+            }
+            after = batch.last();
+        }
+    }
+
+    /**
      * Undoes one finished run and what it caused (a subtree). Use with care: the rest of the hierarchy stays
      * committed.
      */
@@ -524,6 +582,22 @@ public final class CoopClient {
         } catch (SQLException e) {
             throw new CoopStoreException("Could not count the unfinished runs: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Counts over time: per saga and minute of the database's clock, how many runs were launched, committed, rolled
+     * back, failed to roll back and were parked, for the minutes that began at most {@code window} ago (at most 7
+     * days), oldest minute first; minutes without any are absent. Read from a rollup the database keeps as runs are
+     * launched and finish (a few rows per saga and minute), never from the log; retention deletes the minutes it
+     * prunes past.
+     */
+    public List<dev.coop.inspect.RunCount> counts(Duration window) {
+        if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0
+                || window.compareTo(dev.coop.internal.RunCounts.MAX_WINDOW) > 0) {
+            throw new CoopValidationException("window must be between 1 minute and "
+                    + dev.coop.internal.RunCounts.MAX_WINDOW.toDays() + " days, was " + window);
+        }
+        return inTransaction("read the counts of the last " + window, c -> counts.read(c, window));
     }
 
     /** Parked runs, oldest first, at most {@code limit}. */

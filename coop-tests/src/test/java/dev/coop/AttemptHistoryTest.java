@@ -73,8 +73,9 @@ class AttemptHistoryTest {
 
     @Test
     void a_step_retried_many_times_keeps_its_first_attempts_and_the_latest_and_counts_the_rest(
-            DataSource dataSource) {
+            DataSource dataSource) throws Exception {
         int attempts = Integer.getInteger("coop.test.attempts", 200);
+        watchRewrites(dataSource);
         Topic<Empty> topic = Topic.of("attempts-many", Empty.class);
         try (CoopEngine engine = Coop.engine(dataSource).register(flaky(topic, "attempts-many-saga", attempts))
                 .start()) {
@@ -95,6 +96,60 @@ class AttemptHistoryTest {
             assertThat(run.steps()).hasSize(5);
             assertThat(text).contains("attempt " + (attempts - 1) + " failed, retried (" + (attempts - 5)
                     + " earlier attempts counted, not kept)");
+        }
+        assertThat(rewrites(dataSource)).as("events rewritten in place: the log is append-only").isZero();
+    }
+
+    @Test
+    void a_long_series_that_ends_parked_or_rolled_back_appends_its_last_retried_attempt(DataSource dataSource)
+            throws Exception {
+        watchRewrites(dataSource);
+        Topic<Empty> parking = Topic.of("attempts-parking", Empty.class);
+        Topic<Empty> failing = Topic.of("attempts-failing", Empty.class);
+        Saga<Empty> parks = Saga.on(parking, "attempts-parking-saga").step("charge", step -> {
+            throw new IllegalStateException("the gateway refused attempt " + step.attempt());
+        }).retry(RetryPolicy.attempts(7).initialDelay(Duration.ZERO).parkWhenExhausted()).build();
+        Saga<Empty> rollsBack = Saga.on(failing, "attempts-failing-saga").step("charge", step -> {
+            throw new IllegalStateException("the gateway refused attempt " + step.attempt());
+        }).retry(RetryPolicy.attempts(6).initialDelay(Duration.ZERO)).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(parks, rollsBack).start()) {
+            MessageId failed = engine.client().launch(failing, new Empty());
+            assertThat(engine.client().awaitCompletion(failed, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(engine.client().events(failed)).filteredOn(e -> e.type() == EventType.ATTEMPT_FAILED)
+                    .extracting(Event::attempt).containsExactly(1, 2, 3, 5);
+
+            MessageId parked = engine.client().launch(parking, new Empty());
+            dev.coop.test.Await.until("parked", WAIT, () -> engine.client().countParked("attempts-parking-saga") == 1);
+            List<Event> events = engine.client().events(parked).stream()
+                    .filter(e -> e.type() == EventType.ATTEMPT_FAILED || e.type() == EventType.PARKED).toList();
+            assertThat(events).extracting(Event::type).containsExactly(EventType.ATTEMPT_FAILED,
+                    EventType.ATTEMPT_FAILED, EventType.ATTEMPT_FAILED, EventType.ATTEMPT_FAILED, EventType.PARKED);
+            assertThat(events).extracting(Event::attempt).containsExactly(1, 2, 3, 6, 7);
+            assertThat(Failure.fromJson(events.get(3).exception()).message())
+                    .isEqualTo("the gateway refused attempt 6");
+        }
+        assertThat(rewrites(dataSource)).isZero();
+    }
+
+    static void watchRewrites(DataSource dataSource) throws Exception {
+        Coop.client(dataSource); // the schema
+        try (var c = dataSource.getConnection(); var s = c.createStatement()) {
+            s.execute("""
+                    CREATE TABLE IF NOT EXISTS public.event_rewrites (id bigint);
+                    CREATE OR REPLACE FUNCTION public.log_event_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN INSERT INTO public.event_rewrites VALUES (OLD.id); RETURN NEW; END $$;
+                    CREATE OR REPLACE TRIGGER log_event_rewrite BEFORE UPDATE ON coop.event
+                      FOR EACH ROW EXECUTE FUNCTION public.log_event_rewrite();
+                    """);
+        }
+    }
+
+    static long rewrites(DataSource dataSource) throws Exception {
+        try (var c = dataSource.getConnection();
+                var s = c.createStatement();
+                var rs = s.executeQuery("SELECT count(*) FROM public.event_rewrites")) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 }

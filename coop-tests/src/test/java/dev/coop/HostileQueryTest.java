@@ -68,6 +68,10 @@ class HostileQueryTest {
                 .hasMessageContaining("RunQuery.topic").hasMessageContaining("U+0000");
         assertThatThrownBy(() -> RunQuery.newest().saga("a\u001b[2J")).isInstanceOf(CoopValidationException.class)
                 .hasMessageContaining("RunQuery.saga");
+        assertThatThrownBy(() -> RunQuery.newest().failureType("Bad\0Type")).isInstanceOf(
+                CoopValidationException.class).hasMessageContaining("RunQuery.failureType");
+        assertThat(client.countRuns(RunQuery.newest().failureType("%_' OR true --"))).as("a value, never SQL")
+                .isEmpty();
         assertThatThrownBy(() -> client.joins().byKey("\0", 10)).isInstanceOf(CoopValidationException.class)
                 .hasMessageContaining("Joins.byKey key");
         assertThatThrownBy(() -> client.joins().byKey("x\uD800", 10)).isInstanceOf(CoopValidationException.class)

@@ -30,6 +30,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
@@ -384,14 +385,28 @@ final class Commands {
     @Command(name = "cancel", mixinStandardHelpOptions = true, description = "Cancel everything below a message: each run gives up at its next step boundary and rolls"
             + " back, running its compensations.")
     static final class Cancel extends Base {
-        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        @Parameters(paramLabel = "<message-id>", arity = "0..1", description = "The id of the message (a UUID); or"
+                + " select runs with --saga and the filters below")
         MessageId message;
 
-        @Option(names = "--reason", required = true, paramLabel = "<text>", description = "Why; recorded in the event log")
+        @Option(names = "--reason", paramLabel = "<text>", description = "Why; recorded in the event log (and the"
+                + " audit, for a selection)")
         String reason;
+
+        @Mixin
+        Selection selection;
 
         @Override
         public void run() {
+            if (selection.given() == (message != null)) {
+                throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id, or a selection (--saga <saga>"
+                        + " and filters)");
+            }
+            if (message == null) {
+                selection.run(cli, database().client, true, reason);
+                return;
+            }
+            requireReason(reason);
             CancelResult result = operate(() -> database().client.cancel(message, reason));
             if (cli.json) {
                 ObjectNode n = JsonNodeFactory.instance.objectNode();
@@ -456,14 +471,28 @@ final class Commands {
     @Command(name = "rollback", mixinStandardHelpOptions = true, description = "Undo a finished hierarchy: every run below the message rolls back its whole history,"
             + " children first, running compensations.")
     static final class Rollback extends Base {
-        @Parameters(paramLabel = "<message-id>", description = "The id of the message (a UUID)")
+        @Parameters(paramLabel = "<message-id>", arity = "0..1", description = "The id of the message (a UUID); or"
+                + " select committed runs with --saga and the filters below")
         MessageId message;
 
-        @Option(names = "--reason", required = true, paramLabel = "<text>", description = "Why; recorded in the event log")
+        @Option(names = "--reason", paramLabel = "<text>", description = "Why; recorded in the event log (and the"
+                + " audit, for a selection)")
         String reason;
+
+        @Mixin
+        Selection selection;
 
         @Override
         public void run() {
+            if (selection.given() == (message != null)) {
+                throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id, or a selection (--saga <saga>"
+                        + " and filters)");
+            }
+            if (message == null) {
+                selection.run(cli, database().client, false, reason);
+                return;
+            }
+            requireReason(reason);
             operate(() -> {
                 database().client.rollback(message, reason);
                 return null;
@@ -588,6 +617,13 @@ final class Commands {
     }
 
     /** An operator's request; refusals (unknown id, still running, ...) are failures, not usage errors. */
+    /** A single cancel or rollback needs a reason (picocli's own words, as when the option was required). */
+    static void requireReason(String reason) {
+        if (reason == null) {
+            throw new CliException(CoopCli.EXIT_USAGE, "Missing required option: '--reason=<text>'");
+        }
+    }
+
     private static <T> T operate(Operation<T> operation) {
         try {
             return operation.run();

@@ -34,7 +34,7 @@ import picocli.CommandLine.TypeConversionException;
         Commands.Schedules.class, Commands.Join.class, Commands.Prune.class, Commands.Dashboard.class,
         Commands.Completion.class, Commands.Migrate.class,
         Sagas.class, Tasks.ListTasks.class, Tasks.Complete.class,
-        Tasks.Fail.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+        Tasks.Fail.class, Counts.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",

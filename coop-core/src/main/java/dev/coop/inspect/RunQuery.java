@@ -14,13 +14,16 @@ import java.util.Objects;
 
 /**
  * Which runs {@link CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by status,
- * saga, topic and age; page on with {@link #before(OffsetDateTime)} set to the last {@code createdAt} seen.
+ * saga, topic, age and failure type; page on with {@link #before(OffsetDateTime)} set to the last {@code createdAt}
+ * seen. The same filters, without the limit, select the runs that {@link CoopClient#countRuns(RunQuery)} counts and
+ * that {@link CoopClient#cancel(RunQuery, String, String)} and {@link CoopClient#rollback(RunQuery, String, String)}
+ * act on.
  * Immutable; each method returns a changed copy. Saga and topic are 1 to 255 characters without control characters;
  * times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
  * {@link CoopValidationException} naming the parameter.
  */
 public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
-        int limit, String businessKey, String tag) {
+        int limit, String businessKey, String tag, String failureType) {
     /** The largest page. */
     public static final int MAX_LIMIT = 1000;
 
@@ -32,6 +35,13 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
         topic = topic == null ? null : Limits.key("RunQuery.topic", topic);
         since = since == null ? null : time("RunQuery.since", since);
         before = before == null ? null : time("RunQuery.before", before);
+        failureType = failureType == null ? null : Limits.key("RunQuery.failureType", failureType);
+    }
+
+    /** A query without a failure type. */
+    public RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
+            int limit, String businessKey, String tag) {
+        this(status, saga, topic, since, before, limit, businessKey, tag, null);
     }
 
     /**
@@ -55,7 +65,7 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
     /** A query without a business key or tag. */
     public RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
             int limit) {
-        this(status, saga, topic, since, before, limit, null, null);
+        this(status, saga, topic, since, before, limit, null, null, null);
     }
 
     /** The 50 newest runs. */
@@ -69,37 +79,52 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
      */
     public RunQuery businessKey(String key) {
         return new RunQuery(status, saga, topic, since, before, limit, Objects.requireNonNull(key, "businessKey"),
-                tag);
+                tag, failureType);
     }
 
     /** Only the runs of messages launched with this tag ({@link dev.coop.LaunchOptions#tags}); an index probe. */
     public RunQuery tag(String t) {
-        return new RunQuery(status, saga, topic, since, before, limit, businessKey, Objects.requireNonNull(t, "tag"));
+        return new RunQuery(status, saga, topic, since, before, limit, businessKey, Objects.requireNonNull(t, "tag"),
+                failureType);
     }
 
     public RunQuery status(RunStatus s) {
-        return new RunQuery(Objects.requireNonNull(s, "status"), saga, topic, since, before, limit, businessKey, tag);
+        return new RunQuery(Objects.requireNonNull(s, "status"), saga, topic, since, before, limit, businessKey, tag,
+                failureType);
     }
 
     public RunQuery saga(String s) {
-        return new RunQuery(status, Objects.requireNonNull(s, "saga"), topic, since, before, limit, businessKey, tag);
+        return new RunQuery(status, Objects.requireNonNull(s, "saga"), topic, since, before, limit, businessKey, tag,
+                failureType);
     }
 
     public RunQuery topic(String t) {
-        return new RunQuery(status, saga, Objects.requireNonNull(t, "topic"), since, before, limit, businessKey, tag);
+        return new RunQuery(status, saga, Objects.requireNonNull(t, "topic"), since, before, limit, businessKey, tag,
+                failureType);
     }
 
     /** Only runs created at or after this instant. */
     public RunQuery since(OffsetDateTime t) {
-        return new RunQuery(status, saga, topic, Objects.requireNonNull(t, "since"), before, limit, businessKey, tag);
+        return new RunQuery(status, saga, topic, Objects.requireNonNull(t, "since"), before, limit, businessKey, tag,
+                failureType);
     }
 
     /** Only runs created strictly before this instant (the next page). */
     public RunQuery before(OffsetDateTime t) {
-        return new RunQuery(status, saga, topic, since, Objects.requireNonNull(t, "before"), limit, businessKey, tag);
+        return new RunQuery(status, saga, topic, since, Objects.requireNonNull(t, "before"), limit, businessKey, tag,
+                failureType);
     }
 
     public RunQuery limit(int n) {
-        return new RunQuery(status, saga, topic, since, before, n, businessKey, tag);
+        return new RunQuery(status, saga, topic, since, before, n, businessKey, tag, failureType);
+    }
+
+    /**
+     * Only runs whose failure (why they rolled back, failed to, or are parked) is of this type: its fully qualified
+     * class name ({@code java.io.IOException}) or its simple name ({@code IOException}).
+     */
+    public RunQuery failureType(String type) {
+        return new RunQuery(status, saga, topic, since, before, limit, businessKey, tag,
+                Objects.requireNonNull(type, "failureType"));
     }
 }

@@ -575,8 +575,10 @@ public final class Inspection {
         }
     }
 
-    /** The query's conditions as fixed fragments, each with a bound value. */
-    private static void filter(RunQuery q, StringBuilder where, List<Object> values) {
+    /**
+     * The query's conditions as fixed fragments, each with a bound value ({@code r}: the run, {@code m}: its message).
+     */
+    static void filter(RunQuery q, StringBuilder where, List<Object> values) {
         if (q.status() == dev.coop.RunStatus.WAITING) {
             where.append(" AND (r.status = 'WAITING' OR (r.status = 'RUNNABLE' AND r.pending_children > 0))");
         } else if (q.status() == dev.coop.RunStatus.RUNNABLE) {
@@ -608,6 +610,12 @@ public final class Inspection {
         if (q.tag() != null) { // index message_tags (GIN)
             where.append(" AND m.tags @> ARRAY[?::text]");
             values.add(q.tag());
+        }
+        if (q.failureType() != null) { // the class name, or its simple name
+            where.append(" AND (r.failure->>'type' = ? OR right(r.failure->>'type', length(?) + 1) = '.' || ?)");
+            values.add(q.failureType());
+            values.add(q.failureType());
+            values.add(q.failureType());
         }
     }
 

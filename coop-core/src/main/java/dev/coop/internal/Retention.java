@@ -21,7 +21,7 @@ import javax.sql.DataSource;
  * cutoff and no run of it is runnable (also sleeping or due to retry), waiting or parked. Each root is taken under the
  * operator lock of its hierarchy (the one rollbacks and cancels take, tried, never waited for), so an operator action
  * and pruning never interleave; candidate root runs are locked with {@code SKIP LOCKED}, so engines pruning at once
- * share the work.
+ * share the work. Each batch also deletes the counts over time ({@link RunCounts}) of the minutes before the cutoff.
  */
 public final class Retention {
     /** Hierarchies deleted per transaction at most. */
@@ -109,8 +109,15 @@ public final class Retention {
                 c -> dryRun(c, now(c).minus(olderThan)));
     }
 
-    /** Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements. */
+    /**
+     * Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements, and the
+     * counts over time ({@link RunCounts}) of the minutes before the cutoff (a range of the rollup's primary key).
+     */
     PruneResult pruneBatch(Connection c, Instant cutoff) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RunCounts.PRUNE))) {
+            ps.setObject(1, at(cutoff));
+            ps.executeUpdate();
+        }
         List<UUID> roots = candidates(c, cutoff);
         if (!roots.isEmpty()) {
             roots = select(c, LOCK, roots, ps -> ps.setInt(2, Operations.OPERATOR_LOCK)); // busy: next time

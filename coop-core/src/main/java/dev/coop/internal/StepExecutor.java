@@ -421,6 +421,7 @@ final class StepExecutor {
     private boolean commitInstance(Connection c, ClaimedRun run, Saga<?> saga, String name, StepContextImpl<?> context,
             int instance, int nextStep, OffsetDateTime wakeAt, Integer finallyDone) throws SQLException {
         try {
+            engine.store().attempts().ended(c, run, engine.engineId(), name); // after many attempts: the last one
             List<String> woken = new ArrayList<>();
             int children = 0;
             if (!context.scoped.isEmpty()) {
@@ -502,6 +503,7 @@ final class StepExecutor {
         String cancellation = engine.store().cancellation(c, run.lineage());
         if (cancellation != null) {
             Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
+            engine.store().attempts().ended(c, run, engine.engineId(), step);
             return transitions.startRollbackAfterFinally(c, run, saga, step, gaveUp,
                     finallyBeforeRollback(c, run, saga, stepDef));
         }
@@ -532,6 +534,7 @@ final class StepExecutor {
             return writeFailed(c, run, saga, stepDef, step, e); // cancelled meanwhile, or database trouble
         }
         log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
+        engine.store().attempts().ended(c, run, engine.engineId(), step);
         return transitions.startRollbackAfterFinally(c, run, saga, step, failure,
                 finallyBeforeRollback(c, run, saga, stepDef));
     }

@@ -281,6 +281,41 @@ class DashboardHttpTest {
     }
 
     @Test
+    void a_selection_is_acted_on_by_operators_only_and_counts_are_read_per_saga_and_minute() throws Exception {
+        MessageId later = client.launch(GREETING, new Greeting("selected"), Instant.now().plusSeconds(3600));
+        String body = "{\"action\":\"cancel-selection\",\"selection\":{\"saga\":\"greeter\",\"status\":"
+                + "\"RUNNABLE\"},\"reason\":\"the greetings are off\"}";
+        String vic = session("vic", "viewer-pass");
+        HttpResponse<String> viewer = action(vic, JSON.readTree(get("api/session", vic).body()).get("csrf").asText(),
+                body);
+        assertThat(viewer.statusCode()).isEqualTo(403);
+        assertThat(client.statuses(later)).containsExactly(dev.coop.RunStatus.RUNNABLE);
+        HttpResponse<String> noSelection = http.send(HttpRequest.newBuilder(server.uri().resolve("api/action"))
+                .header("Authorization", "Bearer " + OPERATOR_TOKEN).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(
+                        "{\"action\":\"rollback-selection\",\"reason\":\"why not\"}"))
+                .build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(noSelection.statusCode()).isEqualTo(400);
+        assertThat(noSelection.body()).contains("'selection'");
+
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(server.uri().resolve("api/action"))
+                .header("Authorization", "Bearer " + OPERATOR_TOKEN).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(JSON.readTree(r.body()).get("acted").asLong()).isPositive();
+        assertThat(client.awaitCompletion(later, Duration.ofSeconds(30))).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.audit(later)).singleElement().satisfies(a -> {
+            assertThat(a.action()).isEqualTo("cancel-selection");
+            assertThat(a.actor()).isEqualTo("token-1");
+        });
+
+        JsonNode counts = JSON.readTree(get("api/counts?minutes=60", session("vic", "viewer-pass")).body());
+        assertThat(counts.get("minutes").asInt()).isEqualTo(60);
+        assertThat(counts.get("counts").findValuesAsText("saga")).contains("greeter");
+        assertThat(get("api/counts?minutes=0", session("vic", "viewer-pass")).statusCode()).isEqualTo(400);
+    }
+
+    @Test
     void schedules_and_joins_are_listed() throws Exception {
         client.schedule("dash-nightly", GREETING, new Greeting("night"), dev.coop.schedule.Schedule.cron("0 3 * * *"));
         dev.coop.join.JoinId join = client.joins().start(dev.coop.join.JoinSpec.expecting(2).key("dash-batch-7")

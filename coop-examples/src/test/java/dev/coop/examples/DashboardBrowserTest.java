@@ -130,6 +130,28 @@ class DashboardBrowserTest {
     }
 
     @Test
+    void the_counts_page_shows_launched_and_finished_runs_per_saga_over_time() throws IOException {
+        login("vic", "viewer-pass");
+        open("#/counts");
+        WebElement onboarding = await(By.cssSelector("table#counts tr[data-saga='onboarding']"));
+        List<String> cells = onboarding.findElements(By.tagName("td")).stream().map(WebElement::getText).toList();
+        assertThat(cells.get(1)).as("launched").isNotEqualTo("0");
+        assertThat(Long.parseLong(cells.get(2)) + Long.parseLong(cells.get(3))).as("committed + rolled back")
+                .isPositive();
+        assertThat(onboarding.findElements(By.cssSelector(".cchart .cbar"))).as("bars in the chart").isNotEmpty();
+        assertThat(browser.findElement(By.cssSelector("table#counts")).getText()).contains("access-provisioning",
+                "support-portal");
+        screenshot("dashboard-counts.png");
+
+        browser.findElement(By.xpath("//button[contains(., 'last 24h')]")).click();
+        waitUntil(() -> browser.getCurrentUrl().endsWith("minutes=1440")
+                && !browser.findElements(By.cssSelector("table#counts tr[data-saga='onboarding']")).isEmpty());
+        onboarding = await(By.cssSelector("table#counts tr[data-saga='onboarding']"));
+        onboarding.findElement(By.tagName("a")).click();
+        waitUntil(() -> browser.getCurrentUrl().contains("#/runs?saga=onboarding"));
+    }
+
+    @Test
     void a_failure_message_with_markup_is_shown_as_text() {
         login("olga", "operator-pass");
         open("#/h/" + hostile);
@@ -298,6 +320,44 @@ class DashboardBrowserTest {
             open("#/h/" + ids.getFirst());
             assertThat(await(By.cssSelector("table#audit")).getText()).contains("olga", "retry-parked",
                     "The bank is back (browser test)");
+        }
+    }
+
+    @Test
+    void the_filtered_runs_are_cancelled_at_once_with_their_count_confirmed_and_audited() throws Exception {
+        dev.coop.Topic<Flaky> topic = dev.coop.Topic.of("browser-select", Flaky.class);
+        dev.coop.Saga<Flaky> saga = dev.coop.Saga.on(topic, "browser-select-saga")
+                .step("call-partner", step -> {
+                    throw new IOException("the partner is gone");
+                })
+                .retry(dev.coop.RetryPolicy.attempts(1).parkWhenExhausted())
+                .build();
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            List<MessageId> ids = List.of(engine.client().launch(topic, new Flaky("s-1")),
+                    engine.client().launch(topic, new Flaky("s-2")), engine.client().launch(topic, new Flaky("s-3")));
+            dev.coop.test.Await.until("three parked runs", WAIT,
+                    () -> engine.client().countParked("browser-select-saga") == 3);
+            login("olga", "operator-pass");
+            open("#/runs?saga=browser-select-saga&failureType=IOException");
+            await(By.id("cancel-selection")).click();
+            WebElement dialog = await(By.id("confirm"));
+            assertThat(dialog.getText()).contains("Cancel 3 runs (saga browser-select-saga, failureType IOException)?",
+                    "batches of 1,000 runs", "audit entry");
+            browser.findElement(By.id("confirm-reason")).sendKeys("The partner closed (browser test)");
+            screenshot("dashboard-bulk-cancel.png");
+            browser.findElement(By.id("confirm-ok")).click();
+            waitUntil(() -> browser.findElement(By.id("flash")).getText().contains("REQUESTED for 3 run(s)"));
+            for (MessageId id : ids) {
+                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+                assertThat(engine.client().audit(id)).singleElement().satisfies(a -> {
+                    assertThat(a.actor()).isEqualTo("olga");
+                    assertThat(a.action()).isEqualTo("cancel-selection");
+                    assertThat(a.reason()).isEqualTo("The partner closed (browser test)");
+                });
+            }
+            open("#/h/" + ids.getFirst());
+            assertThat(await(By.cssSelector("table#audit")).getText()).contains("olga", "cancel-selection",
+                    "The partner closed (browser test)");
         }
     }
 

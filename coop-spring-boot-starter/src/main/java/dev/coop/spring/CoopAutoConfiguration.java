@@ -141,7 +141,8 @@ public class CoopAutoConfiguration {
                 CoopClient client, CoopProperties properties) {
             CoopProperties.Dashboard d = properties.getDashboard();
             var bean = new org.springframework.boot.web.servlet.ServletRegistrationBean<>(
-                    new dev.coop.dashboard.DashboardServlet(client, d.getOperatorRole(), d.getViewerRole()),
+                    new dev.coop.dashboard.DashboardServlet(client, d.getOperatorRole(), d.getViewerRole(),
+                            dev.coop.render.JsonMask.of(d.getMask())),
                     d.getPath() + "/*");
             bean.setName("coopDashboard");
             return bean;

@@ -232,6 +232,11 @@ public class CoopProperties {
         private String operatorRole = "COOP_OPERATOR";
         /** The role that may look; null lets any authenticated user look. */
         private String viewerRole = "COOP_VIEWER";
+        /**
+         * Fields whose values payloads, results and context values show as {@code ***}: names or globs
+         * ({@code password}, {@code *token*}), matched at any depth; none by default.
+         */
+        private java.util.List<String> mask = java.util.List.of();
 
         public boolean isEnabled() {
             return enabled;
@@ -267,6 +272,14 @@ public class CoopProperties {
 
         public void setViewerRole(String viewerRole) {
             this.viewerRole = viewerRole;
+        }
+
+        public java.util.List<String> getMask() {
+            return mask;
+        }
+
+        public void setMask(java.util.List<String> mask) {
+            this.mask = mask == null ? java.util.List.of() : java.util.List.copyOf(mask);
         }
     }
 }

@@ -154,6 +154,26 @@ class StarterCombinationsTest {
     }
 
     @Test
+    void theDashboardsMaskComesFromCoopDashboardMask() {
+        WebApplicationContextRunner web = new WebApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+                        DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
+                        JdbcTemplateAutoConfiguration.class, CoopAutoConfiguration.class))
+                .withPropertyValues("spring.datasource.url=" + url,
+                        "spring.datasource.username=" + CoopPostgres.shared().user(),
+                        "spring.datasource.password=" + CoopPostgres.shared().password(),
+                        "coop.engine.poll-interval=200ms", "coop.dashboard.enabled=true")
+                .withUserConfiguration(Sagas.class);
+        web.withPropertyValues("coop.dashboard.mask=password,*token*").run(context -> {
+            assertThat(context).hasNotFailed().hasBean("coopDashboard");
+            assertThat(context.getBean(CoopProperties.class).getDashboard().getMask())
+                    .containsExactly("password", "*token*");
+        });
+        web.withPropertyValues("coop.dashboard.mask=pass word").run(context -> assertThat(context).hasFailed()
+                .getFailure().rootCause().hasMessageContaining("was 'pass word'"));
+    }
+
+    @Test
     void withJpaStepsRunInTheJpaTransactionManagersTransactions() {
         runner().withConfiguration(AutoConfigurations.of(HibernateJpaAutoConfiguration.class)).run(context -> {
             assertThat(context).hasNotFailed();

@@ -12,6 +12,7 @@ import dev.coop.Topic;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.inspect.Outcome;
+import dev.coop.inspect.RunCount;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
 import dev.coop.join.JoinId;
@@ -128,6 +129,30 @@ class ClientSamplesTest {
             Hierarchy back = Renderers.json().readHierarchy(json); // equal to the original
             // end::renderers[]
             assertThat(back).isEqualTo(client.tree(messageId));
+        }
+    }
+
+    @Test
+    void many_runs_at_once(DataSource dataSource) {
+        Saga<Report> billing = Saga.on(REPORT, "billing").step("bill", step -> {
+            throw new java.io.IOException("The ERP does not answer");
+        }).retry(dev.coop.RetryPolicy.attempts(1).parkWhenExhausted()).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(billing).start()) {
+            CoopClient client = engine.client();
+            MessageId messageId = client.launch(REPORT, new Report("quarterly"));
+            Await.until("parked", WAIT, () -> client.countParked("billing") == 1);
+            // tag::many-runs[]
+            RunQuery stuck = RunQuery.newest().saga("billing").status(RunStatus.PARKED).failureType("IOException");
+            long counted = client.countRuns(stuck).getOrDefault(RunStatus.PARKED, 0L); // the dry run
+            long cancelled = client.cancel(stuck, "olga", "the ERP was retired");
+            for (RunCount minute : client.counts(Duration.ofHours(2))) {
+                System.out.println(minute.minute() + " " + minute.saga() + ": " + minute.launched() + " launched, "
+                        + minute.committed() + " committed");
+            }
+            // end::many-runs[]
+            assertThat(counted).isEqualTo(1);
+            assertThat(cancelled).isEqualTo(1);
+            assertThat(client.awaitCompletion(messageId, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
         }
     }
 

@@ -40,13 +40,15 @@ final class Actions {
             String reason = text(body, "reason");
             return tasks.take(action, body, reason, caller.name(), refusal(caller, action, reason), mapper);
         }
-        if (RETRY_PARKED.equals(action)) { // many hierarchies: each is audited as it is retried; a refusal is not
-            String reason = text(body, "reason");
-            Refusal refusal = refusal(caller, action, reason);
+        if (RETRY_PARKED.equals(action) || SelectionActions.handles(action)) { // many hierarchies: each is
+            String reason = text(body, "reason"); // audited as it is acted on;
+            Refusal refusal = refusal(caller, action, reason); // a refusal is not
             if (refusal != null) {
                 throw new Handler.BadRequest(refusal.status(), refusal.why());
             }
-            return retryParked(body, caller.name(), reason, mapper);
+            return RETRY_PARKED.equals(action)
+                    ? retryParked(body, caller.name(), reason, mapper)
+                    : new SelectionActions(client).take(action, body, caller.name(), reason, mapper);
         }
         Lineage lineage = lineage(body);
         MessageId message = lineage != null ? new MessageId(lineage.root()) : message(body);
@@ -88,7 +90,7 @@ final class Actions {
 
     private static final String RETRY_PARKED = "retry-parked";
     private static final java.util.Set<String> KNOWN = java.util.Set.of("cancel", "rollback", "retry", "mark-done",
-            RETRY_PARKED, TaskActions.COMPLETE, TaskActions.FAIL);
+            RETRY_PARKED, SelectionActions.CANCEL, SelectionActions.ROLLBACK, TaskActions.COMPLETE, TaskActions.FAIL);
 
     private static Refusal refusal(Caller caller, String action, String reason) {
         if (caller.role() != Role.OPERATOR) {
@@ -100,8 +102,8 @@ final class Actions {
                     ? "Which action?"
                     : "Unknown action '" + Reasons.forAudit(action)
                             + "':")
-                    + " 'action' is one of cancel, rollback, retry, mark-done, retry-parked, complete-task,"
-                    + " fail-task");
+                    + " 'action' is one of cancel, rollback, retry, mark-done, retry-parked, cancel-selection,"
+                    + " rollback-selection, complete-task, fail-task");
         }
         String unfit = Reasons.unfit(reason);
         return unfit == null ? null : new Refusal(400, unfit);
@@ -171,7 +173,7 @@ final class Actions {
         return new Lineage(ids);
     }
 
-    private static String text(JsonNode body, String field) {
+    static String text(JsonNode body, String field) {
         JsonNode v = body.get(field);
         return v == null || !v.isTextual() || v.asText().isBlank() ? null : v.asText().strip();
     }

@@ -52,6 +52,7 @@ public final class Handler {
 
     private final JsonMask mask;
     private final InputOutput io;
+    private final CountsOverTime counts;
 
     /** @param standalone whether the dashboard logs users in itself (it then offers to log out) */
     public Handler(CoopClient client, boolean standalone) {
@@ -68,6 +69,7 @@ public final class Handler {
         this.standalone = standalone;
         this.mask = java.util.Objects.requireNonNull(mask, "mask");
         this.io = new InputOutput(client, mask, mapper);
+        this.counts = new CountsOverTime(client, mapper);
     }
 
     /** Serves an authenticated caller; the adapter has set the security headers. */
@@ -121,6 +123,7 @@ public final class Handler {
             case "io" -> io.read(ex);
             case "parked-count" -> parkedCount(ex);
             case "search" -> search(ex);
+            case "counts" -> counts.read(ex);
             default -> throw new BadRequest(404, "No such API: /api/" + what);
         };
     }
@@ -216,6 +219,10 @@ public final class Handler {
         if (tag != null) {
             q = q.tag(tag);
         }
+        String failureType = Params.text(ex, "failureType");
+        if (failureType != null) {
+            q = q.failureType(failureType);
+        }
         OffsetDateTime since = Params.time(ex, "since");
         if (since != null) {
             q = q.since(since);
@@ -230,7 +237,8 @@ public final class Handler {
         ObjectNode counts = o.putObject("counts");
         RunQuery all = counted.status() == null
                 ? counted
-                : new RunQuery(null, counted.saga(), counted.topic(), counted.since(), null, counted.limit());
+                : new RunQuery(null, counted.saga(), counted.topic(), counted.since(), null, counted.limit(),
+                        counted.businessKey(), counted.tag(), counted.failureType());
         for (Map.Entry<RunStatus, Long> e : client.countRuns(all).entrySet()) {
             counts.put(e.getKey().name(), e.getValue());
         }

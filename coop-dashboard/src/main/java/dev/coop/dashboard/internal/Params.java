@@ -61,9 +61,10 @@ final class Params {
 
     static OffsetDateTime time(Exchange ex, String name) {
         String v = text(ex, name);
-        if (v == null) {
-            return null;
-        }
+        return v == null ? null : time(name, v);
+    }
+
+    static OffsetDateTime time(String name, String v) {
         try {
             return OffsetDateTime.parse(v);
         } catch (DateTimeParseException e) {

@@ -189,6 +189,7 @@
       if (r.page === 'h' && r.arg) await hierarchyPage(main, { message: r.arg, highlight: r.params.get('run') }, token);
       else if (r.page === 'run' && r.arg) await hierarchyPage(main, { lineage: r.arg.split(/[.,]/) }, token);
       else if (r.page === 'schedules') await schedulesPage(main, token);
+      else if (r.page === 'counts') await countsPage(main, r.params, token);
       else if (r.page === 'joins') await joinsPage(main, r.params, token);
       else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, token);
       else await runsPage(main, r.params, token);
@@ -207,7 +208,7 @@
   async function runsPage(main, params, token) {
     const filter = {
       status: params.get('status') || '', saga: params.get('saga') || '', topic: params.get('topic') || '',
-      since: params.get('since') || '', before: params.get('before') || '',
+      since: params.get('since') || '', before: params.get('before') || '', failureType: params.get('failureType') || '',
     };
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries(filter)) if (v) query.set(k, v);
@@ -233,6 +234,7 @@
     }
     main.appendChild(chips);
     main.appendChild(filterForm(filter));
+    if (operator() && (filter.saga || filter.topic)) main.appendChild(selectionBar(filter, data.counts));
 
     if (parked.length) main.appendChild(parkedPanel(parked));
     const tasks = await api('tasks?limit=50').catch(() => null);
@@ -274,18 +276,48 @@
     const topic = h('input', { name: 'topic', id: 'f-topic', value: filter.topic, placeholder: 'topic' });
     const since = h('input', { name: 'since', id: 'f-since', type: 'datetime-local', step: '1' });
     if (filter.since) since.value = localInput(filter.since);
+    const failure = h('input', { name: 'failureType', id: 'f-failure', value: filter.failureType, placeholder: 'e.g. IOException' });
     const form = h('form', { class: 'toolbar', 'aria-label': 'Filter runs' },
       h('label', null, 'Status', status), h('label', null, 'Saga', saga), h('label', null, 'Topic', topic),
-      h('label', null, 'Created since', since), h('button', { type: 'submit' }, 'Filter'),
+      h('label', null, 'Created since', since), h('label', null, 'Failure type', failure), h('button', { type: 'submit' }, 'Filter'),
       h('button', { type: 'button', onclick: () => go('runs', {}) }, 'Clear'));
     form.addEventListener('submit', e => {
       e.preventDefault();
       go('runs', {
         status: status.value, saga: saga.value.trim(), topic: topic.value.trim(),
-        since: since.value ? new Date(since.value).toISOString() : '',
+        since: since.value ? new Date(since.value).toISOString() : '', failureType: failure.value.trim(),
       });
     });
     return form;
+  }
+
+  const UNFINISHED = ['RUNNABLE', 'WAITING', 'PARKED', 'HELD'];
+
+  /** The filtered runs as a whole: cancel the unfinished ones or roll back the committed ones, counted first. */
+  function selectionBar(filter, counts) {
+    const inStatus = s => !filter.status || filter.status === s ? (counts[s] || 0) : 0;
+    const cancellable = UNFINISHED.reduce((a, s) => a + inStatus(s), 0);
+    const committed = inStatus('COMMITTED');
+    const selection = { saga: filter.saga, topic: filter.topic, status: filter.status, since: filter.since, failureType: filter.failureType };
+    const words = Object.entries(selection).filter(([, v]) => v).map(([k, v]) => k + ' ' + v).join(', ');
+    return h('div', { class: 'actions bulk', id: 'selection', role: 'group', 'aria-label': 'Act on the filtered runs' },
+      h('button', { type: 'button', class: 'small', id: 'cancel-selection', disabled: !cancellable,
+        onclick: () => confirmSelection('cancel-selection', selection, words, cancellable) }, '✗ Cancel ' + cancellable + ' unfinished'),
+      h('button', { type: 'button', class: 'small', id: 'rollback-selection', disabled: !committed,
+        onclick: () => confirmSelection('rollback-selection', selection, words, committed) }, '↺ Roll back ' + committed + ' committed'));
+  }
+
+  function confirmSelection(action, selection, words, count) {
+    const cancel = action === 'cancel-selection';
+    openDialog({
+      title: (cancel ? 'Cancel ' : 'Roll back ') + count + ' run' + (count === 1 ? '' : 's') + ' (' + words + ')?',
+      what: cancel
+        ? 'Every unfinished run of the selection gives up at its next step boundary and rolls back, running its compensations, with everything it caused.'
+        : 'Every committed run of the selection rolls back its whole history, children first, running compensations.',
+      effects: ['Done in batches of 1,000 runs, each its own transaction; runs that match by then are acted on too.',
+        'Each hierarchy gets an audit entry with your name and this reason; each run an event in its log.'],
+      ok: (cancel ? 'Cancel ' : 'Roll back ') + count + ' runs', body: { action, selection },
+    });
   }
 
   function localInput(iso) {
@@ -965,6 +997,82 @@
       h('tbody', null, found.matches.map(m => h('tr', null,
         h('td', null, h('a', { href: '#/h/' + q(m.messageId) }, idSpan(m.messageId)), copyButton(m.messageId)),
         h('td', { text: m.topic }), h('td', { class: 'mono', text: time(m.launchedAt) }), h('td', { text: m.matchedBy })))))));
+  }
+
+  // ---- counts over time
+
+  const WINDOWS = [['1h', 60], ['3h', 180], ['12h', 720], ['24h', 1440], ['7d', 10080]];
+  const OUTCOMES = [['committed', 'COMMITTED', 'committed'], ['rolledBack', 'ROLLED_BACK', 'rolled back'],
+    ['rollbackFailed', 'ROLLBACK_FAILED', 'rollback failed'], ['parked', 'PARKED', 'parked']];
+
+  /** Launched, committed, rolled back and parked runs per saga and minute, over the chosen window. */
+  async function countsPage(main, params, token) {
+    const minutes = Number(params.get('minutes')) || 180;
+    const data = await api('counts?minutes=' + minutes);
+    if (!current(token)) return;
+    document.title = 'Counts · Coop';
+    clear(main).appendChild(h('h1', { text: 'Counts over time' }));
+    main.appendChild(h('div', { class: 'chips', role: 'group', 'aria-label': 'Window' }, WINDOWS.map(([label, m]) =>
+      h('button', { type: 'button', 'aria-pressed': String(m === minutes), onclick: () => go('counts', { minutes: String(m) }) },
+        'last ' + label))));
+    const bySaga = new Map();
+    for (const row of data.counts) {
+      if (!bySaga.has(row.saga)) bySaga.set(row.saga, []);
+      bySaga.get(row.saga).push(row);
+    }
+    if (!bySaga.size) {
+      main.appendChild(h('p', { class: 'muted', text: 'No run was launched or finished in the last ' + minutes + ' minutes.' }));
+      return;
+    }
+    const end = Math.floor(new Date(data.now).getTime() / 60000);
+    const columns = Math.min(minutes, 720); // at most 720 bars: longer windows add minutes up per bar
+    const per = Math.ceil(minutes / columns);
+    const table = h('table', { id: 'counts' }, h('thead', null, h('tr', null,
+      ['Saga', 'Launched', 'Committed', 'Rolled back', 'Rollback failed', 'Parked', 'Per ' + (per === 1 ? 'minute' : per + ' minutes')]
+        .map(t => h('th', { text: t })))));
+    const body = h('tbody');
+    for (const [saga, rows] of [...bySaga].sort((a, b) => a[0].localeCompare(b[0]))) {
+      const sum = k => rows.reduce((a, r) => a + r[k], 0);
+      body.appendChild(h('tr', { 'data-saga': saga },
+        h('td', null, h('a', { href: '#/runs?saga=' + q(saga), text: saga })),
+        h('td', { class: 'num', text: String(sum('launched')) }),
+        OUTCOMES.map(([k]) => h('td', { class: 'num', text: String(sum(k)) })),
+        h('td', null, countChart(rows, end, columns, per, saga))));
+    }
+    table.appendChild(body);
+    main.appendChild(h('div', { class: 'scroll' }, table));
+    main.appendChild(h('div', { class: 'legend' }, legendBox('launched', 'launched (line)'),
+      OUTCOMES.map(([k, status, label]) => legendBox(status, label))));
+    main.appendChild(h('p', { class: 'muted', text: 'Minutes of the database\'s clock, newest on the right; counted as runs are launched and finish (a rollup kept by the database, never a scan of the log).' }));
+    main.appendChild(h('div', { class: 'toolbar' }, h('button', { type: 'button', onclick: render }, '↻ Refresh')));
+  }
+
+  function legendBox(cls, label) {
+    return h('span', null, h('span', { class: 'cbar c-' + cls }), label);
+  }
+
+  /** One column per minute (or group of minutes): outcomes stacked, launches as a mark; the numbers in its title. */
+  function countChart(rows, end, columns, per, saga) {
+    const bins = Array.from({ length: columns }, () => ({ launched: 0, committed: 0, rolledBack: 0, rollbackFailed: 0, parked: 0 }));
+    for (const r of rows) {
+      const back = end - Math.floor(new Date(r.minute).getTime() / 60000);
+      const i = columns - 1 - Math.floor(back / per);
+      if (i < 0 || i >= columns) continue;
+      for (const k of Object.keys(bins[i])) bins[i][k] += r[k];
+    }
+    const max = Math.max(1, ...bins.map(b => Math.max(b.launched, b.committed + b.rolledBack + b.rollbackFailed + b.parked)));
+    const total = rows.reduce((a, r) => a + r.launched, 0);
+    const chart = h('div', { class: 'cchart', role: 'img', 'aria-label': saga + ': ' + total + ' launched in the window' });
+    bins.forEach((b, i) => {
+      const col = h('div', { class: 'ccol', title: (columns - 1 - i) * per + ' min ago: ' + b.launched + ' launched, '
+        + b.committed + ' committed, ' + b.rolledBack + ' rolled back, ' + b.rollbackFailed + ' rollback failed, ' + b.parked + ' parked' });
+      for (const [k, status] of OUTCOMES) {
+        if (b[k]) col.appendChild(h('div', { class: 'cbar c-' + status, style: { height: (100 * b[k] / max).toFixed(1) + '%' } }));
+      }
+      if (b.launched) col.appendChild(h('div', { class: 'cmark', style: { bottom: (100 * b.launched / max).toFixed(1) + '%' } }));
+      chart.appendChild(col);
+    });
+    return chart;
   }
 
   // ---- schedules and joins
