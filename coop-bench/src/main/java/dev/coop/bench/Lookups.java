@@ -43,15 +43,15 @@ final class Lookups {
             try {
                 CapturedStatements captured = new CapturedStatements();
                 CoopClient client = Coop.client(captured.wrap(pool));
-                explain(plans, "runs by business key", pool, captured, true,
+                explain(plans, "runs by business key", pool, captured, "message_business_key",
                         () -> client.runs(RunQuery.newest().businessKey("order/" + order)));
                 explain(plans, "runs by tag, ~" + Math.max(1, n * 9 / 10 / 1_000_000) + " runs carry it", pool,
-                        captured, true, () -> client.runs(RunQuery.newest().tag("customer/" + (order % 1_000_000))));
-                explain(plans, "runs by tag, ~" + n * 9 / 10 / 8 + " runs carry it", pool, captured, false,
+                        captured, "message_tags", () -> client.runs(RunQuery.newest().tag("customer/" + (order % 1_000_000))));
+                explain(plans, "runs by tag, ~" + n * 9 / 10 / 8 + " runs carry it", pool, captured, null,
                         () -> client.runs(RunQuery.newest().tag("region/3")));
-                explain(plans, "external task by key", pool, captured, true,
+                explain(plans, "external task by key", pool, captured, "external_task_key",
                         () -> client.externalTask("payment/" + openTask));
-                explain(plans, "complete by key (rolled back)", pool, captured, true, () -> {
+                explain(plans, "complete by key (rolled back)", pool, captured, "external_task_open_key", () -> {
                     try (Connection c = captured.wrap(pool.getConnection())) {
                         c.setAutoCommit(false);
                         client.complete(c, "payment/" + openTask, "ok");
@@ -75,9 +75,12 @@ final class Lookups {
         }
     }
 
-    /** Runs {@code call}, then EXPLAINs each statement it sent; with {@code probe}, refuses a table scan. */
+    /**
+     * Runs {@code call}, then EXPLAINs the last statement it sent; with an {@code index}, refuses a plan that scans a
+     * table or does not read that index.
+     */
     private static void explain(Map<String, Object> plans, String name, HikariDataSource pool,
-            CapturedStatements captured, boolean probe, Runnable call) throws Exception {
+            CapturedStatements captured, String index, Runnable call) throws Exception {
         captured.clear();
         call.run();
         List<CapturedStatements.Statement> statements = captured.executed();
@@ -87,8 +90,10 @@ final class Lookups {
         CapturedStatements.Statement s = statements.getLast();
         List<String> plan = CapturedStatements.explain(pool, s);
         Bench.progress("lookups: " + name + "\n" + s.sql() + "\n" + String.join("\n", plan));
-        if (probe && CapturedStatements.anySeqScan(plan, "run", "message", "external_task")) {
-            throw new IllegalStateException("lookups: " + name + " scans a table:\n" + String.join("\n", plan));
+        if (index != null && (CapturedStatements.anySeqScan(plan, "run", "message", "external_task")
+                || plan.stream().noneMatch(l -> l.contains(" on " + index + " ")))) {
+            throw new IllegalStateException("lookups: " + name + " scans a table or misses index " + index + ":\n"
+                    + String.join("\n", plan));
         }
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("sql", s.sql());

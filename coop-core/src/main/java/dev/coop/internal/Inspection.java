@@ -611,18 +611,40 @@ public final class Inspection {
         }
     }
 
+    /** A page of runs, newest first: the filters, then the newest along index {@code run_created}. */
+    private static final String RUNS = """
+            SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
+                   r.failure->>'message', r.saga_version
+              FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+             WHERE %2$s
+             ORDER BY r.created_at DESC, r.id DESC
+             LIMIT ?
+            """;
+
+    /**
+     * The same by tag: the tagged runs first (index {@code message_tags}), then sorted. The fence ({@code OFFSET 0})
+     * keeps the planner from walking {@code run_created} backwards until it finds a page of tagged runs: PostgreSQL
+     * estimates a tag absent from its statistics (most tags, when a few are common) at half the rarest common one's
+     * frequency, so a tag of ten runs among ten million looked like one of hundreds of thousands, and the walk read
+     * the whole table. A tag carried by many runs now costs reading them all; narrow such a query by time or saga.
+     */
+    private static final String RUNS_BY_TAG = """
+            SELECT * FROM (
+              SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
+                     r.failure->>'message', r.saga_version
+                FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+               WHERE %2$s
+              OFFSET 0) tagged
+             ORDER BY created_at DESC, id DESC
+             LIMIT ?
+            """;
+
     public List<RunSummary> runs(Connection c, RunQuery q) throws SQLException {
         StringBuilder where = new StringBuilder("TRUE");
         List<Object> values = new ArrayList<>();
         filter(q, where, values);
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
-                       r.failure->>'message', r.saga_version
-                  FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
-                 WHERE %2$s
-                 ORDER BY r.created_at DESC, r.id DESC
-                 LIMIT ?
-                """.formatted(shownStatus("r"), where)))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql((q.tag() == null ? RUNS : RUNS_BY_TAG)
+                .formatted(shownStatus("r"), where)))) {
             int i = 0;
             for (Object v : values) {
                 ps.setObject(++i, v);
