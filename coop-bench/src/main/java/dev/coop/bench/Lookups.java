@@ -46,7 +46,8 @@ final class Lookups {
                 explain(plans, "runs by business key", pool, captured, "message_business_key",
                         () -> client.runs(RunQuery.newest().businessKey("order/" + order)));
                 explain(plans, "runs by tag, ~" + Math.max(1, n * 9 / 10 / 1_000_000) + " runs carry it", pool,
-                        captured, "message_tags", () -> client.runs(RunQuery.newest().tag("customer/" + (order % 1_000_000))));
+                        captured, "message_tags",
+                        () -> client.runs(RunQuery.newest().tag("customer/" + (order % 1_000_000))));
                 explain(plans, "runs by tag, ~" + n * 9 / 10 / 8 + " runs carry it", pool, captured, null,
                         () -> client.runs(RunQuery.newest().tag("region/3")));
                 explain(plans, "external task by key", pool, captured, "external_task_key",
@@ -91,7 +92,7 @@ final class Lookups {
         List<String> plan = CapturedStatements.explain(pool, s);
         Bench.progress("lookups: " + name + "\n" + s.sql() + "\n" + String.join("\n", plan));
         if (index != null && (CapturedStatements.anySeqScan(plan, "run", "message", "external_task")
-                || plan.stream().noneMatch(l -> l.contains(" on " + index + " ")))) {
+                || plan.stream().noneMatch(l -> l.contains(" " + index + " ")))) {
             throw new IllegalStateException("lookups: " + name + " scans a table or misses index " + index + ":\n"
                     + String.join("\n", plan));
         }
