@@ -18,7 +18,8 @@ import java.util.UUID;
 
 /**
  * A client completes or fails an external task: one statement settles it and counts its run off at its parent (the
- * usual case); a parent that this commits is counted off in turn, as a finishing run's transaction does. A call that
+ * usual case: in auto-commit, one round trip, {@link #settleAlone}); a parent that this commits (a task of its last
+ * step) is counted off in turn, in one transaction, as a finishing run's transaction does. A call that
  * finds the task settled already reads it, to say whether it was the same outcome (a no-op) or refuse it.
  */
 public final class TaskSettlement {
@@ -81,6 +82,25 @@ public final class TaskSettlement {
             woken.add(parent.saga());
         }
         return new Result(TaskOutcome.SETTLED, woken);
+    }
+
+    /**
+     * Settles in one statement that needs nothing after it (run it in auto-commit: one round trip), or does nothing
+     * and answers null when the task is not open or its parent is in its last step: then {@link #settle} in a
+     * transaction decides.
+     */
+    public Result settleAlone(Connection c, String tokenOrKey, boolean complete, String resultJson,
+            String failureJson, String actor) throws SQLException {
+        ExternalTasks.Settled settled = tasks.settle(c, tokenOrKey, complete, resultJson, failureJson, actor, true);
+        if (!settled.settled()) {
+            return null;
+        }
+        Store.Counted parent = settled.parent();
+        if (parent != null && parent.status() == RunStatus.COMMITTED) { // excluded by TaskSql.ALONE
+            throw new IllegalStateException("a settlement alone committed parent run " + parent.id());
+        }
+        return new Result(TaskOutcome.SETTLED,
+                parent != null && parent.status() == RunStatus.RUNNABLE ? Set.of(parent.saga()) : Set.of());
     }
 
     /**
