@@ -44,7 +44,7 @@ public final class ExternalTasks {
         }
         countOff = countOff.replace(Sql.COUNT_OFF_RESULT, """
                 SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
-                       CASE WHEN p.awaited THEN p.parent_id END
+                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled)
                   FROM (SELECT 1) one LEFT JOIN parent p ON true""");
         String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
         this.settleByToken = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_TOKEN));
@@ -209,7 +209,8 @@ public final class ExternalTasks {
     }
 
     /** What a settle statement did: whether it settled the task, and the parent it counted off (or null). */
-    public record Settled(boolean settled, Store.Counted parent) {
+    /** Whether the task was settled, its message (when it was), and its parent as counted off (or null). */
+    public record Settled(boolean settled, UUID message, Store.Counted parent) {
     }
 
     /**
@@ -261,7 +262,7 @@ public final class ExternalTasks {
                 rs.next();
                 boolean settled = rs.getInt(1) > 0;
                 UUID parent = rs.getObject(2, UUID.class);
-                return new Settled(settled, parent == null
+                return new Settled(settled, rs.getObject(7, UUID.class), parent == null
                         ? null
                         : new Store.Counted(parent, rs.getString(3),
                                 RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),

@@ -140,12 +140,15 @@ final class TaskSql {
 
     /**
      * What {@link #SETTLE} adds (for {@code {alone}}) when it runs as a transaction of its own, committed as it returns
-     * (one round trip): only while the parent is not in its last step, so that the count-off cannot commit the parent
-     * and nothing (no count-off above it, no join) has to follow in the same transaction. A task of a last step is
-     * left alone, and the caller settles it in a transaction.
+     * (one round trip): only while nothing has to follow in the same transaction, that is while the parent is not in
+     * its last step (the count-off cannot commit it) and the task's message is no pending member of a join
+     * ({@code join_pending_members} takes the shared advisory lock that attaching takes exclusively, and looks with a
+     * snapshot taken after it, as every transaction finishing runs does). Otherwise the statement settles nothing and
+     * the caller settles the task in a transaction.
      */
-    static final String ALONE = "AND NOT EXISTS (SELECT 1 FROM {schema}.run p WHERE p.id = r.parent_id"
-            + " AND p.final_step IS NOT NULL)";
+    static final String ALONE = """
+            AND NOT EXISTS (SELECT 1 FROM {schema}.run p WHERE p.id = r.parent_id AND p.final_step IS NOT NULL)
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.join_pending_members(ARRAY[r.message_id]))""";
 
     /** The task's row with its run's outcome. {@code %s}: the condition; the key's open task first, else the latest. */
     static final String FIND = """
