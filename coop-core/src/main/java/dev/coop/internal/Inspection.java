@@ -628,7 +628,9 @@ public final class Inspection {
     private static final String RUNS_AMONG_NEWEST = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                    r.failure->>'message', r.saga_version
-              FROM (SELECT * FROM {schema}.run ORDER BY created_at DESC, id DESC LIMIT %3$d) r
+              FROM (SELECT id, message_id, saga, lineage, status, pending_children, created_at, finished_at, failure,
+                           saga_version
+                      FROM {schema}.run ORDER BY created_at DESC, id DESC LIMIT %3$d) r
               JOIN {schema}.message m ON m.id = r.message_id
              WHERE %2$s
              ORDER BY r.created_at DESC, r.id DESC
