@@ -641,8 +641,8 @@ public final class Inspection {
      * By tag, the tagged messages first (index {@code message_tags}), then each one's runs (index
      * {@code run_message}): fences ({@code OFFSET 0}, a lateral join) fix that order, whatever the planner guesses.
      * PostgreSQL estimates a tag absent from its statistics (most tags, when a few are common) at up to 0.5 % of the
-     * messages, and with that guess it would rather walk {@code run_created} backwards or scan {@code run} whole: on
-     * ten million runs, a tag of ten runs took longer than the client's timeout.
+     * messages, and with that guess it would rather walk {@code run_created} backwards: on ten million runs, a tag of
+     * ten runs took longer than the client's timeout.
      */
     private static final String RUNS_TAG_FIRST = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
