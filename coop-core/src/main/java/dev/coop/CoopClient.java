@@ -681,8 +681,10 @@ public final class CoopClient {
 
     /**
      * Completes the external task a token or correlation key names with {@code result}, which the parent's next step
-     * reads like a child's result ({@link StepContext#taskResult(String, Class)}). One statement: the task's run is
-     * counted off at its parent, which continues (in whichever engine claims it) when it waits for nothing else.
+     * reads like a child's result ({@link StepContext#taskResult(String, Class)}). One statement, committed as it
+     * returns (one round trip): the task's run is counted off at its parent, which continues (in whichever engine
+     * claims it) when it waits for nothing else. A task opened by its run's last step, whose completion may finish the
+     * run, is completed in a transaction (three round trips: the first statement finds it so).
      *
      * @return {@link TaskOutcome#ALREADY_SETTLED} when the task was completed before with an equal result
      * @throws dev.coop.failure.TaskRefusedException when it was settled otherwise (another result, failed, timed
@@ -698,7 +700,8 @@ public final class CoopClient {
     public TaskOutcome complete(String tokenOrKey, Object result, String actor) {
         String json = tasks.resultJson(result);
         String who = auditText("actor", actor, TaskSettlement.MAX_ACTOR_LENGTH);
-        return settleTask("complete external task", c -> tasks.settle(c, tokenOrKey, true, json, null, who));
+        return settleTask("complete external task", c -> tasks.settleAlone(c, tokenOrKey, true, json, null, who),
+                c -> tasks.settle(c, tokenOrKey, true, json, null, who));
     }
 
     /**
@@ -726,7 +729,8 @@ public final class CoopClient {
     public TaskOutcome fail(String tokenOrKey, String reason, String actor) {
         String who = auditText("actor", actor, TaskSettlement.MAX_ACTOR_LENGTH);
         String failure = TaskSettlement.failureJson(reason, who);
-        return settleTask("fail external task", c -> tasks.settle(c, tokenOrKey, false, null, failure, who));
+        return settleTask("fail external task", c -> tasks.settleAlone(c, tokenOrKey, false, null, failure, who),
+                c -> tasks.settle(c, tokenOrKey, false, null, failure, who));
     }
 
     /** Fails an external task in the caller's transaction; see {@link #complete(Connection, String, Object)}. */
@@ -781,8 +785,16 @@ public final class CoopClient {
         return inTransaction("count open external tasks", c -> tasks.tasks().countOpen(c));
     }
 
-    private TaskOutcome settleTask(String what, Tx.Work<TaskSettlement.Result> work) {
-        TaskSettlement.Result result = inTransaction(what, work);
+    /**
+     * One statement in auto-commit (one round trip) when it settles the task alone; else (a task of its parent's last
+     * step, or one settled already) the settlement in a transaction.
+     */
+    private TaskOutcome settleTask(String what, Tx.Work<TaskSettlement.Result> alone,
+            Tx.Work<TaskSettlement.Result> work) {
+        TaskSettlement.Result result = Tx.oneStatement(dataSource, what, alone);
+        if (result == null) {
+            result = inTransaction(what, work);
+        }
         result.woken().forEach(saga -> localWake.accept(saga, 1));
         return result.outcome();
     }

@@ -9,10 +9,15 @@ import dev.coop.inspect.Outcome;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
 import dev.coop.test.CoopDatabase;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -49,6 +54,8 @@ class BusinessKeyTest {
                     .containsExactly(vip);
             assertThat(client.runs(RunQuery.newest().tag("region:eu"))).extracting(RunSummary::messageId)
                     .containsExactlyInAnyOrder(vip, other);
+            assertThat(client.runs(RunQuery.newest().tag("region:eu").limit(1))) // a page filled by the newest runs
+                    .extracting(RunSummary::messageId).containsExactly(other);
             assertThat(client.runs(RunQuery.newest().tag("region:eu").businessKey("order/4712")))
                     .extracting(RunSummary::messageId).containsExactly(other);
             assertThat(client.runs(RunQuery.newest().businessKey("shipment/4711"))).extracting(RunSummary::saga)
@@ -88,6 +95,66 @@ class BusinessKeyTest {
             assertThat(plan(s, "SELECT id FROM coop.message WHERE tags @> ARRAY['vip'::text]"))
                     .contains("message_tags");
             c.rollback();
+        }
+    }
+
+    /**
+     * With a few common tags, PostgreSQL guesses any other tag common too and would rather walk {@code run_created}
+     * backwards, filtering, than read the tag index: on ten million runs, a read of the whole table for a tag of ten.
+     * A query by tag looks through the newest runs only so far; when they do not fill its page, it reads the tagged
+     * messages first. The planner is pushed towards the walk here by making sorts look expensive: that second
+     * statement must still read the tag index first.
+     */
+    @Test
+    void runs_by_tag_read_the_tag_index_even_when_the_newest_order_looks_cheaper(DataSource dataSource)
+            throws Exception {
+        List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        CoopClient client = Coop.client(recording(dataSource, sent));
+        assertThat(client.runs(RunQuery.newest().tag("vip"))).isEmpty();
+        assertThat(sent.stream().filter(q -> q.contains("m.tags @>"))).hasSize(2); // the newest runs, then by tag
+        String sql = sent.stream().filter(q -> q.contains("LATERAL")).findFirst().orElseThrow();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            c.setAutoCommit(false);
+            s.execute("SET LOCAL enable_sort = off");
+            StringBuilder plan = new StringBuilder();
+            try (PreparedStatement ps = c.prepareStatement("EXPLAIN " + sql)) {
+                ps.setString(1, "vip"); // the tagged messages
+                ps.setString(2, "vip"); // the query's own condition
+                ps.setInt(3, 50);
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        plan.append(rs.getString(1)).append('\n');
+                    }
+                }
+            }
+            assertThat(plan.toString()).contains("message_tags").doesNotContain("run_created");
+            c.rollback();
+        }
+    }
+
+    /** {@code target}, noting the text of every statement prepared on its connections in {@code sent}. */
+    private static DataSource recording(DataSource target, List<String> sent) {
+        return (DataSource) Proxy.newProxyInstance(BusinessKeyTest.class.getClassLoader(),
+                new Class<?>[]{DataSource.class}, (proxy, m, args) -> {
+                    Object r = invoke(target, m, args);
+                    if (!(r instanceof Connection connection)) {
+                        return r;
+                    }
+                    return Proxy.newProxyInstance(BusinessKeyTest.class.getClassLoader(),
+                            new Class<?>[]{Connection.class}, (p, cm, cargs) -> {
+                                if (cm.getName().equals("prepareStatement")) {
+                                    sent.add((String) cargs[0]);
+                                }
+                                return invoke(connection, cm, cargs);
+                            });
+                });
+    }
+
+    private static Object invoke(Object target, Method m, Object[] args) throws Throwable {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
         }
     }
 

@@ -209,6 +209,24 @@ public final class Bench {
                 }
                 report.workloads.put("wakeup", all);
             }
+            case "taskwake" -> {
+                Runs runs = Runs.repeat("taskwake", o.warmups, o.runs, (i, warm) -> {
+                    try (RunEnv env = RunEnv.fresh(o, "taskwake", false)) {
+                        return TaskWake.once(o, env, o.taskWakeSamples, "r" + i);
+                    }
+                });
+                report.workloads.put("taskwake", runs.toMap());
+                String name = "external task completed by another client, 1 at a time";
+                report.row(name, "complete() -> next step p50 ms", runs, "wakeP50Ms", null, null, null);
+                double p99 = runs.median("wakeP99Ms");
+                report.row(name, "complete() -> next step p99 ms", runs, "wakeP99Ms", null, "<= 10 ms", p99 <= 10);
+                report.row(name, "complete() -> next step max ms", runs, "wakeMaxMs", null, null, null);
+                report.row(name, "complete() call p50 ms (caller)", runs, "callP50Ms", null, null, null);
+                report.row(name, "complete() call p99 ms (caller)", runs, "callP99Ms", null, null, null);
+                double trips = runs.median("roundTripsPerCompletion");
+                report.row(name, "caller's round trips per completion", runs, "roundTripsPerCompletion", null, "<= 1",
+                        trips <= 1);
+            }
             case "timers" -> {
                 int samples = o.quick ? 50 : 200;
                 Runs runs = Runs.repeat("timers", o.warmups, o.runs, (i, warm) -> {
@@ -256,6 +274,7 @@ public final class Bench {
             case "limits" -> LimitsAb.run(o, report);
             case "options" -> LaunchOptionsAb.run(o, report);
             case "spring" -> SpringPath.run(o, report);
+            case "lookups" -> Lookups.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

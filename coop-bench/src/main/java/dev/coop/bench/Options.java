@@ -12,11 +12,12 @@ import java.util.Set;
 
 /** The benchmark's parameters: defaults from the performance targets, {@code --quick} for a smoke run, then overrides. */
 final class Options {
-    static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "timers", "history",
+    static final List<String> ALL_WORKLOADS = List.of("phys", "w1", "w2", "w3", "wakeup", "taskwake", "timers",
+            "history",
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
     static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "limits", "options", "experiments",
-            "prune", "observed", "growth", "sweep", "spring");
+            "prune", "observed", "growth", "sweep", "spring", "lookups");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;
@@ -46,12 +47,14 @@ final class Options {
     int wakeInFlight = 1;
     int wakePollSamples = 60;
     long pollMs = 1_000;
+    int taskWakeSamples = 200;
 
     long historyEvents = 10_000_000;
     int historySagas = 2_000;
     int historyThreads = 32;
 
     long pruneHierarchies = 1_000_000;
+    long lookupRuns = 10_000_000;
 
     int idleSeconds = 60;
     int idleWarmupSeconds = 10;
@@ -136,6 +139,9 @@ final class Options {
         HELP.put("--wake-inflight", "wake-up parents in flight with notifications (default 1)");
         HELP.put("--wake-poll-samples", "wake-up samples per run in poll-only mode, launched at random moments"
                 + " over 3 poll intervals (default 60)");
+        HELP.put("--task-wake-samples", "external tasks completed one at a time per taskwake run (default 200)");
+        HELP.put("--lookup-runs", "workload lookups: runs of finished history with business keys and tags"
+                + " (default 10000000)");
         HELP.put("--poll-ms", "engine poll interval in poll-only mode (default 1000, Coop's default)");
         HELP.put("--history-events", "events of finished history inserted (default 10000000)");
         HELP.put("--history-sagas", "W1 sagas per history run (default 2000)");
@@ -228,6 +234,8 @@ final class Options {
         w3FloorChains = 5;
         wakeSamples = 30;
         wakePollSamples = 10;
+        taskWakeSamples = 30;
+        lookupRuns = 100_000;
         pollMs = 200;
         historyEvents = 150_000;
         historySagas = 200;
@@ -309,6 +317,8 @@ final class Options {
             case "--w3-depth" -> w3Depth = positive(key, v);
             case "--w3-inflight" -> w3InFlight = positive(key, v);
             case "--wake-samples" -> wakeSamples = positive(key, v);
+            case "--task-wake-samples" -> taskWakeSamples = positive(key, v);
+            case "--lookup-runs" -> lookupRuns = Long.parseLong(v.replace("_", ""));
             case "--wake-inflight" -> wakeInFlight = positive(key, v);
             case "--wake-poll-samples" -> wakePollSamples = positive(key, v);
             case "--poll-ms" -> pollMs = positive(key, v);
@@ -395,6 +405,8 @@ final class Options {
         m.put("w3Depth", w3Depth);
         m.put("w3InFlight", w3InFlight);
         m.put("wakeSamples", wakeSamples);
+        m.put("taskWakeSamples", taskWakeSamples);
+        m.put("lookupRuns", lookupRuns);
         m.put("wakeInFlight", wakeInFlight);
         m.put("wakePollSamples", wakePollSamples);
         m.put("pollMs", pollMs);

@@ -31,6 +31,8 @@ public final class ExternalTasks {
     private final Time time;
     private final String settleByToken;
     private final String settleByKey;
+    private final String settleAloneByToken;
+    private final String settleAloneByKey;
 
     public ExternalTasks(SchemaName schema, Time time) {
         this.schema = schema;
@@ -42,11 +44,13 @@ public final class ExternalTasks {
         }
         countOff = countOff.replace(Sql.COUNT_OFF_RESULT, """
                 SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
-                       CASE WHEN p.awaited THEN p.parent_id END
+                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled)
                   FROM (SELECT 1) one LEFT JOIN parent p ON true""");
         String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
-        this.settleByToken = schema.sql(settle.formatted(TaskSql.BY_TOKEN));
-        this.settleByKey = schema.sql(settle.formatted(TaskSql.BY_KEY));
+        this.settleByToken = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_TOKEN));
+        this.settleByKey = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_KEY));
+        this.settleAloneByToken = schema.sql(settle.replace("{alone}", TaskSql.ALONE).formatted(TaskSql.BY_TOKEN));
+        this.settleAloneByKey = schema.sql(settle.replace("{alone}", TaskSql.ALONE).formatted(TaskSql.BY_KEY));
     }
 
     /** A new token: {@code ct_} and 32 URL-safe characters (192 random bits). */
@@ -205,7 +209,8 @@ public final class ExternalTasks {
     }
 
     /** What a settle statement did: whether it settled the task, and the parent it counted off (or null). */
-    public record Settled(boolean settled, Store.Counted parent) {
+    /** Whether the task was settled, its message (when it was), and its parent as counted off (or null). */
+    public record Settled(boolean settled, UUID message, Store.Counted parent) {
     }
 
     /**
@@ -214,8 +219,20 @@ public final class ExternalTasks {
      */
     public Settled settle(Connection c, String tokenOrKey, boolean complete, String result, String failure,
             String actor) throws SQLException {
+        return settle(c, tokenOrKey, complete, result, failure, actor, false);
+    }
+
+    /**
+     * The same, or with {@code alone}, nothing when the task's parent is in its last step ({@link TaskSql#ALONE}): a
+     * settlement then needs nothing after its statement, which may commit on its own.
+     */
+    public Settled settle(Connection c, String tokenOrKey, boolean complete, String result, String failure,
+            String actor, boolean alone) throws SQLException {
         Address address = address(tokenOrKey);
-        try (PreparedStatement ps = c.prepareStatement(address.token() ? settleByToken : settleByKey)) {
+        String sql = alone
+                ? (address.token() ? settleAloneByToken : settleAloneByKey)
+                : (address.token() ? settleByToken : settleByKey);
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
             int i = 0;
             ps.setString(++i, address.value());
@@ -245,7 +262,7 @@ public final class ExternalTasks {
                 rs.next();
                 boolean settled = rs.getInt(1) > 0;
                 UUID parent = rs.getObject(2, UUID.class);
-                return new Settled(settled, parent == null
+                return new Settled(settled, rs.getObject(7, UUID.class), parent == null
                         ? null
                         : new Store.Counted(parent, rs.getString(3),
                                 RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),

@@ -18,7 +18,9 @@ import java.util.UUID;
 
 /**
  * A client completes or fails an external task: one statement settles it and counts its run off at its parent (the
- * usual case); a parent that this commits is counted off in turn, as a finishing run's transaction does. A call that
+ * usual case: in auto-commit, one round trip, {@link #settleAlone}); a parent that this commits (a task of its last
+ * step) is counted off in turn, and join memberships are settled, in one transaction, as a finishing run's transaction
+ * does. A call that
  * finds the task settled already reads it, to say whether it was the same outcome (a no-op) or refuse it.
  */
 public final class TaskSettlement {
@@ -64,6 +66,15 @@ public final class TaskSettlement {
         if (!settled.settled()) {
             return new Result(already(c, tokenOrKey, complete, resultJson, failureJson), Set.of());
         }
+        return finish(c, settled);
+    }
+
+    /**
+     * What follows a settlement in its transaction, as it follows a finishing run's: a parent it committed is counted
+     * off at its own parent (and so on up), and the join memberships of the task's message and of every committed
+     * parent's are settled.
+     */
+    private Result finish(Connection c, ExternalTasks.Settled settled) throws SQLException {
         Store.Counted parent = settled.parent();
         List<UUID> committedAbove = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
@@ -72,15 +83,30 @@ public final class TaskSettlement {
                     ? null
                     : store.countOff(c, parent.parentId(), RunStatus.COMMITTED, null, null);
         }
-        Set<String> woken = new java.util.HashSet<>();
-        if (!committedAbove.isEmpty()) {
-            woken.addAll(joins.runsFinished(c, committedAbove.getFirst(),
-                    committedAbove.subList(1, committedAbove.size())));
-        }
+        Set<String> woken = new java.util.HashSet<>(joins.runsFinished(c, settled.message(), committedAbove));
         if (parent != null && parent.status() == RunStatus.RUNNABLE) {
             woken.add(parent.saga());
         }
         return new Result(TaskOutcome.SETTLED, woken);
+    }
+
+    /**
+     * Settles in one statement that needs nothing after it (run it in auto-commit: one round trip), or does nothing
+     * and answers null when the task is not open, its parent is in its last step, or its message is a pending member
+     * of a join ({@link TaskSql#ALONE}): then {@link #settle} in a transaction decides.
+     */
+    public Result settleAlone(Connection c, String tokenOrKey, boolean complete, String resultJson,
+            String failureJson, String actor) throws SQLException {
+        ExternalTasks.Settled settled = tasks.settle(c, tokenOrKey, complete, resultJson, failureJson, actor, true);
+        if (!settled.settled()) {
+            return null;
+        }
+        Store.Counted parent = settled.parent();
+        if (parent != null && parent.status() == RunStatus.COMMITTED) { // excluded by TaskSql.ALONE
+            throw new IllegalStateException("a settlement alone committed parent run " + parent.id());
+        }
+        return new Result(TaskOutcome.SETTLED,
+                parent != null && parent.status() == RunStatus.RUNNABLE ? Set.of(parent.saga()) : Set.of());
     }
 
     /**
@@ -93,10 +119,7 @@ public final class TaskSettlement {
         tasks.lockSignalKey(c, dev.coop.TaskOptions.none().key(key).key().orElseThrow()); // validated as a task key
         ExternalTasks.Settled settled = tasks.settle(c, key, true, payloadJson, null, sender);
         if (settled.settled()) {
-            Store.Counted parent = settled.parent();
-            return new Result(dev.coop.TaskOutcome.SETTLED, parent != null && parent.status() == RunStatus.RUNNABLE
-                    ? Set.of(parent.saga())
-                    : Set.of());
+            return finish(c, settled);
         }
         tasks.keepSignal(c, key, payloadJson, sender, keepMillis);
         return new Result(dev.coop.TaskOutcome.ALREADY_SETTLED, Set.of()); // kept: see CoopClient.signal

@@ -108,7 +108,7 @@ final class TaskSql {
      * so the two meet in one order), marks the task and the run, logs it, and counts the run off at its parent, which
      * becomes runnable when it waited for nothing else. Returns one row: whether it settled, then the parent as
      * {@link Sql#COUNT_OFF} returns it (nulls when the parent was not counted off). {@code %s}: {@link #BY_TOKEN} or
-     * {@link #BY_KEY}.
+     * {@link #BY_KEY}; {@code {alone}}: nothing, or {@link #ALONE}.
      */
     static final String SETTLE = """
             WITH target AS (
@@ -117,6 +117,7 @@ final class TaskSql {
               SELECT r.id FROM {schema}.run r
                WHERE r.id = (SELECT run_id FROM target) AND r.started_at IS NULL AND r.phase = 'HAPPY'
                  AND r.status IN ('WAITING', 'RUNNABLE') -- RUNNABLE: woken by a cancellation, not settled yet
+                 {alone}
                FOR UPDATE
             ), task AS (
               UPDATE {schema}.external_task t SET state = ?, settled_at = {now}, settled_by = ?
@@ -136,6 +137,18 @@ final class TaskSql {
               RETURNING 1
             ), {countOff}
             """;
+
+    /**
+     * What {@link #SETTLE} adds (for {@code {alone}}) when it runs as a transaction of its own, committed as it returns
+     * (one round trip): only while nothing has to follow in the same transaction, that is while the parent is not in
+     * its last step (the count-off cannot commit it) and the task's message is no pending member of a join
+     * ({@code join_pending_members} takes the shared advisory lock that attaching takes exclusively, and looks with a
+     * snapshot taken after it, as every transaction finishing runs does). Otherwise the statement settles nothing and
+     * the caller settles the task in a transaction.
+     */
+    static final String ALONE = """
+            AND NOT EXISTS (SELECT 1 FROM {schema}.run p WHERE p.id = r.parent_id AND p.final_step IS NOT NULL)
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.join_pending_members(ARRAY[r.message_id]))""";
 
     /** The task's row with its run's outcome. {@code %s}: the condition; the key's open task first, else the latest. */
     static final String FIND = """

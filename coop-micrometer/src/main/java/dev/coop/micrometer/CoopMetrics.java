@@ -30,10 +30,10 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code coop.launches} (counter; topic): messages launched by clients and steps
  * <li>{@code coop.runs} (gauge; status RUNNABLE, WAITING, PARKED, HELD): with {@link #withRunGauges}
  * <li>{@code coop.tasks.open} (gauge; name) and {@code coop.tasks.oldest.age} (gauge, seconds; name): open external
- * tasks, with {@link #withTaskGauges}
+ * tasks, with {@link #withTaskGauges} (read by a thread of its own: {@link #close()} stops it)
  * </ul>
  */
-public final class CoopMetrics implements EngineListener {
+public final class CoopMetrics implements EngineListener, AutoCloseable {
     private static final String NONE = "none";
 
     private final MeterRegistry registry;
@@ -71,23 +71,29 @@ public final class CoopMetrics implements EngineListener {
 
     /**
      * Adds the gauges of open external tasks by name: {@code coop.tasks.open} (how many) and
-     * {@code coop.tasks.oldest.age} (seconds since the oldest was opened), read from {@code client} at most once per
-     * {@code refresh} (a scan of the index of open tasks). Call {@link #refreshTaskGauges()} before a scrape (or on a
-     * schedule): names come and go with their tasks.
+     * {@code coop.tasks.oldest.age} (seconds since the oldest was opened). A daemon thread reads them from
+     * {@code client} once per {@code refresh} (one scan of the index of open tasks, whatever their number), so they
+     * move by themselves; names come and go with their tasks. {@link #close()} stops that thread.
+     *
+     * @throws IllegalArgumentException if {@code refresh} is not positive, or the gauges were added already
      */
-    public CoopMetrics withTaskGauges(CoopClient client, Duration refresh) {
+    public synchronized CoopMetrics withTaskGauges(CoopClient client, Duration refresh) {
+        if (taskCounts != null) {
+            throw new IllegalArgumentException("withTaskGauges was already called on these metrics");
+        }
+        TaskCounts.requirePositive(refresh);
         taskCounts = new TaskCounts(client, refresh,
                 MultiGauge.builder("coop.tasks.open").description("Open external tasks by name").register(registry),
                 MultiGauge.builder("coop.tasks.oldest.age").baseUnit("seconds")
                         .description("Age of the oldest open external task by name").register(registry));
-        taskCounts.refresh();
         return this;
     }
 
-    /** Reads the open external tasks again if the refresh interval passed ({@link #withTaskGauges}). */
-    public void refreshTaskGauges() {
+    /** Stops reading the open external tasks ({@link #withTaskGauges}); the other metrics keep recording. */
+    @Override
+    public synchronized void close() {
         if (taskCounts != null) {
-            taskCounts.refresh();
+            taskCounts.close();
         }
     }
 

@@ -8,52 +8,62 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The gauges of open external tasks by name: how many, and the age of the oldest. Refreshed from the database (a scan
- * of the index of open tasks) at most once per interval, when the registry is scraped.
+ * The gauges of open external tasks by name: how many, and the age of the oldest. A daemon thread of its own reads
+ * them from the database once per interval (one scan of the index of open tasks, whatever their number), so the gauges
+ * move without a caller; names come and go with their tasks. {@link #close()} stops the thread.
  */
-final class TaskCounts {
+final class TaskCounts implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TaskCounts.class);
 
     private final CoopClient client;
-    private final long refreshNanos;
     private final MultiGauge open;
     private final MultiGauge oldest;
-    private long readAt;
-    private boolean read;
+    private final ScheduledExecutorService timer;
 
     TaskCounts(CoopClient client, Duration refresh, MultiGauge open, MultiGauge oldest) {
         this.client = Objects.requireNonNull(client, "client");
-        if (refresh == null || refresh.isNegative()) {
-            throw new IllegalArgumentException("refresh must be zero or positive, was " + refresh);
-        }
-        this.refreshNanos = refresh.toNanos();
+        requirePositive(refresh);
         this.open = open;
         this.oldest = oldest;
+        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread thread = new Thread(r, "coop-task-gauges");
+            thread.setDaemon(true);
+            return thread;
+        });
+        timer.scheduleWithFixedDelay(this::refresh, 0, refresh.toNanos(), TimeUnit.NANOSECONDS);
     }
 
-    /** Reads the counts again when the interval passed; the gauges then show one row per name with open tasks. */
-    synchronized void refresh() {
-        long now = System.nanoTime();
-        if (read && now - readAt < refreshNanos) {
-            return;
+    static Duration requirePositive(Duration refresh) {
+        if (refresh == null || refresh.isNegative() || refresh.isZero()) {
+            throw new IllegalArgumentException("refresh must be positive, was " + refresh);
         }
-        read = true;
-        readAt = now;
-        List<OpenTaskCount> counts;
+        return refresh;
+    }
+
+    /** Reads the counts; the gauges then show one row per name with open tasks. Never throws (the timer lives on). */
+    private void refresh() {
         try {
-            counts = client.openTaskCounts();
+            List<OpenTaskCount> counts = client.openTaskCounts();
+            Instant at = client.now();
+            open.register(counts.stream().map(c -> MultiGauge.Row.of(Tags.of("name", c.name()), c.open())).toList(),
+                    true);
+            oldest.register(counts.stream().map(c -> MultiGauge.Row.of(Tags.of("name", c.name()),
+                    Math.max(0, Duration.between(c.oldest(), at).toMillis() / 1000.0))).toList(), true);
         } catch (RuntimeException e) {
-            log.warn("Could not count the open external tasks: {}", e.toString());
-            return;
+            log.warn("Could not count the open external tasks (the gauges keep their values; next try in one"
+                    + " refresh interval): {}", e.toString());
         }
-        Instant at = client.now();
-        open.register(counts.stream().map(c -> MultiGauge.Row.of(Tags.of("name", c.name()), c.open())).toList(),
-                true);
-        oldest.register(counts.stream().map(c -> MultiGauge.Row.of(Tags.of("name", c.name()),
-                Math.max(0, Duration.between(c.oldest(), at).toMillis() / 1000.0))).toList(), true);
+    }
+
+    @Override
+    public void close() {
+        timer.shutdownNow();
     }
 }

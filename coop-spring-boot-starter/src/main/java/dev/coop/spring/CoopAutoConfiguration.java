@@ -79,8 +79,10 @@ public class CoopAutoConfiguration {
                 DataSource dataSource, CoopProperties properties) {
             // the gauges count with a client of their own: the CoopClient bean is built with the listeners
             CoopClient counter = CoopClient.builder(dataSource).schema(properties.getSchema()).migrate(false).build();
-            return new dev.coop.micrometer.CoopMetrics(registry).withRunGauges(counter,
-                    properties.getMetrics().getRunsRefresh());
+            // closed with the context (AutoCloseable): that stops the thread of the open-task gauges
+            return new dev.coop.micrometer.CoopMetrics(registry)
+                    .withRunGauges(counter, properties.getMetrics().getRunsRefresh())
+                    .withTaskGauges(counter, properties.getMetrics().getTasksRefresh());
         }
     }
 

@@ -190,6 +190,8 @@ public class CoopProperties {
         private boolean enabled = true;
         /** How often the gauges coop.runs count the unfinished runs, at most. */
         private Duration runsRefresh = Duration.ofSeconds(15);
+        /** How often the gauges coop.tasks.open and coop.tasks.oldest.age read the open external tasks. */
+        private Duration tasksRefresh = Duration.ofSeconds(15);
 
         public boolean isEnabled() {
             return enabled;
@@ -205,6 +207,14 @@ public class CoopProperties {
 
         public void setRunsRefresh(Duration runsRefresh) {
             this.runsRefresh = runsRefresh;
+        }
+
+        public Duration getTasksRefresh() {
+            return tasksRefresh;
+        }
+
+        public void setTasksRefresh(Duration tasksRefresh) {
+            this.tasksRefresh = tasksRefresh;
         }
     }
 

@@ -6,15 +6,20 @@ import dev.coop.Coop;
 import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
 import dev.coop.ExternalTask;
+import dev.coop.LaunchOptions;
 import dev.coop.MessageId;
 import dev.coop.Saga;
+import dev.coop.SignalOutcome;
 import dev.coop.TaskOptions;
 import dev.coop.TaskOutcome;
 import dev.coop.Topic;
 import dev.coop.inspect.Outcome;
+import dev.coop.inspect.RunQuery;
+import dev.coop.inspect.RunSummary;
 import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
@@ -78,6 +83,59 @@ class ExternalTaskSamplesTest {
             assertThat(again).isEqualTo(TaskOutcome.ALREADY_SETTLED);
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
             assertThat(client.result(id, String.class)).isEqualTo("ch_93");
+        }
+    }
+
+    record Shipment(String id) {
+    }
+
+    record Shipped(String trackingNumber) {
+    }
+
+    @Test
+    void a_saga_waits_for_a_signal_that_may_come_first(DataSource dataSource) {
+        Topic<Shipment> shipments = Topic.of("shipments", Shipment.class);
+        // tag::signal-wait[]
+        Saga<Shipment> delivery = Saga.on(shipments, "delivery")
+                .step("wait-for-carrier", step -> step.awaitSignal("shipped", "shipment/" + step.payload().id(),
+                        Duration.ofDays(3))) // no signal within 3 days: a child failure of this step
+                .step("notify", step -> {
+                    Shipped shipped = step.taskResult("shipped", Shipped.class); // the signal's payload
+                    step.setResult(shipped.trackingNumber());
+                })
+                .build();
+        // end::signal-wait[]
+        try (CoopEngine engine = Coop.engine(dataSource).register(delivery).start()) {
+            CoopClient client = engine.client();
+            // tag::signal-send[]
+            // the carrier's callback, in any process that has a CoopClient, before or after the saga waits:
+            SignalOutcome sent = client.signal("shipment/4711", new Shipped("TRK-1"), Duration.ofDays(1));
+            // KEPT (for up to a day) when no step waits for the key yet, DELIVERED when one does
+            // end::signal-send[]
+            assertThat(sent).isEqualTo(SignalOutcome.KEPT);
+            MessageId id = client.launch(shipments, new Shipment("4711"));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.result(id, String.class)).isEqualTo("TRK-1");
+        }
+    }
+
+    @Test
+    void runs_are_found_by_business_key_and_tag(DataSource dataSource) {
+        Topic<Order> orders = Topic.of("orders", Order.class);
+        Saga<Order> checkout = Saga.on(orders, "checkout").step("pay", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(checkout).start()) {
+            CoopClient client = engine.client();
+            // tag::business-key[]
+            MessageId id = client.launch(orders, new Order("4711", 1_250),
+                    LaunchOptions.none().businessKey("order/4711").tags("vip", "region:eu"));
+            // later, "what happened to order 4711?": its runs, newest first, found through an index
+            List<RunSummary> runs = client.runs(RunQuery.newest().businessKey("order/4711"));
+            List<RunSummary> vips = client.runs(RunQuery.newest().tag("vip").limit(20));
+            // end::business-key[]
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(runs).extracting(RunSummary::messageId).containsExactly(id);
+            assertThat(vips).extracting(RunSummary::messageId).containsExactly(id);
         }
     }
 }
