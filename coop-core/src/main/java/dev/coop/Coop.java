@@ -63,7 +63,7 @@ public final class Coop {
      * engines and clients with {@code migrate(false)}).
      */
     public static String migrationSql(String schema) {
-        return dev.coop.internal.Migrations.script(new dev.coop.internal.SchemaName(schema));
+        return dev.coop.internal.store.Migrations.script(new dev.coop.internal.store.SchemaName(schema));
     }
 
     /** A database timeout: zero (none) or between 100 ms and 1 hour. */

@@ -19,25 +19,25 @@ import dev.coop.schedule.Schedule;
 import dev.coop.schedule.ScheduleSummary;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.coop.internal.AuditLog;
+import dev.coop.internal.inspect.AuditLog;
 import dev.coop.internal.Completions;
-import dev.coop.internal.Emission;
-import dev.coop.internal.Limits;
+import dev.coop.internal.store.Emission;
+import dev.coop.internal.store.Limits;
 import dev.coop.internal.Listeners;
 import dev.coop.internal.EngineRuntime;
-import dev.coop.internal.Inspection;
-import dev.coop.internal.Json;
-import dev.coop.internal.Migrations;
-import dev.coop.internal.Operations;
-import dev.coop.internal.Retention;
-import dev.coop.internal.SchemaName;
-import dev.coop.internal.Schedules;
-import dev.coop.internal.Store;
-import dev.coop.internal.TaskSettlement;
-import dev.coop.internal.Time;
+import dev.coop.internal.inspect.Inspection;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.inspect.Operations;
+import dev.coop.internal.retention.Retention;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.schedule.Schedules;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.task.TaskSettlement;
+import dev.coop.internal.store.Time;
 import dev.coop.internal.Topology;
-import dev.coop.internal.Tx;
-import dev.coop.internal.Uuids;
+import dev.coop.internal.store.Tx;
+import dev.coop.internal.store.Uuids;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -76,9 +76,9 @@ public final class CoopClient {
     private final Topology topology;
     private final Operations operations;
     private final Inspection inspection;
-    private final dev.coop.internal.RunData runData;
-    private final dev.coop.internal.BulkActions bulk;
-    private final dev.coop.internal.Search search;
+    private final dev.coop.internal.store.RunData runData;
+    private final dev.coop.internal.inspect.BulkActions bulk;
+    private final dev.coop.internal.inspect.Search search;
     private final Schedules schedules;
     private final AuditLog audit;
     private final Json json;
@@ -112,9 +112,9 @@ public final class CoopClient {
         this.topology = new Topology(schema);
         this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
-        this.runData = new dev.coop.internal.RunData(schema);
-        this.bulk = new dev.coop.internal.BulkActions(schema, store.time());
-        this.search = new dev.coop.internal.Search(schema);
+        this.runData = new dev.coop.internal.store.RunData(schema);
+        this.bulk = new dev.coop.internal.inspect.BulkActions(schema, store.time());
+        this.search = new dev.coop.internal.inspect.Search(schema);
         this.schedules = new Schedules(schema, time);
         this.audit = new AuditLog(schema);
         this.tasks = new TaskSettlement(schema, time, json);
@@ -571,11 +571,11 @@ public final class CoopClient {
         String why = reason(reason);
         long parked = countParked(saga);
         long retried = 0;
-        for (long batches = parked / dev.coop.internal.BulkActions.BATCH + 1; batches > 0; batches--) {
+        for (long batches = parked / dev.coop.internal.inspect.BulkActions.BATCH + 1; batches > 0; batches--) {
             int n = inTransaction("retry parked runs of saga " + saga,
                     c -> bulk.retryParkedBatch(c, saga, who, why));
             retried += n;
-            if (n < dev.coop.internal.BulkActions.BATCH) {
+            if (n < dev.coop.internal.inspect.BulkActions.BATCH) {
                 break;
             }
         }
@@ -691,7 +691,8 @@ public final class CoopClient {
      * completes one waiting step; several signals to one key are taken oldest first.
      */
     public SignalOutcome signal(String key, Object payload, Duration keepFor) {
-        long keep = dev.coop.internal.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
+        long keep = dev.coop.internal.store.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor"))
+                .toMillis();
         if (keep < 1) {
             throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
         }
@@ -729,11 +730,11 @@ public final class CoopClient {
         if (reason == null || reason.isBlank()) {
             throw new CoopValidationException("A reason is required; it is recorded in the event log");
         }
-        if (reason.length() > dev.coop.internal.Limits.MAX_REASON_LENGTH) {
-            throw new CoopValidationException("A reason is at most " + dev.coop.internal.Limits.MAX_REASON_LENGTH
+        if (reason.length() > dev.coop.internal.store.Limits.MAX_REASON_LENGTH) {
+            throw new CoopValidationException("A reason is at most " + dev.coop.internal.store.Limits.MAX_REASON_LENGTH
                     + " characters (every run of the hierarchy records it); this one has " + reason.length());
         }
-        if (reason.indexOf('\0') >= 0 || dev.coop.internal.Limits.loneSurrogateAt(reason) >= 0) {
+        if (reason.indexOf('\0') >= 0 || dev.coop.internal.store.Limits.loneSurrogateAt(reason) >= 0) {
             throw new CoopValidationException("A reason cannot contain a NUL character or an unpaired UTF-16"
                     + " surrogate: PostgreSQL cannot store them");
         }
@@ -800,7 +801,7 @@ public final class CoopClient {
         String why = reason(reason);
         String result = outcome == null ? "" : outcome.substring(0, Math.min(outcome.length(), 2_000));
         return inTransaction("record an audit entry", c -> audit.record(c, message, scope, what, who, why,
-                dev.coop.internal.Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
+                dev.coop.internal.store.Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
     }
 
     /** The audit entries of a hierarchy (by its root message), oldest first, at most 1,000. */
@@ -811,7 +812,7 @@ public final class CoopClient {
 
     private static String auditText(String what, String value, int max) {
         if (value == null || value.isBlank() || value.length() > max || value.indexOf('\0') >= 0
-                || dev.coop.internal.Limits.loneSurrogateAt(value) >= 0) {
+                || dev.coop.internal.store.Limits.loneSurrogateAt(value) >= 0) {
             throw new CoopValidationException("An audit entry's " + what + " must be 1 to " + max
                     + " characters without NUL or unpaired surrogates, was "
                     + (value == null ? "null" : "'" + value + "'"));
@@ -822,7 +823,7 @@ public final class CoopClient {
     /**
      * Deletes every hierarchy whose root message's runs all finished more than {@code olderThan} ago (database time)
      * and of which no run is runnable (also sleeping or due to retry), waiting or parked: its messages, events, runs
-     * and cancellations, whole, in one transaction per {@value dev.coop.internal.Retention#BATCH} hierarchies. A
+     * and cancellations, whole, in one transaction per {@value dev.coop.internal.retention.Retention#BATCH} hierarchies. A
      * hierarchy an operator is acting on at that moment is left for the next time. What is deleted is gone from trees,
      * logs, results and listings; a join that counted one of its messages keeps its counters, and a message id attached
      * to a join afterwards stays pending until reported. Engines do the same by themselves with
@@ -943,7 +944,7 @@ public final class CoopClient {
 
     /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
     public Joins joins() {
-        return new dev.coop.internal.JoinService(dataSource, store, json);
+        return new dev.coop.internal.join.JoinService(dataSource, store, json);
     }
 
     /** Settings of a client; each is validated as it is set. */
@@ -1048,7 +1049,7 @@ public final class CoopClient {
             }
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
-            return new CoopClient(dev.coop.internal.NetworkTimeouts.bounding(dataSource,
+            return new CoopClient(dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource,
                     (int) databaseTimeout.toMillis()), name, json, new Completions(), (saga, runs) -> {
                     }, false, requireHandlers, Time.of(clock),
                     listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));

@@ -5,10 +5,10 @@ import dev.coop.failure.CoopValidationException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.EngineRuntime;
-import dev.coop.internal.Json;
-import dev.coop.internal.Migrations;
-import dev.coop.internal.Time;
-import dev.coop.internal.SchemaName;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.store.Time;
+import dev.coop.internal.store.SchemaName;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -324,7 +324,7 @@ public final class CoopEngine implements AutoCloseable {
                             idleInTransactionTimeout));
             runtime.start();
             CoopClient client = new CoopClient(
-                    dev.coop.internal.NetworkTimeouts.bounding(dataSource, (int) databaseTimeout.toMillis()),
+                    dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource, (int) databaseTimeout.toMillis()),
                     schemaName, json, runtime.completions(),
                     runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()), // <saga>@<version>
                     listenersOf(listeners));
@@ -341,7 +341,7 @@ public final class CoopEngine implements AutoCloseable {
             int needed = workers + (notifications ? 1 : 0) + 1;
             HikariDataSource hikari = hikari(dataSource);
             if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
-                dev.coop.internal.PoolCheck.require(dataSource, needed, workers + " workers"
+                dev.coop.internal.guard.PoolCheck.require(dataSource, needed, workers + " workers"
                         + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
                 return;
             }

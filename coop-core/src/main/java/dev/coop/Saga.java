@@ -192,7 +192,8 @@ public final class Saga<P> {
          */
         public Builder<P> periodic(String stepName, java.time.Duration period, int times, StepBody<P> body) {
             Objects.requireNonNull(body, "body of periodic step '" + stepName + "'");
-            dev.coop.internal.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'", period);
+            dev.coop.internal.store.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'",
+                    period);
             if (times < 1) {
                 throw new CoopValidationException("Periodic step '" + stepName + "' of saga '" + name
                         + "' must run at least once, was " + times + " times");
@@ -209,7 +210,7 @@ public final class Saga<P> {
          */
         public Builder<P> sleep(String stepName, java.time.Duration duration) {
             Objects.requireNonNull(duration, "duration of sleep step '" + stepName + "'");
-            dev.coop.internal.Limits.delay("The duration of sleep step '" + stepName + "' of saga '" + name + "'",
+            dev.coop.internal.store.Limits.delay("The duration of sleep step '" + stepName + "' of saga '" + name + "'",
                     duration);
             return sleepUntil(stepName, step -> step.startedAt().plus(duration));
         }
@@ -240,21 +241,21 @@ public final class Saga<P> {
             }
             int index = lastIndex();
             replaceLast(s.with(s.compensation(), s.childFailureHandler(), s.retryPolicy(), finallyBody));
-            return add(s.name() + dev.coop.internal.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
+            return add(s.name() + dev.coop.internal.store.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
         }
 
         private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
             if (stepName == null || stepName.isBlank() || stepName.length() > MAX_STEP_NAME
                     || stepName.chars().anyMatch(Character::isISOControl)
-                    || dev.coop.internal.Limits.loneSurrogateAt(stepName) >= 0) {
+                    || dev.coop.internal.store.Limits.loneSurrogateAt(stepName) >= 0) {
                 throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
                         + "': use 1 to " + MAX_STEP_NAME + " printable characters (no control characters, no unpaired"
                         + " UTF-16 surrogates)");
             }
-            if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.CHILDREN_SUFFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.FINALLY_SUFFIX))) {
+            if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.store.LogNames.ROLLBACK_PREFIX)
+                    || stepName.endsWith(dev.coop.internal.store.LogNames.HANDLER_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.store.LogNames.CHILDREN_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.store.LogNames.FINALLY_SUFFIX))) {
                 throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
                         + "' imitates the names Coop logs for rollbacks, child-failure handlers and finally parts;"
                         + " choose another");

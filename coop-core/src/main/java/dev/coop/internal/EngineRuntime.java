@@ -1,5 +1,21 @@
 package dev.coop.internal;
 
+import dev.coop.internal.guard.ConnectionWatch;
+import dev.coop.internal.guard.NetworkTimeouts;
+import dev.coop.internal.join.JoinBook;
+import dev.coop.internal.join.JoinTimer;
+import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.retention.Pruner;
+import dev.coop.internal.schedule.ScheduleTimer;
+import dev.coop.internal.step.Dispatcher;
+import dev.coop.internal.step.EngineContext;
+import dev.coop.internal.step.Worker;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Time;
+import dev.coop.internal.store.Tx;
+
 import dev.coop.CooperationStrategy;
 
 import java.sql.Connection;

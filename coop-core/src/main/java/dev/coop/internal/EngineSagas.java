@@ -62,7 +62,7 @@ public final class EngineSagas {
      * The versions of a saga in the order the next claim tries them: highest first when there is one, otherwise
      * starting one further at each call.
      */
-    int[] claimOrder(String name) {
+    public int[] claimOrder(String name) {
         int[] all = versions.get(name);
         if (all.length == 1) {
             return all;
