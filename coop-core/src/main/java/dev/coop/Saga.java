@@ -28,6 +28,7 @@ public final class Saga<P> {
     private final List<Step<P>> steps;
     private final CooperationStrategy strategy;
     private final int workers;
+    private final boolean transactionPerStep;
     private final int version;
     private final int concurrency;
     private final int rateLimit;
@@ -40,6 +41,7 @@ public final class Saga<P> {
         this.steps = List.copyOf(b.steps);
         this.strategy = b.strategy;
         this.workers = b.workers;
+        this.transactionPerStep = b.transactionPerStep;
         this.concurrency = b.concurrency;
         this.rateLimit = b.rateLimit;
         this.ratePeriod = b.ratePeriod;
@@ -77,6 +79,14 @@ public final class Saga<P> {
      */
     public int workers() {
         return workers;
+    }
+
+    /**
+     * Whether each step of this saga's runs commits in a transaction of its own, never together with steps of other
+     * runs (see {@link Builder#transactionPerStep()}).
+     */
+    public boolean transactionPerStep() {
+        return transactionPerStep;
     }
 
     /** The saga's own strategy, or null to use the engine's. */
@@ -154,6 +164,7 @@ public final class Saga<P> {
         private final Set<String> stepNames = new HashSet<>();
         private CooperationStrategy strategy;
         private int workers;
+        private boolean transactionPerStep;
         private int version = 1;
         private int concurrency;
         private int rateLimit;
@@ -350,6 +361,19 @@ public final class Saga<P> {
                         + workers);
             }
             this.workers = workers;
+            return this;
+        }
+
+        /**
+         * Each step of this saga's runs commits in a transaction of its own. By default, when several runs of a saga
+         * are due at once, a worker executes one step of each of several of them in one transaction (each step behind
+         * its own savepoint, so that a failing step fails only its run) and commits them together, which costs the
+         * database much less per step. Opt out when a step must be durable the moment it returns, or when a step's
+         * effects outside the database must not be repeated because a transaction it shared with another run's step
+         * could not commit (see {@code CoopEngine.Builder#maxRunsPerTransaction}).
+         */
+        public Builder<P> transactionPerStep() {
+            this.transactionPerStep = true;
             return this;
         }
 

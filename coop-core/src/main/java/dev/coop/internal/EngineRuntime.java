@@ -53,7 +53,7 @@ public final class EngineRuntime {
             EngineSagas sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
             Duration retention, Time time, Listeners listeners, Duration databaseTimeout,
-            Duration idleInTransactionTimeout) {
+            Duration idleInTransactionTimeout, int maxRunsPerTransaction) {
     }
 
     private final Config config;
@@ -65,6 +65,8 @@ public final class EngineRuntime {
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().names()),
                 config.pollInterval().toNanos());
         config.sagas().names().forEach(name -> dispatcher.limit(name, config.sagas().newest(name).workers()));
+        config.sagas().names().forEach(name -> dispatcher.rounds(name,
+                config.sagas().anyTransactionPerStep(name) ? 1 : config.maxRunsPerTransaction()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys(),
                         config.idleInTransactionTimeout()),

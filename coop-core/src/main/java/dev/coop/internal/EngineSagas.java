@@ -53,6 +53,12 @@ public final class EngineSagas {
         return v == null ? null : v.lastEntry().getValue();
     }
 
+    /** Whether a version of the saga opted out of sharing transactions with other runs' steps. */
+    public boolean anyTransactionPerStep(String name) {
+        NavigableMap<Integer, Saga<?>> v = byName.get(name);
+        return v != null && v.values().stream().anyMatch(Saga::transactionPerStep);
+    }
+
     /** The versions of a saga this engine has, highest first. */
     public int[] versions(String name) {
         return versions.get(name);

@@ -120,6 +120,16 @@ public final class Listeners {
         }
     }
 
+    public void roundCommitted(String saga, int claimed, int executed) {
+        for (EngineListener l : all) {
+            try {
+                l.roundCommitted(saga, claimed, executed);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "roundCommitted", e);
+            }
+        }
+    }
+
     public void connectionsAvailable() {
         for (EngineListener l : all) {
             try {

@@ -176,8 +176,10 @@ final class Decisions {
                     dev.coop.render.TerminalText.escape(reason.message()));
             continues = transitions.startRollback(c, run, saga, null, gaveUp, null);
         }
-        joined.forEach(engine.dispatcher()::wake);
-        settled.forEach(engine.completions()::finished);
+        transitions.afterCommit(() -> {
+            joined.forEach(engine.dispatcher()::wake);
+            settled.forEach(engine.completions()::finished);
+        });
         return continues;
     }
 

@@ -20,15 +20,15 @@ public final class Dispatcher {
      * What a worker should do next: claim a run of {@code saga}, or probe the database when saga is null. A
      * {@code counted} claim is owed for one run this engine made runnable itself; the others look for runs until
      * a claim finds none. A {@code retry} is a counted claim owed again because the one before it found nothing
-     * (see {@link #empty}).
+     * (see {@link #empty}). {@code runs}: how many runs the claim may take at once (a round, see {@link RoundSize}).
      */
-    record Task(String saga, long epoch, boolean counted, boolean retry) {
+    record Task(String saga, long epoch, boolean counted, boolean retry, int runs) {
         boolean isProbe() {
             return saga == null;
         }
     }
 
-    private static final Task PROBE = new Task(null, 0, false, false);
+    private static final Task PROBE = new Task(null, 0, false, false, 1);
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -47,6 +47,10 @@ public final class Dispatcher {
     /** The sagas with a worker limit of their own, and how many workers work on each now. */
     private final Map<String, Integer> limits = new HashMap<>();
     private final Map<String, Integer> busy = new HashMap<>();
+    /** How many runs a claim may take at once, per saga: its cap, and what its searched claims take now. */
+    private final RoundSize rounds = new RoundSize();
+    /** How many workers wait in {@link #next()} for something to do. */
+    private int idle;
     /** Limited sagas whose last claim found nothing (slots busy, rate window full): tried again when a step ends. */
     private final java.util.Set<String> blocked = new java.util.HashSet<>();
     private final long pollNanos;
@@ -81,13 +85,14 @@ public final class Dispatcher {
                 if (saga != null) {
                     ready.remove(saga);
                     Integer claims = owed.get(saga);
-                    if (claims == null || claims > 1) {
+                    int runs = claims == null ? rounds.searched(saga, idle) : rounds.counted(saga, claims, idle);
+                    if (claims == null || claims > runs) {
                         ready.addLast(saga); // round robin between sagas
                     }
                     boolean retry = false;
                     if (claims != null) {
-                        if (claims > 1) {
-                            owed.put(saga, claims - 1);
+                        if (claims > runs) {
+                            owed.put(saga, claims - runs);
                         } else {
                             owed.remove(saga);
                         }
@@ -104,14 +109,19 @@ public final class Dispatcher {
                     if (limits.containsKey(saga)) {
                         busy.merge(saga, 1, Integer::sum);
                     }
-                    return new Task(saga, epochs.get(saga), claims != null, retry);
+                    return new Task(saga, epochs.get(saga), claims != null, retry, runs);
                 }
                 long now = System.nanoTime();
                 if (!probing && now - nextProbe >= 0) {
                     probing = true;
                     return PROBE;
                 }
-                changed.awaitNanos(probing ? pollNanos : nextProbe - now);
+                idle++;
+                try {
+                    changed.awaitNanos(probing ? pollNanos : nextProbe - now);
+                } finally {
+                    idle--;
+                }
             }
             return null;
         } finally {
@@ -136,6 +146,38 @@ public final class Dispatcher {
         try {
             if (workers > 0) {
                 limits.put(saga, workers);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** At most {@code runs} runs of {@code saga} advance in one transaction (1: one run per transaction). */
+    public void rounds(String saga, int runs) {
+        lock.lock();
+        try {
+            rounds.cap(saga, runs);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A claim for the task's saga took {@code claimed} of the {@code task.runs()} runs it was handed (at least one):
+     * a searched saga's next claims take more when this one took all it could, fewer when it did not; a counted claim
+     * that took fewer was beaten to the others, which may be owed again as for {@link #empty}.
+     */
+    void claimedRound(Task task, int claimed) {
+        lock.lock();
+        try {
+            if (!task.counted()) {
+                rounds.searchedTook(task.saga(), task.runs(), claimed);
+            } else if (claimed < task.runs() && !task.retry()) {
+                Long epoch = epochs.get(task.saga());
+                int missing = task.runs() - claimed;
+                if (epoch != null && epoch != task.epoch() && owe(task.saga(), missing)) {
+                    retries.merge(task.saga(), missing, Integer::sum);
+                }
             }
         } finally {
             lock.unlock();
@@ -280,8 +322,8 @@ public final class Dispatcher {
             lock.lock();
             try {
                 Long epoch = epochs.get(task.saga());
-                if (epoch != null && epoch != task.epoch() && owe(task.saga(), 1)) {
-                    retries.merge(task.saga(), 1, Integer::sum);
+                if (epoch != null && epoch != task.epoch() && owe(task.saga(), task.runs())) {
+                    retries.merge(task.saga(), task.runs(), Integer::sum);
                 }
             } finally {
                 lock.unlock();
@@ -290,6 +332,7 @@ public final class Dispatcher {
         }
         lock.lock();
         try {
+            rounds.searchedTook(task.saga(), task.runs(), 0);
             if (epochs.get(task.saga()) == task.epoch() && !owed.containsKey(task.saga())) {
                 ready.remove(task.saga());
             }

@@ -72,9 +72,12 @@ final class StepExecutor {
             return executeClaimed(c, run);
         } catch (SQLException e) {
             if (!Failures.endedTransaction(e)) {
+                RoundAborted.ifInRound(transitions, e);
                 throw e;
             }
             return transactionEnded(c, run, e);
+        } catch (RoundAborted e) {
+            throw e;
         } catch (RuntimeException | StackOverflowError | AssertionError | LinkageError e) {
             // Coop's own code, or a strategy the engine called, failed: park the run with the cause. (User step code
             // never gets here: invoke() turns whatever it throws into a step failure.)
@@ -84,9 +87,29 @@ final class StepExecutor {
     }
 
     /**
-     * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
-     * neither blocks the runs behind it nor is retried in a tight loop.
+     * Executes the run's next transaction as part of {@code round}: the round commits it, with the others. Whatever
+     * needs the whole transaction rolled back throws {@link RoundAborted}.
+     *
+     * @return true when the run is runnable again at once (after the round's commit)
      */
+    boolean executeInRound(Connection c, ClaimedRun run, StepRound round) throws SQLException {
+        transitions.joinRound(round);
+        try {
+            return execute(c, run, false);
+        } finally {
+            transitions.joinRound(null);
+        }
+    }
+
+    /**
+     * Fails the run of an aborted round whose step ended the round's transaction, in a transaction of its own and
+     * without running user code again, as {@link #execute} fails it when its run was alone.
+     */
+    boolean failEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
+        transitions.allowContinuation(false);
+        return transactionEnded(c, run, e);
+    }
+
     /** Whether the transaction's commit began the next one and reclaimed the run in it (or found it gone). */
     boolean continuationTried() {
         return transitions.continuationTried();
@@ -97,7 +120,12 @@ final class StepExecutor {
         return transitions.takeContinuation();
     }
 
+    /**
+     * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
+     * neither blocks the runs behind it nor is retried in a tight loop.
+     */
     private void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
+        RoundAborted.ifInRound(transitions, e);
         transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
         Worker.rollbackQuietly(c);
         log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
@@ -124,6 +152,9 @@ final class StepExecutor {
      * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
      */
     private boolean transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
+        if (transitions.inRound()) {
+            throw new RoundAborted(e, run.id());
+        }
         transitions.allowContinuation(false);
         Worker.rollbackQuietly(c);
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
@@ -591,6 +622,7 @@ final class StepExecutor {
      */
     private boolean writeFailed(Connection c, ClaimedRun run, Saga<?> saga, Saga.Step<?> stepDef, String step,
             Throwable thrown) throws SQLException {
+        RoundAborted.ifInRound(transitions, thrown);
         Worker.rollbackQuietly(c);
         if (!Failures.isCancelled(thrown) && Failures.isBookkeepingTrouble(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);

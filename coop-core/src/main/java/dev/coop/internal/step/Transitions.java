@@ -42,6 +42,8 @@ final class Transitions {
     /** Whether the latest commit tried to reclaim its run, and what it got (null: runnable no more, or taken). */
     private boolean continuationTried;
     private ClaimedRun continuation;
+    /** The round this transaction belongs to (its commit and what follows it wait for the round), or null. */
+    private StepRound round;
     /** The payload text this worker read last without failing (compared by identity). */
     private String readable;
 
@@ -52,6 +54,32 @@ final class Transitions {
 
     EngineContext engine() {
         return engine;
+    }
+
+    /** The transactions from now on are part of {@code round} (null: each commits on its own). */
+    void joinRound(StepRound round) {
+        this.round = round;
+    }
+
+    /** Whether the transaction is part of a round: a failure that needs the whole transaction rolled back aborts it. */
+    boolean inRound() {
+        return round != null;
+    }
+
+    /** Commits the transaction; in a round, leaves that to the round. */
+    private void commitNow(Connection c) throws SQLException {
+        if (round == null) {
+            c.commit();
+        }
+    }
+
+    /** Runs {@code action} once the transaction committed: now, or when its round did. */
+    void afterCommit(Runnable action) {
+        if (round == null) {
+            action.run();
+        } else {
+            round.afterCommit(action);
+        }
     }
 
     /**
@@ -80,16 +108,20 @@ final class Transitions {
         }
         // joins with these as members
         java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove);
-        c.commit();
-        woken.forEach(engine.dispatcher()::wake);
-        joined.forEach(engine.dispatcher()::wake);
-        engine.completions().finished(run.messageId(), run.saga(), next.status());
-        for (int k = 0; k < committedAbove.size(); k++) {
-            engine.completions().finished(committedAbove.get(k), committedAboveSagas.get(k), RunStatus.COMMITTED);
-        }
-        if (parent != null && parent.status() == RunStatus.RUNNABLE) {
-            engine.dispatcher().wake(parent.saga(), 1); // exactly one run: its claim is owed
-        }
+        commitNow(c);
+        Store.Counted last = parent;
+        afterCommit(() -> {
+            woken.forEach(engine.dispatcher()::wake);
+            joined.forEach(engine.dispatcher()::wake);
+            engine.completions().finished(run.messageId(), run.saga(), next.status());
+            for (int k = 0; k < committedAbove.size(); k++) {
+                engine.completions().finished(committedAbove.get(k), committedAboveSagas.get(k),
+                        RunStatus.COMMITTED);
+            }
+            if (last != null && last.status() == RunStatus.RUNNABLE) {
+                engine.dispatcher().wake(last.saga(), 1); // exactly one run: its claim is owed
+            }
+        });
         return next.status();
     }
 
@@ -101,13 +133,19 @@ final class Transitions {
     private RunStatus commitFinishedAlone(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         java.util.Set<String> joined = java.util.Set.of();
-        if (!engine.store().advanceFinishedAndCommit(c, run, engine.engineId(), entries, next)) {
+        if (round != null) { // the round commits: the advance, then the memberships settled if any are pending
+            engine.store().advance(c, run, engine.engineId(), entries, next);
+            joined = joins.runsFinished(c, run.messageId(), List.of());
+        } else if (!engine.store().advanceFinishedAndCommit(c, run, engine.engineId(), entries, next)) {
             joined = joins.runsFinished(c, run.messageId(), List.of());
             c.commit();
         }
-        woken.forEach(engine.dispatcher()::wake);
-        joined.forEach(engine.dispatcher()::wake);
-        engine.completions().finished(run.messageId(), run.saga(), next.status());
+        java.util.Set<String> settled = joined;
+        afterCommit(() -> {
+            woken.forEach(engine.dispatcher()::wake);
+            settled.forEach(engine.dispatcher()::wake);
+            engine.completions().finished(run.messageId(), run.saga(), next.status());
+        });
         return next.status();
     }
 
@@ -136,6 +174,11 @@ final class Transitions {
      */
     private RunStatus commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
+        if (round != null) { // the round commits; a run advances one step per transaction, so no continuation
+            engine.store().advance(c, run, engine.engineId(), entries, next);
+            afterCommit(() -> woken.forEach(engine.dispatcher()::wake));
+            return next.status();
+        }
         boolean reclaim = continuationAllowed && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
                 && next.delayMillis() == 0;
         try {
@@ -279,6 +322,7 @@ final class Transitions {
      */
     void retryLater(Connection c, ClaimedRun run, String step, Throwable cause, boolean lockHeld) throws SQLException {
         if (!lockHeld) {
+            RoundAborted.ifInRound(this, cause);
             Worker.rollbackQuietly(c);
         }
         engine.listeners().databaseRetry(run.saga(), cause);
@@ -292,8 +336,9 @@ final class Transitions {
                 if (engine.store().parkAfterRetries(c, run, failure.toJson())) {
                     engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), failure.toJson());
                 }
-                c.commit();
+                commitNow(c);
             } catch (SQLException e) {
+                RoundAborted.ifInRound(this, e);
                 Worker.rollbackQuietly(c);
                 throw e;
             }
@@ -312,8 +357,9 @@ final class Transitions {
         }
         try {
             engine.store().postpone(c, run, delay, lockHeld);
-            c.commit();
+            commitNow(c);
         } catch (SQLException e) {
+            RoundAborted.ifInRound(this, e);
             Worker.rollbackQuietly(c);
             throw e;
         }

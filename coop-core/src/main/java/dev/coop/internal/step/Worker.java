@@ -6,6 +6,7 @@ import dev.coop.internal.store.Store;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
@@ -28,6 +29,7 @@ public final class Worker implements Runnable {
 
     private final EngineContext engine;
     private final StepExecutor executor;
+    private final ExecuteRound rounds;
     private int consecutiveFailures;
     /** The database session of the connection this worker holds, and the run it executes; for shutdown. */
     private volatile int backendPid;
@@ -38,6 +40,7 @@ public final class Worker implements Runnable {
     public Worker(EngineContext engine) {
         this.engine = engine;
         this.executor = new StepExecutor(engine);
+        this.rounds = new ExecuteRound(engine, executor);
     }
 
     @Override
@@ -98,22 +101,27 @@ public final class Worker implements Runnable {
             c.setAutoCommit(false);
             try {
                 engine.store().refillLease(c, task.saga()); // rate tokens ahead, in a transaction of their own
-                ClaimedRun run = claim(c, task.saga());
-                if (run == null) {
+                List<ClaimedRun> runs = claim(c, task);
+                if (runs.isEmpty()) {
                     String refusal = commitEmptyClaim(c, task.saga());
                     engine.dispatcher().empty(task);
                     limitReached(task.saga(), refusal);
                     return;
                 }
                 if (engine.dispatcher().stopped()) {
-                    c.rollback(); // closing: leave the run to the next engine
+                    c.rollback(); // closing: leave the runs to the next engine
                     return;
                 }
                 engine.dispatcher().found(task);
                 if (!engine.listeners().isEmpty()) {
-                    claimed(run);
+                    runs.forEach(this::claimed);
                 }
                 backendPid = backendPid(c);
+                if (runs.size() > 1) {
+                    rounds.execute(c, task.saga(), runs, w -> working = w);
+                    return;
+                }
+                ClaimedRun run = runs.getFirst();
                 for (int steps = 1; run != null; steps++) {
                     working = "run " + run.id() + " (saga " + run.saga() + ")";
                     boolean mayContinue = steps < MAX_CONTINUATIONS;
@@ -170,6 +178,30 @@ public final class Worker implements Runnable {
                 NetworkTimeouts.set(c, own);
             }
         }
+    }
+
+    /**
+     * Claims the runs the task may take: up to {@code task.runs()} at once when the saga has no limits (a round),
+     * else one ({@link #claim(Connection, String)}); for a limited saga, the claims owed for the other runs are owed
+     * again, to workers that claim one each.
+     */
+    private List<ClaimedRun> claim(Connection c, Dispatcher.Task task) throws SQLException {
+        String saga = task.saga();
+        if (task.runs() > 1 && !engine.store().isLimited(saga)) {
+            for (int version : engine.sagas().claimOrder(saga)) {
+                List<ClaimedRun> runs = engine.store().claimRound(c, saga, version, engine.engineId(), task.runs());
+                if (!runs.isEmpty()) {
+                    engine.dispatcher().claimedRound(task, runs.size());
+                    return runs;
+                }
+            }
+            return List.of();
+        }
+        if (task.runs() > 1 && task.counted()) {
+            engine.dispatcher().wake(saga, task.runs() - 1);
+        }
+        ClaimedRun run = claim(c, saga);
+        return run == null ? List.of() : List.of(run);
     }
 
     /**
