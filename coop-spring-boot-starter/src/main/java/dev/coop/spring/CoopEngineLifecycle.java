@@ -95,7 +95,8 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         }
         CoopProperties.Engine e = properties.getEngine();
         CoopEngine.Builder builder = Coop.engine(dataSource).name(e.getName()).schema(properties.getSchema())
-                .workers(e.getWorkers()).pollInterval(e.getPollInterval()).notifications(e.isNotifications())
+                .workers(e.getWorkers()).maxRunsPerTransaction(e.getMaxRunsPerTransaction())
+                .pollInterval(e.getPollInterval()).notifications(e.isNotifications())
                 .schedules(e.isSchedules()).migrate(properties.isMigrate()).shutdownTimeout(e.getShutdownTimeout())
                 .databaseTimeout(e.getDatabaseTimeout()).idleInTransactionTimeout(e.getIdleInTransactionTimeout())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())

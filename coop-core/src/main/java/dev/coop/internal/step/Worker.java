@@ -121,50 +121,7 @@ public final class Worker implements Runnable {
                     rounds.execute(c, task.saga(), runs, w -> working = w);
                     return;
                 }
-                ClaimedRun run = runs.getFirst();
-                for (int steps = 1; run != null; steps++) {
-                    working = "run " + run.id() + " (saga " + run.saga() + ")";
-                    boolean mayContinue = steps < MAX_CONTINUATIONS;
-                    boolean continueNow = executor.execute(c, run, mayContinue);
-                    if (engine.store().isLimited(run.saga())) {
-                        engine.dispatcher().stepEnded(run.saga()); // a slot freed: sagas waiting for one try again
-                    }
-                    boolean reclaimed = executor.continuationTried();
-                    ClaimedRun again = executor.takeContinuation();
-                    UUID id = run.id();
-                    String saga = run.saga();
-                    run = null;
-                    if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
-                        run = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
-                        boolean reserved = reclaimed; // a continuation's commit reserves its run for this worker
-                        if (run == null && reserved) {
-                            // locked by a claim that skipped it: wait for it a moment (or a limited saga's limits
-                            // refused it: they refuse it again, and the run waits for a slot or a token as usual)
-                            run = engine.store().reclaimWaiting(c, id, saga, engine.engineId());
-                        }
-                        if (run == null) { // taken by another worker, or refused by the saga's limits
-                            if (reserved) {
-                                engine.store().release(c, id); // others may claim it now
-                                // or, when it is still locked, as soon as its reservation lapsed
-                                engine.dispatcher().dueIn(Store.RESERVATION_MILLIS);
-                            }
-                            String refusal = commitEmptyClaim(c, saga);
-                            if (refusal == null) {
-                                engine.dispatcher().giveBack(saga);
-                            }
-                            limitReached(saga, refusal);
-                        }
-                    } else if (reclaimed) { // not continuing it here after all (stopping)
-                        c.rollback(); // lets go of the run (and of a limited saga's slot and token)
-                        if (again != null) {
-                            engine.store().release(c, id); // reserved for this worker: others may claim it now
-                            c.commit();
-                            engine.dispatcher().wake(saga, 1);
-                        }
-                    } else if (continueNow) {
-                        engine.dispatcher().wake(saga, 1); // still runnable: back to the queue, fairly
-                    }
-                }
+                executeAlone(c, runs.getFirst());
             } catch (Throwable e) {
                 rollbackQuietly(c);
                 throw e;
@@ -178,6 +135,69 @@ public final class Worker implements Runnable {
                 NetworkTimeouts.set(c, own);
             }
         }
+    }
+
+    /**
+     * Executes a run claimed alone, continuing it at once on the same connection while its steps leave it runnable
+     * (up to {@link #MAX_CONTINUATIONS} steps), each step in a transaction of its own.
+     */
+    private void executeAlone(Connection c, ClaimedRun first) throws SQLException {
+        ClaimedRun run = first;
+        for (int steps = 1; run != null; steps++) {
+            working = "run " + run.id() + " (saga " + run.saga() + ")";
+            boolean mayContinue = steps < MAX_CONTINUATIONS;
+            boolean continueNow = executor.execute(c, run, mayContinue);
+            if (engine.store().isLimited(run.saga())) {
+                engine.dispatcher().stepEnded(run.saga()); // a slot freed: sagas waiting for one try again
+            }
+            run = next(c, run, continueNow, mayContinue);
+        }
+    }
+
+    /** After a step of {@code run} committed: the run locked again to continue it now, or null. */
+    private ClaimedRun next(Connection c, ClaimedRun run, boolean continueNow, boolean mayContinue)
+            throws SQLException {
+        boolean reclaimed = executor.continuationTried();
+        ClaimedRun again = executor.takeContinuation();
+        UUID id = run.id();
+        String saga = run.saga();
+        if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
+            ClaimedRun next = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
+            if (next == null && reclaimed) { // a continuation's commit reserves its run for this worker
+                // locked by a claim that skipped it: wait for it a moment (or a limited saga's limits refused it:
+                // they refuse it again, and the run waits for a slot or a token as usual)
+                next = engine.store().reclaimWaiting(c, id, saga, engine.engineId());
+            }
+            if (next == null) { // taken by another worker, or refused by the saga's limits
+                notContinued(c, id, saga, reclaimed);
+            }
+            return next;
+        }
+        if (reclaimed) { // not continuing it here after all (stopping)
+            c.rollback(); // lets go of the run (and of a limited saga's slot and token)
+            if (again != null) {
+                engine.store().release(c, id); // reserved for this worker: others may claim it now
+                c.commit();
+                engine.dispatcher().wake(saga, 1);
+            }
+        } else if (continueNow) {
+            engine.dispatcher().wake(saga, 1); // still runnable: back to the queue, fairly
+        }
+        return null;
+    }
+
+    /** A run to continue was taken by another worker or refused by its saga's limits. */
+    private void notContinued(Connection c, UUID id, String saga, boolean reserved) throws SQLException {
+        if (reserved) {
+            engine.store().release(c, id); // others may claim it now
+            // or, when it is still locked, as soon as its reservation lapsed
+            engine.dispatcher().dueIn(Store.RESERVATION_MILLIS);
+        }
+        String refusal = commitEmptyClaim(c, saga);
+        if (refusal == null) {
+            engine.dispatcher().giveBack(saga);
+        }
+        limitReached(saga, refusal);
     }
 
     /**
