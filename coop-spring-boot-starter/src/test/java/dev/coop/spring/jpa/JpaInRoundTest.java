@@ -10,6 +10,7 @@ import dev.coop.Topic;
 import dev.coop.inspect.Outcome;
 import dev.coop.test.CoopPostgres;
 import dev.coop.test.StepGate;
+import dev.coop.test.TestClock;
 import jakarta.persistence.EntityManager;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -33,7 +34,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * JPA steps of several runs committed in one transaction (a round) stay isolated: each step's persistence context
  * holds only what that step touched, is flushed at the step's end, and a step that fails rolls back its JPA writes
  * alone while the others of the round commit. The round of 8 is forced by holding the engine's only worker while 8
- * runs are launched.
+ * runs are launched; a {@code TimeSource} bean (a frozen clock) is the engine's and the client's time.
  */
 @DirtiesContext
 @SpringBootTest(properties = {"spring.jpa.hibernate.ddl-auto=create", "coop.engine.poll-interval=200ms",
@@ -58,6 +59,15 @@ class JpaInRoundTest {
 
     @TestConfiguration(proxyBeanMethods = false)
     static class RoundSagas {
+        /**
+         * The engine's and client's time, frozen: a round's time budget is measured with it, so the round is not cut
+         * short however slow the machine.
+         */
+        @Bean
+        TestClock clock() {
+            return new TestClock();
+        }
+
         @Bean
         Saga<String> holdSaga() {
             return Saga.on(HOLD, "jpa-round-hold").step("hold", step -> GATE.pass()).build();
