@@ -43,6 +43,8 @@ public final class GuardedConnection implements InvocationHandler {
     private volatile boolean open = true;
     private Savepoint savepoint;
     private Connection proxy;
+    /** What runs before the step's first use of the connection, once (null: nothing). */
+    private FirstUse firstUse;
     /** The first refusal, kept: the step fails even when it caught it. */
     private volatile Exception refusal;
 
@@ -58,8 +60,22 @@ public final class GuardedConnection implements InvocationHandler {
         return new Guard(proxy, handler);
     }
 
+    /** Work to do on the connection before a step first uses it. */
+    @FunctionalInterface
+    public interface FirstUse {
+        void run() throws SQLException;
+    }
+
     /** The proxy, and the means to end its use. */
     public record Guard(Connection connection, GuardedConnection handler) {
+        /**
+         * Runs {@code action} on the connection before the step first uses it (anything but asking whether it is
+         * closed, read-only or in auto-commit; unwrapping it counts), once.
+         */
+        public void beforeFirstUse(FirstUse action) {
+            handler.firstUse = action;
+        }
+
         /** The step ended: the connection handed out can no longer be used. */
         public void close() {
             handler.open = false;
@@ -136,6 +152,11 @@ public final class GuardedConnection implements InvocationHandler {
         }
         if (!open) {
             throw new IllegalStateException("This step's connection can only be used while the step runs");
+        }
+        if (firstUse != null && (!HARMLESS.contains(name) || name.equals("unwrap"))) {
+            FirstUse action = firstUse;
+            firstUse = null;
+            action.run();
         }
         if (name.equals("unwrap") && args != null && args[0] instanceof Class<?> type && type.isInstance(proxy)) {
             return proxy; // unwrap(Connection.class) is this guard, never the raw connection

@@ -142,6 +142,14 @@ public final class Advance {
         return this;
     }
 
+    /**
+     * Whether the run stays runnable now (no wait, no delay): its advance sets neither status nor due time, and in a
+     * round it can wait for the round's end.
+     */
+    public boolean isQuietAlone() {
+        return status == RunStatus.RUNNABLE && runnableAt == null && delayMillis == 0;
+    }
+
     public RunStatus status() {
         return status;
     }

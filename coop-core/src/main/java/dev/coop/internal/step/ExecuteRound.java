@@ -47,9 +47,11 @@ final class ExecuteRound {
             throws SQLException {
         List<ClaimedRun> runs = new java.util.ArrayList<>(claimed);
         runs.sort(BY_PARENT);
-        StepRound round = new StepRound(nanos);
+        StepRound round = new StepRound(engine, c, nanos);
         int executed = 0;
         int again = 0;
+        RoundAborted abort = null;
+        round.enter();
         try {
             for (ClaimedRun run : runs) {
                 if (executed > 0 && (round.budgetSpent() || engine.dispatcher().stopped())) {
@@ -57,21 +59,39 @@ final class ExecuteRound {
                 }
                 working.accept("run " + run.id() + " (saga " + run.saga() + ", in a round of " + runs.size() + ")");
                 executed++;
+                round.startRun();
                 if (executor.executeInRound(c, run, round)) {
                     again++;
                 }
             }
         } catch (RoundAborted e) {
-            Worker.rollbackQuietly(c);
-            log.debug("Engine {}: a round of {} runs of saga {} was rolled back ({}); executing them one by one",
-                    engine.engineId(), runs.size(), saga, e.getCause().toString());
-            executeAlone(c, saga, runs, e, working);
+            abort = e;
+        } finally {
+            round.leave(); // before the runs go alone: nothing of this round may reach their transactions
+        }
+        if (abort != null) {
+            aborted(c, saga, runs, abort, working);
             return;
         }
-        c.commit();
-        round.committed();
+        try {
+            round.commit();
+        } catch (SQLException e) {
+            if (c.isClosed()) {
+                throw e;
+            }
+            aborted(c, saga, runs, new RoundAborted(e), working); // a deferred advance failed
+            return;
+        }
         engine.dispatcher().wake(saga, again + runs.size() - executed); // runnable now, or never started
         engine.listeners().roundCommitted(saga, runs.size(), executed);
+    }
+
+    private void aborted(Connection c, String saga, List<ClaimedRun> runs, RoundAborted e, Consumer<String> working)
+            throws SQLException {
+        Worker.rollbackQuietly(c);
+        log.debug("Engine {}: a round of {} runs of saga {} was rolled back ({}); executing them one by one",
+                engine.engineId(), runs.size(), saga, e.getCause().toString());
+        executeAlone(c, saga, runs, e, working);
     }
 
     /**

@@ -480,6 +480,11 @@ final class StepContextImpl<P> implements StepContext<P> {
         return dev.coop.EngineListener.Outcome.FAILED;
     }
 
+    /** Runs {@code action} before the step first uses its connection (see {@link GuardedConnection.Guard}). */
+    void beforeFirstUse(GuardedConnection.FirstUse action) {
+        guard.beforeFirstUse(action);
+    }
+
     /** The step's connection itself, under the guard (for Coop's settings around user code). */
     Connection rawConnection() {
         return guard.target();

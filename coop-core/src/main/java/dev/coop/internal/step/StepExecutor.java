@@ -685,6 +685,10 @@ final class StepExecutor {
      * it runs, the MDC names the run and step, and the engine's listeners are told of its start and end.
      */
     static Throwable invoke(UserCode code, StepContextImpl<?> context) {
+        StepRound round = StepRound.current();
+        if (round != null) { // the steps before it are written whole before user code uses the connection
+            context.beforeFirstUse(round::firstUse);
+        }
         StepLogContext.enter(context);
         Listeners listeners = context.listeners();
         Object[] states = listeners.isEmpty() ? null : listeners.stepStarted(context, context.part());
@@ -714,6 +718,9 @@ final class StepExecutor {
             if (Thread.interrupted()) {
                 log.debug("Step code of run {} left its thread interrupted; cleared", context.runId());
             }
+        }
+        if (round != null) {
+            round.checkBroken(); // the deferred advances could not be sent: not this step's failure
         }
         return thrown;
     }

@@ -175,7 +175,11 @@ final class Transitions {
     private RunStatus commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         if (round != null) { // the round commits; a run advances one step per transaction, so no continuation
-            engine.store().advance(c, run, engine.engineId(), entries, next);
+            if (round.mayDefer(next)) {
+                round.defer(new Store.Move(run, entries, next)); // sent with others' (see StepRound)
+            } else {
+                engine.store().advance(c, run, engine.engineId(), entries, next);
+            }
             afterCommit(() -> woken.forEach(engine.dispatcher()::wake));
             return next.status();
         }

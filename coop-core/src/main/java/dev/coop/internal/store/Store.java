@@ -84,6 +84,8 @@ public final class Store {
      * now sets neither its status nor its due time ({@link Sql#quiet}).
      */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
+    /** A round's deferred advances, by how many (negative: followed by the COMMIT; see {@link #advanceAll}). */
+    private final ConcurrentHashMap<Integer, String> roundSql = new ConcurrentHashMap<>();
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -785,16 +787,6 @@ public final class Store {
 
     private Object advance(Connection c, Tail tail, ClaimedRun run, String engine,
             List<LogEntry> entries, Advance next) throws SQLException {
-        String[] types = new String[entries.size()];
-        String[] steps = new String[entries.size()];
-        String[] exceptions = new String[entries.size()];
-        String[] contexts = new String[entries.size()];
-        for (int i = 0; i < entries.size(); i++) {
-            types[i] = entries.get(i).type().name();
-            steps[i] = entries.get(i).step();
-            exceptions[i] = entries.get(i).exception();
-            contexts[i] = entries.get(i).context();
-        }
         boolean finished = next.status().isFinished();
         UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
         boolean alone = countOffAt == null;
@@ -823,63 +815,7 @@ public final class Store {
         }
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
-            int i = 0;
-            ps.setObject(++i, run.messageId());
-            ps.setString(++i, run.saga());
-            ps.setString(++i, engine);
-            ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
-            ps.setObject(++i, run.claimedAt());
-            ps.setArray(++i, c.createArrayOf("text", types));
-            ps.setArray(++i, c.createArrayOf("text", steps));
-            ps.setArray(++i, c.createArrayOf("text", exceptions));
-            ps.setArray(++i, c.createArrayOf("text", contexts));
-            if (!quiet) {
-                ps.setString(++i, next.status().name());
-            }
-            ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
-            ps.setInt(++i, next.stepIndex());
-            ps.setString(++i, next.nextStep());
-            ps.setString(++i, next.finalStep());
-            ps.setInt(++i, next.stepsDone());
-            if (next.iterations() == null) {
-                ps.setNull(++i, Types.ARRAY);
-            } else {
-                ps.setArray(++i, c.createArrayOf("integer", Arrays.stream(next.iterations()).boxed().toArray()));
-            }
-            ps.setInt(++i, next.attempt());
-            ps.setInt(++i, next.pendingChildren());
-            ps.setBoolean(++i, next.keepFailedChildren());
-            ps.setInt(++i, next.pendingChildren());
-            ps.setObject(++i, now);
-            setInteger(ps, ++i, next.rollbackSeq());
-            ps.setString(++i, next.rollbackStage());
-            ps.setString(++i, next.rollbackCause());
-            if (!quiet) {
-                ps.setObject(++i, next.runnableAt());
-                ps.setObject(++i, next.runnableAt());
-                ps.setObject(++i, now);
-                ps.setLong(++i, next.delayMillis());
-                ps.setString(++i, next.status().name());
-                ps.setObject(++i, now);
-                ps.setLong(++i, next.delayMillis());
-            }
-            ps.setString(++i, next.context());
-            ps.setString(++i, next.result());
-            setInteger(ps, ++i, next.finallyDone());
-            setInteger(ps, ++i, next.finallyDone());
-            ps.setObject(++i, run.claimedAt());
-            ps.setBoolean(++i, finished);
-            ps.setObject(++i, now);
-            ps.setString(++i, next.failure());
-            ps.setObject(++i, run.id());
-            ps.setString(++i, run.xact());
-            ps.setBoolean(++i, next.checkCancellation());
-            ps.setString(++i, localSagas);
-            ps.setObject(++i, run.id());
-            ps.setInt(++i, next.instanceSeq());
-            setInteger(ps, ++i, next.instance());
-            ps.setInt(++i, next.instanceIteration());
-            setInteger(ps, ++i, next.instance());
+            int i = bindAdvance(ps, 0, new Move(run, entries, next), engine, quiet, now);
             if (!alone) {
                 i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
             }
@@ -912,6 +848,115 @@ public final class Store {
                 }
             }
         }
+    }
+
+    /** An advance to write: the run as its claim locked it, the events it appends, the state it moves to. */
+    public record Move(ClaimedRun run, List<LogEntry> entries, Advance next) {
+    }
+
+    /**
+     * The advances of runs that stay runnable now (each without a parent to count off: {@code ADVANCE_ALONE}, quiet),
+     * and with {@code commit} the COMMIT, in one round trip: what a round defers (to its end, or until a step uses its
+     * connection). An advance that fails stops the rest; the transaction must then roll back.
+     */
+    public void advanceAll(Connection c, String engine, List<Move> moves, boolean commit) throws SQLException {
+        String one = quietSql.computeIfAbsent(aloneSql, full -> Sql.quiet(schema, full));
+        String sql = roundSql.computeIfAbsent(commit ? -moves.size() : moves.size(),
+                n -> String.join(";\n", java.util.Collections.nCopies(Math.abs(n), one)) + (n < 0 ? ";\nCOMMIT" : ""));
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            OffsetDateTime now = time.bind();
+            int i = 0;
+            for (Move move : moves) {
+                if (!move.next().isQuietAlone()) {
+                    throw new IllegalArgumentException("only advances of runs that stay runnable now");
+                }
+                i = bindAdvance(ps, i, move, engine, true, now);
+            }
+            boolean isResultSet = ps.execute();
+            while (isResultSet || ps.getUpdateCount() != -1) {
+                if (isResultSet) {
+                    ps.getResultSet().close();
+                }
+                isResultSet = ps.getMoreResults();
+            }
+        }
+    }
+
+    /** Binds the parameters of one advance (its own part, before any count-off) from {@code i}; returns the last. */
+    private int bindAdvance(PreparedStatement ps, int i, Move move, String engine, boolean quiet, OffsetDateTime now)
+            throws SQLException {
+        ClaimedRun run = move.run();
+        Advance next = move.next();
+        List<LogEntry> entries = move.entries();
+        String[] types = new String[entries.size()];
+        String[] steps = new String[entries.size()];
+        String[] exceptions = new String[entries.size()];
+        String[] contexts = new String[entries.size()];
+        for (int k = 0; k < entries.size(); k++) {
+            types[k] = entries.get(k).type().name();
+            steps[k] = entries.get(k).step();
+            exceptions[k] = entries.get(k).exception();
+            contexts[k] = entries.get(k).context();
+        }
+        boolean finished = next.status().isFinished();
+        ps.setObject(++i, run.messageId());
+        ps.setString(++i, run.saga());
+        ps.setString(++i, engine);
+        ps.setArray(++i, ps.getConnection().createArrayOf("uuid", run.lineage()));
+        ps.setObject(++i, run.claimedAt());
+        ps.setArray(++i, ps.getConnection().createArrayOf("text", types));
+        ps.setArray(++i, ps.getConnection().createArrayOf("text", steps));
+        ps.setArray(++i, ps.getConnection().createArrayOf("text", exceptions));
+        ps.setArray(++i, ps.getConnection().createArrayOf("text", contexts));
+        if (!quiet) {
+            ps.setString(++i, next.status().name());
+        }
+        ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
+        ps.setInt(++i, next.stepIndex());
+        ps.setString(++i, next.nextStep());
+        ps.setString(++i, next.finalStep());
+        ps.setInt(++i, next.stepsDone());
+        if (next.iterations() == null) {
+            ps.setNull(++i, Types.ARRAY);
+        } else {
+            ps.setArray(++i,
+                    ps.getConnection().createArrayOf("integer", Arrays.stream(next.iterations()).boxed().toArray()));
+        }
+        ps.setInt(++i, next.attempt());
+        ps.setInt(++i, next.pendingChildren());
+        ps.setBoolean(++i, next.keepFailedChildren());
+        ps.setInt(++i, next.pendingChildren());
+        ps.setObject(++i, now);
+        setInteger(ps, ++i, next.rollbackSeq());
+        ps.setString(++i, next.rollbackStage());
+        ps.setString(++i, next.rollbackCause());
+        if (!quiet) {
+            ps.setObject(++i, next.runnableAt());
+            ps.setObject(++i, next.runnableAt());
+            ps.setObject(++i, now);
+            ps.setLong(++i, next.delayMillis());
+            ps.setString(++i, next.status().name());
+            ps.setObject(++i, now);
+            ps.setLong(++i, next.delayMillis());
+        }
+        ps.setString(++i, next.context());
+        ps.setString(++i, next.result());
+        setInteger(ps, ++i, next.finallyDone());
+        setInteger(ps, ++i, next.finallyDone());
+        ps.setObject(++i, run.claimedAt());
+        ps.setBoolean(++i, finished);
+        ps.setObject(++i, now);
+        ps.setString(++i, next.failure());
+        ps.setObject(++i, run.id());
+        ps.setString(++i, run.xact());
+        ps.setBoolean(++i, next.checkCancellation());
+        ps.setString(++i, localSagas);
+        ps.setObject(++i, run.id());
+        ps.setInt(++i, next.instanceSeq());
+        setInteger(ps, ++i, next.instance());
+        ps.setInt(++i, next.instanceIteration());
+        setInteger(ps, ++i, next.instance());
+        return i;
     }
 
     /**
