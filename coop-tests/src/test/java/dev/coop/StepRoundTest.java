@@ -83,11 +83,19 @@ class StepRoundTest {
     }
 
     static int rows(String what) throws SQLException {
-        return count("SELECT count(*) FROM round_written WHERE what = ?", what);
+        return rows(db.dataSource(), what);
+    }
+
+    static int rows(DataSource dataSource, String what) throws SQLException {
+        return count(dataSource, "SELECT count(*) FROM round_written WHERE what = ?", what);
     }
 
     static int count(String sql, Object value) throws SQLException {
-        try (Connection c = db.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+        return count(db.dataSource(), sql, value);
+    }
+
+    static int count(DataSource dataSource, String sql, Object value) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setObject(1, value);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
@@ -106,7 +114,12 @@ class StepRoundTest {
      * that the next engine's first claim finds them all due.
      */
     static Map<String, MessageId> launchBeforeStart(CoopClient client, Saga<String> saga, List<String> payloads) {
-        Coop.engine(db.dataSource()).workers(1).clock(CLOCK).register(saga).start().close();
+        return launchBeforeStart(db.dataSource(), client, saga, payloads);
+    }
+
+    static Map<String, MessageId> launchBeforeStart(DataSource dataSource, CoopClient client, Saga<String> saga,
+            List<String> payloads) {
+        Coop.engine(dataSource).workers(1).clock(CLOCK).register(saga).start().close();
         Map<String, MessageId> ids = new LinkedHashMap<>();
         for (String payload : payloads) {
             ids.put(payload, client.launch(saga.topic(), payload));
@@ -209,49 +222,6 @@ class StepRoundTest {
             assertThat(count("SELECT count(*) FROM coop.message WHERE topic = ?", nobody.name())).isEqualTo(10_000);
             assertThat(rounds.committed.getFirst()).containsExactly(8, 8);
         }
-    }
-
-    @Test
-    void in_a_round_of_8_a_step_that_ends_the_transaction_by_any_route_fails_alone_and_the_others_commit_once(
-            DataSource dataSource) throws Exception {
-        Map<String, StepEndsTransactionTest.Route> routes = new LinkedHashMap<>(StepEndsTransactionTest.REFUSED);
-        routes.putAll(StepEndsTransactionTest.UNSEEN);
-        CoopClient client = client(dataSource);
-        for (var route : routes.entrySet()) {
-            String name = "round-ends-" + route.getKey();
-            Saga<String> saga = Saga.on(Topic.of(name, String.class), name)
-                    .step("work", step -> {
-                        if (step.payload().equals("odd") && route.getKey().startsWith("rawFirst")) {
-                            raw(step.connection()).commit(); // before the step's savepoint
-                        }
-                        write(step.connection(), name + ":" + step.payload());
-                        if (step.payload().equals("odd")) {
-                            route.getValue().end(step.connection());
-                        }
-                    })
-                    .step("after", step -> {
-                    })
-                    .build();
-            Map<String, MessageId> ids = launchBeforeStart(client, saga, okAnd(4, "odd"));
-            try (CoopEngine engine = engine(dataSource, new Rounds(), saga).start()) {
-                assertThat(client.awaitCompletion(ids.get("odd"), WAIT)).as(name).isEqualTo(Outcome.ROLLED_BACK);
-                assertThat(workSteps(client, ids.get("odd"))).as(name + ": never advanced").isZero();
-                if (StepEndsTransactionTest.REFUSED.containsKey(route.getKey())) {
-                    assertThat(rows(name + ":odd")).as(name + ": nothing it wrote is durable").isZero();
-                }
-                for (var e : ids.entrySet()) {
-                    if (!e.getKey().equals("odd")) {
-                        assertThat(client.awaitCompletion(e.getValue(), WAIT)).as(name).isEqualTo(Outcome.COMMITTED);
-                        assertThat(workSteps(client, e.getValue())).as(name + " " + e.getKey()).isEqualTo(1);
-                        assertThat(rows(name + ":" + e.getKey())).as(name + " " + e.getKey()).isEqualTo(1);
-                    }
-                }
-            }
-        }
-    }
-
-    private static Connection raw(Connection c) throws SQLException {
-        return (Connection) c.unwrap(org.postgresql.PGConnection.class);
     }
 
     @Test

@@ -48,9 +48,33 @@ final class ExecuteRound {
         List<ClaimedRun> runs = new java.util.ArrayList<>(claimed);
         runs.sort(BY_PARENT);
         StepRound round = new StepRound(engine, c, nanos);
+        Ran ran = runSteps(c, round, runs, working);
+        if (ran.aborted() != null) {
+            aborted(c, saga, runs, ran.aborted(), working);
+            return;
+        }
+        try {
+            round.commit();
+        } catch (SQLException e) {
+            if (c.isClosed()) {
+                throw e;
+            }
+            aborted(c, saga, runs, new RoundAborted(e), working); // a deferred advance failed
+            return;
+        }
+        engine.dispatcher().wake(saga, ran.again() + runs.size() - ran.executed()); // runnable now, or not started
+        engine.listeners().roundCommitted(saga, runs.size(), ran.executed());
+    }
+
+    /** What executing a round's steps did: how many ran, how many left their run runnable now, or why it aborted. */
+    private record Ran(int executed, int again, RoundAborted aborted) {
+    }
+
+    /** Executes one transaction of each run, in order, until the round's time is up or the engine stops. */
+    private Ran runSteps(Connection c, StepRound round, List<ClaimedRun> runs, Consumer<String> working)
+            throws SQLException {
         int executed = 0;
         int again = 0;
-        RoundAborted abort = null;
         round.enter();
         try {
             for (ClaimedRun run : runs) {
@@ -64,26 +88,12 @@ final class ExecuteRound {
                     again++;
                 }
             }
+            return new Ran(executed, again, null);
         } catch (RoundAborted e) {
-            abort = e;
+            return new Ran(executed, again, e);
         } finally {
             round.leave(); // before the runs go alone: nothing of this round may reach their transactions
         }
-        if (abort != null) {
-            aborted(c, saga, runs, abort, working);
-            return;
-        }
-        try {
-            round.commit();
-        } catch (SQLException e) {
-            if (c.isClosed()) {
-                throw e;
-            }
-            aborted(c, saga, runs, new RoundAborted(e), working); // a deferred advance failed
-            return;
-        }
-        engine.dispatcher().wake(saga, again + runs.size() - executed); // runnable now, or never started
-        engine.listeners().roundCommitted(saga, runs.size(), executed);
     }
 
     private void aborted(Connection c, String saga, List<ClaimedRun> runs, RoundAborted e, Consumer<String> working)
