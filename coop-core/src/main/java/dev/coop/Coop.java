@@ -16,6 +16,11 @@ public final class Coop {
     public static final String DEFAULT_SCHEMA = "coop";
     /** Steps an engine executes at once, each holding one connection. */
     public static final int DEFAULT_WORKERS = 8;
+    /**
+     * At most how many runs of one saga a worker advances by one step each in one transaction when that many are due
+     * (see {@link CoopEngine.Builder#maxRunsPerTransaction(int)}).
+     */
+    public static final int DEFAULT_MAX_RUNS_PER_TRANSACTION = 8;
     /** How often an engine looks for work it was not notified of. */
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
     /** How long closing an engine waits for steps in flight. */
@@ -63,7 +68,7 @@ public final class Coop {
      * engines and clients with {@code migrate(false)}).
      */
     public static String migrationSql(String schema) {
-        return dev.coop.internal.Migrations.script(new dev.coop.internal.SchemaName(schema));
+        return dev.coop.internal.store.Migrations.script(new dev.coop.internal.store.SchemaName(schema));
     }
 
     /** A database timeout: zero (none) or between 100 ms and 1 hour. */

@@ -19,25 +19,25 @@ import dev.coop.schedule.Schedule;
 import dev.coop.schedule.ScheduleSummary;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.coop.internal.AuditLog;
+import dev.coop.internal.inspect.AuditLog;
 import dev.coop.internal.Completions;
-import dev.coop.internal.Emission;
-import dev.coop.internal.Limits;
+import dev.coop.internal.store.Emission;
+import dev.coop.internal.store.Limits;
 import dev.coop.internal.Listeners;
 import dev.coop.internal.EngineRuntime;
-import dev.coop.internal.Inspection;
-import dev.coop.internal.Json;
-import dev.coop.internal.Migrations;
-import dev.coop.internal.Operations;
-import dev.coop.internal.Retention;
-import dev.coop.internal.SchemaName;
-import dev.coop.internal.Schedules;
-import dev.coop.internal.Store;
-import dev.coop.internal.TaskSettlement;
-import dev.coop.internal.Time;
+import dev.coop.internal.inspect.Inspection;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.inspect.Operations;
+import dev.coop.internal.retention.Retention;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.schedule.Schedules;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.task.TaskSettlement;
+import dev.coop.internal.store.Time;
 import dev.coop.internal.Topology;
-import dev.coop.internal.Tx;
-import dev.coop.internal.Uuids;
+import dev.coop.internal.store.Tx;
+import dev.coop.internal.store.Uuids;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -76,11 +76,11 @@ public final class CoopClient {
     private final Topology topology;
     private final Operations operations;
     private final Inspection inspection;
-    private final dev.coop.internal.RunData runData;
-    private final dev.coop.internal.BulkActions bulk;
-    private final dev.coop.internal.Search search;
-    private final dev.coop.internal.RunCounts counts;
-    private final dev.coop.internal.SelectionActions selections;
+    private final dev.coop.internal.store.RunData runData;
+    private final dev.coop.internal.inspect.BulkActions bulk;
+    private final dev.coop.internal.inspect.Search search;
+    private final dev.coop.internal.inspect.RunCounts counts;
+    private final dev.coop.internal.inspect.SelectionActions selections;
     private final Schedules schedules;
     private final AuditLog audit;
     private final Json json;
@@ -114,11 +114,11 @@ public final class CoopClient {
         this.topology = new Topology(schema);
         this.operations = new Operations(schema, time);
         this.inspection = new Inspection(schema);
-        this.runData = new dev.coop.internal.RunData(schema);
-        this.bulk = new dev.coop.internal.BulkActions(schema, store.time());
-        this.search = new dev.coop.internal.Search(schema);
-        this.counts = new dev.coop.internal.RunCounts(schema);
-        this.selections = new dev.coop.internal.SelectionActions(schema, store.time());
+        this.runData = new dev.coop.internal.store.RunData(schema);
+        this.bulk = new dev.coop.internal.inspect.BulkActions(schema, store.time());
+        this.search = new dev.coop.internal.inspect.Search(schema);
+        this.counts = new dev.coop.internal.inspect.RunCounts(schema);
+        this.selections = new dev.coop.internal.inspect.SelectionActions(schema, store.time());
         this.schedules = new Schedules(schema, time);
         this.audit = new AuditLog(schema);
         this.tasks = new TaskSettlement(schema, time, json);
@@ -537,23 +537,23 @@ public final class CoopClient {
 
     private long actOn(RunQuery selection, String actor, String reason, boolean cancel) {
         Objects.requireNonNull(selection, "selection");
-        if (!dev.coop.internal.SelectionActions.names(selection)) {
+        if (!dev.coop.internal.inspect.SelectionActions.names(selection)) {
             throw new CoopValidationException("selection must name a saga, a topic, a business key or a tag (it"
                     + " would act on every run)");
         }
         String who = auditText("actor", actor, 200);
         String why = reason(reason);
-        String described = dev.coop.internal.SelectionActions.describe(selection);
+        String described = dev.coop.internal.inspect.SelectionActions.describe(selection);
         String what = (cancel ? "cancel" : "roll back") + " the runs of a selection (" + described + ")";
         long acted = 0;
         java.util.UUID after = null;
         while (true) {
             java.util.UUID from = after;
-            dev.coop.internal.SelectionActions.Batch batch = inTransaction(what, c -> cancel
+            dev.coop.internal.inspect.SelectionActions.Batch batch = inTransaction(what, c -> cancel
                     ? selections.cancelBatch(c, selection, from, who, why, described)
                     : selections.rollbackBatch(c, selection, from, who, why, described));
             acted += batch.acted();
-            if (batch.picked() < dev.coop.internal.BulkActions.BATCH) {
+            if (batch.picked() < dev.coop.internal.inspect.BulkActions.BATCH) {
                 return acted;
             }
             after = batch.last();
@@ -593,9 +593,9 @@ public final class CoopClient {
      */
     public List<dev.coop.inspect.RunCount> counts(Duration window) {
         if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0
-                || window.compareTo(dev.coop.internal.RunCounts.MAX_WINDOW) > 0) {
+                || window.compareTo(dev.coop.internal.inspect.RunCounts.MAX_WINDOW) > 0) {
             throw new CoopValidationException("window must be between 1 minute and "
-                    + dev.coop.internal.RunCounts.MAX_WINDOW.toDays() + " days, was " + window);
+                    + dev.coop.internal.inspect.RunCounts.MAX_WINDOW.toDays() + " days, was " + window);
         }
         return inTransaction("read the counts of the last " + window, c -> counts.read(c, window));
     }
@@ -645,11 +645,11 @@ public final class CoopClient {
         String why = reason(reason);
         long parked = countParked(saga);
         long retried = 0;
-        for (long batches = parked / dev.coop.internal.BulkActions.BATCH + 1; batches > 0; batches--) {
+        for (long batches = parked / dev.coop.internal.inspect.BulkActions.BATCH + 1; batches > 0; batches--) {
             int n = inTransaction("retry parked runs of saga " + saga,
                     c -> bulk.retryParkedBatch(c, saga, who, why));
             retried += n;
-            if (n < dev.coop.internal.BulkActions.BATCH) {
+            if (n < dev.coop.internal.inspect.BulkActions.BATCH) {
                 break;
             }
         }
@@ -769,7 +769,8 @@ public final class CoopClient {
      * completes one waiting step; several signals to one key are taken oldest first.
      */
     public SignalOutcome signal(String key, Object payload, Duration keepFor) {
-        long keep = dev.coop.internal.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
+        long keep = dev.coop.internal.store.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor"))
+                .toMillis();
         if (keep < 1) {
             throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
         }
@@ -815,11 +816,11 @@ public final class CoopClient {
         if (reason == null || reason.isBlank()) {
             throw new CoopValidationException("A reason is required; it is recorded in the event log");
         }
-        if (reason.length() > dev.coop.internal.Limits.MAX_REASON_LENGTH) {
-            throw new CoopValidationException("A reason is at most " + dev.coop.internal.Limits.MAX_REASON_LENGTH
+        if (reason.length() > dev.coop.internal.store.Limits.MAX_REASON_LENGTH) {
+            throw new CoopValidationException("A reason is at most " + dev.coop.internal.store.Limits.MAX_REASON_LENGTH
                     + " characters (every run of the hierarchy records it); this one has " + reason.length());
         }
-        if (reason.indexOf('\0') >= 0 || dev.coop.internal.Limits.loneSurrogateAt(reason) >= 0) {
+        if (reason.indexOf('\0') >= 0 || dev.coop.internal.store.Limits.loneSurrogateAt(reason) >= 0) {
             throw new CoopValidationException("A reason cannot contain a NUL character or an unpaired UTF-16"
                     + " surrogate: PostgreSQL cannot store them");
         }
@@ -886,7 +887,7 @@ public final class CoopClient {
         String why = reason(reason);
         String result = outcome == null ? "" : outcome.substring(0, Math.min(outcome.length(), 2_000));
         return inTransaction("record an audit entry", c -> audit.record(c, message, scope, what, who, why,
-                dev.coop.internal.Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
+                dev.coop.internal.store.Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
     }
 
     /** The audit entries of a hierarchy (by its root message), oldest first, at most 1,000. */
@@ -897,7 +898,7 @@ public final class CoopClient {
 
     private static String auditText(String what, String value, int max) {
         if (value == null || value.isBlank() || value.length() > max || value.indexOf('\0') >= 0
-                || dev.coop.internal.Limits.loneSurrogateAt(value) >= 0) {
+                || dev.coop.internal.store.Limits.loneSurrogateAt(value) >= 0) {
             throw new CoopValidationException("An audit entry's " + what + " must be 1 to " + max
                     + " characters without NUL or unpaired surrogates, was "
                     + (value == null ? "null" : "'" + value + "'"));
@@ -908,7 +909,7 @@ public final class CoopClient {
     /**
      * Deletes every hierarchy whose root message's runs all finished more than {@code olderThan} ago (database time)
      * and of which no run is runnable (also sleeping or due to retry), waiting or parked: its messages, events, runs
-     * and cancellations, whole, in one transaction per {@value dev.coop.internal.Retention#BATCH} hierarchies. A
+     * and cancellations, whole, in one transaction per {@value dev.coop.internal.retention.Retention#BATCH} hierarchies. A
      * hierarchy an operator is acting on at that moment is left for the next time. What is deleted is gone from trees,
      * logs, results and listings; a join that counted one of its messages keeps its counters, and a message id attached
      * to a join afterwards stays pending until reported. Engines do the same by themselves with
@@ -1029,7 +1030,7 @@ public final class CoopClient {
 
     /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
     public Joins joins() {
-        return new dev.coop.internal.JoinService(dataSource, store, json);
+        return new dev.coop.internal.join.JoinService(dataSource, store, json);
     }
 
     /** Settings of a client; each is validated as it is set. */
@@ -1134,7 +1135,7 @@ public final class CoopClient {
             }
             Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
                     List.copyOf(polymorphicPrefixes));
-            return new CoopClient(dev.coop.internal.NetworkTimeouts.bounding(dataSource,
+            return new CoopClient(dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource,
                     (int) databaseTimeout.toMillis()), name, json, new Completions(), (saga, runs) -> {
                     }, false, requireHandlers, Time.of(clock),
                     listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));

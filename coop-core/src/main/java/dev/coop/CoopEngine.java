@@ -5,10 +5,10 @@ import dev.coop.failure.CoopValidationException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.EngineRuntime;
-import dev.coop.internal.Json;
-import dev.coop.internal.Migrations;
-import dev.coop.internal.Time;
-import dev.coop.internal.SchemaName;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.store.Time;
+import dev.coop.internal.store.SchemaName;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -64,6 +64,7 @@ public final class CoopEngine implements AutoCloseable {
         private String name = "coop";
         private String schema = Coop.DEFAULT_SCHEMA;
         private int workers = Coop.DEFAULT_WORKERS;
+        private int maxRunsPerTransaction = Coop.DEFAULT_MAX_RUNS_PER_TRANSACTION;
         private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
         private boolean notifications = true;
         private boolean schedules = true;
@@ -136,6 +137,22 @@ public final class CoopEngine implements AutoCloseable {
                 throw new CoopValidationException("workers must be between 1 and 1024, was " + workers);
             }
             this.workers = workers;
+            return this;
+        }
+
+        /**
+         * At most how many runs of one saga a worker advances in one transaction (default
+         * {@value Coop#DEFAULT_MAX_RUNS_PER_TRANSACTION}; 1: one run per transaction). When more runs of a saga are due
+         * than the engine has idle workers, a worker claims several of them at once, executes one step of each (one
+         * after another, each behind its own savepoint: a step that fails rolls back alone and fails only its run),
+         * and commits them together; a run never advances more than one step per transaction. How many follows the
+         * backlog: a run due alone goes alone, at once. Between 1 and 64.
+         */
+        public Builder maxRunsPerTransaction(int runs) {
+            if (runs < 1 || runs > 64) {
+                throw new CoopValidationException("maxRunsPerTransaction must be between 1 and 64, was " + runs);
+            }
+            this.maxRunsPerTransaction = runs;
             return this;
         }
 
@@ -321,10 +338,10 @@ public final class CoopEngine implements AutoCloseable {
                             new dev.coop.internal.EngineSagas(sagas.values()), workers, pollInterval, notifications,
                             strategy, schedules,
                             requireHandlers, retention, time, listenersOf(listeners), databaseTimeout,
-                            idleInTransactionTimeout));
+                            idleInTransactionTimeout, maxRunsPerTransaction));
             runtime.start();
             CoopClient client = new CoopClient(
-                    dev.coop.internal.NetworkTimeouts.bounding(dataSource, (int) databaseTimeout.toMillis()),
+                    dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource, (int) databaseTimeout.toMillis()),
                     schemaName, json, runtime.completions(),
                     runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()), // <saga>@<version>
                     listenersOf(listeners));
@@ -341,7 +358,7 @@ public final class CoopEngine implements AutoCloseable {
             int needed = workers + (notifications ? 1 : 0) + 1;
             HikariDataSource hikari = hikari(dataSource);
             if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
-                dev.coop.internal.PoolCheck.require(dataSource, needed, workers + " workers"
+                dev.coop.internal.guard.PoolCheck.require(dataSource, needed, workers + " workers"
                         + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
                 return;
             }

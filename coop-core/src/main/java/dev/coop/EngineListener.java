@@ -71,6 +71,15 @@ public interface EngineListener {
     default void claimed(String saga, Duration waited) {
     }
 
+    /**
+     * A worker committed a transaction that advanced several runs of {@code saga} (a round; see
+     * {@link CoopEngine.Builder#maxRunsPerTransaction(int)}): it claimed {@code claimed} runs and executed a step of
+     * {@code executed} of them in it (the others were released unexecuted: the round's time was up, or the engine
+     * stopped). Not called for a transaction of one run. For the distribution of steps per commit.
+     */
+    default void roundCommitted(String saga, int claimed, int executed) {
+    }
+
     /** A run of {@code saga} continues after waiting {@code waited} for the children its previous step launched. */
     default void barrierPassed(String saga, Duration waited) {
     }

@@ -28,6 +28,7 @@ public final class Saga<P> {
     private final List<Step<P>> steps;
     private final CooperationStrategy strategy;
     private final int workers;
+    private final boolean transactionPerStep;
     private final int version;
     private final int concurrency;
     private final int rateLimit;
@@ -40,6 +41,7 @@ public final class Saga<P> {
         this.steps = List.copyOf(b.steps);
         this.strategy = b.strategy;
         this.workers = b.workers;
+        this.transactionPerStep = b.transactionPerStep;
         this.concurrency = b.concurrency;
         this.rateLimit = b.rateLimit;
         this.ratePeriod = b.ratePeriod;
@@ -77,6 +79,14 @@ public final class Saga<P> {
      */
     public int workers() {
         return workers;
+    }
+
+    /**
+     * Whether each step of this saga's runs commits in a transaction of its own, never together with steps of other
+     * runs (see {@link Builder#transactionPerStep()}).
+     */
+    public boolean transactionPerStep() {
+        return transactionPerStep;
     }
 
     /** The saga's own strategy, or null to use the engine's. */
@@ -154,6 +164,7 @@ public final class Saga<P> {
         private final Set<String> stepNames = new HashSet<>();
         private CooperationStrategy strategy;
         private int workers;
+        private boolean transactionPerStep;
         private int version = 1;
         private int concurrency;
         private int rateLimit;
@@ -192,7 +203,8 @@ public final class Saga<P> {
          */
         public Builder<P> periodic(String stepName, java.time.Duration period, int times, StepBody<P> body) {
             Objects.requireNonNull(body, "body of periodic step '" + stepName + "'");
-            dev.coop.internal.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'", period);
+            dev.coop.internal.store.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'",
+                    period);
             if (times < 1) {
                 throw new CoopValidationException("Periodic step '" + stepName + "' of saga '" + name
                         + "' must run at least once, was " + times + " times");
@@ -209,7 +221,7 @@ public final class Saga<P> {
          */
         public Builder<P> sleep(String stepName, java.time.Duration duration) {
             Objects.requireNonNull(duration, "duration of sleep step '" + stepName + "'");
-            dev.coop.internal.Limits.delay("The duration of sleep step '" + stepName + "' of saga '" + name + "'",
+            dev.coop.internal.store.Limits.delay("The duration of sleep step '" + stepName + "' of saga '" + name + "'",
                     duration);
             return sleepUntil(stepName, step -> step.startedAt().plus(duration));
         }
@@ -240,21 +252,21 @@ public final class Saga<P> {
             }
             int index = lastIndex();
             replaceLast(s.with(s.compensation(), s.childFailureHandler(), s.retryPolicy(), finallyBody));
-            return add(s.name() + dev.coop.internal.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
+            return add(s.name() + dev.coop.internal.store.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
         }
 
         private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
             if (stepName == null || stepName.isBlank() || stepName.length() > MAX_STEP_NAME
                     || stepName.chars().anyMatch(Character::isISOControl)
-                    || dev.coop.internal.Limits.loneSurrogateAt(stepName) >= 0) {
+                    || dev.coop.internal.store.Limits.loneSurrogateAt(stepName) >= 0) {
                 throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
                         + "': use 1 to " + MAX_STEP_NAME + " printable characters (no control characters, no unpaired"
                         + " UTF-16 surrogates)");
             }
-            if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.LogNames.ROLLBACK_PREFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.HANDLER_SUFFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.CHILDREN_SUFFIX)
-                    || stepName.endsWith(dev.coop.internal.LogNames.FINALLY_SUFFIX))) {
+            if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.store.LogNames.ROLLBACK_PREFIX)
+                    || stepName.endsWith(dev.coop.internal.store.LogNames.HANDLER_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.store.LogNames.CHILDREN_SUFFIX)
+                    || stepName.endsWith(dev.coop.internal.store.LogNames.FINALLY_SUFFIX))) {
                 throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
                         + "' imitates the names Coop logs for rollbacks, child-failure handlers and finally parts;"
                         + " choose another");
@@ -349,6 +361,19 @@ public final class Saga<P> {
                         + workers);
             }
             this.workers = workers;
+            return this;
+        }
+
+        /**
+         * Each step of this saga's runs commits in a transaction of its own. By default, when several runs of a saga
+         * are due at once, a worker executes one step of each of several of them in one transaction (each step behind
+         * its own savepoint, so that a failing step fails only its run) and commits them together, which costs the
+         * database much less per step. Opt out when a step must be durable the moment it returns, or when a step's
+         * effects outside the database must not be repeated because a transaction it shared with another run's step
+         * could not commit (see {@code CoopEngine.Builder#maxRunsPerTransaction}).
+         */
+        public Builder<P> transactionPerStep() {
+            this.transactionPerStep = true;
             return this;
         }
 

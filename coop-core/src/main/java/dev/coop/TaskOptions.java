@@ -1,7 +1,7 @@
 package dev.coop;
 
 import dev.coop.failure.CoopValidationException;
-import dev.coop.internal.Limits;
+import dev.coop.internal.store.Limits;
 import java.util.Objects;
 import java.util.Optional;
 

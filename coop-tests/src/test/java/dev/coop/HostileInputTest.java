@@ -62,7 +62,7 @@ class HostileInputTest {
             while (rs.next()) {
                 String word = rs.getString(1);
                 try {
-                    new dev.coop.internal.SchemaName(word);
+                    new dev.coop.internal.store.SchemaName(word);
                     accepted.add(word);
                 } catch (CoopValidationException refused) {
                     // refused up front: fine

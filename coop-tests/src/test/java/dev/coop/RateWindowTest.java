@@ -3,12 +3,12 @@ package dev.coop;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.coop.Payloads.Empty;
-import dev.coop.internal.ClaimedRun;
-import dev.coop.internal.Migrations;
-import dev.coop.internal.SagaLimits;
-import dev.coop.internal.SchemaName;
-import dev.coop.internal.Store;
-import dev.coop.internal.Time;
+import dev.coop.internal.step.ClaimedRun;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Time;
 import dev.coop.test.CoopDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -212,11 +212,12 @@ class SagaLimitsTest {
         for (int i = 0; i < 2_000; i++) {
             client.launch(topic, new Empty());
         }
-        dev.coop.internal.Store store = new dev.coop.internal.Store(new dev.coop.internal.SchemaName("coop"),
-                dev.coop.internal.Time.DATABASE);
+        dev.coop.internal.store.Store store = new dev.coop.internal.store.Store(
+                new dev.coop.internal.store.SchemaName("coop"),
+                dev.coop.internal.store.Time.DATABASE);
         List<String> plan = new ArrayList<>();
         try (Connection c = dataSource.getConnection()) {
-            store.limited(new dev.coop.internal.SagaLimits(store.schema()).limited(c, List.of(saga.name())));
+            store.limited(new dev.coop.internal.limit.SagaLimits(store.schema()).limited(c, List.of(saga.name())));
             try (Statement st = c.createStatement()) {
                 st.execute("ANALYZE coop.run");
             }

@@ -2,8 +2,8 @@ package dev.coop;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.coop.internal.Migrations;
-import dev.coop.internal.SchemaName;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.store.SchemaName;
 import dev.coop.test.CoopDatabase;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

@@ -211,8 +211,9 @@ class VersionedSagasTest {
             assertThat(registers.id()).startsWith("probe-v1");
         }
         MessageId due = Coop.client(dataSource).launch(topic, new Charge("p", false)); // a v1 run, due now
-        dev.coop.internal.Store store = new dev.coop.internal.Store(new dev.coop.internal.SchemaName("coop"),
-                dev.coop.internal.Time.of(null));
+        dev.coop.internal.store.Store store = new dev.coop.internal.store.Store(
+                new dev.coop.internal.store.SchemaName("coop"),
+                dev.coop.internal.store.Time.of(null));
         dev.coop.internal.EngineSagas onlyV2 = new dev.coop.internal.EngineSagas(List.of(current));
         dev.coop.internal.EngineSagas both = new dev.coop.internal.EngineSagas(List.of(current, old));
         try (Connection c = dataSource.getConnection()) {

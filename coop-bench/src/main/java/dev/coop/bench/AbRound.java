@@ -49,6 +49,7 @@ record AbRound(Options o, boolean fanIn, boolean slow) {
         c.put("clientRoundTripsPerStep", p.get("clientRoundTripsPerUnit"));
         c.put("xactCommitPerStep", p.get("xactCommitPerUnit"));
         c.put("walBytesPerStep", p.get("walBytesPerUnit"));
+        c.put("rounds", p.get("rounds"));
         c.put("runHotUpdatesPerStep", p.get("runHotUpdatesPerUnit"));
         c.put("jdbc", p.get("jdbc"));
         Bench.progress("ab counts: " + Runs.summary(p));

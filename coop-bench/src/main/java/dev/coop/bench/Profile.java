@@ -43,6 +43,7 @@ final class Profile {
 
     static Map<String, Object> once(Options o, String workload) {
         SqlStats stats = new SqlStats();
+        RoundSizes rounds = new RoundSizes();
         try (RunEnv env = RunEnv.fresh(o, "profile_" + workload, true)) {
             BenchDb db = env.db;
             boolean pss = db.pgStatStatements();
@@ -55,7 +56,7 @@ final class Profile {
             switch (workload) {
                 case "w1" -> {
                     m = Throughput.w1(o, db, stats.wrap(env.pool), env.physTxPerSec, o.profileSagas,
-                            o.profileThreads, "p");
+                            o.profileThreads, "p", 0, java.util.List.of(rounds));
                     units = 3.0 * o.profileSagas;
                 }
                 case "w2" -> {
@@ -77,6 +78,7 @@ final class Profile {
             p.put("engineStatementsPerUnit", Stats.round(stats.total("engine", false) / units, 3));
             p.put("engineRoundTripsPerUnit", Stats.round(stats.total("engine", true) / units, 3));
             p.put("engineCommitsPerUnit", Stats.round(stats.calls("engine", "COMMIT") / units, 3));
+            p.put("rounds", rounds.summary(units));
             long emptyClaims = 0;
             for (Map<String, Object> row : stats.table(1)) {
                 if ("engine".equals(row.get("role")) && String.valueOf(row.get("kind")).contains("claim")) {

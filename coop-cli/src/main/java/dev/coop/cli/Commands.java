@@ -346,7 +346,7 @@ final class Commands {
             dev.coop.join.JoinView v = operate(() -> database().client.joins().get(join));
             if (cli.json) {
                 cli.out().println(cli.jsonRenderer().write(
-                        dev.coop.internal.Json.defaultMapper().valueToTree(v)));
+                        dev.coop.internal.store.Json.defaultMapper().valueToTree(v)));
                 return;
             }
             cli.out().printf("Join %s%s: %s, %d of %d attached, %d completed, %d failed%s%n", v.id(),

@@ -5,7 +5,7 @@ import dev.coop.RunStatus;
 
 import dev.coop.failure.CoopValidationException;
 
-import dev.coop.internal.Limits;
+import dev.coop.internal.store.Limits;
 import java.time.DateTimeException;
 import java.time.Instant;
 import java.time.OffsetDateTime;

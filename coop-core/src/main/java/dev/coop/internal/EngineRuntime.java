@@ -1,5 +1,21 @@
 package dev.coop.internal;
 
+import dev.coop.internal.guard.ConnectionWatch;
+import dev.coop.internal.guard.NetworkTimeouts;
+import dev.coop.internal.join.JoinBook;
+import dev.coop.internal.join.JoinTimer;
+import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.retention.Pruner;
+import dev.coop.internal.schedule.ScheduleTimer;
+import dev.coop.internal.step.Dispatcher;
+import dev.coop.internal.step.EngineContext;
+import dev.coop.internal.step.Worker;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Time;
+import dev.coop.internal.store.Tx;
+
 import dev.coop.CooperationStrategy;
 
 import java.sql.Connection;
@@ -37,7 +53,7 @@ public final class EngineRuntime {
             EngineSagas sagas, int workers, Duration pollInterval, boolean notifications,
             dev.coop.CooperationStrategy strategy, boolean schedules, boolean requireHandlers,
             Duration retention, Time time, Listeners listeners, Duration databaseTimeout,
-            Duration idleInTransactionTimeout) {
+            Duration idleInTransactionTimeout, int maxRunsPerTransaction) {
     }
 
     private final Config config;
@@ -49,6 +65,8 @@ public final class EngineRuntime {
         Dispatcher dispatcher = new Dispatcher(List.copyOf(config.sagas().names()),
                 config.pollInterval().toNanos());
         config.sagas().names().forEach(name -> dispatcher.limit(name, config.sagas().newest(name).workers()));
+        config.sagas().names().forEach(name -> dispatcher.rounds(name,
+                config.sagas().anyTransactionPerStep(name) ? 1 : config.maxRunsPerTransaction()));
         this.context = new EngineContext(config.engineId(), config.dataSource(),
                 new Store(config.schema(), config.requireHandlers(), config.time(), config.sagas().keys(),
                         config.idleInTransactionTimeout()),

@@ -53,6 +53,12 @@ public final class EngineSagas {
         return v == null ? null : v.lastEntry().getValue();
     }
 
+    /** Whether a version of the saga opted out of sharing transactions with other runs' steps. */
+    public boolean anyTransactionPerStep(String name) {
+        NavigableMap<Integer, Saga<?>> v = byName.get(name);
+        return v != null && v.values().stream().anyMatch(Saga::transactionPerStep);
+    }
+
     /** The versions of a saga this engine has, highest first. */
     public int[] versions(String name) {
         return versions.get(name);
@@ -62,7 +68,7 @@ public final class EngineSagas {
      * The versions of a saga in the order the next claim tries them: highest first when there is one, otherwise
      * starting one further at each call.
      */
-    int[] claimOrder(String name) {
+    public int[] claimOrder(String name) {
         int[] all = versions.get(name);
         if (all.length == 1) {
             return all;

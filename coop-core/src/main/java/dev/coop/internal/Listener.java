@@ -1,5 +1,11 @@
 package dev.coop.internal;
 
+import dev.coop.internal.guard.NetworkTimeouts;
+import dev.coop.internal.join.JoinTimer;
+import dev.coop.internal.schedule.ScheduleTimer;
+import dev.coop.internal.step.Dispatcher;
+import dev.coop.internal.store.SchemaName;
+
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;

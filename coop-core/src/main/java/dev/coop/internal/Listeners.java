@@ -26,7 +26,7 @@ public final class Listeners {
                 .map(StepTransactionHook.class::cast).findFirst().orElse(null);
     }
 
-    StepTransactionHook transactionHook() {
+    public StepTransactionHook transactionHook() {
         return transactionHook;
     }
 
@@ -35,7 +35,7 @@ public final class Listeners {
         return all.length == 0;
     }
 
-    Object[] stepStarted(StepContext<?> step, EngineListener.Part part) {
+    public Object[] stepStarted(StepContext<?> step, EngineListener.Part part) {
         Object[] states = new Object[all.length];
         for (int i = 0; i < all.length; i++) {
             try {
@@ -48,7 +48,8 @@ public final class Listeners {
     }
 
     /** Ends in reverse order of the starts, so that scopes opened by the starts close innermost first. */
-    void stepEnded(StepContext<?> step, EngineListener.Part part, Object[] states, EngineListener.Outcome outcome,
+    public void stepEnded(StepContext<?> step, EngineListener.Part part, Object[] states,
+            EngineListener.Outcome outcome,
             long nanos, Throwable failure) {
         for (int i = all.length - 1; i >= 0; i--) {
             try {
@@ -59,7 +60,7 @@ public final class Listeners {
         }
     }
 
-    void claimed(String saga, Duration waited) {
+    public void claimed(String saga, Duration waited) {
         for (EngineListener l : all) {
             try {
                 l.claimed(saga, waited);
@@ -69,7 +70,7 @@ public final class Listeners {
         }
     }
 
-    void barrierPassed(String saga, Duration waited) {
+    public void barrierPassed(String saga, Duration waited) {
         for (EngineListener l : all) {
             try {
                 l.barrierPassed(saga, waited);
@@ -79,7 +80,7 @@ public final class Listeners {
         }
     }
 
-    void databaseRetry(String saga, Throwable cause) {
+    public void databaseRetry(String saga, Throwable cause) {
         for (EngineListener l : all) {
             try {
                 l.databaseRetry(saga, cause);
@@ -109,7 +110,7 @@ public final class Listeners {
         }
     }
 
-    void connectionsStarved(java.time.Duration waited) {
+    public void connectionsStarved(java.time.Duration waited) {
         for (EngineListener l : all) {
             try {
                 l.connectionsStarved(waited);
@@ -119,7 +120,17 @@ public final class Listeners {
         }
     }
 
-    void connectionsAvailable() {
+    public void roundCommitted(String saga, int claimed, int executed) {
+        for (EngineListener l : all) {
+            try {
+                l.roundCommitted(saga, claimed, executed);
+            } catch (RuntimeException | LinkageError e) {
+                failed(l, "roundCommitted", e);
+            }
+        }
+    }
+
+    public void connectionsAvailable() {
         for (EngineListener l : all) {
             try {
                 l.connectionsAvailable();

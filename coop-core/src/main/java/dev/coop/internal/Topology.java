@@ -1,5 +1,7 @@
 package dev.coop.internal;
 
+import dev.coop.internal.store.SchemaName;
+
 import dev.coop.CoopClient;
 import dev.coop.Saga;
 

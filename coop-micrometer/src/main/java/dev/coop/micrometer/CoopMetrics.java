@@ -5,7 +5,7 @@ import dev.coop.CooperationContext;
 import dev.coop.EngineListener;
 import dev.coop.RunStatus;
 import dev.coop.StepContext;
-import dev.coop.internal.LogNames;
+import dev.coop.internal.store.LogNames;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MultiGauge;

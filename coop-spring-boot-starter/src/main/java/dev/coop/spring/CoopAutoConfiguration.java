@@ -1,6 +1,7 @@
 package dev.coop.spring;
 
 import dev.coop.CoopClient;
+import dev.coop.TimeSource;
 import dev.coop.EngineListener;
 import dev.coop.Saga;
 import java.util.ArrayList;
@@ -36,12 +37,13 @@ public class CoopAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public CoopClient coopClient(DataSource dataSource, CoopProperties properties,
-            ObjectProvider<EngineListener> listeners) {
+            ObjectProvider<EngineListener> listeners, ObjectProvider<TimeSource> clock) {
         CoopClient.Builder builder = CoopClient.builder(new SpringTransactionDataSource(dataSource))
                 .schema(properties.getSchema()).migrate(properties.isMigrate())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())
                 .databaseTimeout(properties.getEngine().getDatabaseTimeout());
         listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(builder::listener);
+        clock.ifUnique(builder::clock);
         return builder.build();
     }
 
@@ -54,7 +56,7 @@ public class CoopAutoConfiguration {
     @ConditionalOnProperty(prefix = "coop.engine", name = "enabled", havingValue = "true", matchIfMissing = true)
     public CoopEngineLifecycle coopEngine(DataSource dataSource, CoopProperties properties,
             ObjectProvider<Saga<?>> sagas, ObjectProvider<EngineListener> listeners,
-            ObjectProvider<PlatformTransactionManager> transactionManagers) {
+            ObjectProvider<PlatformTransactionManager> transactionManagers, ObjectProvider<TimeSource> clock) {
         return new CoopEngineLifecycle(dataSource, properties, () -> sagas.orderedStream().toList(), () -> {
             List<EngineListener> all = new ArrayList<>();
             PlatformTransactionManager manager = transactionManagers.getIfUnique();
@@ -65,7 +67,7 @@ public class CoopAutoConfiguration {
             all.add(StepTransactions.of(dataSource, manager));
             listeners.orderedStream().filter(l -> l != EngineListener.NONE).forEach(all::add);
             return all;
-        });
+        }).clock(clock::getIfUnique);
     }
 
     @Configuration(proxyBeanMethods = false)

@@ -4,6 +4,7 @@ import dev.coop.Coop;
 import dev.coop.CoopEngine;
 import dev.coop.EngineListener;
 import dev.coop.Saga;
+import dev.coop.TimeSource;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
@@ -27,6 +28,8 @@ public class CoopEngineLifecycle implements SmartLifecycle {
     private final CoopProperties properties;
     private final Supplier<List<Saga<?>>> sagaBeans;
     private final Supplier<List<EngineListener>> listeners;
+    /** Where the engine reads the time (a {@code TimeSource} bean), asked for when it starts; null: the database's. */
+    private Supplier<TimeSource> clock = () -> null;
     private volatile List<Saga<?>> sagas;
     private volatile CoopEngine engine;
     private volatile boolean notificationsUp;
@@ -47,6 +50,12 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         this.properties = properties;
         this.sagaBeans = sagas;
         this.listeners = listeners;
+    }
+
+    /** The engine reads the time from what {@code clock} gives when it starts (null: the database's clock). */
+    CoopEngineLifecycle clock(Supplier<TimeSource> clock) {
+        this.clock = clock;
+        return this;
     }
 
     /** The running engine; empty before the context started, after it stopped, and without Saga beans. */
@@ -95,12 +104,17 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         }
         CoopProperties.Engine e = properties.getEngine();
         CoopEngine.Builder builder = Coop.engine(dataSource).name(e.getName()).schema(properties.getSchema())
-                .workers(e.getWorkers()).pollInterval(e.getPollInterval()).notifications(e.isNotifications())
+                .workers(e.getWorkers()).maxRunsPerTransaction(e.getMaxRunsPerTransaction())
+                .pollInterval(e.getPollInterval()).notifications(e.isNotifications())
                 .schedules(e.isSchedules()).migrate(properties.isMigrate()).shutdownTimeout(e.getShutdownTimeout())
                 .databaseTimeout(e.getDatabaseTimeout()).idleInTransactionTimeout(e.getIdleInTransactionTimeout())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())
                 .register(sagas.toArray(Saga<?>[]::new)).listener(new Notifications());
         listeners.get().forEach(builder::listener);
+        TimeSource time = clock.get();
+        if (time != null) {
+            builder.clock(time);
+        }
         engine = builder.start();
     }
 

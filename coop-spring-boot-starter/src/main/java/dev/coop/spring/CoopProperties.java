@@ -81,6 +81,8 @@ public class CoopProperties {
         private String name = "coop";
         /** How many steps the engine executes at once, each on its own connection. */
         private int workers = Coop.DEFAULT_WORKERS;
+        /** At most how many runs of one saga a worker advances in one transaction (1: one run per transaction). */
+        private int maxRunsPerTransaction = Coop.DEFAULT_MAX_RUNS_PER_TRANSACTION;
         /** How often the engine looks for work it was not told about. */
         private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
         /** Whether to LISTEN for wake-ups on a dedicated connection (off behind PgBouncer in transaction mode). */
@@ -119,6 +121,14 @@ public class CoopProperties {
 
         public void setWorkers(int workers) {
             this.workers = workers;
+        }
+
+        public int getMaxRunsPerTransaction() {
+            return maxRunsPerTransaction;
+        }
+
+        public void setMaxRunsPerTransaction(int maxRunsPerTransaction) {
+            this.maxRunsPerTransaction = maxRunsPerTransaction;
         }
 
         public Duration getPollInterval() {

@@ -1,7 +1,7 @@
 package dev.coop.dashboard.internal;
 
 import dev.coop.render.TerminalText;
-import dev.coop.internal.Limits;
+import dev.coop.internal.store.Limits;
 
 /**
  * What an operator's reason may be: required, at most {@value Limits#MAX_REASON_LENGTH} characters, one or more lines

@@ -1,0 +1,81 @@
+package dev.coop.internal.inspect;
+
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Time;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * Actions on many runs at once, in bounded batches: each batch of at most {@link #BATCH} runs is its own transaction,
+ * so that 100,000 selected runs never hold one transaction (nor one lock set). Each batch writes the runs' events and
+ * one audit entry per hierarchy it touched (who, why, how many of its runs).
+ */
+public final class BulkActions {
+    /** Runs one transaction acts on at most. */
+    public static final int BATCH = 1_000;
+
+    private static final String RETRY_PARKED = """
+            WITH picked AS (
+              SELECT id FROM {schema}.run WHERE status = 'PARKED' AND saga = ?
+               ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED
+            ), resolved AS (
+              UPDATE {schema}.run r SET status = 'RUNNABLE', attempt = 1, resolution = NULL, runnable_at = {now},
+                     version = r.version + 1
+                FROM picked WHERE r.id = picked.id
+              RETURNING r.message_id, r.saga, r.lineage, r.next_step
+            ), logged AS (
+              INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
+              SELECT message_id, 'RETRIED', saga, next_step, lineage, {now} FROM resolved
+            ), audited AS ( -- one entry per hierarchy: its root message, no scope
+              INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
+              SELECT lineage[1], NULL, 'retry-parked', ?, ?, 'RETRYING ' || count(*) || ' parked run(s) of saga ' || ?
+                FROM resolved GROUP BY lineage[1]
+            )
+            SELECT count(*)::int FROM resolved
+            """;
+
+    private final SchemaName schema;
+    private final Time time;
+
+    public BulkActions(SchemaName schema, Time time) {
+        this.schema = schema;
+        this.time = time;
+    }
+
+    /** How many runs of {@code saga} are parked now. */
+    public long countParked(Connection c, String saga) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT count(*) FROM {schema}.run WHERE status = 'PARKED' AND saga = ?"))) {
+            ps.setString(1, saga);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    /**
+     * Retries up to {@link #BATCH} parked runs of {@code saga} (oldest first, skipping runs another transaction holds),
+     * in the caller's transaction; returns how many. The caller commits, and calls again until it returns less than
+     * {@link #BATCH}.
+     */
+    public int retryParkedBatch(Connection c, String saga, String actor, String reason) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RETRY_PARKED))) {
+            int i = 0;
+            ps.setString(++i, saga);
+            ps.setInt(++i, BATCH);
+            ps.setObject(++i, time.bind());
+            ps.setObject(++i, time.bind());
+            ps.setString(++i, actor);
+            ps.setString(++i, reason);
+            ps.setString(++i, saga);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,322 @@
+package dev.coop.internal.inspect;
+
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Time;
+
+import dev.coop.failure.CoopStoreException;
+
+import dev.coop.CancelResult;
+import dev.coop.failure.CancellationRequestedException;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.failure.Failure;
+import dev.coop.Lineage;
+import dev.coop.MessageId;
+import dev.coop.inspect.ParkedRun;
+import dev.coop.failure.RollbackRequestedException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * What operators and clients do to runs: cancel a scope, roll back (undo) a finished one, and resolve parked runs.
+ * Each method runs inside the caller's transaction.
+ */
+public final class Operations {
+    /** The first key of the advisory locks that serialise operator actions per hierarchy ("coop" in ASCII). */
+    public static final int OPERATOR_LOCK = 0x636f6f70;
+
+    /** The source recorded on failures that clients write. */
+    public static final String CLIENT_SOURCE = "coop-client";
+
+    private final SchemaName schema;
+    private final Time time;
+
+    public Operations(SchemaName schema, Time time) {
+        this.schema = schema;
+        this.time = time;
+    }
+
+    /** A scope in the cooperation tree: the lineage of a run. */
+    private record Scope(UUID messageId, UUID[] lineage, String status) {
+        UUID id() {
+            return lineage[lineage.length - 1];
+        }
+    }
+
+    /**
+     * The runs a message id or lineage names; with {@code lock}, row-locked without waiting (a locked run is running
+     * a step: SQLSTATE 55P03).
+     */
+    private List<Scope> scopes(Connection c, MessageId message, Lineage lineage, boolean lock) throws SQLException {
+        String sql = (message != null
+                ? "SELECT message_id, lineage, status FROM {schema}.run WHERE message_id = ? ORDER BY id"
+                : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ?")
+                + (lock ? " FOR UPDATE NOWAIT" : "");
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
+            ps.setObject(1, message != null ? message.value() : lineage.last());
+            List<Scope> scopes = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    scopes.add(new Scope(rs.getObject(1, UUID.class), (UUID[]) rs.getArray(2).getArray(),
+                            rs.getString(3)));
+                }
+            }
+            if (scopes.isEmpty()) {
+                throw new CoopValidationException(message != null
+                        ? "No message " + message + " has runs"
+                        : "No run with lineage " + lineage);
+            }
+            if (lineage != null) {
+                requireLineage(lineage, scopes.getFirst().lineage());
+            }
+            return scopes;
+        }
+    }
+
+    /**
+     * Records cancellation requests for the scope; runs in it give up at their next step boundary. Runs waiting for
+     * their children on the happy path are woken too: they give up at once, settling children that never started
+     * (whose engine may be down), and roll back when the children that started finished.
+     */
+    public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
+        serialise(c, scopes(c, message, lineage, false).getFirst().lineage()[0]);
+        List<Scope> scopes = scopes(c, message, lineage, false);
+        if (scopes.stream().noneMatch(s -> hasActiveRun(c, s, false))) {
+            return CancelResult.ALREADY_FINISHED;
+        }
+        Failure failure = new Failure(reason, CancellationRequestedException.TYPE, CLIENT_SOURCE, List.of(),
+                List.of());
+        boolean any = false;
+        for (Scope scope : scopes) {
+            try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                    WITH requested AS (
+                      INSERT INTO {schema}.cancellation (scope_id, lineage, failure) VALUES (?, ?, ?::jsonb)
+                      ON CONFLICT (scope_id) DO NOTHING
+                      RETURNING scope_id
+                    ), logged AS (
+                      INSERT INTO {schema}.event (message_id, type, lineage, exception)
+                      SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
+                    ), woken AS (
+                      UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
+                       WHERE id IN (SELECT id FROM {schema}.run
+                                     WHERE lineage[1] = ?
+                                       AND (status IN ('RUNNABLE', 'PARKED', 'HELD')
+                                            OR (status = 'WAITING' AND phase = 'HAPPY'))
+                                       AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                                       AND EXISTS (SELECT 1 FROM requested)
+                                       FOR UPDATE SKIP LOCKED)
+                      RETURNING saga
+                    ), notified AS (
+                      SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
+                    )
+                    SELECT (SELECT count(*) FROM requested), (SELECT count(*) FROM notified)
+                    """))) {
+                var array = c.createArrayOf("uuid", scope.lineage());
+                ps.setObject(1, scope.id());
+                ps.setArray(2, array);
+                ps.setString(3, failure.toJson());
+                ps.setObject(4, scope.messageId());
+                ps.setArray(5, array);
+                ps.setString(6, failure.toJson());
+                ps.setObject(7, time.bind());
+                ps.setObject(8, scope.lineage()[0]);
+                ps.setArray(9, array);
+                ps.setArray(10, array);
+                ps.setString(11, schema.value());
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    any |= rs.getLong(1) > 0;
+                }
+            }
+        }
+        return any ? CancelResult.REQUESTED : CancelResult.ALREADY_REQUESTED;
+    }
+
+    private boolean hasActiveRun(Connection c, Scope scope, boolean countRollbacks) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                SELECT EXISTS (SELECT 1 FROM {schema}.run
+                                WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
+                                  AND (? OR phase = 'HAPPY')
+                                  AND lineage[1:cardinality(?::uuid[])] = ?::uuid[])
+                """))) {
+            var array = c.createArrayOf("uuid", scope.lineage());
+            ps.setObject(1, scope.lineage()[0]);
+            ps.setBoolean(2, countRollbacks);
+            ps.setArray(3, array);
+            ps.setArray(4, array);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        } catch (SQLException e) {
+            throw new dev.coop.failure.CoopStoreException("Could not check scope " + Arrays.toString(scope.lineage()),
+                    e);
+        }
+    }
+
+    /**
+     * Rolls back finished, committed runs and everything they caused, children first. Refused while anything in
+     * the scope or above it still runs, and for runs that already rolled back.
+     */
+    public void rollback(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
+        List<Scope> unlocked = scopes(c, message, lineage, false);
+        serialise(c, unlocked.getFirst().lineage()[0]);
+        refuseUnlessFinished(c, scopes(c, message, lineage, false));
+        List<Scope> scopes;
+        try {
+            scopes = scopes(c, message, lineage, true);
+        } catch (SQLException e) {
+            if ("55P03".equals(e.getSQLState())) {
+                throw new CoopValidationException("Cannot roll back " + (message != null
+                        ? "message " + message
+                        : "scope " + lineage) + ": one of its runs is busy; try again");
+            }
+            throw e;
+        }
+        refuseUnlessFinished(c, scopes);
+        Failure failure = new Failure(reason, RollbackRequestedException.TYPE, CLIENT_SOURCE, List.of(), List.of());
+        for (Scope scope : scopes) {
+            request(c, scope, failure);
+        }
+    }
+
+    /**
+     * Operator actions on one hierarchy take turns: a transaction-scoped advisory lock on its root, taken before any
+     * check, so that {@code rollback(root)} and {@code rollback(child)} issued together cannot both pass their checks
+     * (each would see the other's scope as finished) and roll the parent back before its child.
+     */
+    private void serialise(Connection c, UUID root) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_xact_lock(?, hashtext(?))")) {
+            ps.setInt(1, OPERATOR_LOCK);
+            ps.setString(2, root.toString());
+            ps.execute();
+        }
+    }
+
+    private void refuseUnlessFinished(Connection c, List<Scope> scopes) throws SQLException {
+        for (Scope scope : scopes) {
+            String name = "run " + scope.id() + " (lineage " + Arrays.toString(scope.lineage()) + ")";
+            switch (scope.status()) {
+                case "COMMITTED" -> {
+                }
+                case "ROLLED_BACK", "ROLLBACK_FAILED" -> throw new CoopValidationException(
+                        "Cannot roll back " + name + ": it already " + ("ROLLED_BACK".equals(scope.status())
+                                ? "rolled back"
+                                : "failed to roll back"));
+                default -> throw new CoopValidationException("Cannot roll back " + name
+                        + ": it is still running (" + scope.status() + "); cancel it instead");
+            }
+            if (hasActiveRun(c, scope, true) || hasActiveAncestor(c, scope)) {
+                throw new CoopValidationException("Cannot roll back " + name
+                        + ": a run in its scope or above it is still running");
+            }
+        }
+    }
+
+    private void request(Connection c, Scope scope, Failure failure) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH logged AS (
+                  INSERT INTO {schema}.event (message_id, type, lineage, exception)
+                  VALUES (?, 'ROLLBACK_EMITTED', ?, ?::jsonb)
+                )
+                UPDATE {schema}.run
+                   SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                       rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
+                       finished_at = NULL, pending_children = 0, failed_children = 0, version = version + 1
+                 WHERE id = ? AND status = 'COMMITTED'
+                """))) {
+            ps.setObject(1, scope.messageId());
+            ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
+            ps.setString(3, failure.toJson());
+            ps.setString(4, failure.toJson());
+            ps.setObject(5, time.bind());
+            ps.setObject(6, scope.id());
+            ps.executeUpdate();
+        }
+    }
+
+    private boolean hasActiveAncestor(Connection c, Scope scope) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT EXISTS (SELECT 1 FROM {schema}.run WHERE id = ANY(?) AND status NOT IN ('COMMITTED',"
+                        + " 'ROLLED_BACK', 'ROLLBACK_FAILED'))"))) {
+            ps.setArray(1, c.createArrayOf("uuid", Arrays.copyOf(scope.lineage(), scope.lineage().length - 1)));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** Parked runs, oldest first. */
+    public List<ParkedRun> parked(Connection c, int limit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema
+                .sql("""
+                        SELECT r.id, r.message_id, r.saga, r.lineage, r.step_index, r.attempt, r.failure::text, r.created_at,
+                               coalesce(r.next_step, (SELECT v.first_step FROM {schema}.saga_version v -- before its first advance
+                                                       WHERE r.step_index = 0 AND v.saga = r.saga AND v.version = r.saga_version))
+                          FROM {schema}.run r WHERE r.status = 'PARKED' ORDER BY r.created_at LIMIT ?
+                        """))) {
+            ps.setInt(1, limit);
+            List<ParkedRun> runs = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String failure = rs.getString(7);
+                    runs.add(new ParkedRun(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
+                            rs.getString(3), new Lineage(Arrays.asList((UUID[]) rs.getArray(4).getArray())),
+                            rs.getInt(5), rs.getInt(6),
+                            failure == null ? null : Failure.fromJson(failure),
+                            rs.getObject(8, OffsetDateTime.class), rs.getString(9)));
+                }
+            }
+            return runs;
+        }
+    }
+
+    /**
+     * Refuses a lineage that is not the stored lineage of its last run (one whose root is another hierarchy's, say),
+     * so that an action is never taken on one hierarchy while recorded under another.
+     */
+    public static void requireLineage(Lineage given, UUID[] stored) {
+        if (!given.ids().equals(Arrays.asList(stored))) {
+            throw new CoopValidationException("lineage " + given + " does not name a run: run " + given.last()
+                    + " has lineage " + Arrays.toString(stored)
+                    + (stored[0].equals(given.root()) ? "" : ", in the hierarchy of message " + stored[0]));
+        }
+    }
+
+    /** {@link #resolveParked(Connection, UUID, boolean)} for the run of a lineage, refused when it names none. */
+    public boolean resolveParked(Connection c, Lineage run, boolean skip) throws SQLException {
+        scopes(c, null, run, false);
+        return resolveParked(c, run.last(), skip);
+    }
+
+    /**
+     * Makes a parked run runnable again: retry its step from attempt 1, or (skip) treat it as done; the log gets a
+     * {@code RETRIED} or {@code MARKED_DONE} event naming the step (who and why are in the audit).
+     */
+    public boolean resolveParked(Connection c, UUID runId, boolean skip) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                WITH resolved AS (
+                  UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
+                         runnable_at = {now}, version = version + 1
+                   WHERE id = ? AND status = 'PARKED'
+                  RETURNING message_id, saga, lineage, next_step
+                )
+                INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
+                SELECT message_id, ?, saga, next_step, lineage, {now} FROM resolved
+                """))) {
+            ps.setString(1, skip ? "SKIP" : null);
+            ps.setObject(2, time.bind());
+            ps.setObject(3, runId);
+            ps.setString(4, skip ? "MARKED_DONE" : "RETRIED");
+            ps.setObject(5, time.bind());
+            return ps.executeUpdate() > 0;
+        }
+    }
+}

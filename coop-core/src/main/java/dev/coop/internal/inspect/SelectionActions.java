@@ -1,0 +1,224 @@
+package dev.coop.internal.inspect;
+
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Time;
+
+import dev.coop.failure.CancellationRequestedException;
+import dev.coop.failure.Failure;
+import dev.coop.failure.RollbackRequestedException;
+import dev.coop.inspect.RunQuery;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * Cancelling or rolling back the runs a {@link RunQuery} selects, in batches of at most {@link BulkActions#BATCH}
+ * runs, each batch one transaction (the caller's): the selection is walked in run id order (a keyset: each batch
+ * starts after the last id of the previous one), so runs already acted on are not picked again and a run launched
+ * meanwhile is picked only if its id sorts after the walk's position. Each batch first takes the operator locks of its
+ * hierarchies (in root order, the lock single cancels and rollbacks take), then acts on every run in one statement:
+ * the same requests as {@link Operations#cancel} and {@link Operations#rollback} for a run's scope, one event per run,
+ * and one audit entry per hierarchy (who, why, how many of its runs).
+ */
+public final class SelectionActions {
+    /** A batch's outcome: how many runs it looked at (fewer than a batch: the last), acted on, and where it ended. */
+    public record Batch(int picked, int acted, UUID last) {
+    }
+
+    /** The selected runs of a batch: unfinished (cancel) or committed (rollback), after a run id, in id order. */
+    private static final String PICK = """
+            SELECT r.id, r.lineage[1] FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+             WHERE %s AND r.id > ? ORDER BY r.id LIMIT ?
+            """;
+    private static final String LOCK = """
+            SELECT pg_advisory_xact_lock(?, hashtext(root::text)) FROM unnest(?::uuid[]) root ORDER BY root
+            """;
+    /** Every picked run still unfinished on the happy path: the scope's cancellation, woken like a single cancel. */
+    private static final String CANCEL = """
+            WITH picked AS (
+              SELECT id, message_id, lineage FROM {schema}.run
+               WHERE id = ANY(?::uuid[]) AND phase = 'HAPPY' AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
+            ), requested AS (
+              INSERT INTO {schema}.cancellation (scope_id, lineage, failure)
+              SELECT id, lineage, ?::jsonb FROM picked
+              ON CONFLICT (scope_id) DO NOTHING
+              RETURNING scope_id, lineage
+            ), logged AS (
+              INSERT INTO {schema}.event (message_id, type, lineage, exception)
+              SELECT p.message_id, 'CANCELLATION_REQUESTED', p.lineage, ?::jsonb
+                FROM requested q JOIN picked p ON p.id = q.scope_id
+            ), woken AS (
+              UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
+               WHERE id IN (SELECT w.id FROM {schema}.run w JOIN requested q ON w.lineage[1] = q.lineage[1]
+                             WHERE (w.status IN ('RUNNABLE', 'PARKED', 'HELD')
+                                    OR (w.status = 'WAITING' AND w.phase = 'HAPPY'))
+                               AND w.lineage[1:cardinality(q.lineage)] = q.lineage
+                               FOR UPDATE OF w SKIP LOCKED)
+              RETURNING saga
+            ), notified AS (
+              SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
+            ), audited AS ( -- one entry per hierarchy: its root message, no scope
+              INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
+              SELECT lineage[1], NULL, 'cancel-selection', ?, ?,
+                     'REQUESTED for ' || count(*) || ' run(s) of a selection: ' || ?
+                FROM requested GROUP BY lineage[1]
+            )
+            SELECT (SELECT count(*)::int FROM requested), (SELECT count(*) FROM notified)
+            """;
+    /**
+     * Every picked run still committed, with nothing running in its scope or above it and no picked ancestor (the
+     * ancestor's rollback undoes it, children first): the scope's rollback request, as {@link Operations#rollback}.
+     */
+    private static final String ROLLBACK = """
+            WITH batch AS (
+              SELECT id, message_id, lineage FROM {schema}.run WHERE id = ANY(?::uuid[]) AND status = 'COMMITTED'
+               FOR UPDATE SKIP LOCKED
+            ), picked AS (
+              SELECT b.* FROM batch b
+               WHERE NOT EXISTS (SELECT 1 FROM {schema}.run a
+                                  WHERE a.lineage[1] = b.lineage[1]
+                                    AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
+                                    AND a.lineage[1:cardinality(b.lineage)] = b.lineage)
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.run a
+                                  WHERE a.id = ANY(b.lineage[1:cardinality(b.lineage) - 1])
+                                    AND a.status NOT IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'))
+                 AND NOT EXISTS (SELECT 1 FROM batch o
+                                  WHERE o.id = ANY(b.lineage[1:cardinality(b.lineage) - 1]))
+            ), logged AS (
+              INSERT INTO {schema}.event (message_id, type, lineage, exception)
+              SELECT message_id, 'ROLLBACK_EMITTED', lineage, ?::jsonb FROM picked
+            ), requested AS (
+              UPDATE {schema}.run r
+                 SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                     rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
+                     finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
+                FROM picked WHERE r.id = picked.id
+              RETURNING r.lineage
+            ), audited AS (
+              INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
+              SELECT lineage[1], NULL, 'rollback-selection', ?, ?,
+                     'REQUESTED for ' || count(*) || ' run(s) of a selection: ' || ?
+                FROM requested GROUP BY lineage[1]
+            )
+            SELECT count(*)::int FROM requested
+            """;
+
+    private final SchemaName schema;
+    private final Time time;
+
+    public SelectionActions(SchemaName schema, Time time) {
+        this.schema = schema;
+        this.time = time;
+    }
+
+    /** Cancels the next batch of the selection's unfinished runs after {@code after} (null: from the start). */
+    public Batch cancelBatch(Connection c, RunQuery selection, UUID after, String actor, String reason,
+            String described) throws SQLException {
+        Failure failure = new Failure(reason, CancellationRequestedException.TYPE, Operations.CLIENT_SOURCE,
+                List.of(), List.of());
+        return act(c, selection, true, after, ps -> {
+            int i = 1;
+            ps.setString(++i, failure.toJson());
+            ps.setString(++i, failure.toJson());
+            ps.setObject(++i, time.bind());
+            ps.setString(++i, schema.value());
+            ps.setString(++i, actor);
+            ps.setString(++i, reason);
+            ps.setString(++i, described);
+        });
+    }
+
+    /** Rolls back the next batch of the selection's committed runs after {@code after} (null: from the start). */
+    public Batch rollbackBatch(Connection c, RunQuery selection, UUID after, String actor, String reason,
+            String described) throws SQLException {
+        Failure failure = new Failure(reason, RollbackRequestedException.TYPE, Operations.CLIENT_SOURCE, List.of(),
+                List.of());
+        return act(c, selection, false, after, ps -> {
+            int i = 1;
+            ps.setString(++i, failure.toJson());
+            ps.setString(++i, failure.toJson());
+            ps.setObject(++i, time.bind());
+            ps.setString(++i, actor);
+            ps.setString(++i, reason);
+            ps.setString(++i, described);
+        });
+    }
+
+    /** The selection in words, for the audit ({@code saga=billing status=PARKED since=...}). */
+    public static String describe(RunQuery q) {
+        List<String> parts = new ArrayList<>();
+        add(parts, "saga", q.saga());
+        add(parts, "topic", q.topic());
+        add(parts, "status", q.status());
+        add(parts, "since", q.since());
+        add(parts, "before", q.before());
+        add(parts, "businessKey", q.businessKey());
+        add(parts, "tag", q.tag());
+        add(parts, "failureType", q.failureType());
+        return String.join(" ", parts);
+    }
+
+    private static void add(List<String> parts, String name, Object value) {
+        if (value != null) {
+            parts.add(name + "=" + value);
+        }
+    }
+
+    /** Whether the selection names what it acts on: a saga, a topic, a business key or a tag (never every run). */
+    public static boolean names(RunQuery q) {
+        return q.saga() != null || q.topic() != null || q.businessKey() != null || q.tag() != null;
+    }
+
+    private interface Binder {
+        void bind(PreparedStatement ps) throws SQLException;
+    }
+
+    private Batch act(Connection c, RunQuery selection, boolean cancel, UUID after, Binder rest) throws SQLException {
+        List<UUID> ids = new ArrayList<>();
+        List<UUID> roots = new ArrayList<>();
+        pick(c, selection, cancel, after, ids, roots);
+        if (ids.isEmpty()) {
+            return new Batch(0, 0, after);
+        }
+        try (PreparedStatement ps = c.prepareStatement(LOCK)) {
+            ps.setInt(1, Operations.OPERATOR_LOCK);
+            ps.setArray(2, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
+            ps.executeQuery().close();
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(cancel ? CANCEL : ROLLBACK))) {
+            ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
+            rest.bind(ps);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new Batch(ids.size(), rs.getInt(1), ids.getLast());
+            }
+        }
+    }
+
+    private void pick(Connection c, RunQuery selection, boolean cancel, UUID after, List<UUID> ids, List<UUID> roots)
+            throws SQLException {
+        StringBuilder where = new StringBuilder(cancel
+                ? "r.phase = 'HAPPY' AND r.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')"
+                : "r.status = 'COMMITTED'");
+        List<Object> values = new ArrayList<>();
+        Inspection.filter(selection, where, values);
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(PICK.formatted(where)))) {
+            int i = 0;
+            for (Object v : values) {
+                ps.setObject(++i, v);
+            }
+            ps.setObject(++i, after == null ? new UUID(0, 0) : after);
+            ps.setInt(++i, BulkActions.BATCH);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    ids.add(rs.getObject(1, UUID.class));
+                    roots.add(rs.getObject(2, UUID.class));
+                }
+            }
+        }
+    }
+}

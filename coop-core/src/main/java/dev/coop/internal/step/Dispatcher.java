@@ -1,0 +1,461 @@
+package dev.coop.internal.step;
+
+import dev.coop.internal.store.Store;
+
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Hands work to an engine's workers without scanning anything: it keeps the set of sagas that may have due runs
+ * (marked by notifications, local commits and probes) and the time of the next probe. Idle workers wait here,
+ * holding no connection.
+ */
+public final class Dispatcher {
+    /**
+     * What a worker should do next: claim a run of {@code saga}, or probe the database when saga is null. A
+     * {@code counted} claim is owed for one run this engine made runnable itself; the others look for runs until
+     * a claim finds none. A {@code retry} is a counted claim owed again because the one before it found nothing
+     * (see {@link #empty}). {@code runs}: how many runs the claim may take at once (a round, see {@link RoundSize}).
+     */
+    record Task(String saga, long epoch, boolean counted, boolean retry, int runs) {
+        boolean isProbe() {
+            return saga == null;
+        }
+    }
+
+    private static final Task PROBE = new Task(null, 0, false, false, 1);
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final Map<String, Long> epochs = new HashMap<>();
+    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
+    /**
+     * For a ready saga: how many claims are owed for runs this engine made runnable itself and knows the number of
+     * (a launch by its client, a parent woken by its last child, a run given back). A ready saga without an entry
+     * is searched: its workers claim until a claim finds nothing (woken by a notification or a probe, which do not
+     * say how many runs are due). Counting keeps idle workers from claiming when nothing new is due: such claims
+     * find nothing, or take a run whose worker is between its commit and its continuation's reclaim.
+     */
+    private final Map<String, Integer> owed = new HashMap<>();
+    /** Of the claims owed for a saga, how many are retries (handed out first); never more than are owed. */
+    private final Map<String, Integer> retries = new HashMap<>();
+    /** The sagas with a worker limit of their own, and how many workers work on each now. */
+    private final Map<String, Integer> limits = new HashMap<>();
+    private final Map<String, Integer> busy = new HashMap<>();
+    /** How many runs a claim may take at once, per saga: its cap, and what its searched claims take now. */
+    private final RoundSize rounds = new RoundSize();
+    /** How many workers wait in {@link #next()} for something to do. */
+    private int idle;
+    /** Limited sagas whose last claim found nothing (slots busy, rate window full): tried again when a step ends. */
+    private final java.util.Set<String> blocked = new java.util.HashSet<>();
+    private final long pollNanos;
+    private long nextProbe;
+    private boolean probing;
+    /** A probe was asked for while one ran: what it read may be stale (the time jumped), so probe again. */
+    private boolean reprobe;
+    /**
+     * The earliest due time asked for ({@link #dueIn}) while a probe ran, or {@link Long#MAX_VALUE}: the probe may
+     * have read the database before the commit that made it due, so its result must not push the next probe past it.
+     */
+    private long dueDuringProbe = Long.MAX_VALUE;
+    private boolean stopped;
+    /**
+     * What {@link #pause} waits on: signalled only by {@link #stop}. A thread pausing on {@code changed} would take
+     * the single {@code signal()} a wake-up sends to one idle worker, and that worker would wait for the next poll.
+     */
+    private final java.util.concurrent.locks.Condition stopping = lock.newCondition();
+
+    public Dispatcher(List<String> sagas, long pollNanos) {
+        sagas.forEach(s -> epochs.put(s, 0L));
+        this.pollNanos = pollNanos;
+        this.nextProbe = System.nanoTime(); // probe at once: there may be work from before this engine started
+    }
+
+    /** Blocks until there is something to do; null once stopped. */
+    Task next() throws InterruptedException {
+        lock.lock();
+        try {
+            while (!stopped) {
+                String saga = firstAvailable();
+                if (saga != null) {
+                    ready.remove(saga);
+                    Integer claims = owed.get(saga);
+                    int runs = claims == null ? rounds.searched(saga, idle) : rounds.counted(saga, claims, idle);
+                    if (claims == null || claims > runs) {
+                        ready.addLast(saga); // round robin between sagas
+                    }
+                    boolean retry = false;
+                    if (claims != null) {
+                        if (claims > runs) {
+                            owed.put(saga, claims - runs);
+                        } else {
+                            owed.remove(saga);
+                        }
+                        Integer retrying = retries.get(saga);
+                        if (retrying != null) {
+                            retry = true;
+                            if (retrying > 1) {
+                                retries.put(saga, retrying - 1);
+                            } else {
+                                retries.remove(saga);
+                            }
+                        }
+                    }
+                    if (limits.containsKey(saga)) {
+                        busy.merge(saga, 1, Integer::sum);
+                    }
+                    return new Task(saga, epochs.get(saga), claims != null, retry, runs);
+                }
+                long now = System.nanoTime();
+                if (!probing && now - nextProbe >= 0) {
+                    probing = true;
+                    return PROBE;
+                }
+                idle++;
+                try {
+                    changed.awaitNanos(probing ? pollNanos : nextProbe - now);
+                } finally {
+                    idle--;
+                }
+            }
+            return null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The first ready saga that has a worker left under its own limit, or null. */
+    private String firstAvailable() {
+        for (String saga : ready) {
+            Integer limit = limits.get(saga);
+            if (limit == null || busy.getOrDefault(saga, 0) < limit) {
+                return saga;
+            }
+        }
+        return null;
+    }
+
+    /** At most {@code workers} workers of this engine work on {@code saga} at once (0: no limit of its own). */
+    public void limit(String saga, int workers) {
+        lock.lock();
+        try {
+            if (workers > 0) {
+                limits.put(saga, workers);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** At most {@code runs} runs of {@code saga} advance in one transaction (1: one run per transaction). */
+    public void rounds(String saga, int runs) {
+        lock.lock();
+        try {
+            rounds.cap(saga, runs);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A claim for the task's saga took {@code claimed} of the {@code task.runs()} runs it was handed (at least one):
+     * a searched saga's next claims take more when this one took all it could, fewer when it did not; a counted claim
+     * that took fewer was beaten to the others, which may be owed again as for {@link #empty}.
+     */
+    void claimedRound(Task task, int claimed) {
+        lock.lock();
+        try {
+            if (!task.counted()) {
+                rounds.searchedTook(task.saga(), task.runs(), claimed);
+            } else if (claimed < task.runs() && !task.retry()) {
+                Long epoch = epochs.get(task.saga());
+                int missing = task.runs() - claimed;
+                if (epoch != null && epoch != task.epoch() && owe(task.saga(), missing)) {
+                    retries.merge(task.saga(), missing, Integer::sum);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A worker finished the task {@link #next()} gave it: the saga has a worker more under its limit. */
+    void done(Task task) {
+        if (task.isProbe()) {
+            return;
+        }
+        lock.lock();
+        try {
+            if (limits.containsKey(task.saga()) && busy.merge(task.saga(), -1, Integer::sum) >= 0
+                    && ready.contains(task.saga())) {
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Runs of {@code saga} may be due, how many is not known (a notification, a probe, a commit in this engine that
+     * made several runnable): workers claim until a claim finds nothing.
+     */
+    public void wake(String saga) {
+        lock.lock();
+        try {
+            if (markReady(saga)) {
+                owed.remove(saga);
+                retries.remove(saga);
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Exactly {@code runs} runs of {@code saga} became due now, made runnable by this engine (committed): that many
+     * claims are owed, and no more are made for them. A saga already being searched stays so.
+     */
+    public void wake(String saga, int runs) {
+        if (runs <= 0) {
+            return;
+        }
+        lock.lock();
+        try {
+            owe(saga, runs);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@link #wake(String, int)} with the lock held.
+     *
+     * @return whether the claims were owed (false: not a saga of this engine, or searched already)
+     */
+    private boolean owe(String saga, int runs) {
+        boolean searched = ready.contains(saga) && !owed.containsKey(saga);
+        if (!markReady(saga)) {
+            return false;
+        }
+        if (!searched) {
+            owed.merge(saga, runs, Integer::sum);
+        }
+        changed.signal();
+        return !searched;
+    }
+
+    /** Probe soon, e.g. after notifications may have been missed or the time jumped. */
+    public void probeNow() {
+        lock.lock();
+        try {
+            reprobe = probing;
+            nextProbe = System.nanoTime();
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Something of {@code saga} is due in {@code millis}: make sure a probe happens by then. */
+    public void dueIn(long millis) {
+        lock.lock();
+        try {
+            long at = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, millis));
+            if (probing && (dueDuringProbe == Long.MAX_VALUE || at - dueDuringProbe < 0)) {
+                dueDuringProbe = at;
+            }
+            if (at - nextProbe < 0) {
+                nextProbe = at;
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A continuing worker's run was taken by another claim, perhaps one owed for another run of the saga: owe one
+     * claim in its place (claims that search need none).
+     */
+    void giveBack(String saga) {
+        wake(saga, 1);
+    }
+
+    /**
+     * A claim for the task's saga succeeded: when the saga is searched there may be more, so let another idle worker
+     * try too (a counted claim's siblings were signalled when they were owed).
+     */
+    void found(Task task) {
+        if (task.counted()) {
+            return;
+        }
+        lock.lock();
+        try {
+            changed.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A claim for the task's saga found nothing; forget the saga unless it was woken again meanwhile.
+     *
+     * <p>A counted claim that found nothing was beaten to its run by another claim. When nothing woke the saga since
+     * the claim was handed out, that is all: every run owed a claim was visible to it, and the claim that took its run
+     * owes nothing more. When something did, the claim may have read the database before the commit of a run woken
+     * since (its statement's snapshot), while the claim owed for that run took the run this one was owed for (the
+     * earliest due first): that run would wait for the next probe. The claim is owed once more, as a retry, which is
+     * handed out after that wake-up and so sees the run; a retry that finds nothing is not owed again (under a steady
+     * stream of launches the saga is woken all the time, and retries would follow each other for nothing).
+     */
+    void empty(Task task) {
+        if (task.counted()) {
+            if (task.retry()) {
+                return;
+            }
+            lock.lock();
+            try {
+                Long epoch = epochs.get(task.saga());
+                if (epoch != null && epoch != task.epoch() && owe(task.saga(), task.runs())) {
+                    retries.merge(task.saga(), task.runs(), Integer::sum);
+                }
+            } finally {
+                lock.unlock();
+            }
+            return;
+        }
+        lock.lock();
+        try {
+            rounds.searchedTook(task.saga(), task.runs(), 0);
+            if (epochs.get(task.saga()) == task.epoch() && !owed.containsKey(task.saga())) {
+                ready.remove(task.saga());
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A claim of a limited saga found nothing, perhaps for its limits: try it again when a step of it ends here, and
+     * probe within {@code retryMillis} at the latest.
+     */
+    void blocked(String saga, long retryMillis) {
+        lock.lock();
+        try {
+            blocked.add(saga);
+        } finally {
+            lock.unlock();
+        }
+        dueIn(retryMillis);
+    }
+
+    /** A step transaction of a limited saga ended in this engine: its slot is free, so a blocked saga may go on. */
+    void stepEnded(String saga) {
+        lock.lock();
+        try {
+            if (blocked.remove(saga) && markReady(saga)) {
+                owed.remove(saga); // searched: the blocked runs were not counted
+                retries.remove(saga);
+                changed.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Records a probe: sagas due now become ready; the next probe is at the earliest future due time. */
+    void probed(Map<String, Store.Due> dues) {
+        lock.lock();
+        try {
+            probing = false;
+            long now = System.nanoTime();
+            long next = now + pollNanos;
+            for (Map.Entry<String, Store.Due> e : dues.entrySet()) {
+                Store.Due due = e.getValue();
+                if (due.firstMillis() <= 0) {
+                    if (markReady(e.getKey())) {
+                        owed.remove(e.getKey()); // searched: a probe does not say how many runs are due
+                        retries.remove(e.getKey());
+                    }
+                } else {
+                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(due.firstMillis()));
+                }
+                if (due.nextMillis() != null) {
+                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(Math.max(0, due.nextMillis())));
+                }
+            }
+            nextProbe = reprobe ? now : earliest(next);
+            reprobe = false;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A probe failed: try again after {@code delayNanos}. */
+    void probeFailed(long delayNanos) {
+        lock.lock();
+        try {
+            probing = false;
+            nextProbe = earliest(System.nanoTime() + delayNanos);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits up to {@code nanos} or until stopped; for backing off after failures. */
+    public void pause(long nanos) throws InterruptedException {
+        lock.lock();
+        try {
+            long left = nanos;
+            while (!stopped && left > 0) {
+                left = stopping.awaitNanos(left);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public boolean stopped() {
+        lock.lock();
+        try {
+            return stopped;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public void stop() {
+        lock.lock();
+        try {
+            stopped = true;
+            changed.signalAll();
+            stopping.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code next}, or a due time asked for during the probe that just ended if that is earlier; forgets it. */
+    private long earliest(long next) {
+        long due = dueDuringProbe;
+        dueDuringProbe = Long.MAX_VALUE;
+        return due != Long.MAX_VALUE && due - next < 0 ? due : next;
+    }
+
+    private boolean markReady(String saga) {
+        Long epoch = epochs.get(saga);
+        if (epoch == null) {
+            return false; // not one of this engine's sagas
+        }
+        epochs.put(saga, epoch + 1);
+        ready.add(saga);
+        return true;
+    }
+}

@@ -1,0 +1,116 @@
+package dev.coop.internal.step;
+
+import dev.coop.internal.guard.GuardedConnection;
+import dev.coop.internal.store.Store;
+
+import dev.coop.Coop;
+
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.Failure;
+import dev.coop.failure.GaveUpException;
+import java.util.List;
+import java.sql.SQLException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
+
+/** Tells Coop's own infrastructure failures (retry later) from failures of user code (the step failed). */
+public final class Failures {
+    private Failures() {
+    }
+
+    /**
+     * True when {@code t} says the database or the connection failed rather than the step's logic: lost
+     * connections (SQLSTATE class 08), serialization failures and deadlocks (40), resource exhaustion (53),
+     * operator intervention such as a restart (57P). Decided by SQL state and connection state only: a unique
+     * violation a step wrapped in its own exception, or an {@link OutOfMemoryError} in step code, fails the step.
+     * The cause chain is walked at most {@code 100} deep and stops at a cycle.
+     */
+    public static boolean isInfrastructure(Throwable t) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLRecoverableException || c instanceof SQLTransientException) {
+                return true;
+            }
+            if (c instanceof SQLException sql && isInfrastructureState(sql.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * {@code t.toString()} for a log line, safe with hostile throwables: one whose message cannot be read, or is
+     * megabytes long, or holds terminal control sequences.
+     */
+    public static String describe(Throwable t) {
+        String text;
+        try {
+            text = String.valueOf(t);
+        } catch (Throwable e) {
+            text = t.getClass().getName() + " (its message cannot be read: " + e.getClass().getName() + ")";
+        }
+        if (text.length() > 1_000) {
+            text = text.substring(0, 1_000) + "... (" + (text.length() - 1_000) + " more characters)";
+        }
+        return dev.coop.render.TerminalText.escape(text);
+    }
+
+    /** The failure of a run that gives up because of the cancellation {@code cancellationJson}. */
+    public static CooperationException gaveUp(String cancellationJson, String source) {
+        Failure cancellation = Failure.fromJson(cancellationJson);
+        return CooperationException.of(new Failure("Gave up: " + cancellation.message(), GaveUpException.TYPE, source,
+                List.of(), List.of(cancellation)));
+    }
+
+    /**
+     * True when one of Coop's own statements (the emit, the advance, the join lookup, the commit: everything after the
+     * user's code returned) failed for a reason that is not the step's: database trouble as above, or the server
+     * cancelling the statement ({@code lock_timeout}: 55P03, {@code statement_timeout} or {@code pg_cancel_backend}:
+     * 57014). The same SQL states raised by the user's own statements fail the step, as the user's own code decided
+     * to run them under those settings.
+     */
+    public static boolean isBookkeepingTrouble(Throwable t) {
+        if (isInfrastructure(t)) {
+            return true;
+        }
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLException sql && ("55P03".equals(sql.getSQLState())
+                    || "57014".equals(sql.getSQLState()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** True when the statement failed because the run's scope was cancelled (see assert_not_cancelled). */
+    public static boolean isCancelled(Throwable t) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLException sql && Store.CANCELLED.equals(sql.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * True when user code ended the transaction that claimed its run by a route the step's connection could not refuse:
+     * the advance found another transaction id ({@code claim_lost()}, SQLSTATE CP002), or the step's savepoint was
+     * gone ({@link GuardedConnection#ended}).
+     */
+    static boolean endedTransaction(Throwable t) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLException sql && GuardedConnection.ENDED_STATE.equals(sql.getSQLState())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static boolean isInfrastructureState(String state) {
+        return state != null && (state.startsWith("08") || state.startsWith("40") || state.startsWith("53")
+                || state.startsWith("57P"));
+    }
+}

@@ -1,0 +1,387 @@
+package dev.coop.internal.task;
+
+import dev.coop.internal.step.ClaimedRun;
+import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Sql;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Time;
+
+import dev.coop.MessageId;
+import dev.coop.RunStatus;
+import dev.coop.TaskOptions;
+import dev.coop.TaskState;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.TaskView;
+import java.security.SecureRandom;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.regex.Pattern;
+
+/** Every statement of external tasks: opening them with a step, settling them, compensating them, reading them. */
+public final class ExternalTasks {
+    /** The failure type of a task the outside world failed. */
+    public static final String FAILED_TYPE = "dev.coop.failure.ExternalTaskFailedException";
+    private static final Pattern TOKEN = Pattern.compile(TaskOptions.TOKEN_PREFIX + "[A-Za-z0-9_-]{32}");
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final SchemaName schema;
+    private final Time time;
+    private final String settleByToken;
+    private final String settleByKey;
+    private final String settleAloneByToken;
+    private final String settleAloneByKey;
+
+    public ExternalTasks(SchemaName schema, Time time) {
+        this.schema = schema;
+        this.time = time;
+        String countOff = Sql.countOffParentOf("(SELECT parent_id FROM settled)",
+                "AND (SELECT count(*) FROM logged) >= 0");
+        if (!countOff.contains(Sql.COUNT_OFF_RESULT)) {
+            throw new IllegalStateException("the count-off's result changed: " + countOff);
+        }
+        countOff = countOff.replace(Sql.COUNT_OFF_RESULT, """
+                SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
+                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled)
+                  FROM (SELECT 1) one LEFT JOIN parent p ON true""");
+        String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
+        this.settleByToken = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_TOKEN));
+        this.settleByKey = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_KEY));
+        this.settleAloneByToken = schema.sql(settle.replace("{alone}", TaskSql.ALONE).formatted(TaskSql.BY_TOKEN));
+        this.settleAloneByKey = schema.sql(settle.replace("{alone}", TaskSql.ALONE).formatted(TaskSql.BY_KEY));
+    }
+
+    /** A new token: {@code ct_} and 32 URL-safe characters (192 random bits). */
+    public static String newToken() {
+        byte[] bytes = new byte[24];
+        RANDOM.nextBytes(bytes);
+        return TaskOptions.TOKEN_PREFIX + Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
+    }
+
+    /** How a caller named a task: a token, or else a correlation key; refuses what can be neither. */
+    record Address(String value, boolean token) {
+    }
+
+    static Address address(String tokenOrKey) {
+        if (tokenOrKey == null) {
+            throw new CoopValidationException("tokenOrKey must not be null");
+        }
+        if (tokenOrKey.startsWith(TaskOptions.TOKEN_PREFIX)) {
+            if (!TOKEN.matcher(tokenOrKey).matches()) {
+                throw new CoopValidationException("Malformed external task token (expected '"
+                        + TaskOptions.TOKEN_PREFIX + "' and 32 characters of [A-Za-z0-9_-], was "
+                        + tokenOrKey.length() + " characters)");
+            }
+            return new Address(tokenOrKey, true);
+        }
+        return new Address(Limits.key("An external task's key", tokenOrKey), false);
+    }
+
+    /** What the step instance opening the tasks is. */
+    public record Opener(ClaimedRun run, int seq, String step, String engine, String context, OffsetDateTime deadline) {
+    }
+
+    /**
+     * Writes the tasks a step opened, in its transaction.
+     *
+     * @throws CoopValidationException when a key is held by an open task (the step then fails)
+     */
+    public int open(Connection c, Opener o, List<TaskRequest> tasks) throws SQLException {
+        String[] results = new String[tasks.size()];
+        int taken = 0;
+        for (int k = 0; k < tasks.size(); k++) {
+            if (tasks.get(k).signal()) {
+                results[k] = takeSignal(c, tasks.get(k).key());
+                taken += results[k] == null ? 0 : 1;
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.OPEN))) {
+            int i = 0;
+            ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::messageId).toArray()));
+            ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::runId).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::name).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::payload).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::token).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::key).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationTopic).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationPayload).toArray()));
+            ps.setArray(++i, c.createArrayOf("text", results));
+            ps.setArray(++i, c.createArrayOf("timestamptz", tasks.stream().map(TaskRequest::timeoutAt).toArray()));
+            OffsetDateTime now = time.bind();
+            ps.setObject(++i, now); // message.created_at
+            var lineage = c.createArrayOf("uuid", o.run().lineage());
+            ps.setString(++i, o.run().saga());
+            ps.setString(++i, o.engine());
+            ps.setString(++i, o.step());
+            ps.setArray(++i, lineage);
+            ps.setString(++i, o.context());
+            ps.setArray(++i, lineage); // runs
+            ps.setObject(++i, o.run().id());
+            ps.setInt(++i, o.seq());
+            ps.setString(++i, o.context());
+            for (int k = 0; k < 3; k++) {
+                ps.setObject(++i, now);
+            }
+            ps.setArray(++i, lineage); // taken
+            ps.setObject(++i, o.run().id()); // tasks
+            ps.setInt(++i, o.seq());
+            ps.setObject(++i, o.run().lineage()[0]);
+            ps.setObject(++i, o.deadline());
+            ps.setObject(++i, o.deadline());
+            ps.setObject(++i, o.deadline());
+            ps.setObject(++i, now);
+            ps.setObject(++i, now);
+            List<String> keysTaken = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    keysTaken.add(rs.getString(1));
+                }
+            }
+            if (!keysTaken.isEmpty()) {
+                throw new CoopValidationException("External task key(s) " + keysTaken
+                        + " already held by an open task; a key addresses one open task at a time");
+            }
+            return tasks.size() - taken;
+        }
+    }
+
+    /** What timing out a waiting parent's overdue tasks did: how many, and the next timeout (or null). */
+    public record TimedOut(int count, OffsetDateTime next) {
+    }
+
+    /** Times out the open tasks of instance {@code seq} of {@code run} whose own timeout passed; see TIME_OUT. */
+    public TimedOut timeOut(Connection c, ClaimedRun run, int seq, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TIME_OUT))) {
+            OffsetDateTime now = run.claimedAt();
+            int i = 0;
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, seq);
+            for (int k = 0; k < 3; k++) {
+                ps.setObject(++i, now);
+            }
+            ps.setString(++i, engine);
+            ps.setObject(++i, run.id());
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, seq);
+            ps.setObject(++i, now);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new TimedOut(rs.getInt(1), rs.getObject(2, OffsetDateTime.class));
+            }
+        }
+    }
+
+    /** The oldest unexpired signal kept for {@code key} (JSON text), taken; null when none. */
+    private String takeSignal(Connection c, String key) throws SQLException {
+        lockSignalKey(c, key);
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TAKE_SIGNAL))) {
+            ps.setString(1, key);
+            ps.setObject(2, time.bind());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    /** The advisory lock of a signal key, held until the transaction ends. */
+    void lockSignalKey(Connection c, String key) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(TaskSql.LOCK_SIGNAL_KEY)) {
+            ps.setString(1, key);
+            ps.executeQuery().close();
+        }
+    }
+
+    /** Keeps a signal that no open task took, until {@code keepMillis} from now. */
+    void keepSignal(Connection c, String key, String payload, String sender, long keepMillis) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.KEEP_SIGNAL))) {
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, now);
+            ps.setString(2, key);
+            ps.setString(3, payload);
+            ps.setString(4, sender);
+            ps.setObject(5, now);
+            ps.setObject(6, now);
+            ps.setLong(7, keepMillis);
+            ps.executeUpdate();
+        }
+    }
+
+    /** What a settle statement did: whether it settled the task, and the parent it counted off (or null). */
+    /** Whether the task was settled, its message (when it was), and its parent as counted off (or null). */
+    public record Settled(boolean settled, UUID message, Store.Counted parent) {
+    }
+
+    /**
+     * Settles the open task: completes it with {@code result} (JSON) or fails it with {@code failure} (a failure
+     * document), in one statement.
+     */
+    public Settled settle(Connection c, String tokenOrKey, boolean complete, String result, String failure,
+            String actor) throws SQLException {
+        return settle(c, tokenOrKey, complete, result, failure, actor, false);
+    }
+
+    /**
+     * The same, or with {@code alone}, nothing when the task's parent is in its last step ({@link TaskSql#ALONE}): a
+     * settlement then needs nothing after its statement, which may commit on its own.
+     */
+    public Settled settle(Connection c, String tokenOrKey, boolean complete, String result, String failure,
+            String actor, boolean alone) throws SQLException {
+        Address address = address(tokenOrKey);
+        String sql = alone
+                ? (address.token() ? settleAloneByToken : settleAloneByKey)
+                : (address.token() ? settleByToken : settleByKey);
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            OffsetDateTime now = time.bind();
+            int i = 0;
+            ps.setString(++i, address.value());
+            ps.setString(++i, complete ? TaskState.COMPLETED.name() : TaskState.FAILED.name());
+            ps.setObject(++i, now);
+            ps.setString(++i, actor);
+            RunStatus status = complete ? RunStatus.COMMITTED : RunStatus.ROLLED_BACK;
+            ps.setString(++i, status.name());
+            ps.setString(++i, complete ? "HAPPY" : "ROLLBACK");
+            ps.setString(++i, result);
+            ps.setString(++i, failure);
+            ps.setObject(++i, now);
+            ps.setObject(++i, now);
+            ps.setArray(++i, c.createArrayOf("text", complete // a run's log starts with SEEN
+                    ? new String[]{"SEEN", "COMMITTED"}
+                    : new String[]{"SEEN", "ROLLING_BACK", "ROLLED_BACK"}));
+            ps.setArray(++i, c.createArrayOf("text",
+                    complete ? new String[]{null, null} : new String[]{null, failure, null}));
+            for (int k = 0; k < 4; k++) {
+                ps.setString(++i, status.name());
+            }
+            ps.setObject(++i, now);
+            ps.setObject(++i, now);
+            ps.setString(++i, null); // the engine of a parent committed here: none, a client did it
+            ps.setObject(++i, now);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                boolean settled = rs.getInt(1) > 0;
+                UUID parent = rs.getObject(2, UUID.class);
+                return new Settled(settled, rs.getObject(7, UUID.class), parent == null
+                        ? null
+                        : new Store.Counted(parent, rs.getString(3),
+                                RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),
+                                rs.getObject(6, UUID.class)));
+            }
+        }
+    }
+
+    /** The task a token names, or the open task (else the latest) holding a key. */
+    public Optional<TaskView> find(Connection c, String tokenOrKey) throws SQLException {
+        Address address = address(tokenOrKey);
+        String sql = TaskSql.FIND.formatted(address.token() ? "t.token = ?" : "t.task_key = ?");
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
+            ps.setString(1, address.value());
+            List<TaskView> found = read(ps);
+            return found.stream().findFirst();
+        }
+    }
+
+    /** Open tasks, oldest first, of one name (null: all). */
+    public List<TaskView> openTasks(Connection c, String name, int limit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.LIST_OPEN))) {
+            ps.setString(1, name);
+            ps.setString(2, name);
+            ps.setInt(3, limit);
+            return read(ps);
+        }
+    }
+
+    /** Open tasks by name, with the oldest's creation time. */
+    public List<dev.coop.inspect.OpenTaskCount> countOpen(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.COUNT_OPEN));
+                ResultSet rs = ps.executeQuery()) {
+            List<dev.coop.inspect.OpenTaskCount> counts = new ArrayList<>();
+            while (rs.next()) {
+                counts.add(new dev.coop.inspect.OpenTaskCount(rs.getString(1), rs.getLong(2),
+                        rs.getObject(3, OffsetDateTime.class).toInstant()));
+            }
+            return counts;
+        }
+    }
+
+    private static List<TaskView> read(PreparedStatement ps) throws SQLException {
+        List<TaskView> tasks = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                String failure = rs.getString(10);
+                tasks.add(new TaskView(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
+                        Arrays.asList((UUID[]) rs.getArray(3).getArray()), rs.getString(4), rs.getString(5),
+                        Optional.ofNullable(rs.getString(6)), TaskState.valueOf(rs.getString(7)), rs.getString(8),
+                        Optional.ofNullable(rs.getString(9)),
+                        Optional.ofNullable(failure).map(f -> dev.coop.failure.Failure.fromJson(f).message()),
+                        rs.getObject(11, OffsetDateTime.class).toInstant(),
+                        Optional.ofNullable(rs.getObject(12, OffsetDateTime.class)).map(OffsetDateTime::toInstant),
+                        Optional.ofNullable(rs.getObject(13, OffsetDateTime.class)).map(OffsetDateTime::toInstant),
+                        Optional.ofNullable(rs.getString(14))));
+            }
+        }
+        return tasks;
+    }
+
+    /** A compensation to launch: the task it undoes, and what to launch (null topic: none was declared). */
+    public record Compensation(String task, String topic, String payload) {
+    }
+
+    /**
+     * The rollback of step instance {@code seq} of {@code run} reaches its completed tasks: they become COMPENSATED;
+     * returns what they declared to launch.
+     */
+    public List<Compensation> compensate(Connection c, ClaimedRun run, int seq, String engine, String cause)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.COMPENSATE))) {
+            OffsetDateTime now = time.bind();
+            ps.setObject(1, run.id());
+            ps.setInt(2, seq);
+            ps.setObject(3, now);
+            ps.setString(4, cause);
+            ps.setObject(5, now);
+            ps.setString(6, engine);
+            ps.setString(7, cause);
+            List<Compensation> found = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    found.add(new Compensation(rs.getString(1), rs.getString(2), rs.getString(3)));
+                }
+            }
+            return found;
+        }
+    }
+
+    /**
+     * The runs of the external tasks named {@code name} that the newest of the given instances to open any opened (a
+     * child-failure handler that opened a task again supersedes the step's).
+     */
+    public List<Store.ChildRun> taskRuns(Connection c, UUID runId, int[] seqs, String name) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TASK_RUNS))) {
+            ps.setObject(1, runId);
+            ps.setArray(2, c.createArrayOf("integer", Arrays.stream(seqs).boxed().toArray()));
+            ps.setString(3, name);
+            List<Store.ChildRun> runs = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                int newest = -1;
+                while (rs.next()) {
+                    if (newest >= 0 && rs.getInt(7) != newest) {
+                        break;
+                    }
+                    newest = rs.getInt(7);
+                    runs.add(new Store.ChildRun(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class),
+                            rs.getString(3), RunStatus.valueOf(rs.getString(4)), rs.getString(5), rs.getString(6)));
+                }
+            }
+            return runs;
+        }
+    }
+}
