@@ -25,7 +25,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * A step that ends the transaction it shares with other runs' steps (a round, see {@link StepRoundTest}): by every
  * route the guard refuses, and through the driver's own connection, which the guard cannot see. The step fails alone
- * and never advances; every other step of the round commits once and whole.
+ * and never advances; every other step of the round commits once and whole. A run that Coop itself cannot process in
+ * a round (its strategy fails) is parked as it would be alone, without its step running again.
  */
 class StepRoundEndsTransactionTest {
     @RegisterExtension
@@ -104,6 +105,52 @@ class StepRoundEndsTransactionTest {
                             .isEqualTo(Outcome.COMMITTED);
                     assertThat(workSteps(client, e.getValue())).as(e.getKey() + ": committed once").isEqualTo(1);
                     Invariants.assertAll(client.events(e.getValue()));
+                }
+            }
+        }
+    }
+
+    @Test
+    void in_a_round_of_8_a_run_that_coop_cannot_process_is_parked_without_its_step_running_again(
+            DataSource dataSource) throws Exception {
+        String name = "round-strategy-error";
+        Topic<String> childTopic = Topic.of(name + "-child", String.class);
+        Map<String, java.util.concurrent.atomic.AtomicInteger> bodies = new java.util.concurrent.ConcurrentHashMap<>();
+        CooperationStrategy broken = new CooperationStrategy() {
+            @Override
+            public BarrierDecision resumeHappyPath(Barrier barrier) {
+                throw new AssertionError("strategy bug");
+            }
+        };
+        Saga<String> saga = Saga.on(Topic.of(name, String.class), name).strategy(broken)
+                .step("work", step -> {
+                    bodies.computeIfAbsent(step.payload(), k -> new java.util.concurrent.atomic.AtomicInteger())
+                            .incrementAndGet();
+                    write(step.connection(), name + ":" + step.payload());
+                    if (step.payload().equals("odd")) { // the only step that emits: the strategy is asked, and fails
+                        step.launch(childTopic, "never");
+                    }
+                })
+                .step("after", step -> {
+                })
+                .build();
+        Saga<String> child = Saga.on(childTopic, name + "-child").step("one", step -> {
+        }).build();
+        CoopClient client = client(dataSource);
+        Map<String, MessageId> ids = StepRoundTest.launchBeforeStart(dataSource, client, saga, okAnd(2, "odd"));
+        try (CoopEngine engine = engine(dataSource, new StepRoundTest.Rounds(), saga).register(child).start()) {
+            dev.coop.test.Await.until("the odd run parked", WAIT, () -> client.statuses(ids.get("odd"))
+                    .equals(java.util.List.of(RunStatus.PARKED)));
+            assertThat(bodies.get("odd")).as("its step ran once").hasValue(1);
+            assertThat(rows(dataSource, name + ":odd")).as("nothing it wrote is durable").isZero();
+            assertThat(client.parkedRuns(50)).anySatisfy(p -> assertThat(p.failure().render()).contains(
+                    "strategy bug"));
+            for (var e : ids.entrySet()) {
+                if (!e.getKey().equals("odd")) {
+                    assertThat(client.awaitCompletion(e.getValue(), WAIT)).as(e.getKey())
+                            .isEqualTo(Outcome.COMMITTED);
+                    assertThat(workSteps(client, e.getValue())).as(e.getKey() + ": committed once").isEqualTo(1);
+                    assertThat(rows(dataSource, name + ":" + e.getKey())).as(e.getKey()).isEqualTo(1);
                 }
             }
         }

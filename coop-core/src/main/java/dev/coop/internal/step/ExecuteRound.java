@@ -114,8 +114,8 @@ final class ExecuteRound {
             if (engine.dispatcher().stopped()) {
                 return; // closing: left to the next engine
             }
-            if (aborted.endedBy(claimed.id())) {
-                if (executor.failEnded(c, claimed, (SQLException) aborted.getCause())) {
+            if (aborted.causedBy(claimed.id())) {
+                if (aborted.settle(c)) {
                     engine.dispatcher().wake(saga, 1);
                 }
                 continue;

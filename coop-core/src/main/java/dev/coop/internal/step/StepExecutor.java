@@ -102,12 +102,17 @@ final class StepExecutor {
     }
 
     /**
-     * Fails the run of an aborted round whose step ended the round's transaction, in a transaction of its own and
-     * without running user code again, as {@link #execute} fails it when its run was alone.
+     * In a round, aborts it for {@code run}'s own trouble: after the round's rollback, {@code settlement} settles the
+     * run in a transaction of its own, as {@link #execute} settles it when the run is alone, without running user code
+     * again. Outside a round, does nothing.
      */
-    boolean failEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
-        transitions.allowContinuation(false);
-        return transactionEnded(c, run, e);
+    private void abortRoundFor(ClaimedRun run, Throwable cause, RoundAborted.Settlement settlement) {
+        if (transitions.inRound()) {
+            throw new RoundAborted(cause, run.id(), c -> {
+                transitions.allowContinuation(false);
+                return settlement.settle(c);
+            });
+        }
     }
 
     /** Whether the transaction's commit began the next one and reclaimed the run in it (or found it gone). */
@@ -125,7 +130,10 @@ final class StepExecutor {
      * neither blocks the runs behind it nor is retried in a tight loop.
      */
     private void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
-        RoundAborted.ifInRound(transitions, e);
+        abortRoundFor(run, e, alone -> {
+            engineFailed(alone, run, e);
+            return false;
+        });
         transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
         Worker.rollbackQuietly(c);
         log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
@@ -152,9 +160,7 @@ final class StepExecutor {
      * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
      */
     private boolean transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
-        if (transitions.inRound()) {
-            throw new RoundAborted(e, run.id());
-        }
+        abortRoundFor(run, e, alone -> transactionEnded(alone, run, e));
         transitions.allowContinuation(false);
         Worker.rollbackQuietly(c);
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
@@ -625,7 +631,7 @@ final class StepExecutor {
      */
     private boolean writeFailed(Connection c, ClaimedRun run, Saga<?> saga, Saga.Step<?> stepDef, String step,
             Throwable thrown) throws SQLException {
-        RoundAborted.ifInRound(transitions, thrown);
+        abortRoundFor(run, thrown, alone -> writeFailed(alone, run, saga, stepDef, step, thrown));
         Worker.rollbackQuietly(c);
         if (!Failures.isCancelled(thrown) && Failures.isBookkeepingTrouble(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);
