@@ -3,14 +3,15 @@
 -- scan of a few rows per saga and minute, never a scan of the log. Only launches and final outcomes write here: a step
 -- that neither launches nor changes its run's status (the quiet advance leaves status out of its SET) fires neither.
 --
--- Each row is one shard of a saga's minute: the shard is the writing backend's pid modulo 16, so that engines'
--- connections that count the same saga in the same minute update different rows (a row's lock is held until the
--- counting transaction commits) and readers add the shards up. Runs of internal sagas ('~external-task') are not
+-- Each row is one shard of a saga's minute: the shard is the writing backend's pid, so that two transactions never
+-- update the same row (a row's lock is held until the counting transaction commits: connections sharing a row would
+-- queue on it, and transactions counting several sagas in different orders could deadlock) and readers add the
+-- shards up. Runs of internal sagas ('~external-task') are not
 -- counted. Retention deletes the minutes older than its cutoff.
 CREATE TABLE {schema}.run_count (
   minute          timestamptz NOT NULL,
   saga            text        NOT NULL,
-  shard           smallint    NOT NULL,
+  shard           int         NOT NULL,
   launched        int         NOT NULL DEFAULT 0,
   committed       int         NOT NULL DEFAULT 0,
   rolled_back     int         NOT NULL DEFAULT 0,
@@ -23,7 +24,7 @@ CREATE TABLE {schema}.run_count (
 CREATE FUNCTION {schema}.count_launched() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO {schema}.run_count AS c (minute, saga, shard, launched)
-  SELECT date_trunc('minute', clock_timestamp()), saga, (pg_backend_pid() % 16)::smallint, count(*)
+  SELECT date_trunc('minute', clock_timestamp()), saga, pg_backend_pid(), count(*)
     FROM launched_runs WHERE left(saga, 1) <> '~' GROUP BY saga
   ON CONFLICT (minute, saga, shard) DO UPDATE SET launched = c.launched + EXCLUDED.launched;
   RETURN NULL;
@@ -36,7 +37,7 @@ CREATE FUNCTION {schema}.count_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF left(NEW.saga, 1) <> '~' THEN
     INSERT INTO {schema}.run_count AS c (minute, saga, shard, committed, rolled_back, rollback_failed, parked)
-    VALUES (date_trunc('minute', clock_timestamp()), NEW.saga, (pg_backend_pid() % 16)::smallint,
+    VALUES (date_trunc('minute', clock_timestamp()), NEW.saga, pg_backend_pid(),
             (NEW.status = 'COMMITTED')::int, (NEW.status = 'ROLLED_BACK')::int,
             (NEW.status = 'ROLLBACK_FAILED')::int, (NEW.status = 'PARKED')::int)
     ON CONFLICT (minute, saga, shard) DO UPDATE
