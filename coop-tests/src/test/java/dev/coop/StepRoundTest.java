@@ -351,4 +351,46 @@ class StepRoundTest {
             assertThat(rounds.committed).isEmpty();
         }
     }
+
+    /**
+     * Steps that never use their connection leave their advances to the round, which writes them all in one statement:
+     * the log, the step history (each iteration of a loop, walked back by a rollback) and the runs' state come out as
+     * they do one run per transaction.
+     */
+    @Test
+    void in_rounds_of_8_advances_written_together_keep_each_runs_log_and_history(DataSource dataSource)
+            throws Exception {
+        Map<String, List<String>> compensated = new java.util.concurrent.ConcurrentHashMap<>();
+        Saga<String> saga = Saga.on(Topic.of("round-quiet", String.class), "round-quiet")
+                .flowStep("loop", step -> step.iteration() < 3 ? Flow.repeat() : Flow.next())
+                .compensateWith((step, cause) -> compensated
+                        .computeIfAbsent(step.payload(), p -> new CopyOnWriteArrayList<>())
+                        .add("loop " + step.iteration()))
+                .step("check", step -> {
+                    if (step.payload().equals("odd")) {
+                        throw new IllegalStateException("odd fails after its loop");
+                    }
+                })
+                .build();
+        CoopClient client = client(dataSource);
+        Map<String, MessageId> ids = launchBeforeStart(client, saga, okAnd(5, "odd"));
+        Rounds rounds = new Rounds();
+        try (CoopEngine engine = engine(dataSource, rounds, saga).start()) {
+            for (Map.Entry<String, MessageId> e : ids.entrySet()) {
+                Outcome expected = e.getKey().equals("odd") ? Outcome.ROLLED_BACK : Outcome.COMMITTED;
+                assertThat(client.awaitCompletion(e.getValue(), WAIT)).as(e.getKey()).isEqualTo(expected);
+                List<EventType> types = client.events(e.getValue()).stream()
+                        .filter(x -> "loop".equals(x.step())).map(Event::type).toList();
+                assertThat(types)
+                        .as(e.getKey() + ": a SUSPENDED per loop iteration "
+                                + client.events(e.getValue()).stream().map(x -> x.type() + "/" + x.step()).toList())
+                        .hasSize(3);
+                Invariants.assertAll(client.events(e.getValue()));
+            }
+            assertThat(compensated).containsOnlyKeys("odd");
+            assertThat(compensated.get("odd")).containsExactly("loop 3", "loop 2", "loop 1");
+            assertThat(rounds.committed).as("the loop's three iterations in rounds of 8")
+                    .filteredOn(r -> r[1] == 8).hasSizeGreaterThanOrEqualTo(3);
+        }
+    }
 }

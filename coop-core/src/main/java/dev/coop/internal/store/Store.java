@@ -84,8 +84,8 @@ public final class Store {
      * now sets neither its status nor its due time ({@link Sql#quiet}).
      */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
-    /** A round's deferred advances, by how many (negative: followed by the COMMIT; see {@link #advanceAll}). */
-    private final ConcurrentHashMap<Integer, String> roundSql = new ConcurrentHashMap<>();
+    /** A round's deferred advances, in one statement ({@link #advanceAll}). */
+    private final RoundAdvances roundAdvances;
     private final String postponeSql;
     private final String requestChildRollbacksSql;
     private final String countOffSql;
@@ -197,6 +197,7 @@ public final class Store {
         this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
         this.eventsSql = schema.sql(Sql.EVENTS);
         this.attempts = new AttemptLog(schema, this.time);
+        this.roundAdvances = new RoundAdvances(schema, this.time, this.localSagas);
     }
 
     public SchemaName schema() {
@@ -857,29 +858,10 @@ public final class Store {
     /**
      * The advances of runs that stay runnable now (each without a parent to count off: {@code ADVANCE_ALONE}, quiet),
      * and with {@code commit} the COMMIT, in one round trip: what a round defers (to its end, or until a step uses its
-     * connection). An advance that fails stops the rest; the transaction must then roll back.
+     * connection), in one statement. If it fails, the transaction must be rolled back.
      */
     public void advanceAll(Connection c, String engine, List<Move> moves, boolean commit) throws SQLException {
-        String one = quietSql.computeIfAbsent(aloneSql, full -> Sql.quiet(schema, full));
-        String sql = roundSql.computeIfAbsent(commit ? -moves.size() : moves.size(),
-                n -> String.join(";\n", java.util.Collections.nCopies(Math.abs(n), one)) + (n < 0 ? ";\nCOMMIT" : ""));
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            OffsetDateTime now = time.bind();
-            int i = 0;
-            for (Move move : moves) {
-                if (!move.next().isQuietAlone()) {
-                    throw new IllegalArgumentException("only advances of runs that stay runnable now");
-                }
-                i = bindAdvance(ps, i, move, engine, true, now);
-            }
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    ps.getResultSet().close();
-                }
-                isResultSet = ps.getMoreResults();
-            }
-        }
+        roundAdvances.write(c, moves.get(0).run().saga(), engine, moves, commit);
     }
 
     /** Binds the parameters of one advance (its own part, before any count-off) from {@code i}; returns the last. */
