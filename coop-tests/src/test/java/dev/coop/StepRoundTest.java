@@ -393,4 +393,36 @@ class StepRoundTest {
                     .filteredOn(r -> r[1] == 8).hasSizeGreaterThanOrEqualTo(3);
         }
     }
+
+    /**
+     * Runs that finish in a round are written with the others; their messages' join memberships are checked before
+     * the commit, and settled in the same transaction when pending.
+     */
+    @Test
+    void runs_that_finish_in_a_round_settle_their_join_memberships_with_its_commit(DataSource dataSource)
+            throws Exception {
+        Saga<String> saga = Saga.on(Topic.of("round-joined", String.class), "round-joined").step("only", step -> {
+        }).build();
+        CoopClient client = client(dataSource);
+        Map<String, MessageId> ids = launchBeforeStart(client, saga, okAnd(0, "first"));
+        dev.coop.join.Joins joins = client.joins();
+        dev.coop.join.JoinId join = joins.start(dev.coop.join.JoinSpec.expecting(8)
+                .onComplete(Topic.of("round-joined-done", dev.coop.join.JoinResult.class))
+                .onFail(Topic.of("round-joined-failed", dev.coop.join.JoinResult.class)));
+        for (MessageId id : ids.values()) {
+            joins.attach(join, id);
+        }
+        Rounds rounds = new Rounds();
+        try (CoopEngine engine = engine(dataSource, rounds, saga).start()) {
+            for (MessageId id : ids.values()) {
+                assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            }
+            dev.coop.join.JoinView view = dev.coop.test.Await.value("the join completed", WAIT, () -> {
+                dev.coop.join.JoinView v = joins.get(join);
+                return v.status() == dev.coop.join.JoinStatus.COMPLETED ? v : null;
+            });
+            assertThat(view.completed()).isEqualTo(8);
+            assertThat(rounds.committed.getFirst()).as("one round of 8").containsExactly(8, 8);
+        }
+    }
 }

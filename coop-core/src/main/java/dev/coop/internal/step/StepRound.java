@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.store.Store;
 
 import java.sql.Connection;
@@ -29,6 +30,8 @@ final class StepRound {
     private final LongSupplier nanos;
     private final long start;
     private final List<Store.Move> deferred = new ArrayList<>();
+    /** The messages of the runs whose deferred advances finished them: the commit checks their join memberships. */
+    private final List<java.util.UUID> finished = new ArrayList<>();
     private final List<Runnable> afterCommit = new ArrayList<>();
     /** Whether user code of the current run used the connection (then its advance is not deferred). */
     private boolean touched;
@@ -72,16 +75,26 @@ final class StepRound {
     }
 
     /**
-     * Whether the advance of the current run may wait: it leaves the run runnable now, and no user code of the run
-     * used the connection (so none could have ended the transaction, which the advance checks).
+     * Whether the advance of the current run may wait: no user code of the run used the connection (so none could
+     * have ended the transaction, which the advance checks), and the advance leaves the run runnable now or finishes
+     * it without a parent to count off.
      */
-    boolean mayDefer(Advance next) {
-        return !touched && next.isQuietAlone();
+    boolean mayDefer(ClaimedRun run, Advance next) {
+        if (touched) {
+            return false;
+        }
+        if (next.status().isFinished()) {
+            return (run.parentId() == null || !run.awaited()) && next.runnableAt() == null && next.delayMillis() == 0;
+        }
+        return next.isQuietAlone();
     }
 
-    /** Writes {@code move} (an advance that leaves its run runnable now) later, with the others. */
+    /** Writes {@code move} (an advance {@link #mayDefer} allowed) later, with the others. */
     void defer(Store.Move move) {
         deferred.add(move);
+        if (move.next().status().isFinished()) {
+            finished.add(move.run().messageId());
+        }
     }
 
     /** Whether advances wait to be sent. */
@@ -95,7 +108,7 @@ final class StepRound {
             return;
         }
         try {
-            engine.store().advanceAll(connection, engine.engineId(), deferred, false);
+            engine.store().advanceAll(connection, engine.engineId(), deferred, false, finished);
             deferred.clear();
         } catch (SQLException e) {
             broken = e;
@@ -110,16 +123,27 @@ final class StepRound {
         }
     }
 
-    /** Sends the deferred advances and the COMMIT; then runs what waited for it. */
+    /**
+     * Sends the deferred advances and the COMMIT, which waits for the check that no message of a finished run is a
+     * pending join member (when one is, the memberships are settled first); then runs what waited for the commit.
+     */
     void commit() throws SQLException {
-        if (deferred.isEmpty()) {
-            connection.commit();
-        } else {
-            engine.store().advanceAll(connection, engine.engineId(), deferred, true);
+        java.util.Set<String> joined = java.util.Set.of();
+        if (!deferred.isEmpty() && engine.store().advanceAll(connection, engine.engineId(), deferred, true,
+                finished)) {
             deferred.clear();
+        } else {
+            deferred.clear();
+            if (!finished.isEmpty()) {
+                joined = new JoinBook(engine.store(), engine.json())
+                        .runsFinished(connection, finished.getFirst(), finished.subList(1, finished.size()));
+            }
+            connection.commit();
         }
+        finished.clear();
         afterCommit.forEach(Runnable::run);
         afterCommit.clear();
+        joined.forEach(engine.dispatcher()::wake);
     }
 
     void afterCommit(Runnable action) {

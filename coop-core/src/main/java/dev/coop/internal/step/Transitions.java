@@ -133,7 +133,9 @@ final class Transitions {
     private RunStatus commitFinishedAlone(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         java.util.Set<String> joined = java.util.Set.of();
-        if (round != null) { // the round commits: the advance, then the memberships settled if any are pending
+        if (round != null && round.mayDefer(run, next)) { // the round writes it and checks the memberships
+            round.defer(new Store.Move(run, entries, next));
+        } else if (round != null) { // the round commits: the advance, then the memberships settled if any are pending
             engine.store().advance(c, run, engine.engineId(), entries, next);
             joined = joins.runsFinished(c, run.messageId(), List.of());
         } else if (!engine.store().advanceFinishedAndCommit(c, run, engine.engineId(), entries, next)) {
@@ -175,7 +177,7 @@ final class Transitions {
     private RunStatus commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         if (round != null) { // the round commits; a run advances one step per transaction, so no continuation
-            if (round.mayDefer(next)) {
+            if (round.mayDefer(run, next)) {
                 round.defer(new Store.Move(run, entries, next)); // sent with others' (see StepRound)
             } else {
                 engine.store().advance(c, run, engine.engineId(), entries, next);

@@ -856,12 +856,18 @@ public final class Store {
     }
 
     /**
-     * The advances of runs that stay runnable now (each without a parent to count off: {@code ADVANCE_ALONE}, quiet),
-     * and with {@code commit} the COMMIT, in one round trip: what a round defers (to its end, or until a step uses its
-     * connection), in one statement. If it fails, the transaction must be rolled back.
+     * The advances of runs without a parent to count off, each staying runnable now or finishing, and with
+     * {@code commit} the COMMIT, in one statement and one round trip: what a round defers (to its end, or until a step
+     * uses its connection). If it fails, the transaction must be rolled back.
+     *
+     * @param finished the messages of runs that finished in the transaction (here or in an earlier call): with
+     *        {@code commit}, the COMMIT waits for the check that none is a pending join member
+     * @return false when one is: the transaction is open, the advances written, for the caller to settle the
+     *         memberships and commit
      */
-    public void advanceAll(Connection c, String engine, List<Move> moves, boolean commit) throws SQLException {
-        roundAdvances.write(c, moves.get(0).run().saga(), engine, moves, commit);
+    public boolean advanceAll(Connection c, String engine, List<Move> moves, boolean commit, List<UUID> finished)
+            throws SQLException {
+        return roundAdvances.write(c, moves.get(0).run().saga(), engine, moves, commit, finished);
     }
 
     /** Binds the parameters of one advance (its own part, before any count-off) from {@code i}; returns the last. */
