@@ -78,7 +78,7 @@ final class Options {
     int slowSagas = 200;
 
     int profileSagas = 2_000;
-    int profileThreads = 32;
+    int[] profileThreads = {1, 8, 32};
 
     /** Workload growth: fan-out widths, depths, engine counts; children and levels per measurement. */
     int[] growthWidths = {1, 10, 100, 1_000};
@@ -331,7 +331,7 @@ final class Options {
             case "--idle-sagas" -> idleSagas = positive(key, v);
             case "--big-fanout" -> bigFanout = positive(key, v);
             case "--profile-sagas" -> profileSagas = positive(key, v);
-            case "--profile-threads" -> profileThreads = positive(key, v);
+            case "--profile-threads" -> profileThreads = list(key, v);
             case "--growth-widths" -> growthWidths = list(key, v);
             case "--growth-depths" -> growthDepths = list(key, v);
             case "--growth-engines" -> growthEngines = list(key, v);
@@ -418,7 +418,7 @@ final class Options {
         m.put("idleSagas", idleSagas);
         m.put("bigFanout", bigFanout);
         m.put("profileSagas", profileSagas);
-        m.put("profileThreads", profileThreads);
+        m.put("profileThreads", Arrays.stream(profileThreads).boxed().toList());
         m.put("timeoutSeconds", timeoutSeconds);
         m.put("durability", durable ? "durable" : "fast");
         m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());

@@ -15,12 +15,17 @@ final class Profile {
 
     static void run(Options o, Report report) {
         Map<String, Object> out = new LinkedHashMap<>();
-        for (String w : List.of("w1", "w2", "w3")) {
+        List<String> runs = new java.util.ArrayList<>();
+        for (int threads : o.profileThreads) {
+            runs.add("w1@" + threads);
+        }
+        runs.addAll(List.of("w2", "w3"));
+        for (String w : runs) {
             Map<String, Object> p = once(o, w);
             out.put(w, p);
             Bench.progress("profile " + w + ": " + Runs.summary(p));
-            String name = "profile " + w.toUpperCase(java.util.Locale.ROOT) + " (per "
-                    + (w.equals("w3") ? "transaction" : "step") + ")";
+            String name = "profile " + w.toUpperCase(java.util.Locale.ROOT).replace("@", ", ")
+                    + (w.contains("@") ? " threads" : "") + " (per " + (w.equals("w3") ? "transaction" : "step") + ")";
             report.row(name, "engine statements", num(p, "engineStatementsPerUnit"), null, null);
             report.row(name, "engine round trips (statements + commits)", num(p, "engineRoundTripsPerUnit"), null,
                     null);
@@ -30,10 +35,37 @@ final class Profile {
             report.row(name, "rows inserted (server)", num(p, "tupInsertedPerUnit"), null, null);
             report.row(name, "run row updates", num(p, "runUpdatesPerUnit"), null, null);
             report.row(name, "run HOT updates", num(p, "runHotUpdatesPerUnit"), null, null);
+            report.row(name, "index entries (at most)", num(p, "indexEntriesPerUnit"), null, null);
             report.row(name, "WAL bytes", num(p, "walBytesPerUnit"), null, null);
             report.row(name, "engine JVM CPU us", num(p, "engineCpuUsPerUnit"), null, null);
+            if (p.get("rounds") instanceof Map<?, ?> r) {
+                report.row(name, "steps in rounds (share)", num(castMap(r), "shareOfStepsInRounds"), null, null);
+            }
         }
         report.workloads.put("profile", out);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> castMap(Map<?, ?> m) {
+        return (Map<String, Object>) m;
+    }
+
+    /**
+     * Index entries written, at most: for each table, its rows inserted and its updates that were not HOT, times its
+     * indexes (a partial index whose predicate a row fails gets no entry, so this bounds the count from above).
+     */
+    static double indexEntries(Map<String, Object> delta, Map<String, Object> after) {
+        double entries = 0;
+        for (Map.Entry<String, Object> e : after.entrySet()) {
+            if (!e.getKey().endsWith(".indexes") || !(e.getValue() instanceof Number indexes)) {
+                continue;
+            }
+            String table = e.getKey().substring(0, e.getKey().length() - ".indexes".length());
+            double writes = Idle.num(delta.get(table + ".n_tup_ins")) + Idle.num(delta.get(table + ".n_tup_upd"))
+                    - Idle.num(delta.get(table + ".n_tup_hot_upd"));
+            entries += writes * indexes.doubleValue();
+        }
+        return entries;
     }
 
     private static double num(Map<String, Object> m, String k) {
@@ -44,7 +76,7 @@ final class Profile {
     static Map<String, Object> once(Options o, String workload) {
         SqlStats stats = new SqlStats();
         RoundSizes rounds = new RoundSizes();
-        try (RunEnv env = RunEnv.fresh(o, "profile_" + workload, true)) {
+        try (RunEnv env = RunEnv.fresh(o, "profile_" + workload.replace("@", "_"), true)) {
             BenchDb db = env.db;
             boolean pss = db.pgStatStatements();
             if (pss) {
@@ -53,10 +85,11 @@ final class Profile {
             Map<String, Object> before = RunEnv.dbCounters(db);
             Map<String, Object> m;
             double units;
-            switch (workload) {
+            switch (workload.replaceFirst("@.*", "")) {
                 case "w1" -> {
+                    int threads = Integer.parseInt(workload.substring(workload.indexOf('@') + 1));
                     m = Throughput.w1(o, db, stats.wrap(env.pool), env.physTxPerSec, o.profileSagas,
-                            o.profileThreads, "p", 0, java.util.List.of(rounds));
+                            threads, "p", 0, java.util.List.of(rounds));
                     units = 3.0 * o.profileSagas;
                 }
                 case "w2" -> {
@@ -71,7 +104,8 @@ final class Profile {
             String poolName = env.pool.getPoolName();
             env.pool.close();
             RunEnv.awaitBackendsGone(db, poolName);
-            Map<String, Object> d = RunEnv.delta(db, before, RunEnv.dbCounters(db));
+            Map<String, Object> after = RunEnv.dbCounters(db);
+            Map<String, Object> d = RunEnv.delta(db, before, after);
             Map<String, Object> p = new LinkedHashMap<>();
             p.put("units", (long) units);
             p.put("unit", workload.equals("w3") ? "engine transaction" : "step");
@@ -93,6 +127,7 @@ final class Profile {
             p.put("runUpdatesPerUnit", Stats.round(Idle.num(d.get("run.n_tup_upd")) / units, 3));
             p.put("runHotUpdatesPerUnit", Stats.round(Idle.num(d.get("run.n_tup_hot_upd")) / units, 3));
             p.put("eventInsertsPerUnit", Stats.round(Idle.num(d.get("event.n_tup_ins")) / units, 3));
+            p.put("indexEntriesPerUnit", Stats.round(indexEntries(d, after) / units, 3));
             p.put("walBytesPerUnit", Stats.round(Idle.num(d.get("walBytes")) / units, 1));
             p.put("engineCpuUsPerUnit", m.getOrDefault("engineCpuUsPerStep", m.get("engineCpuUsPerTx")));
             p.put("stepsPerSecInstrumented", m.get("stepsPerSec"));

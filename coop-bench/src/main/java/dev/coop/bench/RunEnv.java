@@ -118,7 +118,8 @@ final class RunEnv implements AutoCloseable {
                        d.tup_fetched, d.blks_hit, d.blks_read, pg_current_wal_lsn()::text AS wal_lsn,
                        (SELECT coalesce(json_agg(t), '[]'::json)::text FROM (
                           SELECT relname, seq_scan, coalesce(idx_scan, 0) AS idx_scan, n_tup_ins, n_tup_upd,
-                                 n_tup_hot_upd, n_tup_del
+                                 n_tup_hot_upd, n_tup_del,
+                                 (SELECT count(*) FROM pg_index i WHERE i.indrelid = relid) AS indexes
                             FROM pg_stat_user_tables WHERE schemaname = 'coop' ORDER BY relname) t) AS tables
                   FROM pg_stat_database d WHERE d.datname = current_database()""").getFirst();
         String tables = (String) row.remove("tables");

@@ -87,8 +87,8 @@ final class RollbackExecutor {
     private boolean gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
         log.warn("Rollback of run {} (saga {}) gives up: {}", run.id(), run.saga(),
                 dev.coop.render.TerminalText.escape(reason.message()));
-        Failure missed = Decisions.gaveUp(reason, transitions.source(run))
-                .withCauses(List.of(reason, Failure.fromJson(run.rollbackCause())));
+        Failure missed = Decisions.gaveUp(reason, transitions.source(run)) // caused by the reason, then what the
+                .withCauses(List.of(Failure.fromJson(run.rollbackCause()))); // rollback undid
         String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0
                 ? Transitions.rollbackOf(Transitions.instanceName(saga, instance(run)))
                 : null;
