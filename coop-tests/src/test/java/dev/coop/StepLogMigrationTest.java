@@ -3,6 +3,7 @@ package dev.coop;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.coop.failure.Failure;
+import dev.coop.inspect.Outcome;
 import dev.coop.test.CoopDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -30,11 +31,11 @@ class StepLogMigrationTest {
     private static final String SCHEMA = "mig_v22";
     private static final String SAGA = "log-mig-saga";
     private static final String[] V22 = {"V1__foundation.sql", "V2__joins.sql", "V3__schedules.sql", "V4__claims.sql",
-        "V5__finally_launches.sql", "V6__retention.sql", "V7__step_instances.sql", "V8__operator_audit.sql",
-        "V9__quiet_wakeups.sql", "V10__launch_options.sql", "V11__saga_limits.sql", "V12__saga_versions.sql",
-        "V13__schema_diet.sql", "V14__rate_window.sql", "V15__continuation_reserve.sql", "V16__seen_once.sql",
-        "V17__row_launch_notify.sql", "V18__light_trigger_checks.sql", "V19__join_check.sql",
-        "V20__external_tasks.sql", "V21__attempt_history.sql", "V22__run_counts.sql"};
+            "V5__finally_launches.sql", "V6__retention.sql", "V7__step_instances.sql", "V8__operator_audit.sql",
+            "V9__quiet_wakeups.sql", "V10__launch_options.sql", "V11__saga_limits.sql", "V12__saga_versions.sql",
+            "V13__schema_diet.sql", "V14__rate_window.sql", "V15__continuation_reserve.sql", "V16__seen_once.sql",
+            "V17__row_launch_notify.sql", "V18__light_trigger_checks.sql", "V19__join_check.sql",
+            "V20__external_tasks.sql", "V21__attempt_history.sql", "V22__run_counts.sql"};
 
     private final List<String> compensated = new CopyOnWriteArrayList<>();
 
@@ -94,7 +95,8 @@ class StepLogMigrationTest {
                     .containsExactly("committed 4", "committed 3", "committed 2", "committed 1");
             assertThat(stepLog(dataSource, going)).containsExactly("0:0#1", "1:0#2", "2:0#3", "3:0#4");
         }
-        try (Connection c = dataSource.getConnection(); Statement st = c.createStatement();
+        try (Connection c = dataSource.getConnection();
+                Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT to_regclass('" + SCHEMA + ".run_step') IS NULL, "
                         + "(SELECT max(version) FROM " + SCHEMA + ".schema_version)")) {
             rs.next();
@@ -123,7 +125,8 @@ class StepLogMigrationTest {
                                          started_at, finished_at)
                     VALUES (?, ?, ?, ARRAY[?::uuid, ?::uuid], ?, ?, ?, ?, ?, ?, ?::int[], ?, ?, ?::jsonb, ?::jsonb,
                             clock_timestamp(), CASE WHEN ? = 'COMMITTED' THEN clock_timestamp() END)
-                    """, run, message, SAGA, message, run, status, phase, ended ? 2 : loops == 4 ? 1 : 0,
+                    """,
+                    run, message, SAGA, message, run, status, phase, ended ? 2 : loops == 4 ? 1 : 0,
                     ended ? null : loops == 4 ? "end" : "loop",
                     ended ? "end" : null, stepsDone, iterations, rollbackSeq, stage, cause, cause, status);
             log(c, message, run, "EMITTED", null, null);
