@@ -65,11 +65,13 @@ public final class Sql {
               LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.step_seq DESC) AS recent,
                                         max(s.step_seq) AS recent_top
                                    FROM (SELECT e.step_seq, e.instance FROM {schema}.event e -- index event_message
-                                          WHERE e.message_id = c.message_id AND e.saga = c.saga
+                                          WHERE NOT c.rollback -- a one-time filter: no scan on the rollback path
+                                            AND e.message_id = c.message_id AND e.saga = c.saga
                                             AND e.step_seq < c.steps_done
                                           ORDER BY e.step_seq DESC LIMIT %d) s) t ON NOT c.rollback
               LEFT JOIN LATERAL (SELECT e.instance, e.iteration FROM {schema}.event e
-                                  WHERE e.message_id = c.message_id AND e.saga = c.saga
+                                  WHERE c.rollback -- a one-time filter: no probe on the happy path
+                                    AND e.message_id = c.message_id AND e.saga = c.saga
                                     AND e.step_seq = c.rollback_seq
                                   LIMIT 1) rs ON c.rollback
             """
