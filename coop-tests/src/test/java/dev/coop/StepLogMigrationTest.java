@@ -73,14 +73,18 @@ class StepLogMigrationTest {
         assertThat(suspendedBy(dataSource, going)).isEqualTo(2);
         assertThat(suspendedBy(dataSource, rolling)).isEqualTo(6);
 
+        dev.coop.internal.store.Migrations.apply(dataSource, new dev.coop.internal.store.SchemaName(SCHEMA));
+        assertThat(stepLog(dataSource, committed)).as("the committed run's instances, in the step log")
+                .containsExactly("0:0#1", "1:0#2", "2:0#3", "3:0#4", "4:1#1");
+        assertThat(suspendedBy(dataSource, rolling)).as("no event added: the SUSPENDED events carry them")
+                .isEqualTo(6);
+        assertThat(suspendedBy(dataSource, committed)).isEqualTo(5);
+        assertThat(stepLog(dataSource, rolling)).containsExactly("0:0#1", "1:0#2", "2:0#3", "3:0#4");
+        assertThat(stepLog(dataSource, going)).containsExactly("0:0#1", "1:0#2");
+
         try (CoopEngine engine = Coop.engine(dataSource).schema(SCHEMA).name("log-mig").workers(1).register(saga())
                 .start()) {
             CoopClient client = engine.client();
-            assertThat(stepLog(dataSource, committed)).as("the committed run's instances, in the step log")
-                    .containsExactly("0:0#1", "1:0#2", "2:0#3", "3:0#4", "4:1#1");
-            assertThat(suspendedBy(dataSource, rolling)).as("no event added: the SUSPENDED events carry them")
-                    .isEqualTo(6);
-            assertThat(stepLog(dataSource, rolling)).containsExactly("0:0#1", "1:0#2", "2:0#3", "3:0#4");
 
             assertThat(client.awaitCompletion(messageOf(dataSource, going), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(client.awaitCompletion(messageOf(dataSource, rolling), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
