@@ -370,7 +370,8 @@ class Participant {
   async compensate(c, saga, run, seq, name, cause) {
     const step = `Rollback of ${name}`;
     const { rows } = await c.query(
-      this.sql('SELECT instance, iteration FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'), [run.id, seq]);
+      this.sql(`SELECT instance, iteration FROM {schema}.event
+                 WHERE message_id = $1 AND saga = $2 AND step_seq = $3 LIMIT 1`), [run.message_id, run.saga, seq]);
     const definition = saga.steps[rows[0].instance];
     const ctx = this.stepContext(c, saga, run, step, rows[0].iteration, false);
     ctx.context = { ...ctx.context, ...JSON.parse(run.parent_context || '{}') };
@@ -447,8 +448,9 @@ class Participant {
 
   /** The log name of the executed instance seq (this participant has no child-failure handler instances). */
   async instanceName(c, saga, run, seq) {
-    const { rows } = await c.query(this.sql('SELECT instance FROM {schema}.run_step WHERE run_id = $1 AND seq = $2'),
-      [run.id, seq]);
+    const { rows } = await c.query(this.sql(`SELECT instance FROM {schema}.event
+                                              WHERE message_id = $1 AND saga = $2 AND step_seq = $3 LIMIT 1`),
+      [run.message_id, run.saga, seq]);
     if (!rows[0] || rows[0].instance < 0) throw new Error(`Run ${run.id} has no step instance ${seq} of this saga`);
     return saga.steps[rows[0].instance].name;
   }
@@ -489,13 +491,18 @@ class Participant {
       rollback_stage: run.rollback_stage, rollback_cause: run.rollback_cause, result: null, failure: null,
       checkCancellation: false, ...change,
     };
+    // an executed instance is carried by the SUSPENDED written first (protocol.md: the step log)
+    const instance = next.instance ?? { seq: null, index: null, iteration: null };
     await c.query(this.sql(`
-      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at)
-      SELECT $1, e.type, $2, $3, e.step, $4::uuid[], e.exception::jsonb, $5
+      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at,
+                                  step_seq, instance, iteration)
+      SELECT $1, e.type, $2, $3, e.step, $4::uuid[], e.exception::jsonb, $5,
+             CASE WHEN e.n = 1 THEN $9::int END, CASE WHEN e.n = 1 THEN $10::int END, CASE WHEN e.n = 1 THEN $11::int END
         FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS e(type, step, exception, n)
        ORDER BY e.n`),
     [run.message_id, run.saga, this.engineId, run.lineage, run.claimed_at, events.map((e) => e[0]),
-      events.map((e) => e[1] ?? null), events.map((e) => e[2] ?? null)]);
+      events.map((e) => e[1] ?? null), events.map((e) => e[2] ?? null), instance.seq, instance.index,
+      instance.iteration]);
     const finished = FINISHED.includes(next.status);
     const { rowCount } = await c.query(this.sql(`
       UPDATE {schema}.run
@@ -514,11 +521,6 @@ class Participant {
       next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
       next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation]);
     if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
-    if (next.instance) {
-      await c.query(
-        this.sql('INSERT INTO {schema}.run_step (run_id, seq, instance, iteration) VALUES ($1, $2, $3, $4)'),
-        [run.id, next.instance.seq, next.instance.index, next.instance.iteration]);
-    }
     if (finished) await this.finished(c, run, next.status);
   }
 
@@ -737,7 +739,7 @@ class Participant {
 const VERSION = 1;
 
 /** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
-const SCHEMA_VERSION = 22;
+const SCHEMA_VERSION = 23;
 
 /** The claim's selections (the engine id is the last parameter of each). */
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'

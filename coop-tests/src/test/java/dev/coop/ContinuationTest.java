@@ -531,11 +531,11 @@ class ContinuationTest {
         }
     }
 
-    /** Scans of {@code message}, {@code run_step} and their indexes by this transaction so far. */
+    /** Scans of {@code message}, {@code event} (the step log) and their indexes by this transaction so far. */
     private static long scansOfMessageAndSteps(StepContext<?> step) {
         try (PreparedStatement ps = step.connection().prepareStatement("""
                 SELECT sum(pg_stat_get_xact_numscans(i.indexrelid) + pg_stat_get_xact_numscans(i.indrelid))::bigint
-                  FROM pg_index i WHERE i.indrelid IN ('coop.message'::regclass, 'coop.run_step'::regclass)
+                  FROM pg_index i WHERE i.indrelid IN ('coop.message'::regclass, 'coop.event'::regclass)
                 """);
                 ResultSet rs = ps.executeQuery()) {
             rs.next();

@@ -108,8 +108,10 @@ class ControlFlowTest {
     static int claimedBytes(StepContext<?> step) {
         try (java.sql.PreparedStatement ps = step.connection().prepareStatement("""
                 SELECT pg_column_size(r.*) + (SELECT coalesce(sum(pg_column_size(s.*)), 0)::int
-                                                FROM (SELECT * FROM coop.run_step s WHERE s.run_id = r.id
-                                                       ORDER BY s.seq DESC LIMIT 8) s)
+                                                FROM (SELECT e.step_seq, e.instance, e.iteration FROM coop.event e
+                                                       WHERE e.message_id = r.message_id AND e.saga = r.saga
+                                                         AND e.step_seq IS NOT NULL
+                                                       ORDER BY e.step_seq DESC LIMIT 8) s)
                   FROM coop.run r WHERE r.id = ?
                 """)) {
             ps.setObject(1, step.runId());

@@ -16,7 +16,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Schema V5 moves each run's history array into run_step rows and per-step counts, for runs already in flight. */
+/** Schema V7 moved each run's history array into run_step rows and per-step counts (the step log since V23), for runs in flight. */
 class StepInstancesMigrationTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
@@ -56,8 +56,11 @@ class StepInstancesMigrationTest {
         Migrations.apply(ds, schema);
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
             List<String> rows = new ArrayList<>();
-            try (ResultSet rs = st.executeQuery("SELECT seq, instance, iteration FROM mig_v4.run_step "
-                    + "WHERE run_id = '00000000-0000-0000-0000-00000000000a' ORDER BY seq")) {
+            // kept by the step log since version 23: the instances a run executed are its events' step_seq
+            try (ResultSet rs = st.executeQuery("SELECT e.step_seq, e.instance, e.iteration FROM mig_v4.event e "
+                    + "JOIN mig_v4.run r ON r.message_id = e.message_id AND r.saga = e.saga "
+                    + "WHERE r.id = '00000000-0000-0000-0000-00000000000a' AND e.step_seq IS NOT NULL "
+                    + "ORDER BY e.step_seq")) {
                 while (rs.next()) {
                     rows.add(rs.getInt(1) + ":" + rs.getInt(2) + "#" + rs.getInt(3));
                 }

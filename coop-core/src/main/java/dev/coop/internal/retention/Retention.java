@@ -67,7 +67,6 @@ public final class Retention {
             WITH m AS (SELECT DISTINCT message_id AS id FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[])),
                  e AS (DELETE FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[]) RETURNING 1),
                  r AS (DELETE FROM {schema}.run WHERE message_id IN (SELECT id FROM m) RETURNING id),
-                 s AS (DELETE FROM {schema}.run_step WHERE run_id IN (SELECT id FROM r) RETURNING 1),
                  t AS (DELETE FROM {schema}.external_task WHERE run_id IN (SELECT id FROM r) RETURNING 1),
                  c AS (DELETE FROM {schema}.cancellation
                         WHERE scope_id IN (SELECT id FROM r) OR scope_id = ANY (?::uuid[]) RETURNING 1),

@@ -67,7 +67,7 @@ public final class Advance {
     }
 
     /**
-     * A completed step or handler instance: recorded (a {@code run_step} row, the step's count), counted, children
+     * A completed step or handler instance: recorded (carried by its SUSPENDED event, the step's count), counted, children
      * to wait for.
      */
     Advance executed(int instance, int nextStepIndex, String nextStepName, String finalStepName, int children) {

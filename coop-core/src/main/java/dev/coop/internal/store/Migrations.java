@@ -28,7 +28,8 @@ public final class Migrations {
             "V12__saga_versions.sql", "V13__schema_diet.sql", "V14__rate_window.sql",
             "V15__continuation_reserve.sql", "V16__seen_once.sql",
             "V17__row_launch_notify.sql", "V18__light_trigger_checks.sql", "V19__join_check.sql",
-            "V20__external_tasks.sql", "V21__attempt_history.sql", "V22__run_counts.sql");
+            "V20__external_tasks.sql", "V21__attempt_history.sql", "V22__run_counts.sql",
+            "V23__step_log.sql");
     private static final long LOCK_NAMESPACE = 0x436F6F70L << 32; // "Coop"
 
     private Migrations() {

@@ -14,8 +14,8 @@ import java.util.UUID;
 
 /**
  * The deferred advances of a round (runs of one saga, none with a parent to count off: runs that stay runnable now,
- * and runs that finished) in one statement: one insert of all their events, one update of the runs that stay
- * runnable, one of the runs that finished, one insert of all their step instances. Each run's part is what its own
+ * and runs that finished) in one statement: one insert of all their events (each run's first one carrying its
+ * executed step instance), one update of the runs that stay runnable, one of the runs that finished. Each run's part is what its own
  * advance ({@link Sql#ADVANCE_ALONE}; quiet for a run that stays runnable) writes; only the per-statement cost is paid
  * once instead of once a run. Arrays travel as one parameter per column; a run's own arrays (lineage, iterations) as
  * text literals, cast back by the statement.
@@ -69,11 +69,14 @@ final class RoundAdvances {
                                           rollback_stage, rollback_cause, context, result, finally_done, failure, xact,
                                           check_cancellation, instance_seq, instance, iteration, finished, n)
             ), events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context)
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration)
               SELECT i.message_id, e.type, ?, ?, e.step, i.lineage::uuid[], e.exception::jsonb,
-                     i.claimed_at::timestamptz, e.context
-                FROM unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[])
-                     WITH ORDINALITY AS e(run, type, step, exception, context, n)
+                     i.claimed_at::timestamptz, e.context,
+                     CASE WHEN e.first THEN i.instance_seq END, CASE WHEN e.first THEN i.instance END,
+                     CASE WHEN e.first THEN i.iteration END -- the run's SUSPENDED carries its executed instance
+                FROM unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
+                     WITH ORDINALITY AS e(run, type, step, exception, context, first, n)
                 JOIN input i ON i.n = e.run
                ORDER BY e.n
               RETURNING 1
@@ -86,9 +89,6 @@ final class RoundAdvances {
             {set},
                      status = i.finished, runnable_at = k.now, finished_at = k.now
             {finished}
-            ), instance AS (
-              INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
-              SELECT i.id, i.instance_seq, i.instance, i.iteration FROM input i WHERE i.instance IS NOT NULL
             )
             SELECT (SELECT count(*) FROM runnable) + (SELECT count(*) FROM finished), (SELECT count(*) FROM events)"""
             .replace("{set}", SET)
@@ -173,7 +173,7 @@ final class RoundAdvances {
         private static final String[] TYPES = {"uuid", "uuid", "text", "text", "text", "integer", "text", "text",
                 "integer", "text", "integer", "integer", "boolean", "integer", "text", "text", "text", "text",
                 "integer", "text", "text", "boolean", "integer", "integer", "integer", "text"};
-        private static final String[] EVENT_TYPES = {"integer", "text", "text", "text", "text"};
+        private static final String[] EVENT_TYPES = {"integer", "text", "text", "text", "text", "boolean"};
 
         private final Object[][] runs;
         private final List<Object[]> events = new ArrayList<>();
@@ -204,8 +204,15 @@ final class RoundAdvances {
                 runs[k][n] = row[k];
             }
             n++;
+            if (next.instance() != null && (move.entries().isEmpty()
+                    || move.entries().getFirst().type() != dev.coop.inspect.EventType.SUSPENDED)) {
+                throw new IllegalStateException("an executed instance is recorded by its SUSPENDED, written first");
+            }
+            boolean first = true;
             for (LogEntry entry : move.entries()) {
-                events.add(new Object[]{n, entry.type().name(), entry.step(), entry.exception(), entry.context()});
+                events.add(new Object[]{n, entry.type().name(), entry.step(), entry.exception(), entry.context(),
+                        first && next.instance() != null});
+                first = false;
             }
         }
 

@@ -32,8 +32,8 @@ public final class Sql {
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
-     * selection (by saga and due time, or by run id). The newest step instances ({@code run_step}) are read with the
-     * statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
+     * selection (by saga and due time, or by run id). The newest step instances (the step log: the events that carry
+     * a {@code step_seq}, schema version 23) are read with the statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
      * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
      */
     static final String CLAIM = """
@@ -62,18 +62,50 @@ public final class Sql {
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact, {idleInTransaction} AS idle_in_transaction
               FROM claimed c CROSS JOIN me JOIN {schema}.message m ON m.id = c.message_id
-              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.seq DESC) AS recent, max(s.seq) AS recent_top
-                                   FROM (SELECT seq, instance FROM {schema}.run_step
-                                          WHERE run_id = c.id ORDER BY seq DESC LIMIT %d) s) t ON NOT c.rollback
-              LEFT JOIN {schema}.run_step rs ON c.rollback AND rs.run_id = c.id AND rs.seq = c.rollback_seq
+              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.step_seq DESC) AS recent,
+                                        max(s.step_seq) AS recent_top
+                                   FROM (SELECT e.step_seq, e.instance FROM {schema}.event e -- index event_message
+                                          WHERE NOT c.rollback -- a one-time filter: no scan on the rollback path
+                                            AND e.message_id = c.message_id AND e.saga = c.saga
+                                            AND e.step_seq < c.steps_done
+                                          ORDER BY e.step_seq DESC LIMIT %d) s) t ON NOT c.rollback
+              LEFT JOIN LATERAL (SELECT e.instance, e.iteration FROM {schema}.event e
+                                  WHERE c.rollback -- a one-time filter: no probe on the happy path
+                                    AND e.message_id = c.message_id AND e.saga = c.saga
+                                    AND e.step_seq = c.rollback_seq
+                                  LIMIT 1) rs ON c.rollback
             """
             .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'");
+
+    /** A run's message and saga, which name its rows in the log: two initplans, then index conditions. */
+    private static final String RUN_IN_LOG = """
+            message_id = (SELECT r.message_id FROM {schema}.run r WHERE r.id = ?::uuid)
+               AND saga = (SELECT r.saga FROM {schema}.run r WHERE r.id = ?::uuid)""";
+
+    /**
+     * The step log's instance {@code seq} of a run: its step index and iteration, an index lookup of
+     * {@code event_message (message_id, saga, step_seq)}. Parameters: the run id twice, seq.
+     */
+    static final String INSTANCE_AT = """
+            SELECT instance, iteration FROM {schema}.event
+             WHERE {run} AND step_seq = ? LIMIT 1
+            """.replace("{run}", RUN_IN_LOG);
+
+    /**
+     * A run's instances before {@code seq}, newest first, at most {@code limit}: a backward walk of
+     * {@code event_message (message_id, saga, step_seq)} that reads {@code limit} entries however long the run looped.
+     * Parameters: the run id twice, seq, limit.
+     */
+    static final String INSTANCES_BEFORE = """
+            SELECT instance FROM {schema}.event
+             WHERE {run} AND step_seq < ? ORDER BY step_seq DESC LIMIT ?
+            """.replace("{run}", RUN_IN_LOG);
 
     /**
      * The reclaim of a continuation, sent after its advance and COMMIT by the worker that wrote them: it locks the run
      * only if it is still the version that advance left (so every column this worker did not read again is still what
      * it knows: the message, the lineage, the step instances) and reads only the run's own row, the cancellation of its
-     * scope and the transaction id. No SEEN (the run started), no message join, no read of {@code run_step}: the
+     * scope and the transaction id. No SEEN (the run started), no message join, no read of the step log: the
      * caller builds the history from the previous claim plus the instance it just wrote. A run another transaction
      * moved meanwhile is not locked; the caller then reclaims it in full.
      */
@@ -204,9 +236,11 @@ public final class Sql {
     /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
     private static final String ADVANCE_RUN = """
             WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context)
-              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration
                 FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
+                LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
                ORDER BY e.n
               RETURNING 1
             ), advanced AS (
@@ -230,9 +264,6 @@ public final class Sql {
                                                          WHERE x.scope_id = ANY(lineage))
                                      THEN {schema}.assert_not_cancelled(lineage) ELSE true END
                  AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
-            ), instance AS (
-              INSERT INTO {schema}.run_step (run_id, seq, instance, iteration)
-              SELECT ?, ?, ?, ? WHERE ?::int IS NOT NULL
             )
             """
             .replace("{runnableAt}", SET_RUNNABLE_AT);

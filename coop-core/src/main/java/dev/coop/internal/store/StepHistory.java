@@ -5,7 +5,7 @@ import java.util.Arrays;
 /**
  * What a claim reads of the step instances a run executed, constant in size however long a step looped: how many
  * times each step ran, the newest few instances, and on the rollback path the instance being rolled back. The full
- * list is in {@code run_step}, read by key when more is needed.
+ * list is the step log (the SUSPENDED events that carry a {@code step_seq}), read by index when more is needed.
  *
  * @param iterations per step index: how many of its instances ran (steps never run may be absent at the end)
  * @param recent the newest instances, newest first: {@code recent[i]} is instance {@code stepsDone - 1 - i}

@@ -483,7 +483,7 @@ public final class Store {
     /**
      * What the claim read of the run's step instances. The claim's snapshot can predate the commit of the run version
      * it locked (a transaction that committed between the statement's start and its lock); the instances that
-     * transaction wrote are then missing, and are read again here with a new snapshot. Rows of {@code run_step} never
+     * transaction wrote are then missing, and are read again here with a new snapshot. The step log's rows never
      * change, so what was seen is right.
      */
     private StepHistory history(Connection c, ResultSet rs) throws SQLException {
@@ -498,10 +498,10 @@ public final class Store {
         Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
         if (rs.getBoolean("rollback")) {
             if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
-                try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                        "SELECT instance, iteration FROM {schema}.run_step WHERE run_id = ? AND seq = ?"))) {
+                try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.INSTANCE_AT))) {
                     ps.setObject(1, run);
-                    ps.setInt(2, rollbackSeq);
+                    ps.setObject(2, run);
+                    ps.setInt(3, rollbackSeq);
                     try (ResultSet again = ps.executeQuery()) {
                         if (again.next()) {
                             rollbackInstance = again.getInt(1);
@@ -526,12 +526,11 @@ public final class Store {
 
     private static int[] instancesBefore(Connection c, SchemaName schema, UUID run, int seq, int limit)
             throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT instance FROM {schema}.run_step WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?
-                """))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.INSTANCES_BEFORE))) {
             ps.setObject(1, run);
-            ps.setInt(2, seq);
-            ps.setInt(3, limit);
+            ps.setObject(2, run);
+            ps.setInt(3, seq);
+            ps.setInt(4, limit);
             List<Integer> instances = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -896,6 +895,7 @@ public final class Store {
         ps.setArray(++i, ps.getConnection().createArrayOf("text", steps));
         ps.setArray(++i, ps.getConnection().createArrayOf("text", exceptions));
         ps.setArray(++i, ps.getConnection().createArrayOf("text", contexts));
+        i = bindInstance(ps, i, next, entries);
         if (!quiet) {
             ps.setString(++i, next.status().name());
         }
@@ -939,11 +939,19 @@ public final class Store {
         ps.setString(++i, run.xact());
         ps.setBoolean(++i, next.checkCancellation());
         ps.setString(++i, localSagas);
-        ps.setObject(++i, run.id());
-        ps.setInt(++i, next.instanceSeq());
+        return i;
+    }
+
+    /** Binds the executed instance that the advance's first event (its SUSPENDED) carries, or nulls (none). */
+    private static int bindInstance(PreparedStatement ps, int i, Advance next, List<LogEntry> entries)
+            throws SQLException {
+        boolean carried = next.instance() != null;
+        if (carried && (entries.isEmpty() || entries.get(0).type() != dev.coop.inspect.EventType.SUSPENDED)) {
+            throw new IllegalStateException("an executed instance is recorded by its SUSPENDED, written first");
+        }
+        setInteger(ps, ++i, carried ? next.instanceSeq() : null);
         setInteger(ps, ++i, next.instance());
-        ps.setInt(++i, next.instanceIteration());
-        setInteger(ps, ++i, next.instance());
+        setInteger(ps, ++i, carried ? next.instanceIteration() : null);
         return i;
     }
 
