@@ -1,6 +1,6 @@
 package dev.coop.internal.step;
 
-import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Due;
 
 import java.util.HashMap;
 import java.util.LinkedHashSet;
@@ -370,14 +370,14 @@ public final class Dispatcher {
     }
 
     /** Records a probe: sagas due now become ready; the next probe is at the earliest future due time. */
-    void probed(Map<String, Store.Due> dues) {
+    void probed(Map<String, Due> dues) {
         lock.lock();
         try {
             probing = false;
             long now = System.nanoTime();
             long next = now + pollNanos;
-            for (Map.Entry<String, Store.Due> e : dues.entrySet()) {
-                Store.Due due = e.getValue();
+            for (Map.Entry<String, Due> e : dues.entrySet()) {
+                Due due = e.getValue();
                 if (due.firstMillis() <= 0) {
                     if (markReady(e.getKey())) {
                         owed.remove(e.getKey()); // searched: a probe does not say how many runs are due

@@ -3,7 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.store.Emission;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;
-import dev.coop.internal.store.Store;
+import dev.coop.internal.store.ChildFailure;
 import dev.coop.internal.store.Uuids;
 import dev.coop.internal.task.ExternalTasks;
 
@@ -327,7 +327,7 @@ final class RollbackExecutor {
 
     private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name) throws SQLException {
         List<Failure> causes = new ArrayList<>();
-        for (Store.ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
+        for (ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
             if (child.status() == RunStatus.ROLLBACK_FAILED) {
                 causes.add(Failure.fromJson(child.failure()));
             }

@@ -4,6 +4,8 @@ import dev.coop.internal.Listeners;
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Emission;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.ChildRun;
+import dev.coop.internal.store.Liveness;
 import dev.coop.internal.store.Uuids;
 import dev.coop.internal.task.ExternalTasks;
 import dev.coop.internal.task.TaskRequest;
@@ -183,7 +185,7 @@ final class StepContextImpl<P> implements StepContext<P> {
             } else {
                 try {
                     List<RunResult> results = new ArrayList<>();
-                    for (Store.ChildRun r : engine.store().childRuns(guard.connection(), run.id(), childSeqs)) {
+                    for (ChildRun r : engine.store().childRuns(guard.connection(), run.id(), childSeqs)) {
                         results.add(new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(),
                                 r.result(), r.failure() == null ? null : Failure.fromJson(r.failure()),
                                 engine.json().mapper()));
@@ -266,7 +268,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     @Override
     public <T> T taskResult(String name, Class<T> type) {
         checkOpen("read task results");
-        List<Store.ChildRun> runs;
+        List<ChildRun> runs;
         try {
             runs = childSeqs.length == 0
                     ? List.of()
@@ -282,7 +284,7 @@ final class StepContextImpl<P> implements StepContext<P> {
                             : "; read them by message with"
                                     + " childResult(task.message(), type)"));
         }
-        Store.ChildRun r = runs.getFirst();
+        ChildRun r = runs.getFirst();
         return new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(), r.result(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()), engine.json().mapper()).get(type);
     }
@@ -293,7 +295,7 @@ final class StepContextImpl<P> implements StepContext<P> {
         if (kind == Kind.COMPENSATION) {
             return; // rollbacks are not cancellable; their deadline is checked between compensations
         }
-        Store.Liveness liveness;
+        Liveness liveness;
         try {
             liveness = engine.store().liveness(guard.connection(), run.lineage());
         } catch (SQLException e) {

@@ -6,7 +6,7 @@ import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.store.Limits;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;
-import dev.coop.internal.store.Store;
+import dev.coop.internal.store.ChildFailure;
 import dev.coop.internal.task.ExternalTasks;
 import dev.coop.internal.task.TaskRequest;
 
@@ -454,7 +454,7 @@ final class StepExecutor {
     private Failure childFailure(Connection c, ClaimedRun run, String step, int seq) throws SQLException {
         List<Failure> causes = new ArrayList<>();
         boolean rollbackFailed = false;
-        for (Store.ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
+        for (ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
             rollbackFailed |= child.status() == RunStatus.ROLLBACK_FAILED;
             causes.add(Failure.fromJson(child.failure()));
         }

@@ -4,6 +4,7 @@ import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Counted;
 
 import dev.coop.Coop;
 import dev.coop.failure.ChildRollbackFailedException;
@@ -95,7 +96,7 @@ final class Transitions {
         if (run.parentId() == null || !run.awaited()) { // no parent to count off: the COMMIT goes with the advance
             return commitFinishedAlone(c, run, entries, next, woken);
         }
-        Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
+        Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
         List<String> committedAboveSagas = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
@@ -109,7 +110,7 @@ final class Transitions {
         // joins with these as members
         java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove);
         commitNow(c);
-        Store.Counted last = parent;
+        Counted last = parent;
         afterCommit(() -> {
             woken.forEach(engine.dispatcher()::wake);
             joined.forEach(engine.dispatcher()::wake);
