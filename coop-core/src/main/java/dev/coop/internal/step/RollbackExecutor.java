@@ -196,7 +196,7 @@ final class RollbackExecutor {
         // the step's finally part, if it never ran: after the compensation (its writes undone if it failed)
         Integer finallyRan = null;
         StepContextImpl<?>[] finallyPart = new StepContextImpl<?>[1];
-        if (saga.steps().get(instance).finallyBody() != null && !StepExecutor.finallyDone(run, instance)) {
+        if (saga.steps().get(instance).finallyBody() != null && !RunBodies.finallyDone(run, instance)) {
             finallyRan = instance;
             Throwable finallyFailed = runFinally(c, run, saga, seq, instance,
                     thrown == null && result.context() != null ? result.context().context() : runContext,
@@ -241,7 +241,7 @@ final class RollbackExecutor {
         StepContextImpl<P> finallyContext = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX,
                 payloadOrNull(run, saga), engine, c, StepContextImpl.Kind.FINALLY,
                 iteration(run), context, new int[0]);
-        Throwable thrown = StepExecutor.invoke(() -> step.finallyBody().run(finallyContext), finallyContext);
+        Throwable thrown = InvokeUserCode.invoke(() -> step.finallyBody().run(finallyContext), finallyContext);
         if (thrown != null) {
             finallyContext.discardWrites();
         }
@@ -272,7 +272,7 @@ final class RollbackExecutor {
                 new int[0]);
         CooperationException cause = CooperationException.of(Failure.fromJson(run.rollbackCause()));
         return new Compensated(context,
-                StepExecutor.invoke(() -> step.compensation().compensate(context, cause), context));
+                InvokeUserCode.invoke(() -> step.compensation().compensate(context, cause), context));
     }
 
     /** Moves to the previous instance, or finishes with ROLLED_BACK after the first. */
