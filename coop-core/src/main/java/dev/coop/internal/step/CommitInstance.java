@@ -13,7 +13,6 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The write-and-commit stage of a step instance that succeeded (a step, a finally part, a child-failure handler): the
@@ -58,13 +57,14 @@ final class CommitInstance {
         try {
             engine.store().attempts().ended(c, run, engine.engineId(), name); // after many attempts: the last one
             List<String> woken = new ArrayList<>();
-            int children = launch(c, done, woken);
+            int children = context.launches.write(c,
+                    new StepLaunches.Origin(run, done.part().saga().name(), name, run.stepsDone()), woken);
             String contextJson = context.contextJson();
-            if (!context.tasks.isEmpty()) {
+            if (!context.children.tasks.isEmpty()) {
                 children += tasks.open(c, new ExternalTasks.Opener(run, run.stepsDone(), name,
                         engine.engineId(), contextJson, context.deadline()
                                 .map(d -> d.at().atOffset(ZoneOffset.UTC)).orElse(null)),
-                        context.tasks);
+                        context.children.tasks);
             }
             Advance advance = advance(c, done, contextJson, children);
             return moveOn(c, done, advance, woken);
@@ -73,26 +73,6 @@ final class CommitInstance {
             return failures.writeFailed(c, new Part(run, saga,
                     done.instance() >= 0 ? saga.steps().get(done.instance()) : null, name), e);
         }
-    }
-
-    /** Writes the messages the instance launched; returns how many child runs they got, adding their sagas. */
-    private int launch(Connection c, Instance done, List<String> woken) throws SQLException {
-        ClaimedRun run = done.part().run();
-        StepContextImpl<?> context = done.context();
-        String saga = done.part().saga().name();
-        int children = 0;
-        if (!context.scoped.isEmpty()) {
-            Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), run.stepsDone(),
-                    saga, engine.engineId(), done.part().name(), context.scoped);
-            children = created.values().stream().mapToInt(Integer::intValue).sum();
-            woken.addAll(created.keySet());
-        }
-        if (!context.global.isEmpty()) {
-            woken.addAll(engine.store()
-                    .emit(c, null, null, null, saga, engine.engineId(), done.part().name(), context.global)
-                    .keySet());
-        }
-        return children;
     }
 
     /** The run's move: to the next step, or waiting for the {@code children} the instance caused, or done. */
@@ -108,7 +88,7 @@ final class CommitInstance {
             children = decisions.onWait(c, run, saga, done.context().context(), false, run.stepsDone(), children,
                     advance);
             advance.pending(children);
-            done.context().tasks.stream().map(TaskRequest::timeoutAt).filter(java.util.Objects::nonNull)
+            done.context().children.tasks.stream().map(TaskRequest::timeoutAt).filter(java.util.Objects::nonNull)
                     .min(java.util.Comparator.naturalOrder()).ifPresent(at -> Decisions.wakeAt(advance, at));
         }
         if (children == 0) {
