@@ -33,6 +33,7 @@ import dev.coop.internal.retention.Retention;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.schedule.Schedules;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Emitted;
 import dev.coop.internal.task.TaskSettlement;
 import dev.coop.internal.store.Time;
 import dev.coop.internal.Topology;
@@ -245,7 +246,7 @@ public final class CoopClient {
 
     private static Launched launch(Connection c, Store store, Emission emission) throws SQLException {
         for (int attempt = 0;; attempt++) {
-            Store.Emitted emitted = store.emitAll(c, null, null, null, null, null, null, List.of(emission));
+            Emitted emitted = store.emitAll(c, null, null, null, null, null, null, List.of(emission));
             if (emitted.duplicates().isEmpty()) {
                 return new Launched(emission.messageId(), emitted.created());
             }

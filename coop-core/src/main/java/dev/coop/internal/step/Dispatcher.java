@@ -1,9 +1,7 @@
 package dev.coop.internal.step;
 
-import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Due;
 
-import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -32,21 +30,10 @@ public final class Dispatcher {
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
-    private final Map<String, Long> epochs = new HashMap<>();
-    private final LinkedHashSet<String> ready = new LinkedHashSet<>();
-    /**
-     * For a ready saga: how many claims are owed for runs this engine made runnable itself and knows the number of
-     * (a launch by its client, a parent woken by its last child, a run given back). A ready saga without an entry
-     * is searched: its workers claim until a claim finds nothing (woken by a notification or a probe, which do not
-     * say how many runs are due). Counting keeps idle workers from claiming when nothing new is due: such claims
-     * find nothing, or take a run whose worker is between its commit and its continuation's reclaim.
-     */
-    private final Map<String, Integer> owed = new HashMap<>();
-    /** Of the claims owed for a saga, how many are retries (handed out first); never more than are owed. */
-    private final Map<String, Integer> retries = new HashMap<>();
+    /** The sagas that may have due runs, and the claims owed for them. */
+    private final ReadySagas sagas;
     /** The sagas with a worker limit of their own, and how many workers work on each now. */
-    private final Map<String, Integer> limits = new HashMap<>();
-    private final Map<String, Integer> busy = new HashMap<>();
+    private final WorkerLimits limits = new WorkerLimits();
     /** How many runs a claim may take at once, per saga: its cap, and what its searched claims take now. */
     private final RoundSize rounds = new RoundSize();
     /** How many workers wait in {@link #next()} for something to do. */
@@ -71,7 +58,7 @@ public final class Dispatcher {
     private final java.util.concurrent.locks.Condition stopping = lock.newCondition();
 
     public Dispatcher(List<String> sagas, long pollNanos) {
-        sagas.forEach(s -> epochs.put(s, 0L));
+        this.sagas = new ReadySagas(sagas);
         this.pollNanos = pollNanos;
         this.nextProbe = System.nanoTime(); // probe at once: there may be work from before this engine started
     }
@@ -81,35 +68,11 @@ public final class Dispatcher {
         lock.lock();
         try {
             while (!stopped) {
-                String saga = firstAvailable();
+                String saga = sagas.first(limits::available);
                 if (saga != null) {
-                    ready.remove(saga);
-                    Integer claims = owed.get(saga);
-                    int runs = claims == null ? rounds.searched(saga, idle) : rounds.counted(saga, claims, idle);
-                    if (claims == null || claims > runs) {
-                        ready.addLast(saga); // round robin between sagas
-                    }
-                    boolean retry = false;
-                    if (claims != null) {
-                        if (claims > runs) {
-                            owed.put(saga, claims - runs);
-                        } else {
-                            owed.remove(saga);
-                        }
-                        Integer retrying = retries.get(saga);
-                        if (retrying != null) {
-                            retry = true;
-                            if (retrying > 1) {
-                                retries.put(saga, retrying - 1);
-                            } else {
-                                retries.remove(saga);
-                            }
-                        }
-                    }
-                    if (limits.containsKey(saga)) {
-                        busy.merge(saga, 1, Integer::sum);
-                    }
-                    return new Task(saga, epochs.get(saga), claims != null, retry, runs);
+                    Task task = sagas.take(saga, rounds, idle);
+                    limits.started(saga);
+                    return task;
                 }
                 long now = System.nanoTime();
                 if (!probing && now - nextProbe >= 0) {
@@ -129,23 +92,12 @@ public final class Dispatcher {
         }
     }
 
-    /** The first ready saga that has a worker left under its own limit, or null. */
-    private String firstAvailable() {
-        for (String saga : ready) {
-            Integer limit = limits.get(saga);
-            if (limit == null || busy.getOrDefault(saga, 0) < limit) {
-                return saga;
-            }
-        }
-        return null;
-    }
-
     /** At most {@code workers} workers of this engine work on {@code saga} at once (0: no limit of its own). */
     public void limit(String saga, int workers) {
         lock.lock();
         try {
             if (workers > 0) {
-                limits.put(saga, workers);
+                limits.limit(saga, workers);
             }
         } finally {
             lock.unlock();
@@ -173,10 +125,10 @@ public final class Dispatcher {
             if (!task.counted()) {
                 rounds.searchedTook(task.saga(), task.runs(), claimed);
             } else if (claimed < task.runs() && !task.retry()) {
-                Long epoch = epochs.get(task.saga());
+                Long epoch = sagas.epoch(task.saga());
                 int missing = task.runs() - claimed;
                 if (epoch != null && epoch != task.epoch() && owe(task.saga(), missing)) {
-                    retries.merge(task.saga(), missing, Integer::sum);
+                    sagas.retry(task.saga(), missing);
                 }
             }
         } finally {
@@ -191,8 +143,7 @@ public final class Dispatcher {
         }
         lock.lock();
         try {
-            if (limits.containsKey(task.saga()) && busy.merge(task.saga(), -1, Integer::sum) >= 0
-                    && ready.contains(task.saga())) {
+            if (limits.ended(task.saga()) && sagas.isReady(task.saga())) {
                 changed.signal();
             }
         } finally {
@@ -207,9 +158,7 @@ public final class Dispatcher {
     public void wake(String saga) {
         lock.lock();
         try {
-            if (markReady(saga)) {
-                owed.remove(saga);
-                retries.remove(saga);
+            if (sagas.markSearched(saga)) {
                 changed.signal();
             }
         } finally {
@@ -239,12 +188,12 @@ public final class Dispatcher {
      * @return whether the claims were owed (false: not a saga of this engine, or searched already)
      */
     private boolean owe(String saga, int runs) {
-        boolean searched = ready.contains(saga) && !owed.containsKey(saga);
-        if (!markReady(saga)) {
+        boolean searched = sagas.isSearched(saga);
+        if (!sagas.markReady(saga)) {
             return false;
         }
         if (!searched) {
-            owed.merge(saga, runs, Integer::sum);
+            sagas.owe(saga, runs);
         }
         changed.signal();
         return !searched;
@@ -321,9 +270,9 @@ public final class Dispatcher {
             }
             lock.lock();
             try {
-                Long epoch = epochs.get(task.saga());
+                Long epoch = sagas.epoch(task.saga());
                 if (epoch != null && epoch != task.epoch() && owe(task.saga(), task.runs())) {
-                    retries.merge(task.saga(), task.runs(), Integer::sum);
+                    sagas.retry(task.saga(), task.runs());
                 }
             } finally {
                 lock.unlock();
@@ -333,9 +282,7 @@ public final class Dispatcher {
         lock.lock();
         try {
             rounds.searchedTook(task.saga(), task.runs(), 0);
-            if (epochs.get(task.saga()) == task.epoch() && !owed.containsKey(task.saga())) {
-                ready.remove(task.saga());
-            }
+            sagas.forgetUnlessWoken(task.saga(), task.epoch());
         } finally {
             lock.unlock();
         }
@@ -359,9 +306,7 @@ public final class Dispatcher {
     void stepEnded(String saga) {
         lock.lock();
         try {
-            if (blocked.remove(saga) && markReady(saga)) {
-                owed.remove(saga); // searched: the blocked runs were not counted
-                retries.remove(saga);
+            if (blocked.remove(saga) && sagas.markSearched(saga)) { // searched: the blocked runs were not counted
                 changed.signal();
             }
         } finally {
@@ -370,19 +315,16 @@ public final class Dispatcher {
     }
 
     /** Records a probe: sagas due now become ready; the next probe is at the earliest future due time. */
-    void probed(Map<String, Store.Due> dues) {
+    void probed(Map<String, Due> dues) {
         lock.lock();
         try {
             probing = false;
             long now = System.nanoTime();
             long next = now + pollNanos;
-            for (Map.Entry<String, Store.Due> e : dues.entrySet()) {
-                Store.Due due = e.getValue();
+            for (Map.Entry<String, Due> e : dues.entrySet()) {
+                Due due = e.getValue();
                 if (due.firstMillis() <= 0) {
-                    if (markReady(e.getKey())) {
-                        owed.remove(e.getKey()); // searched: a probe does not say how many runs are due
-                        retries.remove(e.getKey());
-                    }
+                    sagas.markSearched(e.getKey()); // searched: a probe does not say how many runs are due
                 } else {
                     next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(due.firstMillis()));
                 }
@@ -447,15 +389,5 @@ public final class Dispatcher {
         long due = dueDuringProbe;
         dueDuringProbe = Long.MAX_VALUE;
         return due != Long.MAX_VALUE && due - next < 0 ? due : next;
-    }
-
-    private boolean markReady(String saga) {
-        Long epoch = epochs.get(saga);
-        if (epoch == null) {
-            return false; // not one of this engine's sagas
-        }
-        epochs.put(saga, epoch + 1);
-        ready.add(saga);
-        return true;
     }
 }

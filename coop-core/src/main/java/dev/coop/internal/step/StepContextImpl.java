@@ -3,10 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.Listeners;
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Emission;
-import dev.coop.internal.store.Store;
-import dev.coop.internal.store.Uuids;
-import dev.coop.internal.task.ExternalTasks;
-import dev.coop.internal.task.TaskRequest;
+import dev.coop.internal.store.Liveness;
 
 import dev.coop.Deadlines;
 import dev.coop.Saga;
@@ -21,12 +18,10 @@ import dev.coop.Lineage;
 import dev.coop.LaunchOptions;
 import dev.coop.MessageId;
 import dev.coop.RunResult;
-import dev.coop.StepContext;
 import dev.coop.Topic;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
@@ -37,7 +32,7 @@ import java.util.UUID;
  * The context a step (or compensation, handler, finally part) runs with; collects what the step launches, its
  * context changes and its result until the step commits.
  */
-final class StepContextImpl<P> implements StepContext<P> {
+final class StepContextImpl<P> extends StepContextForms<P> {
     /** What user code may do in this context. */
     enum Kind {
         /** A step or child-failure handler: launches, context changes and results. */
@@ -57,15 +52,13 @@ final class StepContextImpl<P> implements StepContext<P> {
     private final GuardedConnection.Guard guard;
     private final Kind kind;
     private final int iteration;
-    private final int[] childSeqs;
     private volatile boolean ended;
     private CooperationContext context;
     private final CooperationContext initialContext;
     private String result;
-    private List<RunResult> childResults;
-    final List<Emission> scoped = new ArrayList<>();
-    final List<Emission> global = new ArrayList<>();
-    final List<TaskRequest> tasks = new ArrayList<>();
+    /** What the part launches, and its children: results read, external tasks opened. */
+    final StepLaunches launches;
+    final StepChildren children;
     /** The retry policy of the step this context runs, for the outcome told to listeners; null for none. */
     dev.coop.RetryPolicy retryPolicy;
 
@@ -83,7 +76,8 @@ final class StepContextImpl<P> implements StepContext<P> {
         this.iteration = iteration;
         this.context = context;
         this.initialContext = context;
-        this.childSeqs = childSeqs;
+        this.launches = new StepLaunches(engine, guard);
+        this.children = new StepChildren(run, engine, guard, childSeqs);
     }
 
     /**
@@ -177,24 +171,7 @@ final class StepContextImpl<P> implements StepContext<P> {
     @Override
     public List<RunResult> childResults() {
         checkOpen("read child results");
-        if (childResults == null) {
-            if (childSeqs.length == 0) {
-                childResults = List.of();
-            } else {
-                try {
-                    List<RunResult> results = new ArrayList<>();
-                    for (Store.ChildRun r : engine.store().childRuns(guard.connection(), run.id(), childSeqs)) {
-                        results.add(new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(),
-                                r.result(), r.failure() == null ? null : Failure.fromJson(r.failure()),
-                                engine.json().mapper()));
-                    }
-                    childResults = List.copyOf(results);
-                } catch (SQLException e) {
-                    throw new CoopStoreException("Could not read the child results of run " + run.id(), e);
-                }
-            }
-        }
-        return childResults;
+        return children.results();
     }
 
     @Override
@@ -224,67 +201,20 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     @Override
-    public dev.coop.ExternalTask openTask(String name, Object payload, dev.coop.TaskOptions options) {
-        return open(name, payload, options, false);
-    }
-
-    @Override
-    public dev.coop.ExternalTask awaitSignal(String name, String key) {
-        return open(name, java.util.Map.of("signal", key), dev.coop.TaskOptions.none().key(key), true);
-    }
-
-    @Override
-    public dev.coop.ExternalTask awaitSignal(String name, String key, java.time.Duration timeout) {
-        return open(name, java.util.Map.of("signal", key), dev.coop.TaskOptions.none().key(key).timeout(timeout),
-                true);
-    }
-
-    private dev.coop.ExternalTask open(String name, Object payload, dev.coop.TaskOptions options, boolean signal) {
+    dev.coop.ExternalTask open(String name, Object payload, dev.coop.TaskOptions options, boolean signal) {
         Objects.requireNonNull(options, "options");
         checkOpen("open external tasks");
         if (kind != Kind.STEP) {
             throw new IllegalStateException("Only steps open external tasks, not a " + kind.name().toLowerCase()
                     + " (saga " + run.saga() + ", step " + step + ")");
         }
-        Topic<Object> topic = Topic.of(name, Object.class); // the name's rules are a topic's
-        String key = options.key().orElse(null);
-        if (key != null && tasks.stream().anyMatch(t -> key.equals(t.key()))) {
-            throw new CoopValidationException("External task key '" + key + "' was already used by this step");
-        }
-        String compensationTopic = options.compensationTopic().map(Topic::name).orElse(null);
-        String compensation = compensationTopic == null
-                ? null
-                : engine.json().writePayload(options.compensationTopic().get(),
-                        options.compensationPayload().orElseThrow());
-        TaskRequest task = new TaskRequest(Uuids.v7(), Uuids.v7(), name, engine.json().writePayload(topic, payload),
-                ExternalTasks.newToken(), key, compensationTopic, compensation, signal,
-                options.timeout().map(t -> run.claimedAt().plus(t)).orElse(null));
-        tasks.add(task);
-        return new dev.coop.ExternalTask(name, new MessageId(task.messageId()), task.token(), options.key());
+        return children.open(name, payload, options, signal);
     }
 
     @Override
     public <T> T taskResult(String name, Class<T> type) {
         checkOpen("read task results");
-        List<Store.ChildRun> runs;
-        try {
-            runs = childSeqs.length == 0
-                    ? List.of()
-                    : new ExternalTasks(engine.store().schema(), engine.store().time())
-                            .taskRuns(guard.connection(), run.id(), childSeqs, name);
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not read the external tasks of run " + run.id(), e);
-        }
-        if (runs.size() != 1) {
-            throw new CoopValidationException("The previous step of saga " + run.saga() + " opened " + runs.size()
-                    + " external tasks named '" + name + "'" + (runs.isEmpty()
-                            ? ""
-                            : "; read them by message with"
-                                    + " childResult(task.message(), type)"));
-        }
-        Store.ChildRun r = runs.getFirst();
-        return new RunResult(new MessageId(r.messageId()), r.saga(), r.runId(), r.status(), r.result(),
-                r.failure() == null ? null : Failure.fromJson(r.failure()), engine.json().mapper()).get(type);
+        return children.taskResult(name, type);
     }
 
     @Override
@@ -293,7 +223,7 @@ final class StepContextImpl<P> implements StepContext<P> {
         if (kind == Kind.COMPENSATION) {
             return; // rollbacks are not cancellable; their deadline is checked between compensations
         }
-        Store.Liveness liveness;
+        Liveness liveness;
         try {
             liveness = engine.store().liveness(guard.connection(), run.lineage());
         } catch (SQLException e) {
@@ -323,56 +253,16 @@ final class StepContextImpl<P> implements StepContext<P> {
     }
 
     @Override
-    public <T> MessageId launch(Topic<T> topic, T payload) {
-        return launch(topic, payload, LaunchOptions.none());
-    }
-
-    @Override
-    public <T> MessageId launch(Topic<T> topic, T payload, CooperationContext extra) {
-        return launch(topic, payload, LaunchOptions.none().context(extra));
-    }
-
-    @Override
-    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload) {
-        return launchOnGlobalScope(topic, payload, LaunchOptions.none());
-    }
-
-    @Override
-    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext extra) {
-        return launchOnGlobalScope(topic, payload, LaunchOptions.none().context(extra));
-    }
-
-    @Override
-    public <T> MessageId launch(Topic<T> topic, T payload, Instant at) {
-        return launch(topic, payload, LaunchOptions.none().at(at));
-    }
-
-    @Override
-    public <T> MessageId launch(Topic<T> topic, T payload, CooperationContext extra, Instant at) {
-        return launch(topic, payload, LaunchOptions.none().context(extra).at(at));
-    }
-
-    @Override
-    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, Instant at) {
-        return launchOnGlobalScope(topic, payload, LaunchOptions.none().at(at));
-    }
-
-    @Override
-    public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, CooperationContext extra, Instant at) {
-        return launchOnGlobalScope(topic, payload, LaunchOptions.none().context(extra).at(at));
-    }
-
-    @Override
     public <T> MessageId launch(Topic<T> topic, T payload, LaunchOptions options) {
         Objects.requireNonNull(options, "options");
-        return add(scoped, topic, payload, context.plus(options.context().withMapper(engine.json().mapper())),
+        return add(launches.scoped, topic, payload, context.plus(options.context().withMapper(engine.json().mapper())),
                 options);
     }
 
     @Override
     public <T> MessageId launchOnGlobalScope(Topic<T> topic, T payload, LaunchOptions options) {
         Objects.requireNonNull(options, "options");
-        return add(global, topic, payload, options.context(), options);
+        return add(launches.global, topic, payload, options.context(), options);
     }
 
     private <T> MessageId add(List<Emission> into, Topic<T> topic, T payload, CooperationContext childContext,
@@ -383,45 +273,7 @@ final class StepContextImpl<P> implements StepContext<P> {
             throw new IllegalStateException("A compensation cannot launch messages (saga " + run.saga() + ", step "
                     + step + ")");
         }
-        String key = options.idempotencyKey().orElse(null);
-        if (key != null) {
-            UUID holder = keyHolder(topic, key);
-            if (holder != null) {
-                return new MessageId(holder);
-            }
-        }
-        if (!engine.listeners().isEmpty()) {
-            childContext = engine.listeners().launching(topic.name(), childContext);
-        }
-        engine.json().checkLaunchContext(childContext);
-        UUID id = Uuids.v7();
-        into.add(new Emission(id, topic.name(), engine.json().writePayload(topic, payload),
-                engine.json().writeContext(childContext),
-                options.at().map(at -> at.atOffset(java.time.ZoneOffset.UTC)).orElse(null), key,
-                options.priority(), options.orderingKey().orElse(null), options.businessKey().orElse(null),
-                options.tags()));
-        return new MessageId(id);
-    }
-
-    /**
-     * The message already holding an idempotency key: one this step launched, or one in the database. A launch of
-     * the key that commits after this look-up makes this step's emit fail as database trouble ({@link
-     * Store#KEY_TAKEN}); the step runs again and finds it here.
-     */
-    private UUID keyHolder(Topic<?> topic, String key) {
-        for (List<Emission> launched : List.of(scoped, global)) {
-            for (Emission e : launched) {
-                if (key.equals(e.idempotencyKey()) && topic.name().equals(e.topic())) {
-                    return e.messageId();
-                }
-            }
-        }
-        try {
-            return engine.store().messageWithKey(guard.connection(), topic.name(), key);
-        } catch (java.sql.SQLException e) {
-            throw new CoopStoreException("Could not look up the idempotency key '" + key
-                    + "' of topic '" + topic.name() + "': " + e.getMessage(), e);
-        }
+        return launches.add(into, topic, payload, childContext, options);
     }
 
     private void checkOpen(String what) {
@@ -524,9 +376,8 @@ final class StepContextImpl<P> implements StepContext<P> {
 
     /** The step failed: undo its writes (and forget what it launched and changed), keeping the transaction. */
     void discardWrites() throws SQLException {
-        scoped.clear();
-        global.clear();
-        tasks.clear();
+        launches.clear();
+        children.tasks.clear();
         context = initialContext;
         result = null;
         guard.discardWrites();

@@ -4,6 +4,7 @@ import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Counted;
 
 import dev.coop.Coop;
 import dev.coop.failure.ChildRollbackFailedException;
@@ -18,25 +19,16 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The transactions the happy path and the rollback path share: committing a transition, starting a rollback,
  * retrying after database trouble, and naming step instances in the log.
  */
 final class Transitions {
-    private static final Logger log = LoggerFactory.getLogger(Transitions.class);
-    private static final long MAX_RETRY_DELAY_MILLIS = 30_000;
-    /**
-     * How often in a row a run may meet database trouble before it is parked: at the 30 s ceiling of the backoff,
-     * about eight hours of trouble. Each retry is counted in {@code run.retries} (reset by every transition).
-     */
-    static final int MAX_RETRIES = 1_000;
 
     private final EngineContext engine;
     private final JoinBook joins;
+    private final RetryLater retries;
     /** Whether the next commit may also reclaim its run when it stays runnable now (set by the worker). */
     private boolean continuationAllowed;
     /** Whether the latest commit tried to reclaim its run, and what it got (null: runnable no more, or taken). */
@@ -50,6 +42,7 @@ final class Transitions {
     Transitions(EngineContext engine) {
         this.engine = engine;
         this.joins = new JoinBook(engine.store(), engine.json());
+        this.retries = new RetryLater(engine, this);
     }
 
     EngineContext engine() {
@@ -67,7 +60,7 @@ final class Transitions {
     }
 
     /** Commits the transaction; in a round, leaves that to the round. */
-    private void commitNow(Connection c) throws SQLException {
+    void commitNow(Connection c) throws SQLException {
         if (round == null) {
             c.commit();
         }
@@ -95,7 +88,7 @@ final class Transitions {
         if (run.parentId() == null || !run.awaited()) { // no parent to count off: the COMMIT goes with the advance
             return commitFinishedAlone(c, run, entries, next, woken);
         }
-        Store.Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
+        Counted parent = engine.store().advance(c, run, engine.engineId(), entries, next);
         List<java.util.UUID> committedAbove = new ArrayList<>();
         List<String> committedAboveSagas = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
@@ -109,7 +102,7 @@ final class Transitions {
         // joins with these as members
         java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove);
         commitNow(c);
-        Store.Counted last = parent;
+        Counted last = parent;
         afterCommit(() -> {
             woken.forEach(engine.dispatcher()::wake);
             joined.forEach(engine.dispatcher()::wake);
@@ -281,18 +274,7 @@ final class Transitions {
         if (part == null) {
             return 0;
         }
-        int children = 0;
-        if (!part.scoped.isEmpty()) {
-            java.util.Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), parentSeq,
-                    saga.name(), engine.engineId(), part.step(), part.scoped);
-            children = created.values().stream().mapToInt(Integer::intValue).sum();
-            woken.addAll(created.keySet());
-        }
-        if (!part.global.isEmpty()) {
-            woken.addAll(engine.store().emit(c, null, null, null, saga.name(), engine.engineId(), part.step(),
-                    part.global).keySet());
-        }
-        return children;
+        return part.launches.write(c, new StepLaunches.Origin(run, saga.name(), part.step(), parentSeq), woken);
     }
 
     /**
@@ -317,59 +299,9 @@ final class Transitions {
         commit(c, run, entries, next);
     }
 
-    /**
-     * Coop's own bookkeeping (or the JVM) failed, not the step: nothing of the transaction is kept, nothing is
-     * logged as a step failure, and the run is retried later with jittered exponential backoff.
-     *
-     * @param lockHeld whether the transaction is still usable and holds the run's row lock (the step's writes were
-     *        already undone): then the postponement is written under that lock, so no other engine can run the step
-     *        before the backoff ends; otherwise the transaction is rolled back first, and the postponement applies
-     *        only if nobody moved the run meanwhile
-     */
+    /** Coop's own bookkeeping failed, not the step: see {@link RetryLater#retry}. */
     void retryLater(Connection c, ClaimedRun run, String step, Throwable cause, boolean lockHeld) throws SQLException {
-        if (!lockHeld) {
-            RoundAborted.ifInRound(this, cause);
-            Worker.rollbackQuietly(c);
-        }
-        engine.listeners().databaseRetry(run.saga(), cause);
-        if (run.retries() + 1 >= MAX_RETRIES) {
-            Failure failure = new Failure("Database trouble on " + MAX_RETRIES + " attempts in a row at " + step
-                    + "; parked for an operator (retry it with retryNow once the database is healthy)",
-                    "dev.coop.DatabaseTrouble", source(run), List.of(), List.of(Failure.of(cause, source(run))));
-            log.error("Run {} (saga {}, {}) met database trouble {} times in a row ({}); parking it", run.id(),
-                    run.saga(), step, MAX_RETRIES, Failures.describe(cause));
-            try {
-                if (engine.store().parkAfterRetries(c, run, failure.toJson())) {
-                    engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), failure.toJson());
-                }
-                commitNow(c);
-            } catch (SQLException e) {
-                RoundAborted.ifInRound(this, e);
-                Worker.rollbackQuietly(c);
-                throw e;
-            }
-            return;
-        }
-        long ceiling = Math.min(MAX_RETRY_DELAY_MILLIS, 100L << Math.min(run.retries(), 10));
-        long delay = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
-        if (cause instanceof OutOfMemoryError) {
-            log.error("Run {} (saga {}, {}) ran out of memory; retrying in {} ms", run.id(), run.saga(), step, delay);
-        } else {
-            log.warn("Run {} (saga {}, {}) hit a database problem ({}); retrying in {} ms", run.id(), run.saga(),
-                    step, Failures.describe(cause), delay);
-        }
-        if (cause instanceof InterruptedException) {
-            Thread.currentThread().interrupt();
-        }
-        try {
-            engine.store().postpone(c, run, delay, lockHeld);
-            commitNow(c);
-        } catch (SQLException e) {
-            RoundAborted.ifInRound(this, e);
-            Worker.rollbackQuietly(c);
-            throw e;
-        }
-        engine.dispatcher().dueIn(delay);
+        retries.retry(c, run, step, cause, lockHeld);
     }
 
     /** Reads the run's payload as the saga's type; a {@link CoopValidationException} says why it cannot. */

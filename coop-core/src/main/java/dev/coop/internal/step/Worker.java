@@ -3,6 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.guard.ConnectionWatch;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Due;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -80,7 +81,7 @@ public final class Worker implements Runnable {
     }
 
     private void probe() throws SQLException {
-        Map<String, Store.Due> due;
+        Map<String, Due> due;
         try (Connection c = connection()) {
             int own = NetworkTimeouts.bound(c, engine.databaseTimeoutMillis());
             try {

@@ -158,7 +158,7 @@ final class RoundAdvances {
             }
             return true;
         } catch (SQLException e) {
-            if (!checkJoins || !Store.JOINS_PENDING.equals(e.getSQLState())) {
+            if (!checkJoins || !Advances.JOINS_PENDING.equals(e.getSQLState())) {
                 throw e; // the advances failed (a cancellation, a lost claim, the database): the caller rolls back
             }
         }

@@ -4,7 +4,8 @@ import dev.coop.internal.step.ClaimedRun;
 import dev.coop.internal.store.Limits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Sql;
-import dev.coop.internal.store.Store;
+import dev.coop.internal.store.ChildRun;
+import dev.coop.internal.store.Counted;
 import dev.coop.internal.store.Time;
 
 import dev.coop.MessageId;
@@ -217,7 +218,7 @@ public final class ExternalTasks {
 
     /** What a settle statement did: whether it settled the task, and the parent it counted off (or null). */
     /** Whether the task was settled, its message (when it was), and its parent as counted off (or null). */
-    public record Settled(boolean settled, UUID message, Store.Counted parent) {
+    public record Settled(boolean settled, UUID message, Counted parent) {
     }
 
     /**
@@ -271,7 +272,7 @@ public final class ExternalTasks {
                 UUID parent = rs.getObject(2, UUID.class);
                 return new Settled(settled, rs.getObject(7, UUID.class), parent == null
                         ? null
-                        : new Store.Counted(parent, rs.getString(3),
+                        : new Counted(parent, rs.getString(3),
                                 RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),
                                 rs.getObject(6, UUID.class)));
             }
@@ -364,12 +365,12 @@ public final class ExternalTasks {
      * The runs of the external tasks named {@code name} that the newest of the given instances to open any opened (a
      * child-failure handler that opened a task again supersedes the step's).
      */
-    public List<Store.ChildRun> taskRuns(Connection c, UUID runId, int[] seqs, String name) throws SQLException {
+    public List<ChildRun> taskRuns(Connection c, UUID runId, int[] seqs, String name) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TASK_RUNS))) {
             ps.setObject(1, runId);
             ps.setArray(2, c.createArrayOf("integer", Arrays.stream(seqs).boxed().toArray()));
             ps.setString(3, name);
-            List<Store.ChildRun> runs = new ArrayList<>();
+            List<ChildRun> runs = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 int newest = -1;
                 while (rs.next()) {
@@ -377,7 +378,7 @@ public final class ExternalTasks {
                         break;
                     }
                     newest = rs.getInt(7);
-                    runs.add(new Store.ChildRun(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class),
+                    runs.add(new ChildRun(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class),
                             rs.getString(3), RunStatus.valueOf(rs.getString(4)), rs.getString(5), rs.getString(6)));
                 }
             }

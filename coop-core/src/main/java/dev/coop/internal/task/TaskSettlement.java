@@ -5,6 +5,7 @@ import dev.coop.internal.store.Json;
 import dev.coop.internal.store.Limits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Counted;
 import dev.coop.internal.store.Time;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -82,7 +83,7 @@ public final class TaskSettlement {
      * parent's are settled.
      */
     private Result finish(Connection c, ExternalTasks.Settled settled) throws SQLException {
-        Store.Counted parent = settled.parent();
+        Counted parent = settled.parent();
         List<UUID> committedAbove = new ArrayList<>();
         while (parent != null && parent.status() == RunStatus.COMMITTED) {
             committedAbove.add(parent.messageId());
@@ -108,7 +109,7 @@ public final class TaskSettlement {
         if (!settled.settled()) {
             return null;
         }
-        Store.Counted parent = settled.parent();
+        Counted parent = settled.parent();
         if (parent != null && parent.status() == RunStatus.COMMITTED) { // excluded by TaskSql.ALONE
             throw new IllegalStateException("a settlement alone committed parent run " + parent.id());
         }

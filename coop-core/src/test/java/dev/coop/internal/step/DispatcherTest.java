@@ -1,6 +1,6 @@
 package dev.coop.internal.step;
 
-import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Due;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -125,7 +125,7 @@ class DispatcherTest {
         dispatcher.probeNow();
         assertThat(dispatcher.next().counted()).isTrue(); // the second owed claim comes before the probe
         assertThat(dispatcher.next().isProbe()).isTrue();
-        dispatcher.probed(Map.of("t", new Store.Due(0, null)));
+        dispatcher.probed(Map.of("t", new Due(0, null)));
         Dispatcher.Task searched = dispatcher.next();
         assertThat(searched.saga()).isEqualTo("t");
         assertThat(searched.counted()).as("a probe does not say how many runs are due").isFalse();

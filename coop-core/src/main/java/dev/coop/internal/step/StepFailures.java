@@ -1,0 +1,277 @@
+package dev.coop.internal.step;
+
+import dev.coop.internal.store.LogEntry;
+import dev.coop.internal.store.LogNames;
+
+import dev.coop.failure.CooperationException;
+import dev.coop.failure.CoopValidationException;
+import dev.coop.inspect.EventType;
+import dev.coop.failure.Failure;
+import dev.coop.RetryPolicy;
+import dev.coop.RunStatus;
+import dev.coop.Saga;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What happens when a claimed run's transaction goes wrong: user code threw (retry, park, or roll the run back, after
+ * the failed step's finally part), writing the transition failed, user code ended the transaction, or Coop itself
+ * could not process the run. In a round, the trouble that needs the whole transaction rolled back aborts the round
+ * ({@link #abortRoundFor}); the run is settled alone afterwards.
+ */
+final class StepFailures {
+    private static final Logger log = LoggerFactory.getLogger(StepFailures.class);
+
+    private final EngineContext engine;
+    private final Transitions transitions;
+
+    StepFailures(EngineContext engine, Transitions transitions) {
+        this.engine = engine;
+        this.transitions = transitions;
+    }
+
+    /**
+     * In a round, aborts it for {@code run}'s own trouble: after the round's rollback, {@code settlement} settles the
+     * run in a transaction of its own, as {@link #execute} settles it when the run is alone, without running user code
+     * again. Outside a round, does nothing.
+     */
+    void abortRoundFor(ClaimedRun run, Throwable cause, RoundAborted.Settlement settlement) {
+        if (transitions.inRound()) {
+            throw new RoundAborted(cause, run.id(), c -> {
+                transitions.allowContinuation(false);
+                return settlement.settle(c);
+            });
+        }
+    }
+
+    /**
+     * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
+     * neither blocks the runs behind it nor is retried in a tight loop.
+     */
+    void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
+        abortRoundFor(run, e, alone -> {
+            engineFailed(alone, run, e);
+            return false;
+        });
+        transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
+        Worker.rollbackQuietly(c);
+        log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
+                e);
+        ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
+        if (again == null) {
+            c.commit();
+            return;
+        }
+        Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
+                transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
+        engine.store().attempts().parked(c, again, engine.engineId(), again.nextStep(), again.attempt(),
+                failure.toJson());
+        transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
+    }
+
+    /**
+     * The last line of defence: user code ended the transaction that claimed the run by a route the guarded connection
+     * could not refuse (the driver's own classes, unwrapped), so the transaction Coop would commit is not the step's
+     * (the advance's transaction-id check, or the step's savepoint, says so). What the code wrote before may be
+     * committed and the run's lock was let go: everything since is rolled back, the run is locked again unless another
+     * engine moved it meanwhile, and the part fails without running user code again (a failed step's finally part is
+     * not run, a failed finally part counts as run): a step, child-failure handler or finally part rolls the run back,
+     * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
+     */
+    boolean transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
+        abortRoundFor(run, e, alone -> transactionEnded(alone, run, e));
+        transitions.allowContinuation(false);
+        Worker.rollbackQuietly(c);
+        ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
+        if (again == null) {
+            c.commit(); // another engine took the run meanwhile and moved it on
+            return false;
+        }
+        Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
+        String part = partName(run, saga);
+        log.error("{} of run {} (saga {}) ended its own transaction, which Coop commits; failing it: {}",
+                part == null ? "User code" : "'" + part + "'", run.id(), run.saga(), Failures.describe(e));
+        Failure failure = Failure.of(e, transitions.source(run));
+        if (again.rollback()) {
+            Failure failed = failure.withCauses(List.of(Failure.fromJson(again.rollbackCause())));
+            transitions.commit(c, again, List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
+                    Advance.from(again).status(RunStatus.ROLLBACK_FAILED).failure(failed.toJson()));
+            return false;
+        }
+        // a finally part that did this counts as run (the rollback path would otherwise run it again)
+        Saga.Step<?> step = again.failedChildren() == 0 && again.stepIndex() < saga.steps().size()
+                ? saga.steps().get(again.stepIndex())
+                : null;
+        return transitions.startRollback(c, again, saga, part, failure,
+                step != null && step.isFinallyPart() ? step.finallyOf() : null);
+    }
+
+    /** The name of the part the claim of {@code run} was executing (for the log), or null. */
+    private static String partName(ClaimedRun run, Saga<?> saga) {
+        try {
+            if (run.rollback()) {
+                Integer instance = run.history().rollbackInstance();
+                return instance == null ? null : Transitions.rollbackOf(Transitions.instanceName(saga, instance));
+            }
+            if (run.failedChildren() > 0) {
+                int instance = run.history().recent()[0];
+                return saga.steps().get(instance >= 0 ? instance : -1 - instance).name();
+            }
+            return run.stepIndex() < saga.steps().size() ? saga.steps().get(run.stepIndex()).name() : null;
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * User code (a step, a finally part or a child-failure handler) threw. Its writes are undone back to the savepoint taken before
+     * it touched the connection, keeping the run's row lock, so no other engine can run it meanwhile. Then, in the
+     * same transaction: database trouble is retried later, a cancellation makes the run give up, a retry policy may
+     * schedule another attempt or park the run, and anything else rolls the run back.
+     */
+    boolean stepFailed(Connection c, Part part, StepContextImpl<?> context, Throwable thrown) throws SQLException {
+        Boolean settled = settledAsTrouble(c, part, context, thrown);
+        if (settled != null) {
+            return settled;
+        }
+        ClaimedRun run = part.run();
+        String step = part.name();
+        Failure failure = Failure.of(thrown, transitions.source(run));
+        String json = failure.toJson();
+        // a step refused for ending its transaction is wrong, not unlucky: trying it again would only refuse it again
+        RetryPolicy policy = context.retryPolicy; // a step's own; none for finally parts and handlers
+        boolean retryable = policy != null && !(thrown instanceof CooperationException) && !context.refused();
+        try {
+            if (retryable && policy.shouldRetry(thrown, run.attempt())) {
+                long delay = policy.delayAfter(run.attempt()).toMillis();
+                log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
+                        run.saga(), run.attempt(), Failures.describe(thrown), delay);
+                engine.store().attempts().failed(c, run, engine.engineId(), step, run.attempt(), json);
+                transitions.commit(c, run, List.of(),
+                        Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
+                engine.dispatcher().dueIn(delay);
+                return false;
+            }
+            if (retryable && policy.parksWhenExhausted()) {
+                log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
+                        step, run.id(), run.saga(), run.attempt(), Failures.describe(thrown));
+                engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), json);
+                transitions.commit(c, run, List.of(),
+                        Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
+                return false;
+            }
+        } catch (SQLException e) {
+            return writeFailed(c, part, e); // cancelled meanwhile, or database trouble
+        }
+        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
+        engine.store().attempts().ended(c, run, engine.engineId(), step);
+        return rollBack(c, part, failure);
+    }
+
+    /**
+     * The first answers to a failed part, whatever it threw: its writes undone (or the run retried later when that
+     * fails), database trouble retried later, a cancelled scope given up on. Null when none applies.
+     */
+    private Boolean settledAsTrouble(Connection c, Part part, StepContextImpl<?> context, Throwable thrown)
+            throws SQLException {
+        ClaimedRun run = part.run();
+        try {
+            context.discardWrites();
+        } catch (SQLException e) {
+            if (Failures.endedTransaction(e)) {
+                throw e; // see transactionEnded
+            }
+            transitions.retryLater(c, run, part.name(), e, false);
+            return false;
+        }
+        boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
+        if (Failures.isInfrastructure(thrown) || interruptedByShutdown) {
+            transitions.retryLater(c, run, part.name(), thrown, true);
+            return false;
+        }
+        String cancellation = engine.store().cancellation(c, run.lineage());
+        if (cancellation != null) {
+            Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
+            engine.store().attempts().ended(c, run, engine.engineId(), part.name());
+            return rollBack(c, part, gaveUp);
+        }
+        return null;
+    }
+
+    /** Rolls the part's run back with {@code failure}, after the failed step's finally part if it has one to run. */
+    private boolean rollBack(Connection c, Part part, Failure failure) throws SQLException {
+        return transitions.startRollbackAfterFinally(c, part.run(), part.saga(), part.name(), failure,
+                finallyBeforeRollback(c, part.run(), part.saga(), part.definition()));
+    }
+
+    /**
+     * A step failed and its run rolls back: when the step has a finally part that has not run, run it now, in the
+     * failing transaction (the step's own writes are already undone). A failing finally part is logged and its
+     * writes undone; it counts as run either way.
+     *
+     * @return the index of the step whose finally part ran (to record), or null
+     */
+    private <P> Transitions.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
+            Saga.Step<?> failed) throws SQLException {
+        if (failed == null) {
+            return null;
+        }
+        if (failed.isFinallyPart()) {
+            return new Transitions.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
+        }
+        int index = saga.steps().indexOf(failed);
+        if (failed.finallyBody() == null || index < 0 || RunBodies.finallyDone(run, index)) {
+            return null;
+        }
+        @SuppressWarnings("unchecked")
+        Saga.Step<P> step = (Saga.Step<P>) failed;
+        P payload;
+        try {
+            payload = transitions.payload(run, saga);
+        } catch (CoopValidationException e) {
+            payload = null;
+        }
+        StepContextImpl<P> context = new StepContextImpl<>(run, step.name() + LogNames.FINALLY_SUFFIX, payload,
+                engine, c, StepContextImpl.Kind.FINALLY, run.history().executions(index) + 1,
+                engine.json().readContext(run.context()), new int[0]);
+        Throwable thrown = InvokeUserCode.invoke(() -> step.finallyBody().run(context), context);
+        if (thrown != null) {
+            log.warn("Finally part of step '{}' of run {} (saga {}) failed: {}", step.name(), run.id(), run.saga(),
+                    Failures.describe(thrown));
+            context.discardWrites();
+        }
+        return new Transitions.FinallyRan(index, context);
+    }
+
+    /**
+     * Writing a transition failed (database trouble, a cancellation detected at commit, or data the database
+     * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
+     */
+    boolean writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
+        ClaimedRun run = part.run();
+        String step = part.name();
+        abortRoundFor(run, thrown, alone -> writeFailed(alone, part, thrown));
+        Worker.rollbackQuietly(c);
+        if (!Failures.isCancelled(thrown) && Failures.isBookkeepingTrouble(thrown)) {
+            transitions.retryLater(c, run, step, thrown, false);
+            return false;
+        }
+        ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
+        if (again == null) {
+            c.commit(); // another engine took the run meanwhile and moved it on
+            return false;
+        }
+        Failure failure = again.cancellation() != null
+                ? Failures.gaveUp(again.cancellation(), transitions.source(run)).failure()
+                : Failure.of(thrown, transitions.source(run));
+        if (again.cancellation() == null) {
+            log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
+                    Failures.describe(thrown));
+        }
+        return transitions.startRollbackAfterFinally(c, again, part.saga(), step, failure,
+                finallyBeforeRollback(c, again, part.saga(), part.definition()));
+    }
+}

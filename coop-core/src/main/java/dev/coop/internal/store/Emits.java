@@ -1,0 +1,257 @@
+package dev.coop.internal.store;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The launch of messages: each message, its EMITTED event and one run per saga registered for its topic, in one
+ * statement ({@link Sql#EMIT}, or {@link Sql#EMIT_ONE} for a single message without keys), then its business key and
+ * tags where it has them.
+ */
+final class Emits {
+    /**
+     * Who launches: the emitting run's lineage (null for the global scope), the run and step instance its children
+     * belong to (or nulls), and the saga, engine and step named in the EMITTED events (or nulls).
+     */
+    record Origin(UUID[] scope, UUID parentId, Integer parentSeq, String saga, String engine, String step) {
+    }
+
+    private final SchemaName schema;
+    private final Time time;
+
+    private final String emitSql;
+    private final String emitOneSql;
+
+    private final boolean requireHandlers;
+    private final String localSagas;
+    /** Topics already warned about, per schema (bounded: a warning per topic is enough). */
+    private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Store.class);
+
+    Emits(SchemaName schema, Time time, boolean requireHandlers, String localSagas) {
+        this.schema = schema;
+        this.time = time;
+        this.requireHandlers = requireHandlers;
+        this.localSagas = localSagas;
+        this.emitSql = schema.sql(Sql.EMIT);
+        this.emitOneSql = schema.sql(Sql.EMIT_ONE);
+    }
+
+    /**
+     * Writes messages, their EMITTED events and one run per saga registered for each topic.
+     *
+     * @param scope the emitting run's lineage, or null for messages on the global scope
+     * @return the sagas that got new runs, with how many each; runs in {@code scope} are the parent's children
+     * @throws SQLException with SQLSTATE {@value Store#KEY_TAKEN} when an emission's idempotency key was taken meanwhile
+     *         by a transaction that committed after the caller looked it up: a retry finds the holder
+     */
+    Map<String, Integer> emit(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
+        Emitted emitted = emitAll(c, origin, emissions);
+        if (!emitted.duplicates().isEmpty()) {
+            Emission e = emissions.get(emitted.duplicates().get(0));
+            throw new SQLException("The idempotency key '" + e.idempotencyKey() + "' of topic '" + e.topic()
+                    + "' was taken by a launch that committed meanwhile", Store.KEY_TAKEN);
+        }
+        return emitted.created();
+    }
+
+    /** {@link #emitAll} of one message without keys: scalar parameters ({@link Sql#EMIT_ONE}). */
+    private Emitted emitOne(Connection c, Origin origin, Emission e) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(emitOneSql)) {
+            Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
+            OffsetDateTime now = time.bind();
+            int i = 0;
+            ps.setObject(++i, e.messageId());
+            ps.setString(++i, e.topic());
+            ps.setString(++i, e.payload());
+            ps.setObject(++i, now);
+            ps.setObject(++i, e.messageId());
+            ps.setString(++i, origin.saga());
+            ps.setString(++i, origin.engine());
+            ps.setString(++i, origin.step());
+            setArrayOrNull(ps, ++i, scopeArray);
+            ps.setObject(++i, e.messageId());
+            ps.setString(++i, e.context());
+            ps.setObject(++i, e.messageId());
+            setArrayOrNull(ps, ++i, scopeArray);
+            ps.setObject(++i, e.messageId());
+            ps.setObject(++i, origin.parentId(), Types.OTHER);
+            Store.setInteger(ps, ++i, origin.parentSeq());
+            ps.setString(++i, e.context());
+            ps.setObject(++i, e.due());
+            ps.setObject(++i, now);
+            ps.setInt(++i, e.priority());
+            ps.setString(++i, e.topic());
+            ps.setString(++i, localSagas);
+            ps.setString(++i, e.topic());
+            ps.setString(++i, e.topic());
+            return emitted(ps, origin.saga(), origin.step());
+        }
+    }
+
+    /**
+     * Reads what an emit statement returns: per saga the runs it got, {@code '#topic'} for a topic nobody handles,
+     * {@code '!'} with the ordinal of a message whose idempotency key was taken.
+     */
+    private Emitted emitted(PreparedStatement ps, String saga, String step) throws SQLException {
+        Map<String, Integer> created = new HashMap<>();
+        List<String> unhandled = new ArrayList<>();
+        List<Integer> duplicates = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+                String name = rs.getString(1);
+                if (name.equals("!")) {
+                    duplicates.add(rs.getInt(2) - 1);
+                } else if (name.startsWith("#")) {
+                    unhandled.add(name.substring(1));
+                } else {
+                    created.put(name, rs.getInt(2));
+                }
+            }
+        }
+        unhandled(unhandled, saga, step);
+        return new Emitted(created, duplicates);
+    }
+
+    /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
+    Emitted emitAll(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
+        Emitted emitted = emitUnlabelled(c, origin, emissions);
+        if (emissions.stream().anyMatch(Emission::labelled)) {
+            label(c, emissions);
+        }
+        return emitted;
+    }
+
+    /**
+     * Business keys and tags (schema version 20), in a statement of their own that only launches carrying them pay
+     * for. A message not written (its idempotency key was taken) is not found by its new id: nothing changes.
+     */
+    private void label(Connection c, List<Emission> emissions) throws SQLException {
+        List<Emission> labelled = emissions.stream().filter(Emission::labelled).toList();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
+                UPDATE {schema}.message m
+                   SET business_key = u.business_key,
+                       tags = CASE WHEN u.tags IS NULL THEN NULL
+                                   ELSE ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)) END
+                  FROM unnest(?::uuid[], ?::text[], ?::text[]) AS u(id, business_key, tags)
+                 WHERE m.id = u.id
+                """))) {
+            ps.setArray(1, c.createArrayOf("uuid", labelled.stream().map(Emission::messageId).toArray()));
+            ps.setArray(2, c.createArrayOf("text", labelled.stream().map(Emission::businessKey).toArray()));
+            ps.setArray(3, c.createArrayOf("text", labelled.stream()
+                    .map(e -> e.tags().isEmpty() ? null : Json.defaultMapper().valueToTree(e.tags()).toString())
+                    .toArray()));
+            ps.executeUpdate();
+        }
+    }
+
+    private Emitted emitUnlabelled(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
+        if (emissions.size() == 1 && emissions.getFirst().idempotencyKey() == null
+                && emissions.getFirst().orderingKey() == null) {
+            return emitOne(c, origin, emissions.getFirst());
+        }
+        try (PreparedStatement ps = c.prepareStatement(emitSql)) {
+            Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
+            int i = bindColumns(c, ps, emissions);
+            OffsetDateTime now = time.bind();
+            ps.setObject(++i, now);
+            ps.setString(++i, origin.saga());
+            ps.setString(++i, origin.engine());
+            ps.setString(++i, origin.step());
+            setArrayOrNull(ps, ++i, scopeArray);
+            setArrayOrNull(ps, ++i, scopeArray);
+            ps.setObject(++i, origin.parentId(), Types.OTHER);
+            if (origin.parentSeq() == null) {
+                ps.setNull(++i, Types.INTEGER);
+            } else {
+                ps.setInt(++i, origin.parentSeq());
+            }
+            ps.setObject(++i, now);
+            ps.setString(++i, localSagas);
+            return emitted(ps, origin.saga(), origin.step());
+        }
+    }
+
+    /** Binds the messages of {@link Sql#EMIT} as its first parameters, one array per column; returns the last. */
+    private static int bindColumns(Connection c, PreparedStatement ps, List<Emission> emissions) throws SQLException {
+        int n = emissions.size();
+        UUID[] ids = new UUID[n];
+        String[] topics = new String[n];
+        String[] payloads = new String[n];
+        String[] contexts = new String[n];
+        OffsetDateTime[] dues = new OffsetDateTime[n];
+        String[] idempotencyKeys = new String[n];
+        Integer[] priorities = new Integer[n];
+        String[] orderingKeys = new String[n];
+        for (int i = 0; i < n; i++) {
+            Emission e = emissions.get(i);
+            ids[i] = e.messageId();
+            topics[i] = e.topic();
+            payloads[i] = e.payload();
+            contexts[i] = e.context();
+            dues[i] = e.due();
+            idempotencyKeys[i] = e.idempotencyKey();
+            priorities[i] = e.priority();
+            orderingKeys[i] = e.orderingKey();
+        }
+        int i = 0;
+        ps.setArray(++i, c.createArrayOf("uuid", ids));
+        ps.setArray(++i, c.createArrayOf("text", topics));
+        ps.setArray(++i, c.createArrayOf("text", payloads));
+        ps.setArray(++i, c.createArrayOf("text", contexts));
+        ps.setArray(++i, c.createArrayOf("timestamptz", dues));
+        ps.setArray(++i, c.createArrayOf("text", idempotencyKeys));
+        ps.setArray(++i, c.createArrayOf("integer", priorities));
+        ps.setArray(++i, c.createArrayOf("text", orderingKeys));
+        return i;
+    }
+
+    /** The message holding an idempotency key on a topic, or null (read with a new snapshot). */
+    UUID messageWithKey(Connection c, String topic, String idempotencyKey) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "SELECT id FROM {schema}.message WHERE topic = ? AND idempotency_key = ?"))) {
+            ps.setString(1, topic);
+            ps.setString(2, idempotencyKey);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getObject(1, UUID.class) : null;
+            }
+        }
+    }
+
+    private static void setArrayOrNull(PreparedStatement ps, int index, Array array) throws SQLException {
+        if (array == null) {
+            ps.setNull(index, Types.ARRAY);
+        } else {
+            ps.setArray(index, array);
+        }
+    }
+
+    private void unhandled(List<String> topics, String saga, String step) {
+        if (topics.isEmpty()) {
+            return;
+        }
+        String where = saga == null ? "" : " (launched by step '" + step + "' of saga '" + saga + "')";
+        if (requireHandlers) {
+            throw new dev.coop.failure.CoopValidationException("No saga is registered for topic" + (topics.size() == 1
+                    ? " '" + topics.getFirst() + "'"
+                    : "s " + topics) + where + "; nothing would handle the message (strict topics are on: check"
+                    + " the topic's name, or register a saga for it first)");
+        }
+        for (String topic : topics) {
+            if (WARNED.size() < 10_000 && WARNED.add(schema.value() + "." + topic)) {
+                log.warn("No saga is registered for topic '{}'{}: its messages are stored, and nothing handles them"
+                        + " (warned once per topic)", topic, where);
+            }
+        }
+    }
+}
