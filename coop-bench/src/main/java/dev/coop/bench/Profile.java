@@ -87,7 +87,9 @@ final class Profile {
             double units;
             switch (workload.replaceFirst("@.*", "")) {
                 case "w1" -> {
-                    int threads = Integer.parseInt(workload.substring(workload.indexOf('@') + 1));
+                    int threads = workload.contains("@") // "w1@8"; plain "w1": the most threads profiled
+                            ? Integer.parseInt(workload.substring(workload.indexOf('@') + 1))
+                            : o.profileThreads[o.profileThreads.length - 1];
                     m = Throughput.w1(o, db, stats.wrap(env.pool), env.physTxPerSec, o.profileSagas,
                             threads, "p", 0, java.util.List.of(rounds));
                     units = 3.0 * o.profileSagas;
