@@ -104,11 +104,6 @@ public final class Dispatcher {
         }
     }
 
-    /** A step body of {@code saga} took {@code nanos} (any thread): quick bodies make bigger rounds. */
-    void bodyTook(String saga, long nanos) {
-        rounds.bodyTook(saga, nanos);
-    }
-
     /** At most {@code runs} runs of {@code saga} advance in one transaction (1: one run per transaction). */
     public void rounds(String saga, int runs) {
         lock.lock();

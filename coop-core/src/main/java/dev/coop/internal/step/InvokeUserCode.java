@@ -28,15 +28,14 @@ final class InvokeUserCode {
         StepLogContext.enter(context);
         Listeners listeners = context.listeners();
         Object[] states = listeners.isEmpty() ? null : listeners.stepStarted(context, context.part());
-        long start = System.nanoTime();
+        long start = states == null ? 0 : System.nanoTime();
         Throwable thrown = run(code, context, listeners);
-        long took = System.nanoTime() - start;
-        context.bodyTook(took); // how many runs of the saga a claim takes next (RoundSize)
         try {
             thrown = context.withRefusal(thrown); // a refused statement fails the part, even when it was caught
         } finally {
             if (states != null) {
-                listeners.stepEnded(context, context.part(), states, context.outcome(thrown), took, thrown);
+                listeners.stepEnded(context, context.part(), states, context.outcome(thrown),
+                        System.nanoTime() - start, thrown);
             }
             StepLogContext.leave();
             context.close();

@@ -104,11 +104,6 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         return new MessageId(run.messageId());
     }
 
-    /** User code of this run took {@code nanos}: the dispatcher sizes the saga's next claims by it. */
-    void bodyTook(long nanos) {
-        engine.dispatcher().bodyTook(run.saga(), nanos);
-    }
-
     @Override
     public String saga() {
         return run.saga();
