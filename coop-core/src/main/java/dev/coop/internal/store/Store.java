@@ -70,7 +70,7 @@ public final class Store {
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas,
             java.time.Duration idleInTransaction) {
-        String claim = Sql.idleInTransaction(Sql.CLAIM, idleInTransaction);
+        String claim = ClaimSql.idleInTransaction(ClaimSql.CLAIM, idleInTransaction);
         this.localSagas = String.join(",", localSagas);
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
@@ -79,7 +79,7 @@ public final class Store {
         this.gates = new ClaimGates(schema, this.time);
         this.rows = new ClaimRows(schema);
         this.claims = new RunClaims(schema, this.time, claim, gates, rows);
-        String slim = schema.sql(Sql.idleInTransaction(Sql.RECLAIM_CONTINUATION, idleInTransaction));
+        String slim = schema.sql(ClaimSql.idleInTransaction(ClaimSql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advances = new Advances(this, gates, claims, rows, slim);
         this.emits = new Emits(schema, this.time, requireHandlers, this.localSagas);
         this.children = new ChildQueries(schema, this.time);
