@@ -25,7 +25,7 @@ import java.util.concurrent.ConcurrentHashMap;
 final class Advances {
     private final SchemaName schema;
     private final Time time;
-    private final Store store;
+    private final AdvanceBinding binding;
     private final ClaimGates gates;
     private final RunClaims reclaims;
     private final ClaimRows rows;
@@ -54,13 +54,13 @@ final class Advances {
     private final String countOffSql;
 
     /**
-     * @param store what binds an advance's own parameters ({@link Store#bindAdvance})
+     * @param binding what binds an advance's own parameters
      * @param slim the slim reclaim of a continuation ({@link ClaimSql#RECLAIM_CONTINUATION} with the idle timeout)
      */
-    Advances(Store store, ClaimGates gates, RunClaims reclaims, ClaimRows rows, String slim) {
+    Advances(Store store, AdvanceBinding binding, ClaimGates gates, RunClaims reclaims, ClaimRows rows, String slim) {
         this.schema = store.schema();
         this.time = store.time();
-        this.store = store;
+        this.binding = binding;
         this.gates = gates;
         this.reclaims = reclaims;
         this.rows = rows;
@@ -144,7 +144,7 @@ final class Advances {
         }
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
-            int i = store.bindAdvance(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
+            int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
                 i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
             }
