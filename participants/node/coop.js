@@ -468,7 +468,7 @@ class Participant {
         ), runs AS (
           INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status, context,
                                     runnable_at)
-          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see Sql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp()
+          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp()
             FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
           RETURNING 1

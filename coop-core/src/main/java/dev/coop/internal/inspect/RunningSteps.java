@@ -2,7 +2,7 @@ package dev.coop.internal.inspect;
 
 import dev.coop.internal.store.LogNames;
 import dev.coop.internal.store.SchemaName;
-import dev.coop.internal.store.Sql;
+import dev.coop.internal.store.ClaimSql;
 
 import dev.coop.inspect.RunningStep;
 import dev.coop.inspect.StepView;
@@ -19,7 +19,7 @@ import java.util.UUID;
 /**
  * Which of some runs an engine executes right now, and since when: derived from what a claim already leaves, without
  * any write. A step's transaction holds its run's row lock (the row's {@code xmax} is the transaction's id), and the
- * claim names its engine in the transaction's {@code application_name} ({@link Sql#RUNNING_AS}); the database's view
+ * claim names its engine in the transaction's {@code application_name} ({@link ClaimSql#RUNNING_AS}); the database's view
  * of its sessions ({@code pg_stat_activity}) tells the rest: when that transaction started, and when its connection
  * last started or finished a statement. One statement for any number of runs.
  */
@@ -80,8 +80,8 @@ final class RunningSteps {
                     live.put(rs.getObject(1, UUID.class), new Live(rs.getBoolean(2), rs.getString(3),
                             rs.getObject(4, Integer.class), rs.getString(5), rs.getInt(6),
                             rs.getObject(7, OffsetDateTime.class),
-                            app != null && app.startsWith(Sql.RUNNING_AS)
-                                    ? app.substring(Sql.RUNNING_AS.length())
+                            app != null && app.startsWith(ClaimSql.RUNNING_AS)
+                                    ? app.substring(ClaimSql.RUNNING_AS.length())
                                     : null,
                             rs.getObject(9, OffsetDateTime.class)));
                 }

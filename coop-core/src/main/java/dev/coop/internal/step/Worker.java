@@ -109,20 +109,7 @@ public final class Worker implements Runnable {
                     limitReached(task.saga(), refusal);
                     return;
                 }
-                if (engine.dispatcher().stopped()) {
-                    c.rollback(); // closing: leave the runs to the next engine
-                    return;
-                }
-                engine.dispatcher().found(task);
-                if (!engine.listeners().isEmpty()) {
-                    runs.forEach(this::claimed);
-                }
-                backendPid = backendPid(c);
-                if (runs.size() > 1) {
-                    rounds.execute(c, task.saga(), runs, w -> working = w);
-                    return;
-                }
-                executeAlone(c, runs.getFirst());
+                executeClaimed(c, task, runs);
             } catch (Throwable e) {
                 rollbackQuietly(c);
                 throw e;
@@ -136,6 +123,24 @@ public final class Worker implements Runnable {
                 NetworkTimeouts.set(c, own);
             }
         }
+    }
+
+    /** Executes the runs a task claimed: several in a round, or one alone with its continuations. */
+    private void executeClaimed(Connection c, Dispatcher.Task task, List<ClaimedRun> runs) throws SQLException {
+        if (engine.dispatcher().stopped()) {
+            c.rollback(); // closing: leave the runs to the next engine
+            return;
+        }
+        engine.dispatcher().found(task);
+        if (!engine.listeners().isEmpty()) {
+            runs.forEach(this::claimed);
+        }
+        backendPid = backendPid(c);
+        if (runs.size() > 1) {
+            rounds.execute(c, task.saga(), runs, w -> working = w);
+            return;
+        }
+        executeAlone(c, runs.getFirst());
     }
 
     /**

@@ -25,7 +25,7 @@ import java.util.concurrent.ConcurrentHashMap;
 final class Advances {
     private final SchemaName schema;
     private final Time time;
-    private final Store store;
+    private final AdvanceBinding binding;
     private final ClaimGates gates;
     private final RunClaims reclaims;
     private final ClaimRows rows;
@@ -40,13 +40,13 @@ final class Advances {
     private final String aloneSql;
     private final String aloneCommitSql;
     private final String aloneContinueSql;
-    /** The same with the continuation's slim reclaim ({@link Sql#RECLAIM_CONTINUATION}). */
+    /** The same with the continuation's slim reclaim ({@link ClaimSql#RECLAIM_CONTINUATION}). */
     private final String advanceSlimContinueSql;
     private final String aloneSlimContinueSql;
     private final String advanceJoinCheckSql;
     private final String aloneJoinCheckSql;
 
-    /** The quiet form of each advance statement sent, by its full form ({@link Sql#quiet}). */
+    /** The quiet form of each advance statement sent, by its full form ({@link AdvanceSql#quiet}). */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
 
     private final String postponeSql;
@@ -54,24 +54,24 @@ final class Advances {
     private final String countOffSql;
 
     /**
-     * @param store what binds an advance's own parameters ({@link Store#bindAdvance})
-     * @param slim the slim reclaim of a continuation ({@link Sql#RECLAIM_CONTINUATION} with the idle timeout)
+     * @param binding what binds an advance's own parameters
+     * @param slim the slim reclaim of a continuation ({@link ClaimSql#RECLAIM_CONTINUATION} with the idle timeout)
      */
-    Advances(Store store, ClaimGates gates, RunClaims reclaims, ClaimRows rows, String slim) {
+    Advances(Store store, AdvanceBinding binding, ClaimGates gates, RunClaims reclaims, ClaimRows rows, String slim) {
         this.schema = store.schema();
         this.time = store.time();
-        this.store = store;
+        this.binding = binding;
         this.gates = gates;
         this.reclaims = reclaims;
         this.rows = rows;
-        String reserve = Sql.RESERVED;
-        String advance = schema.sql(Sql.ADVANCE.replace("{reserve}", reserve));
-        String alone = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", reserve));
+        String reserve = AdvanceSql.RESERVED;
+        String advance = schema.sql(AdvanceSql.ADVANCE.replace("{reserve}", reserve));
+        String alone = schema.sql(AdvanceSql.ADVANCE_ALONE.replace("{reserve}", reserve));
         String next = ";\nCOMMIT;\nBEGIN;\n";
-        this.advanceSql = schema.sql(Sql.ADVANCE.replace("{reserve}", Sql.NOT_RESERVED));
+        this.advanceSql = schema.sql(AdvanceSql.ADVANCE.replace("{reserve}", AdvanceSql.NOT_RESERVED));
         this.advanceCommitSql = advanceSql + ";\nCOMMIT";
         this.advanceContinueSql = advance + next + reclaims.reclaimSql(0);
-        this.aloneSql = schema.sql(Sql.ADVANCE_ALONE.replace("{reserve}", Sql.NOT_RESERVED));
+        this.aloneSql = schema.sql(AdvanceSql.ADVANCE_ALONE.replace("{reserve}", AdvanceSql.NOT_RESERVED));
         this.aloneCommitSql = aloneSql + ";\nCOMMIT";
         this.aloneContinueSql = alone + next + reclaims.reclaimSql(0);
         this.advanceSlimContinueSql = advance + next + slim;
@@ -82,8 +82,8 @@ final class Advances {
             limitedAdvanceContinueSql[gate] = advance + next + reclaims.reclaimSql(gate);
             limitedAloneContinueSql[gate] = alone + next + reclaims.reclaimSql(gate);
         }
-        this.postponeSql = schema.sql(Sql.POSTPONE);
-        this.countOffSql = schema.sql(Sql.COUNT_OFF);
+        this.postponeSql = schema.sql(AdvanceSql.POSTPONE);
+        this.countOffSql = schema.sql(AdvanceSql.COUNT_OFF);
     }
 
     /**
@@ -140,11 +140,11 @@ final class Advances {
         boolean quiet = next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
                 && next.delayMillis() == 0;
         if (quiet) {
-            sql = quietSql.computeIfAbsent(sql, full -> Sql.quiet(schema, full));
+            sql = quietSql.computeIfAbsent(sql, full -> AdvanceSql.quiet(schema, full));
         }
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             OffsetDateTime now = time.bind();
-            int i = store.bindAdvance(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
+            int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
                 i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
             }
@@ -330,7 +330,7 @@ final class Advances {
 
     /** Parks a run that met database trouble too often in a row; nothing happens if it moved meanwhile. */
     public boolean parkAfterRetries(Connection c, ClaimedRun run, String failure) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.PARK_AFTER_RETRIES))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(AdvanceSql.PARK_AFTER_RETRIES))) {
             ps.setString(1, failure);
             ps.setObject(2, run.id());
             ps.setInt(3, run.version());

@@ -32,11 +32,11 @@ final class ChildQueries {
     ChildQueries(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
-        this.requestChildRollbacksSql = schema.sql(Sql.REQUEST_CHILD_ROLLBACKS);
-        this.childFailuresSql = schema.sql(Sql.CHILD_FAILURES);
-        this.childResultsSql = schema.sql(Sql.CHILD_RESULTS);
-        this.countUnstartedSql = schema.sql(Sql.COUNT_UNSTARTED);
-        this.detachUnstartedSql = schema.sql(Sql.DETACH_UNSTARTED);
+        this.requestChildRollbacksSql = schema.sql(ChildSql.REQUEST_CHILD_ROLLBACKS);
+        this.childFailuresSql = schema.sql(ChildSql.CHILD_FAILURES);
+        this.childResultsSql = schema.sql(ChildSql.CHILD_RESULTS);
+        this.countUnstartedSql = schema.sql(ChildSql.COUNT_UNSTARTED);
+        this.detachUnstartedSql = schema.sql(ChildSql.DETACH_UNSTARTED);
     }
 
     /**
@@ -114,13 +114,13 @@ final class ChildQueries {
 
     /**
      * Settles the awaited runs caused by step instance {@code seq} that have not started, without running them
-     * (their parent gave up); see {@link Sql#SETTLE_UNSTARTED}.
+     * (their parent gave up); see {@link ChildSql#SETTLE_UNSTARTED}.
      *
      * @return the messages of the settled runs, one entry per run
      */
     public List<UUID> settleUnstarted(Connection c, UUID runId, int seq, String failure, String engine)
             throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.SETTLE_UNSTARTED))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(ChildSql.SETTLE_UNSTARTED))) {
             ps.setObject(1, runId);
             ps.setInt(2, seq);
             ps.setString(3, failure);

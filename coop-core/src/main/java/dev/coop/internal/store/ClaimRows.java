@@ -70,7 +70,7 @@ final class ClaimRows {
         Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
         if (rs.getBoolean("rollback")) {
             if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
-                try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.INSTANCE_AT))) {
+                try (PreparedStatement ps = c.prepareStatement(schema.sql(ClaimSql.INSTANCE_AT))) {
                     ps.setObject(1, run);
                     ps.setObject(2, run);
                     ps.setInt(3, rollbackSeq);
@@ -98,7 +98,7 @@ final class ClaimRows {
 
     private static int[] instancesBefore(Connection c, SchemaName schema, UUID run, int seq, int limit)
             throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(Sql.INSTANCES_BEFORE))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(ClaimSql.INSTANCES_BEFORE))) {
             ps.setObject(1, run);
             ps.setObject(2, run);
             ps.setInt(3, seq);
@@ -131,7 +131,7 @@ final class ClaimRows {
     }
 
     /**
-     * The run as the slim reclaim of its continuation found it ({@link Sql#RECLAIM_CONTINUATION}): its row as read
+     * The run as the slim reclaim of its continuation found it ({@link ClaimSql#RECLAIM_CONTINUATION}): its row as read
      * now; the message, lineage and parent as the previous claim read them (they never change); the history as the
      * previous claim read it plus the instance the advance wrote. Null when it was not locked.
      */

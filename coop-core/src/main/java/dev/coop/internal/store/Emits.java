@@ -15,7 +15,7 @@ import java.util.UUID;
 
 /**
  * The launch of messages: each message, its EMITTED event and one run per saga registered for its topic, in one
- * statement ({@link Sql#EMIT}, or {@link Sql#EMIT_ONE} for a single message without keys), then its business key and
+ * statement ({@link EmitSql#EMIT}, or {@link EmitSql#EMIT_ONE} for a single message without keys), then its business key and
  * tags where it has them.
  */
 final class Emits {
@@ -43,8 +43,8 @@ final class Emits {
         this.time = time;
         this.requireHandlers = requireHandlers;
         this.localSagas = localSagas;
-        this.emitSql = schema.sql(Sql.EMIT);
-        this.emitOneSql = schema.sql(Sql.EMIT_ONE);
+        this.emitSql = schema.sql(EmitSql.EMIT);
+        this.emitOneSql = schema.sql(EmitSql.EMIT_ONE);
     }
 
     /**
@@ -65,7 +65,7 @@ final class Emits {
         return emitted.created();
     }
 
-    /** {@link #emitAll} of one message without keys: scalar parameters ({@link Sql#EMIT_ONE}). */
+    /** {@link #emitAll} of one message without keys: scalar parameters ({@link EmitSql#EMIT_ONE}). */
     private Emitted emitOne(Connection c, Origin origin, Emission e) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(emitOneSql)) {
             Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
@@ -182,7 +182,7 @@ final class Emits {
         }
     }
 
-    /** Binds the messages of {@link Sql#EMIT} as its first parameters, one array per column; returns the last. */
+    /** Binds the messages of {@link EmitSql#EMIT} as its first parameters, one array per column; returns the last. */
     private static int bindColumns(Connection c, PreparedStatement ps, List<Emission> emissions) throws SQLException {
         int n = emissions.size();
         UUID[] ids = new UUID[n];

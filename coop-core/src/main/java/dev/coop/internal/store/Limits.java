@@ -54,7 +54,7 @@ public final class Limits {
         return reason;
     }
 
-    /** The lowest and highest priority of a launch (the claim lists each of them, see Sql.EVERY_PRIORITY). */
+    /** The lowest and highest priority of a launch (the claim lists each of them, see ClaimSql.EVERY_PRIORITY). */
     public static final int MIN_PRIORITY = -10;
     public static final int MAX_PRIORITY = 10;
 

@@ -34,9 +34,9 @@ final class Probes {
     Probes(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
-        this.probeSql = schema.sql(Sql.PROBE);
-        this.runStatusesSql = schema.sql(Sql.RUN_STATUSES);
-        this.eventsSql = schema.sql(Sql.EVENTS);
+        this.probeSql = schema.sql(ProbeSql.PROBE);
+        this.runStatusesSql = schema.sql(ProbeSql.RUN_STATUSES);
+        this.eventsSql = schema.sql(ProbeSql.EVENTS);
     }
 
     /**

@@ -16,7 +16,7 @@ import java.util.UUID;
  * The deferred advances of a round (runs of one saga, none with a parent to count off: runs that stay runnable now,
  * and runs that finished) in one statement: one insert of all their events (each run's first one carrying its
  * executed step instance), one update of the runs that stay runnable, one of the runs that finished. Each run's part is what its own
- * advance ({@link Sql#ADVANCE_ALONE}; quiet for a run that stays runnable) writes; only the per-statement cost is paid
+ * advance ({@link AdvanceSql#ADVANCE_ALONE}; quiet for a run that stays runnable) writes; only the per-statement cost is paid
  * once instead of once a run. Arrays travel as one parameter per column; a run's own arrays (lineage, iterations) as
  * text literals, cast back by the statement.
  */

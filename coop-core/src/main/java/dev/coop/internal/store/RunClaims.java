@@ -43,7 +43,7 @@ final class RunClaims {
     private final LimitedClaim[] limitedReclaims = new LimitedClaim[6];
 
     /**
-     * @param claim the claim statement's text ({@link Sql#CLAIM} with the transaction's idle timeout), before its
+     * @param claim the claim statement's text ({@link ClaimSql#CLAIM} with the transaction's idle timeout), before its
      *        schema and its condition are filled in
      */
     RunClaims(SchemaName schema, Time time, String claim, ClaimGates gates, ClaimRows rows) {
@@ -52,8 +52,8 @@ final class RunClaims {
         this.gates = gates;
         this.rows = rows;
         this.claimSql = schema.sql(claim
-                .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + Sql.EVERY_PRIORITY
-                        + " AND r.runnable_at <= " + Sql.DUE_NOW + " AND " + Sql.NOT_RESERVED_NOW
+                .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + ClaimSql.EVERY_PRIORITY
+                        + " AND r.runnable_at <= " + ClaimSql.DUE_NOW + " AND " + ClaimSql.NOT_RESERVED_NOW
                         + " ORDER BY r.priority DESC, r.runnable_at"));
         this.roundClaimSql = claimSql.replaceFirst("LIMIT 1(\\s+)FOR UPDATE SKIP LOCKED",
                 "LIMIT ?$1FOR UPDATE SKIP LOCKED");
@@ -74,8 +74,8 @@ final class RunClaims {
         boolean leased = (gate & 4) != 0;
         limitedClaims[gate] = LimitedClaim.of(schema, claim,
                 "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE'"
-                        + " AND " + Sql.EVERY_PRIORITY + " AND r.runnable_at <= " + Sql.DUE_NOW
-                        + " AND " + Sql.NOT_RESERVED_NOW
+                        + " AND " + ClaimSql.EVERY_PRIORITY + " AND r.runnable_at <= " + ClaimSql.DUE_NOW
+                        + " AND " + ClaimSql.NOT_RESERVED_NOW
                         + " ORDER BY r.priority DESC, r.runnable_at",
                 slots, rate, leased);
         limitedReclaims[gate] = LimitedClaim.of(schema, claim,

@@ -52,6 +52,6 @@ public record SchemaName(String value) {
      */
     public String sql(String template) {
         return template.replace("{schema}", value).replace("{now}", Time.NOW_SQL)
-                .replace(Sql.IDLE_IN_TRANSACTION, "NULL::text"); // not set by its caller: the server's setting
+                .replace(ClaimSql.IDLE_IN_TRANSACTION, "NULL::text"); // not set by its caller: the server's setting
     }
 }

@@ -13,7 +13,6 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.time.OffsetDateTime;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -24,7 +23,8 @@ import java.util.UUID;
  * front door hands each call to: {@link RunClaims} (claims and reclaims, reading through {@link ClaimRows} and
  * {@link ClaimGates}), {@link Advances} (advances and count-offs), {@link Emits} (launches), {@link ChildQueries}
  * (a step's questions about the runs it caused) and {@link Probes} (reads that change nothing); a round's deferred
- * advances ({@link #advanceAll}) to {@link RoundAdvances}. The binding of an advance's parameters lives here.
+ * advances ({@link #advanceAll}) to {@link RoundAdvances}. An advance's parameters are bound by
+ * {@link AdvanceBinding}.
  */
 public final class Store {
     private final SchemaName schema;
@@ -33,7 +33,6 @@ public final class Store {
     public static final int RESERVATION_MILLIS = 250;
     /** A round's deferred advances, in one statement ({@link #advanceAll}). */
     private final RoundAdvances roundAdvances;
-    private final String localSagas;
     private final AttemptLog attempts;
     private final ClaimGates gates;
     private final RunClaims claims;
@@ -70,18 +69,18 @@ public final class Store {
      */
     public Store(SchemaName schema, boolean requireHandlers, Time time, java.util.Collection<String> localSagas,
             java.time.Duration idleInTransaction) {
-        String claim = Sql.idleInTransaction(Sql.CLAIM, idleInTransaction);
-        this.localSagas = String.join(",", localSagas);
+        String claim = ClaimSql.idleInTransaction(ClaimSql.CLAIM, idleInTransaction);
+        String local = String.join(",", localSagas);
         this.schema = schema;
         this.time = java.util.Objects.requireNonNull(time, "time");
         this.attempts = new AttemptLog(schema, this.time);
-        this.roundAdvances = new RoundAdvances(schema, this.time, this.localSagas);
+        this.roundAdvances = new RoundAdvances(schema, this.time, local);
         this.gates = new ClaimGates(schema, this.time);
         this.rows = new ClaimRows(schema);
         this.claims = new RunClaims(schema, this.time, claim, gates, rows);
-        String slim = schema.sql(Sql.idleInTransaction(Sql.RECLAIM_CONTINUATION, idleInTransaction));
-        this.advances = new Advances(this, gates, claims, rows, slim);
-        this.emits = new Emits(schema, this.time, requireHandlers, this.localSagas);
+        String slim = schema.sql(ClaimSql.idleInTransaction(ClaimSql.RECLAIM_CONTINUATION, idleInTransaction));
+        this.advances = new Advances(this, new AdvanceBinding(local), gates, claims, rows, slim);
+        this.emits = new Emits(schema, this.time, requireHandlers, local);
         this.children = new ChildQueries(schema, this.time);
         this.probes = new Probes(schema, this.time);
     }
@@ -223,92 +222,6 @@ public final class Store {
     public boolean advanceAll(Connection c, String engine, List<Move> moves, boolean commit, List<UUID> finished)
             throws SQLException {
         return roundAdvances.write(c, moves.get(0).run().saga(), engine, moves, commit, finished);
-    }
-
-    /** Binds the parameters of one advance (its own part, before any count-off) from {@code i}; returns the last. */
-    int bindAdvance(PreparedStatement ps, int i, Move move, String engine, boolean quiet, OffsetDateTime now)
-            throws SQLException {
-        ClaimedRun run = move.run();
-        Advance next = move.next();
-        List<LogEntry> entries = move.entries();
-        String[] types = new String[entries.size()];
-        String[] steps = new String[entries.size()];
-        String[] exceptions = new String[entries.size()];
-        String[] contexts = new String[entries.size()];
-        for (int k = 0; k < entries.size(); k++) {
-            types[k] = entries.get(k).type().name();
-            steps[k] = entries.get(k).step();
-            exceptions[k] = entries.get(k).exception();
-            contexts[k] = entries.get(k).context();
-        }
-        boolean finished = next.status().isFinished();
-        ps.setObject(++i, run.messageId());
-        ps.setString(++i, run.saga());
-        ps.setString(++i, engine);
-        ps.setArray(++i, ps.getConnection().createArrayOf("uuid", run.lineage()));
-        ps.setObject(++i, run.claimedAt());
-        ps.setArray(++i, ps.getConnection().createArrayOf("text", types));
-        ps.setArray(++i, ps.getConnection().createArrayOf("text", steps));
-        ps.setArray(++i, ps.getConnection().createArrayOf("text", exceptions));
-        ps.setArray(++i, ps.getConnection().createArrayOf("text", contexts));
-        i = bindInstance(ps, i, next, entries);
-        if (!quiet) {
-            ps.setString(++i, next.status().name());
-        }
-        ps.setString(++i, next.rollback() ? "ROLLBACK" : "HAPPY");
-        ps.setInt(++i, next.stepIndex());
-        ps.setString(++i, next.nextStep());
-        ps.setString(++i, next.finalStep());
-        ps.setInt(++i, next.stepsDone());
-        if (next.iterations() == null) {
-            ps.setNull(++i, Types.ARRAY);
-        } else {
-            ps.setArray(++i,
-                    ps.getConnection().createArrayOf("integer", Arrays.stream(next.iterations()).boxed().toArray()));
-        }
-        ps.setInt(++i, next.attempt());
-        ps.setInt(++i, next.pendingChildren());
-        ps.setBoolean(++i, next.keepFailedChildren());
-        ps.setInt(++i, next.pendingChildren());
-        ps.setObject(++i, now);
-        setInteger(ps, ++i, next.rollbackSeq());
-        ps.setString(++i, next.rollbackStage());
-        ps.setString(++i, next.rollbackCause());
-        if (!quiet) {
-            ps.setObject(++i, next.runnableAt());
-            ps.setObject(++i, next.runnableAt());
-            ps.setObject(++i, now);
-            ps.setLong(++i, next.delayMillis());
-            ps.setString(++i, next.status().name());
-            ps.setObject(++i, now);
-            ps.setLong(++i, next.delayMillis());
-        }
-        ps.setString(++i, next.context());
-        ps.setString(++i, next.result());
-        setInteger(ps, ++i, next.finallyDone());
-        setInteger(ps, ++i, next.finallyDone());
-        ps.setObject(++i, run.claimedAt());
-        ps.setBoolean(++i, finished);
-        ps.setObject(++i, now);
-        ps.setString(++i, next.failure());
-        ps.setObject(++i, run.id());
-        ps.setString(++i, run.xact());
-        ps.setBoolean(++i, next.checkCancellation());
-        ps.setString(++i, localSagas);
-        return i;
-    }
-
-    /** Binds the executed instance that the advance's first event (its SUSPENDED) carries, or nulls (none). */
-    private static int bindInstance(PreparedStatement ps, int i, Advance next, List<LogEntry> entries)
-            throws SQLException {
-        boolean carried = next.instance() != null;
-        if (carried && (entries.isEmpty() || entries.get(0).type() != dev.coop.inspect.EventType.SUSPENDED)) {
-            throw new IllegalStateException("an executed instance is recorded by its SUSPENDED, written first");
-        }
-        setInteger(ps, ++i, carried ? next.instanceSeq() : null);
-        setInteger(ps, ++i, next.instance());
-        setInteger(ps, ++i, carried ? next.instanceIteration() : null);
-        return i;
     }
 
     /** The SQLSTATE raised when a step would commit in a cancelled scope. */

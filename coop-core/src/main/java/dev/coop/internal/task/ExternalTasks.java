@@ -3,7 +3,7 @@ package dev.coop.internal.task;
 import dev.coop.internal.step.ClaimedRun;
 import dev.coop.internal.store.Limits;
 import dev.coop.internal.store.SchemaName;
-import dev.coop.internal.store.Sql;
+import dev.coop.internal.store.AdvanceSql;
 import dev.coop.internal.store.ChildRun;
 import dev.coop.internal.store.Counted;
 import dev.coop.internal.store.Time;
@@ -45,12 +45,12 @@ public final class ExternalTasks {
     public ExternalTasks(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
-        String countOff = Sql.countOffParentOf("(SELECT parent_id FROM settled)",
+        String countOff = AdvanceSql.countOffParentOf("(SELECT parent_id FROM settled)",
                 "AND (SELECT count(*) FROM logged) >= 0");
-        if (!countOff.contains(Sql.COUNT_OFF_RESULT)) {
+        if (!countOff.contains(AdvanceSql.COUNT_OFF_RESULT)) {
             throw new IllegalStateException("the count-off's result changed: " + countOff);
         }
-        countOff = countOff.replace(Sql.COUNT_OFF_RESULT, """
+        countOff = countOff.replace(AdvanceSql.COUNT_OFF_RESULT, """
                 SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
                        CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled)
                   FROM (SELECT 1) one LEFT JOIN parent p ON true""");

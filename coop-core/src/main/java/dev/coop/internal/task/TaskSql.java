@@ -1,6 +1,6 @@
 package dev.coop.internal.task;
 
-import dev.coop.internal.store.Sql;
+import dev.coop.internal.store.AdvanceSql;
 /**
  * The SQL of external tasks ({@code external_task}, schema version 20). A task's place in the barrier is a run row of
  * saga {@value #SAGA} (never claimed): it is counted, read, settled and deleted like any child run.
@@ -108,7 +108,7 @@ final class TaskSql {
      * Settles an open task (complete or fail) in one statement: locks its run (first, as the parent's give-up does,
      * so the two meet in one order), marks the task and the run, logs it, and counts the run off at its parent, which
      * becomes runnable when it waited for nothing else. Returns one row: whether it settled, then the parent as
-     * {@link Sql#COUNT_OFF} returns it (nulls when the parent was not counted off). {@code %s}: {@link #BY_TOKEN} or
+     * {@link AdvanceSql#COUNT_OFF} returns it (nulls when the parent was not counted off). {@code %s}: {@link #BY_TOKEN} or
      * {@link #BY_KEY}; {@code {alone}}: nothing, or {@link #ALONE}.
      */
     static final String SETTLE = """

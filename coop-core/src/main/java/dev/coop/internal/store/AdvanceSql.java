@@ -1,0 +1,177 @@
+package dev.coop.internal.store;
+
+/**
+ * The SQL of an advance: the advance in its forms, its quiet form, the count-off at the parent, and the postponing
+ * and parking of a run that met database trouble. {@code {schema}} is replaced by the validated schema name.
+ */
+public final class AdvanceSql {
+    private AdvanceSql() {
+    }
+
+    /**
+     * The advance's setting of {@code status} (one parameter) and of {@code runnable_at} (seven parameters), which
+     * {@link #quiet} removes.
+     */
+    private static final String SET_STATUS = "SET status = ?, ";
+    private static final String SET_RUNNABLE_AT = """
+            runnable_at = CASE WHEN ?::timestamptz IS NOT NULL THEN greatest(?::timestamptz, {now})
+                               WHEN ?::bigint = 0 AND status = 'RUNNABLE' AND ?::text = 'RUNNABLE'
+                               THEN runnable_at -- unchanged keeps the update HOT (no index writes)
+                               ELSE {now} + ? * interval '1 millisecond' END,""";
+
+    /**
+     * An advance (any of its forms, with what follows it in the round trip) that leaves the run's {@code status} and
+     * {@code runnable_at} out of its {@code SET}: for a runnable run that stays runnable now, whose update would set
+     * both to what they are. The run's update triggers ({@code AFTER UPDATE OF status[, runnable_at]}) are then not
+     * even considered: PostgreSQL otherwise compiles their {@code WHEN} for the statement, only to find it false
+     * (schema version 18). The caller binds neither setting's parameters. {@code advance} is as sent (its schema
+     * and {@code {now}} replaced).
+     */
+    static String quiet(SchemaName schema, String advance) {
+        String setRunnableAt = schema.sql(SET_RUNNABLE_AT);
+        String quiet = advance.replace(SET_STATUS, "SET ").replace(setRunnableAt, "");
+        if (quiet.length() != advance.length() - SET_STATUS.length() + "SET ".length() - setRunnableAt.length()) {
+            throw new IllegalStateException("not an advance: " + advance);
+        }
+        return quiet;
+    }
+
+    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
+    private static final String ADVANCE_RUN = """
+            WITH events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration
+                FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
+                LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
+               ORDER BY e.n
+              RETURNING 1
+            ), advanced AS (
+              UPDATE {schema}.run
+                 SET status = ?, phase = ?, step_index = ?, next_step = ?,
+                     final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
+                     iterations = coalesce(?::int[], iterations),
+                     attempt = ?, pending_children = ?,
+                     failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
+                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
+                     rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
+                     {runnableAt}
+                     context = ?,
+                     result = coalesce(?, result),
+                     finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
+                     started_at = coalesce(started_at, ?),
+                     finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
+                     reserved_until = {reserve}, version = version + 1
+               WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
+                 AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                         WHERE x.scope_id = ANY(lineage))
+                                     THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+                 AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
+            )
+            """
+            .replace("{runnableAt}", SET_RUNNABLE_AT);
+
+    /**
+     * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
+     * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
+     * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
+     */
+    static final String ADVANCE = AdvanceSql.ADVANCE_RUN + ", " + AdvanceSql.COUNT_OFF_PARENT.formatted(
+            "AND (SELECT count(*) FROM events) >= 0");
+
+    /**
+     * Advance of a run with no parent to count off (it did not finish, or it has no awaited parent): the same
+     * statement without the parent's update and COMMITTED insert, which would find nothing but still cost their
+     * planning and executor set-up on every step. Returns the same (empty) result as {@link #ADVANCE}.
+     */
+    static final String ADVANCE_ALONE = AdvanceSql.ADVANCE_RUN + """
+            SELECT NULL::uuid AS id, NULL::text AS saga, NULL::text AS status, NULL::uuid AS message_id,
+                   NULL::uuid AS parent_id
+             WHERE false
+            """;
+
+    /**
+     * What {@code {reserve}} of an advance becomes: nothing reserved, or (the advance of a continuation, whose
+     * reclaim follows in the same round trip) the run reserved for its worker for a moment, so that other workers'
+     * claims by saga leave it alone in the gap between the commit and the reclaim (schema version 15).
+     */
+    static final String NOT_RESERVED = "NULL";
+    static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
+
+    /**
+     * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
+     * last child finished; or, when the parent had already run its last step and every child committed, the parent
+     * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
+     * parent in turn: the parent id returned is null when there is none to count off at (no parent, or one that
+     * stopped awaiting it). Parameters: the child's final status four times, the parent id, the engine, the start time.
+     * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it.
+     */
+    private static final String COUNT_OFF_PARENT = """
+            parent AS (
+              UPDATE {schema}.run p
+                 SET pending_children = p.pending_children - 1,
+                     failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
+                                                                THEN (?::text = 'ROLLBACK_FAILED')::int
+                                                                ELSE (?::text <> 'COMMITTED')::int END,
+                     status = CASE WHEN p.pending_children > 1 THEN p.status
+                                   WHEN p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
+                                        AND ?::text = 'COMMITTED'
+                                        AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                         WHERE x.scope_id = ANY(p.lineage))
+                                   THEN 'COMMITTED' ELSE 'RUNNABLE' END,
+                     finished_at = CASE WHEN p.pending_children = 1 AND p.final_step IS NOT NULL
+                                         AND p.phase = 'HAPPY' AND p.failed_children = 0 AND ?::text = 'COMMITTED'
+                                         AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                          WHERE x.scope_id = ANY(p.lineage))
+                                        THEN {now} ELSE p.finished_at END,
+                     runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
+                     version = p.version + 1
+               WHERE p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
+              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+            ), parent_committed AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
+              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ? FROM parent WHERE status = 'COMMITTED'
+                     %s
+            )
+            """ + AdvanceSql.COUNT_OFF_RESULT + "\n";
+
+    /**
+     * What the count-off returns: the parent, and the parent's own parent to count it off at when it committed here
+     * (null when it has none, or when that parent stopped awaiting it).
+     */
+    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent";
+
+    /**
+     * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an
+     * external task settled by a client: its run's parent) instead of a bind parameter; ends with the same SELECT.
+     * {@code after}: a condition of the parent's COMMITTED insert that makes it run after the statement's own events
+     * (so that the log shows the child's end first).
+     */
+    public static String countOffParentOf(String parentId, String after) {
+        String sql = COUNT_OFF_PARENT.replace("WHERE p.id = ?::uuid", "WHERE p.id = " + parentId);
+        if (sql.equals(COUNT_OFF_PARENT)) {
+            throw new IllegalStateException("the count-off no longer names its parent by a parameter");
+        }
+        return sql.formatted(after);
+    }
+
+    /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
+    static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");
+
+    static final String POSTPONE = """
+            UPDATE {schema}.run
+               SET runnable_at = {now} + ? * interval '1 millisecond', retries = retries + 1,
+                   version = version + 1,
+                   started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
+             WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+               AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
+                        ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
+            """;
+
+    /** Parks a runnable run that met database trouble too often in a row, if nobody moved it meanwhile. */
+    static final String PARK_AFTER_RETRIES = """
+            UPDATE {schema}.run
+               SET status = 'PARKED', failure = ?::jsonb, retries = retries + 1, version = version + 1
+             WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+            """;
+}

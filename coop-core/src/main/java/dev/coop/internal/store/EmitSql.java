@@ -1,0 +1,91 @@
+package dev.coop.internal.store;
+
+/**
+ * The SQL of a launch: messages, their EMITTED events and their runs. {@code {schema}} is replaced by the validated
+ * schema name.
+ */
+final class EmitSql {
+    private EmitSql() {
+    }
+
+    /**
+     * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
+     * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
+     * parent waits for them. A message with an idempotency key
+     * that another message of its topic already holds is not written (nor its event and runs); it comes back as
+     * {@code '!' || n} (its ordinal) so that the caller can look the holder up. A run with an ordering key may be
+     * created HELD instead of RUNNABLE (trigger {@code run_keyed_hold}, schema version 10).
+     *
+     * <p>A run's lineage is built with {@code array || ARRAY[id]}, never {@code array || id}: appending an element
+     * yields an expanded array, which PostgreSQL stores with a 4-byte header where every later update of the row
+     * writes the same array with a 1-byte one; the bytes differ, so the run's first update could never be HOT (a new
+     * entry in every index of {@code run}).
+     */
+    static final String EMIT = """
+            WITH input AS (
+              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.idem, u.priority, u.okey, u.n
+                FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
+                            ?::text[])
+                     WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, n)
+            ), msg AS (
+              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
+              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
+              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+              RETURNING id, idempotency_key IS NOT NULL AS keyed
+            ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
+              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)
+            ), written AS (
+              SELECT * FROM input WHERE id NOT IN (SELECT id FROM duplicate)
+            ), emitted AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
+              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM written ORDER BY n
+            ), runs AS (
+              INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
+                                        context, runnable_at, priority, ordering_key)
+              SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || ARRAY[x.id],
+                     ?::uuid,
+                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey
+                FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, reg.saga, reg.version,
+                             written.context, written.due, written.priority, written.okey
+                        FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
+                       ORDER BY written.n, reg.saga) x
+              RETURNING saga
+            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 9)
+              SELECT set_config('coop.local_sagas', ?, true)
+            )
+            SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
+            UNION ALL -- topics nobody handles come back as '#topic' (saga names cannot start with '#')
+            SELECT DISTINCT '#' || written.topic, 0 FROM written
+             WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
+            UNION ALL -- keys already taken come back as '!', with the message's ordinal
+            SELECT '!', n::int FROM duplicate
+            """;
+
+    /**
+     * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
+     * child): {@link #EMIT} with scalar parameters, without its arrays and its key handling. Returns the same rows.
+     * Parameters: id, topic, payload, {now}, id, saga, engine, step, scope, id, context, id, scope, id, parent id,
+     * parent seq, context, due, {now}, priority, topic, local sagas, topic, topic.
+     */
+    static final String EMIT_ONE = """
+            WITH msg AS (
+              INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES (?::uuid, ?, ?::jsonb, {now})
+            ), emitted AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
+              VALUES (?::uuid, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[?::uuid]), ?)
+            ), runs AS (
+              INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
+                                        context, runnable_at, priority)
+              SELECT x.id, ?::uuid, x.saga, x.version, coalesce(?::uuid[], ARRAY[?::uuid]) || ARRAY[x.id], ?::uuid,
+                     ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int
+                FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version
+                        FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
+              RETURNING saga
+            ), quiet AS (
+              SELECT set_config('coop.local_sagas', ?, true)
+            )
+            SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
+            UNION ALL
+            SELECT '#' || ?::text, 0 WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = ?)
+            """;
+}
