@@ -125,7 +125,8 @@ final class Advances {
     static final String JOINS_PENDING = "CP004";
     /** The savepoint between a finishing advance and its join check. */
     private static final String JOIN_CHECK_SAVEPOINT = "coop_join_check";
-    private static final String JOIN_CHECK = "SAVEPOINT " + JOIN_CHECK_SAVEPOINT
+    /** A savepoint, the join check of its parameter's messages, and the COMMIT ({@link #committedUnlessJoined}). */
+    static final String JOIN_CHECK = "SAVEPOINT " + JOIN_CHECK_SAVEPOINT
             + ";\nSELECT {schema}.assert_no_pending_members(?::uuid[]);\nCOMMIT";
 
     private Object advance(Connection c, Tail tail, ClaimedRun run, String engine,
@@ -249,15 +250,13 @@ final class Advances {
         }
     }
 
-    private static Boolean committedUnlessJoined(PreparedStatement ps) throws SQLException {
+    /**
+     * Executes {@code ps}, which ends with {@link #JOIN_CHECK}: true when it committed; false when a membership is
+     * pending, the transaction then rolled back to the savepoint before the check (what came before it stands).
+     */
+    static Boolean committedUnlessJoined(PreparedStatement ps) throws SQLException {
         try {
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    ps.getResultSet().close();
-                }
-                isResultSet = ps.getMoreResults();
-            }
+            executeAll(ps);
             return Boolean.TRUE;
         } catch (SQLException e) {
             if (!JOINS_PENDING.equals(e.getSQLState())) {
@@ -268,6 +267,17 @@ final class Advances {
             st.execute("ROLLBACK TO SAVEPOINT " + JOIN_CHECK_SAVEPOINT); // a constant, not input
         }
         return Boolean.FALSE;
+    }
+
+    /** Executes {@code ps} and reads past every result it returns (statements sent together in one round trip). */
+    static void executeAll(PreparedStatement ps) throws SQLException {
+        boolean isResultSet = ps.execute();
+        while (isResultSet || ps.getUpdateCount() != -1) {
+            if (isResultSet) {
+                ps.getResultSet().close();
+            }
+            isResultSet = ps.getMoreResults();
+        }
     }
 
     /** Counts a parent committed by its last child off at its own parent. */

@@ -6,7 +6,6 @@ import dev.coop.internal.step.ClaimedRun;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -95,11 +94,6 @@ final class RoundAdvances {
             .replace("{runnable}", WHERE.formatted("i.finished IS NULL"))
             .replace("{finished}", WHERE.formatted("i.finished IS NOT NULL"));
 
-    /** What follows when runs finished: whether their messages are pending join members, then the COMMIT. */
-    private static final String JOIN_CHECK_SAVEPOINT = "coop_round_join_check";
-    private static final String JOIN_CHECK = ";\nSAVEPOINT " + JOIN_CHECK_SAVEPOINT
-            + ";\nSELECT {schema}.assert_no_pending_members(?::uuid[]);\nCOMMIT";
-
     private final String sql;
     private final String commitSql;
     private final String joinCheckSql;
@@ -109,7 +103,7 @@ final class RoundAdvances {
     RoundAdvances(SchemaName schema, Time time, String localSagas) {
         this.sql = schema.sql(SQL);
         this.commitSql = sql + ";\nCOMMIT";
-        this.joinCheckSql = sql + schema.sql(JOIN_CHECK);
+        this.joinCheckSql = sql + ";\n" + schema.sql(Advances.JOIN_CHECK); // then the join check and COMMIT
         this.time = time;
         this.localSagas = localSagas;
     }
@@ -143,29 +137,12 @@ final class RoundAdvances {
             if (checkJoins) {
                 ps.setArray(++i, c.createArrayOf("uuid", finished.toArray()));
             }
-            return executeAll(ps, checkJoins);
-        }
-    }
-
-    private static boolean executeAll(PreparedStatement ps, boolean checkJoins) throws SQLException {
-        try {
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    ps.getResultSet().close();
-                }
-                isResultSet = ps.getMoreResults();
+            if (checkJoins) {
+                return Advances.committedUnlessJoined(ps);
             }
+            Advances.executeAll(ps); // a failure (a cancellation, a lost claim, the database): the caller rolls back
             return true;
-        } catch (SQLException e) {
-            if (!checkJoins || !Advances.JOINS_PENDING.equals(e.getSQLState())) {
-                throw e; // the advances failed (a cancellation, a lost claim, the database): the caller rolls back
-            }
         }
-        try (Statement st = ps.getConnection().createStatement()) {
-            st.execute("ROLLBACK TO SAVEPOINT " + JOIN_CHECK_SAVEPOINT); // a constant, not input
-        }
-        return false;
     }
 
     /** The moves as one array per column, and their events as one array per column with the ordinal of their run. */
