@@ -22,6 +22,7 @@
 const { Pool, Client } = require('pg');
 const crypto = require('crypto');
 const os = require('os');
+const { AttemptLog, retryPolicy, delayAfter } = require('./attempts');
 
 const TYPE = {
   childRolledBack: 'dev.coop.failure.ChildRolledBackException',
@@ -49,13 +50,15 @@ class Participant {
     this.pgOptions = pg;
     this.sagas = new Map();
     this.draining = new Map(); // saga name -> { running, again }
+    this.attempts = new AttemptLog(this);
   }
 
   /**
-   * Defines a saga: a name, the topic it handles, and its steps, each { name, run(step), compensate(step, cause) }
-   * (compensate optional). A step receives { payload, client, launch(topic, payload), runId, messageId, saga, step,
-   * iteration, context } (client: the transaction's pg client; set step.result to return a JSON value to the
-   * parent); it may throw to fail. A compensation receives the same (it cannot launch) and the failure compensated.
+   * Defines a saga: a name, the topic it handles, and its steps, each { name, run(step), compensate(step, cause),
+   * retry } (compensate and retry optional; retry: see attempts.js). A step receives { payload, client,
+   * launch(topic, payload), runId, messageId, saga, step, iteration, attempt, context } (client: the transaction's pg
+   * client; set step.result to return a JSON value to the parent); it may throw to fail. A compensation receives the
+   * same (it cannot launch) and the failure compensated.
    */
   saga(name, topic, steps) {
     if (!NAME.test(name) || !NAME.test(topic)) {
@@ -64,7 +67,7 @@ class Participant {
     if (!Array.isArray(steps) || steps.length === 0 || steps.some((s) => !s.name || typeof s.run !== 'function')) {
       throw new Error(`Saga '${name}' needs at least one step, each with a name and a run function`);
     }
-    this.sagas.set(name, { name, topic, steps });
+    this.sagas.set(name, { name, topic, steps: steps.map((s) => ({ ...s, retry: retryPolicy(s.name, s.retry) })) });
     return this;
   }
 
@@ -77,32 +80,14 @@ class Participant {
       throw new Error(`The Coop schema '${this.schema}' is at version ${schema}; this participant speaks the protocol `
         + `of version ${SCHEMA_VERSION} (protocol.md: schema_version)`);
     }
+    // one statement per saga, in order of saga name: participants starting together take the rows in one order
+    for (const saga of [...this.sagas.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      await this.register(saga);
+    }
     await this.pool.query(this.sql(`
       INSERT INTO {schema}.engine (id, name, host, sagas, versions)
       VALUES ($1, 'node-participant', $2, $3::text[], $4::text[])`),
     [this.engineId, os.hostname(), [...this.sagas.keys()], [...this.sagas.keys()].map((s) => `${s}@${VERSION}`)]);
-    for (const saga of this.sagas.values()) {
-      const { rows } = await this.pool.query(this.sql(`
-        WITH reg AS (
-          INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4)
-          ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
-                 version = greatest(saga_registration.version, EXCLUDED.version)
-          RETURNING topic, concurrency, rate_limit, rate_period_ms
-        ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
-          INSERT INTO {schema}.saga_version (saga, version, last_engine) VALUES ($1, $4, $3)
-          ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
-        )
-        SELECT topic, concurrency, rate_limit, rate_period_ms FROM reg`),
-      [saga.name, saga.topic, this.engineId, VERSION]);
-      if (rows[0].topic !== saga.topic) {
-        throw new Error(`Saga '${saga.name}' is registered for topic '${rows[0].topic}', not '${saga.topic}'`);
-      }
-      // saga limits (protocol.md: Saga limits) are not implemented here: its plain claim would ignore them
-      if (rows[0].concurrency !== null || rows[0].rate_limit !== null) {
-        throw new Error(`Saga '${saga.name}' is registered with limits (concurrency ${rows[0].concurrency}, rate `
-          + `${rows[0].rate_limit} per ${rows[0].rate_period_ms} ms), which this participant does not implement`);
-      }
-    }
     this.listener = new Client(this.pgOptions);
     this.listener.on('notification', (n) => this.notified(n.payload));
     this.listener.on('error', (e) => this.log(`coop: listener failed (${e.message}); polling only`));
@@ -111,6 +96,40 @@ class Participant {
     this.poller = setInterval(() => this.sagas.forEach((s) => this.wake(s.name)), this.pollMillis);
     this.sagas.forEach((s) => this.wake(s.name));
     return this;
+  }
+
+  /**
+   * Registers the saga for its topic and its version (protocol.md, "Registering"): nothing is written when the saga
+   * name is registered for another topic, and the participant refuses to start, as a Java engine does.
+   */
+  async register(saga) {
+    const { rows } = await this.pool.query(this.sql(`
+      WITH reg AS (
+        INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4::int)
+        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+               version = greatest(saga_registration.version, EXCLUDED.version)
+         WHERE saga_registration.topic = EXCLUDED.topic
+        RETURNING topic, version, concurrency, rate_limit, rate_period_ms
+      ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
+        INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
+        SELECT $1, $4::int, $3, $5 WHERE EXISTS (SELECT 1 FROM reg)
+        ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
+               last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
+      )
+      SELECT topic, version, concurrency, rate_limit, rate_period_ms FROM reg`),
+    [saga.name, saga.topic, this.engineId, VERSION, saga.steps[0].name]);
+    if (rows.length === 0) {
+      const taken = (await this.pool.query(this.sql('SELECT topic FROM {schema}.saga_registration WHERE saga = $1'),
+        [saga.name])).rows[0];
+      throw new Error(`Saga '${saga.name}' is registered for topic '${taken ? taken.topic : '?'}' in schema `
+        + `'${this.schema}', not for topic '${saga.topic}'; retire it first (CoopClient.retireSaga) or choose another `
+        + 'saga name');
+    }
+    // saga limits (protocol.md: Saga limits) are not implemented here: its plain claim would ignore them
+    if (rows[0].concurrency !== null || rows[0].rate_limit !== null) {
+      throw new Error(`Saga '${saga.name}' is registered with limits (concurrency ${rows[0].concurrency}, rate `
+        + `${rows[0].rate_limit} per ${rows[0].rate_period_ms} ms), which this participant does not implement`);
+    }
   }
 
   async stop() {
@@ -172,8 +191,7 @@ class Participant {
         return true;
       }
       if (run && e.code !== 'CP001') { // CP001: cancelled while the step ran; the next claim gives up
-        this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}; retrying later`);
-        await this.postpone(c, run).catch(() => {});
+        await this.troubled(c, run, e).catch((again) => this.log(`coop: run ${run.id}: ${again.message}`));
       }
       return run !== null && e.code === 'CP001';
     } finally {
@@ -204,10 +222,7 @@ class Participant {
 
   async execute(c, saga, run) {
     if (run.phase === 'ROLLBACK') return this.rollbackStep(c, saga, run);
-    if (run.pending_children > 0) { // woken early (a cancellation) while children still run: wait for them
-      return c.query(this.sql("UPDATE {schema}.run SET status = 'WAITING', version = version + 1 WHERE id = $1"),
-        [run.id]);
-    }
+    if (run.pending_children > 0) return this.waitAgain(c, run); // woken early (a cancellation) while children run
     const giveUp = run.cancellation ? JSON.parse(run.cancellation) : deadlineMissed(run, this.source(run));
     if (giveUp) {
       const gaveUp = failure(`Gave up: ${giveUp.message}`, TYPE.gaveUp, this.source(run), [giveUp]);
@@ -215,7 +230,9 @@ class Participant {
     }
     const step = saga.steps[run.step_index];
     if (run.step_index > saga.steps.length || (run.next_step !== null && run.next_step !== step?.name)) {
-      return this.park(c, run, `Saga '${saga.name}' has no step '${run.next_step}' at position ${run.step_index + 1}`);
+      const why = failure(`Saga '${saga.name}' has no step '${run.next_step}' at position ${run.step_index + 1}`
+        + '; was the step removed or renamed while this run waited?', 'dev.coop.UnknownStep', this.source(run), []);
+      return this.park(c, run, run.next_step, JSON.stringify(why), false);
     }
     if (run.failed_children > 0) return this.childrenFailed(c, saga, run);
     if (!step) { // the last step ran and its children committed
@@ -229,15 +246,10 @@ class Participant {
     while (iterations.length <= run.step_index) iterations.push(0);
     iterations[run.step_index] += 1;
     const ctx = this.stepContext(c, saga, run, step.name, iterations[run.step_index]);
-    const thrown = await this.userCode(c, () => step.run(ctx));
-    if (thrown) {
-      const cancellation = await this.cancellation(c, run);
-      const why = cancellation
-        ? failure(`Gave up: ${cancellation.message}`, TYPE.gaveUp, this.source(run), [cancellation])
-        : failureOf(thrown, this.source(run));
-      this.log(`coop: step '${step.name}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
-      return this.startRollback(c, saga, run, step.name, why);
-    }
+    // an operator marked the parked step done (resolution SKIP): it counts as executed, without running
+    const thrown = run.resolution === 'SKIP' ? null : await this.userCode(c, () => step.run(ctx));
+    if (thrown) return this.stepFailed(c, saga, run, step, thrown);
+    await this.attempts.ended(c, run, step.name); // after many attempts: the last retried one
     const children = await this.emit(c, saga, run, step.name, ctx.launched);
     const last = run.step_index === saga.steps.length - 1;
     const status = children > 0 ? 'WAITING' : last ? 'COMMITTED' : 'RUNNABLE';
@@ -250,11 +262,52 @@ class Participant {
       final_step: last ? step.name : '', // '' clears a final step an earlier instance set
       steps_done: run.steps_done + 1,
       iterations,
+      attempt: 1,
       pending_children: children,
       result: ctx.result === undefined ? null : JSON.stringify(ctx.result),
       instance: { seq: run.steps_done, index: run.step_index, iteration: iterations[run.step_index] },
       checkCancellation: true,
     });
+  }
+
+  /**
+   * The step threw (its writes are undone): a cancelled scope gives up; else its retry policy runs it again later,
+   * or parks the run when its attempts are exhausted and it says so; else the run rolls back.
+   */
+  async stepFailed(c, saga, run, step, thrown) {
+    this.log(`coop: step '${step.name}' of run ${run.id} (saga ${saga.name}) failed on attempt ${run.attempt}: `
+      + `${thrown.message}`);
+    const cancellation = await this.cancellation(c, run);
+    const why = cancellation
+      ? failure(`Gave up: ${cancellation.message}`, TYPE.gaveUp, this.source(run), [cancellation])
+      : failureOf(thrown, this.source(run));
+    const json = JSON.stringify(why);
+    const policy = cancellation || thrown instanceof ClaimLostError ? null : step.retry;
+    if (policy && run.attempt < policy.attempts) {
+      await this.attempts.failed(c, run, step.name, json);
+      return this.advance(c, run, [], { attempt: run.attempt + 1, delayMillis: delayAfter(policy, run.attempt),
+        failure: json, checkCancellation: true });
+    }
+    if (policy && policy.park) return this.park(c, run, step.name, json, true);
+    await this.attempts.ended(c, run, step.name);
+    return this.startRollback(c, saga, run, step.name, why);
+  }
+
+  /**
+   * Parks the run for an operator (protocol.md, the park advance): PARKED in the log (after the closing attempt of a
+   * long series), then the run PARKED with why, everything else as claimed. An operator's retryNow or markStepDone
+   * (CoopClient) makes it runnable again.
+   */
+  async park(c, run, step, why, afterFailure) {
+    this.log(`coop: run ${run.id} (saga ${run.saga}) parked at '${step}': ${JSON.parse(why).message}`);
+    await this.attempts.parked(c, run, step, why);
+    return this.advance(c, run, [], { status: 'PARKED', failure: why, checkCancellation: afterFailure });
+  }
+
+  /** Claimed while children it waits for still run: back to WAITING (the barrier re-check), nothing else changed. */
+  waitAgain(c, run) {
+    return this.advance(c, run, [], { status: 'WAITING', pending_children: run.pending_children,
+      keepFailedChildren: true });
   }
 
   /** Runs user code under a savepoint: when it throws, its writes are undone and the run's row lock is kept. */
@@ -278,7 +331,8 @@ class Participant {
     const launched = [];
     return {
       payload: JSON.parse(run.payload), client: c, runId: run.id, messageId: run.message_id, saga: saga.name,
-      step: stepName, iteration, context: run.context === null ? {} : JSON.parse(run.context), launched,
+      step: stepName, iteration, attempt: run.attempt, launched,
+      context: run.context === null ? {} : JSON.parse(run.context),
       /** Launches a message in this run's scope: the next step starts when every run of it finished. */
       launch(topic, payload) {
         if (!mayLaunch) throw new Error(`${stepName}: this participant does not launch from compensations`);
@@ -319,10 +373,7 @@ class Participant {
 
   async rollbackStep(c, saga, run) {
     const cause = run.rollback_cause;
-    if (run.pending_children > 0) { // woken early while child rollbacks still run: wait for them
-      return c.query(this.sql("UPDATE {schema}.run SET status = 'WAITING', version = version + 1 WHERE id = $1"),
-        [run.id]);
-    }
+    if (run.pending_children > 0) return this.waitAgain(c, run); // woken early while child rollbacks run
     const seq = run.rollback_seq;
     if (run.rollback_stage === 'START') {
       const events = [['ROLLING_BACK', null, cause]];
@@ -421,7 +472,8 @@ class Participant {
       WITH claimed AS (
         SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
-               r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version,
+               r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
+               r.resolution, r.retries,
                r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at
           FROM {schema}.run r
          WHERE ${selection}
@@ -487,9 +539,10 @@ class Participant {
   async advance(c, run, events, change) {
     const next = {
       status: 'RUNNABLE', phase: run.phase, step_index: run.step_index, next_step: run.next_step, final_step: null,
-      steps_done: run.steps_done, iterations: run.iterations, pending_children: 0, rollback_seq: run.rollback_seq,
-      rollback_stage: run.rollback_stage, rollback_cause: run.rollback_cause, result: null, failure: null,
-      checkCancellation: false, ...change,
+      steps_done: run.steps_done, iterations: run.iterations, attempt: run.attempt, pending_children: 0,
+      keepFailedChildren: false, rollback_seq: run.rollback_seq, rollback_stage: run.rollback_stage,
+      rollback_cause: run.rollback_cause, delayMillis: 0, result: null, failure: null, checkCancellation: false,
+      ...change,
     };
     // an executed instance is carried by the SUSPENDED written first (protocol.md: the step log)
     const instance = next.instance ?? { seq: null, index: null, iteration: null };
@@ -507,19 +560,22 @@ class Participant {
     const { rowCount } = await c.query(this.sql(`
       UPDATE {schema}.run
          SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = nullif(coalesce($6, final_step), ''),
-             steps_done = $7, iterations = $8::int[], attempt = 1, pending_children = $9::int, failed_children = 0,
+             steps_done = $7, iterations = $8::int[], attempt = $19::int, pending_children = $9::int,
+             failed_children = CASE WHEN $20::boolean THEN failed_children ELSE 0 END,
              waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
              rollback_seq = $10, rollback_stage = $11, rollback_cause = $12::jsonb, resolution = NULL,
-             runnable_at = clock_timestamp(), result = coalesce($13, result), failure = $14::jsonb,
+             runnable_at = clock_timestamp() + $21::bigint * interval '1 millisecond',
+             result = coalesce($13, result), failure = $14::jsonb,
              started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN clock_timestamp() END,
-             retries = 0, version = version + 1
+             retries = 0, reserved_until = NULL, version = version + 1
        WHERE id = $1
          AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
          AND CASE WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(lineage))
                   THEN {schema}.assert_not_cancelled(lineage) ELSE true END`),
     [run.id, next.status, next.phase, next.step_index, next.next_step, next.final_step, next.steps_done,
       next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
-      next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation]);
+      next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation, next.attempt,
+      next.keepFailedChildren, next.delayMillis]);
     if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
     if (finished) await this.finished(c, run, next.status);
   }
@@ -708,19 +764,44 @@ class Participant {
     [g.outcome_message_id, topic, result]);
   }
 
-  park(c, run, reason) {
-    const why = JSON.stringify(failure(reason, 'dev.coop.UnknownStep', this.source(run), []));
-    return c.query(this.sql(`UPDATE {schema}.run SET status = 'PARKED', failure = $2::jsonb, version = version + 1
-                              WHERE id = $1`), [run.id, why]);
-  }
-
-  /** Database trouble: the run waits (jittered backoff) unless it moved meanwhile. */
-  async postpone(c, run) {
-    const millis = 500 + Math.floor(Math.random() * 500);
-    await c.query(this.sql(`
-      UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2 * interval '1 millisecond',
-                              retries = retries + 1, version = version + 1
-       WHERE id = $1 AND status = 'RUNNABLE' AND version = $3`), [run.id, millis, run.version]);
+  /**
+   * Database trouble (a statement of the participant's own failed; its transaction was rolled back): in a new
+   * transaction, the run waits (jittered exponential backoff) unless it moved meanwhile; after MAX_RETRIES in a row it
+   * is parked instead, with a PARKED event (protocol.md, SQLSTATEs).
+   */
+  async troubled(c, run, e) {
+    // the step it was at (next_step is null until the run's first advance); on the rollback path, next_step as claimed
+    const step = run.phase === 'HAPPY' ? this.sagas.get(run.saga)?.steps[run.step_index]?.name ?? run.next_step
+      : run.next_step;
+    const where = `'${step}'`;
+    if (run.retries + 1 < MAX_RETRIES) {
+      const ceiling = Math.min(30000, 100 * 2 ** Math.min(run.retries, 10));
+      const millis = Math.floor(ceiling / 2 + Math.random() * (ceiling / 2 + 1));
+      this.log(`coop: run ${run.id} (saga ${run.saga}, ${where}) hit a database problem (${e.message}); `
+        + `retrying in ${millis} ms`);
+      await c.query(this.sql(`
+        UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2::bigint * interval '1 millisecond',
+                                retries = retries + 1, version = version + 1
+         WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int`), [run.id, millis, run.version]);
+      return;
+    }
+    const source = this.source(run);
+    const why = JSON.stringify(failure(`Database trouble on ${MAX_RETRIES} attempts in a row at ${where}; parked for `
+      + 'an operator (retry it with retryNow once the database is healthy)', 'dev.coop.DatabaseTrouble', source,
+    [failureOf(e, source)]));
+    this.log(`coop: run ${run.id} (saga ${run.saga}) met database trouble ${MAX_RETRIES} times in a row `
+      + `(${e.message}); parking it`);
+    await c.query('BEGIN');
+    try {
+      const { rowCount } = await c.query(this.sql(`
+        UPDATE {schema}.run SET status = 'PARKED', failure = $2::jsonb, retries = retries + 1, version = version + 1
+         WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int`), [run.id, why, run.version]);
+      if (rowCount === 1) await this.attempts.parked(c, run, step, why);
+      await c.query('COMMIT');
+    } catch (again) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw again;
+    }
   }
 
   source(run) {
@@ -738,12 +819,18 @@ class Participant {
  */
 const VERSION = 1;
 
+/** Database trouble on this many transactions of a run in a row parks it (as Java's engine does). */
+const MAX_RETRIES = 1000;
+
 /** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
 const SCHEMA_VERSION = 23;
 
 /** The claim's selections (the engine id is the last parameter of each). */
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'
-   AND r.runnable_at <= clock_timestamp() ORDER BY r.priority DESC, r.runnable_at`;
+   AND r.priority IN (10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)
+   AND r.runnable_at <= statement_timestamp()
+   AND (r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())
+   ORDER BY r.priority DESC, r.runnable_at`;
 const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
 
 /** Thrown when step code ended the transaction that claimed its run (protocol.md: claim_lost(), CP002). */

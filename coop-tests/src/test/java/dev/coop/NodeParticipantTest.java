@@ -16,13 +16,6 @@ import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
 import dev.coop.test.EventLog;
 import dev.coop.test.Invariants;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -30,12 +23,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -49,14 +38,13 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  *
  * <p>
  * Runs when {@code node} and the participant's {@code node_modules} are installed ({@code .ci/run} installs them);
- * skipped otherwise, saying how.
+ * skipped otherwise, saying how, and failed on CI (see {@link NodeProcess}).
  */
 class NodeParticipantTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
 
-    static final Duration WAIT = Duration.ofSeconds(30);
-    static final Path PARTICIPANT = participantFolder();
+    static final Duration WAIT = NodeProcess.WAIT;
 
     record Order(String order, int quantity, boolean declined) {
     }
@@ -136,16 +124,12 @@ class NodeParticipantTest {
 
     static CoopEngine engine;
     static Process node;
-    static final List<String> nodeOutput = new CopyOnWriteArrayList<>();
-
-    /** Why the participant cannot run here (each test is then skipped with it), or null. */
-    static String missing;
+    static final List<String> nodeOutput = NodeProcess.output();
 
     @BeforeAll
     static void start() throws Exception {
-        missing = missing();
-        if (missing != null) {
-            return;
+        if (NodeProcess.MISSING != null) {
+            return; // each test is skipped (on CI: fails) saying why
         }
         DataSource dataSource = db.dataSource();
         try (Connection c = dataSource.getConnection(); var s = c.createStatement()) {
@@ -158,22 +142,17 @@ class NodeParticipantTest {
                 .register(orders("orders", ORDER_PLACED, FULFILMENT), orders("orders-twin", ORDER_PLACED_TWIN,
                         FULFILMENT_TWIN), STOCK, JAVA_FULFILMENT, JOINED)
                 .start(); // creates the schema the participant works in
-        node = startNode();
+        node = NodeProcess.start(db, "fulfilment.js", nodeOutput);
     }
 
     @BeforeEach
     void participantInstalled() {
-        Assumptions.assumeTrue(missing == null, missing);
+        NodeProcess.assumeInstalled();
     }
 
     @AfterAll
     static void stop() throws InterruptedException {
-        if (node != null) {
-            node.destroy(); // SIGTERM: the participant stops claiming and exits
-            if (!node.waitFor(10, TimeUnit.SECONDS)) {
-                node.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-        }
+        NodeProcess.stop(node);
         if (engine != null) {
             engine.close();
         }
@@ -339,6 +318,29 @@ class NodeParticipantTest {
                 "join COMPLETED: " + id.value() + " COMPLETED");
     }
 
+    @Test
+    void a_node_saga_named_like_a_saga_of_another_topic_is_refused_and_writes_nothing() throws Exception {
+        String script = """
+                const { Participant } = require('./coop');
+                new Participant({ engineId: 'node-intruder' })
+                  .saga('stock', 'node-stock', [{ name: 'count', run: async () => {} }])
+                  .start()
+                  .then(() => { console.log('started'); process.exit(0); },
+                        (e) => { console.log(e.message); process.exit(1); });
+                """;
+        NodeProcess.Ran ran = NodeProcess.run(db, "-e", script);
+
+        assertThat(ran.exitCode()).as(ran.output()).isEqualTo(1);
+        assertThat(ran.output()).isEqualTo("Saga 'stock' is registered for topic 'stock-checked' in schema 'coop',"
+                + " not for topic 'node-stock'; retire it first (CoopClient.retireSaga) or choose another saga name");
+        // the Java engine's registration stands as it was: not taken over, no version or engine row of the intruder
+        assertThat(column("SELECT topic || ' ' || last_engine FROM coop.saga_registration WHERE saga = ?", "stock"))
+                .containsExactly("stock-checked " + engine.id());
+        assertThat(column("SELECT last_engine FROM coop.saga_version WHERE saga = ?", "stock"))
+                .containsExactly(engine.id());
+        assertThat(column("SELECT id FROM coop.engine WHERE id = ?", "node-intruder")).isEmpty();
+    }
+
     /** The same order through the Java twin of the Node saga: the event logs must be the same, row for row. */
     private static void assertSameLogAsJavaTwin(CoopClient client, MessageId nodeRoot, Order twinOrder,
             Outcome expected) {
@@ -348,72 +350,6 @@ class NodeParticipantTest {
                 .map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment", "node-fulfilment"))
                 .toList();
         assertThat(EventLog.rows(client.events(nodeRoot))).containsExactlyElementsOf(javaRows);
-    }
-
-    private static Process startNode() throws IOException {
-        URI url = URI.create(db.jdbcUrl().substring("jdbc:".length()));
-        ProcessBuilder builder = new ProcessBuilder("node", "fulfilment.js").directory(PARTICIPANT.toFile())
-                .redirectErrorStream(true);
-        Map<String, String> env = builder.environment();
-        env.put("PGHOST", url.getHost());
-        env.put("PGPORT", String.valueOf(url.getPort() < 0 ? 5432 : url.getPort()));
-        env.put("PGDATABASE", url.getPath().substring(1));
-        env.put("PGUSER", db.server().user());
-        env.put("PGPASSWORD", db.server().password() == null ? "" : db.server().password());
-        Process process = builder.start();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader out = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line = out.readLine(); line != null; line = out.readLine()) {
-                    nodeOutput.add(line);
-                }
-            } catch (IOException e) {
-                nodeOutput.add("(output unreadable: " + e + ")");
-            }
-        }, "node-participant-output");
-        reader.setDaemon(true);
-        reader.start();
-        Await.until("the Node participant is ready (output: " + nodeOutput + ")", WAIT,
-                () -> nodeOutput.contains("ready") || !process.isAlive());
-        assertThat(process.isAlive()).as("the Node participant runs; its output: %s", nodeOutput).isTrue();
-        return process;
-    }
-
-    private static String missing() {
-        if (PARTICIPANT == null || !Files.isDirectory(PARTICIPANT.resolve("node_modules/pg"))) {
-            return "Node participant tests skipped: participants/node/node_modules is missing. Install it with"
-                    + " 'cd participants/node && npm ci' (Node.js 18 or later)";
-        }
-        String version = nodeVersion();
-        if (version == null || !version.matches("v(1[89]|[2-9][0-9])\\..*")) {
-            return "Node participant tests skipped: " + (version == null ? "no 'node' on the PATH" : "node " + version)
-                    + ". Install Node.js 18 or later ('sudo apt-get install -y nodejs npm' on Debian/Ubuntu)";
-        }
-        return null;
-    }
-
-    private static String nodeVersion() {
-        try {
-            Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
-            String version = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0 ? version : null;
-        } catch (IOException e) {
-            return null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        }
-    }
-
-    /** participants/node of this checkout, looked for from the working directory up; null when absent. */
-    private static Path participantFolder() {
-        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
-            Path candidate = dir.resolve("participants/node");
-            if (Files.isRegularFile(candidate.resolve("coop.js"))) {
-                return candidate;
-            }
-        }
-        return null;
     }
 
     private static String children(Connection c, java.util.UUID runId) throws SQLException {
