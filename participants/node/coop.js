@@ -31,7 +31,7 @@ const TYPE = {
   gaveUp: 'dev.coop.failure.GaveUpException',
 };
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
-const NAME = /^[A-Za-z0-9._:/-]{1,200}$/;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/; // saga names and topics, as Java's
 
 class Participant {
   /**
@@ -62,11 +62,14 @@ class Participant {
    */
   saga(name, topic, steps) {
     if (!NAME.test(name) || !NAME.test(topic)) {
-      throw new Error(`Saga name '${name}' and topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
+      throw new Error(`Saga name '${name}' and topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-], `
+        + 'starting with a letter or digit');
     }
     if (!Array.isArray(steps) || steps.length === 0 || steps.some((s) => !s.name || typeof s.run !== 'function')) {
       throw new Error(`Saga '${name}' needs at least one step, each with a name and a run function`);
     }
+    const names = new Set();
+    for (const { name: step } of steps) checkStepName(name, step, names);
     this.sagas.set(name, { name, topic, steps: steps.map((s) => ({ ...s, retry: retryPolicy(s.name, s.retry) })) });
     return this;
   }
@@ -336,7 +339,9 @@ class Participant {
       /** Launches a message in this run's scope: the next step starts when every run of it finished. */
       launch(topic, payload) {
         if (!mayLaunch) throw new Error(`${stepName}: this participant does not launch from compensations`);
-        if (!NAME.test(topic)) throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
+        if (!NAME.test(topic)) {
+          throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-], starting with a letter or digit`);
+        }
         const id = uuidV7();
         launched.push({ id, topic, payload: JSON.stringify(payload) });
         return id;
@@ -408,7 +413,7 @@ class Participant {
                awaited = true, rollback_seq = r.steps_done - 1, rollback_cause = $7::jsonb,
                runnable_at = clock_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
                version = r.version + 1
-          FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED'
+          FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task'
         RETURNING 1
       )
       SELECT count(*)::int AS n FROM woken`),
@@ -582,7 +587,16 @@ class Participant {
 
   /** Counts a finished run off at its parent (committing parents whose last step ran), then settles joins. */
   async finished(c, run, status) {
-    const messages = [run.message_id];
+    await this.settleJoins(c, [run.message_id, ...await this.countOff(c, run, status, this.engineId)]);
+  }
+
+  /**
+   * Counts a finished run off at its parent, and each parent that this commits at its own parent, and so on up
+   * (engine: the finishing transaction's engine id, null for a client's settlement). Returns the messages of the
+   * parents it committed.
+   */
+  async countOff(c, run, status, engine) {
+    const messages = [];
     let parentId = run.awaited ? run.parent_id : null;
     while (parentId) {
       const { rows } = await c.query(this.sql(`
@@ -604,14 +618,14 @@ class Participant {
           INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
           SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
         )
-        SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, this.engineId, run.claimed_at]);
+        SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, engine, run.claimed_at]);
       const parent = rows[0];
       if (!parent || parent.status !== 'COMMITTED') break;
       messages.push(parent.message_id);
       parentId = parent.awaited ? parent.parent_id : null;
       status = 'COMMITTED';
     }
-    await this.settleJoins(c, messages);
+    return messages;
   }
 
   /**
@@ -669,7 +683,8 @@ class Participant {
           SELECT message_id, 'COMMITTED', saga, final_step, lineage FROM parent
            WHERE status = 'COMMITTED' AND (SELECT count(*) FROM logged) >= 0
         )
-        SELECT (SELECT count(*) FROM settled)::int AS settled, p.message_id, p.parent_id, p.awaited, p.status
+        SELECT (SELECT count(*) FROM settled)::int AS settled, (SELECT message_id FROM settled) AS task_message,
+               p.message_id, p.parent_id, p.awaited, p.status
           FROM (SELECT 1) one LEFT JOIN parent p ON true`).replaceAll('$1::text', "'COMMITTED'"), [tokenOrKey, json, actor]);
       const row = rows[0];
       if (row.settled === 0) {
@@ -682,10 +697,12 @@ class Participant {
         if (found.state === 'COMPLETED' && JSON.stringify(JSON.parse(found.result)) === json) return 'ALREADY_SETTLED';
         throw new Error(`External task ${tokenOrKey} is ${found.state}; this completion is refused`);
       }
+      const messages = [row.task_message]; // the task's, and those of the parents committed here: their joins
       if (row.status === 'COMMITTED') { // the parent had run its last step: it committed here; count it off above
-        await this.finished(c, { message_id: row.message_id, parent_id: row.parent_id, awaited: row.awaited,
-          claimed_at: null }, 'COMMITTED');
+        messages.push(row.message_id, ...await this.countOff(c, { parent_id: row.parent_id, awaited: row.awaited,
+          claimed_at: null }, 'COMMITTED', null));
       }
+      await this.settleJoins(c, messages);
       await c.query('COMMIT');
       return 'SETTLED';
     } catch (e) {
@@ -841,6 +858,26 @@ class ClaimLostError extends Error {
     this.name = 'ClaimLostError';
   }
 }
+
+/**
+ * The rules of step names (protocol.md, "Step names in the log"): 1-200 printable characters, unique in the saga, and
+ * never imitating the names logged for rollbacks, child-failure handlers and finally parts.
+ */
+function checkStepName(saga, step, seen) {
+  if (typeof step !== 'string' || step.trim() === '' || step.length > 200 || /[\u0000-\u001f\u007f-\u009f]/.test(step)
+      || /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(step)) {
+    throw new Error(`Invalid step name '${step}' in saga '${saga}': use 1 to 200 printable characters (no control `
+      + 'characters, no unpaired UTF-16 surrogates)');
+  }
+  if (step.startsWith('Rollback of ') || MARKS.some((mark) => step.endsWith(mark))) {
+    throw new Error(`Step name '${step}' in saga '${saga}' imitates the names Coop logs for rollbacks, child-failure `
+      + 'handlers and finally parts; choose another');
+  }
+  if (seen.has(step)) throw new Error(`Saga '${saga}' already has a step named '${step}'`);
+  seen.add(step);
+}
+
+const MARKS = [' (rolling back child scopes)', ' (child failure handler)', ' (finally)'];
 
 /** A parent whose last step already ran commits with its last child (cascading completion). */
 const PARENT_COMMITS = `p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0

@@ -331,14 +331,14 @@ class NodeParticipantTest {
         NodeProcess.Ran ran = NodeProcess.run(db, "-e", script);
 
         assertThat(ran.exitCode()).as(ran.output()).isEqualTo(1);
-        assertThat(ran.output()).isEqualTo("Saga 'stock' is registered for topic 'stock-checked' in schema 'coop',"
-                + " not for topic 'node-stock'; retire it first (CoopClient.retireSaga) or choose another saga name");
         // the Java engine's registration stands as it was: not taken over, no version or engine row of the intruder
         assertThat(column("SELECT topic || ' ' || last_engine FROM coop.saga_registration WHERE saga = ?", "stock"))
                 .containsExactly("stock-checked " + engine.id());
         assertThat(column("SELECT last_engine FROM coop.saga_version WHERE saga = ?", "stock"))
                 .containsExactly(engine.id());
         assertThat(column("SELECT id FROM coop.engine WHERE id = ?", "node-intruder")).isEmpty();
+        assertThat(ran.output()).isEqualTo("Saga 'stock' is registered for topic 'stock-checked' in schema 'coop',"
+                + " not for topic 'node-stock'; retire it first (CoopClient.retireSaga) or choose another saga name");
     }
 
     /** The same order through the Java twin of the Node saga: the event logs must be the same, row for row. */

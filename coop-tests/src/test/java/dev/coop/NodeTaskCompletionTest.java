@@ -46,6 +46,34 @@ class NodeTaskCompletionTest {
         }
     }
 
+    @Test
+    void a_task_completed_by_node_settles_the_join_its_message_is_a_member_of(DataSource dataSource) throws Exception {
+        NodeProcess.assumeInstalled();
+        Topic<Order> topic = Topic.of("node-joined-task", Order.class);
+        Saga<Order> saga = Saga.on(topic, "node-joined-task-saga")
+                .step("ask", step -> step.openTask("invoice", step.payload(),
+                        TaskOptions.none().key("invoice/" + step.payload().id())))
+                .step("use", step -> step.setResult(step.taskResult("invoice", Map.class).get("number")))
+                .build();
+        Topic<dev.coop.join.JoinResult> joined = Topic.of("node-task-joined", dev.coop.join.JoinResult.class);
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(topic, new Order("n2", 1));
+            Await.until("open", WAIT, () -> client.externalTask("invoice/n2").isPresent());
+            MessageId task = client.externalTask("invoice/n2").orElseThrow().message();
+            var join = client.joins().start(dev.coop.join.JoinSpec.expecting(1).key("n2").onComplete(joined)
+                    .onFail(joined));
+            client.joins().attach(join, task);
+
+            assertThat(node("invoice/n2", "{\"number\":\"INV-7\"}")).isEqualTo("SETTLED");
+
+            // the task's run finished in Node's transaction: the join of its message is settled there too
+            assertThat(client.joins().get(join).status()).isEqualTo(dev.coop.join.JoinStatus.COMPLETED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.result(id, String.class)).isEqualTo("INV-7");
+        }
+    }
+
     private static String node(String tokenOrKey, String result) throws Exception {
         NodeProcess.Ran ran = NodeProcess.run(db, "complete-task.js", tokenOrKey, result);
         assertThat(ran.exitCode()).as("node output: %s", ran.output()).isZero();
