@@ -16,6 +16,7 @@ import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
 import dev.coop.test.EventLog;
 import dev.coop.test.Invariants;
+import dev.coop.test.StepGate;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -23,6 +24,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -89,8 +92,17 @@ class NodeParticipantTest {
                     + step.payload().members().getFirst().state()))
             .build();
 
+    /** Gates that hold the stock check of an order, by order. */
+    static final Map<String, StepGate> HELD = new ConcurrentHashMap<>();
+
     static final Saga<StockChecked> STOCK = Saga.on(STOCK_CHECKED, "stock")
-            .step("check", step -> ledger(step.connection(), step.payload().order(), "stock checked"))
+            .step("check", step -> {
+                StepGate gate = HELD.get(step.payload().order());
+                if (gate != null) {
+                    gate.pass();
+                }
+                ledger(step.connection(), step.payload().order(), "stock checked");
+            })
             .compensateWith((step, cause) -> undo(step.connection(), "stock", step.payload().order(),
                     cause.failure().message()))
             .build();
@@ -279,6 +291,42 @@ class NodeParticipantTest {
     }
 
     @Test
+    void a_node_run_woken_by_a_cancellation_while_its_child_runs_waits_for_it_then_gives_up() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = cancelWhileTheChildRuns(client, ORDER_PLACED, "held-1", "node-fulfilment");
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        // the child's step ran but could not commit (its write is gone); Node's reserve and the Java root are undone
+        assertThat(ledger("held-1")).containsExactly("reserved");
+        assertThat(undone("held-1")).containsExactly("node-fulfilment", "orders");
+        Invariants.assertAll(client.events(id));
+        MessageId twin = cancelWhileTheChildRuns(client, ORDER_PLACED_TWIN, "held-2", "java-fulfilment");
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment",
+                        "node-fulfilment"))
+                .toList());
+    }
+
+    /**
+     * Launches an order whose stock check is held in its step, cancels the hierarchy, and lets the check go on once
+     * the fulfilment run, woken by the cancellation, went back to waiting for it (the barrier re-check).
+     */
+    private static MessageId cancelWhileTheChildRuns(CoopClient client, Topic<Order> topic, String order,
+            String fulfilment) throws SQLException {
+        StepGate gate = new StepGate(WAIT);
+        HELD.put(order, gate);
+        MessageId id = client.launch(topic, new Order(order, 2, false));
+        gate.awaitArrivals(1, WAIT);
+        assertThat(runState(fulfilment, id)).isEqualTo("WAITING 1 -");
+        client.cancel(id, "customer withdrew");
+        assertThat(runState(fulfilment, id)).isEqualTo("RUNNABLE 1 -");
+        Await.until(fulfilment + " waits again", WAIT, () -> runState(fulfilment, id).equals("WAITING 1 -"));
+        gate.open();
+        return id;
+    }
+
+    @Test
     void a_node_run_that_gives_up_at_its_deadline_rolls_back_like_a_java_run() {
         CoopClient client = engine.client();
         CooperationContext late = CooperationContext.of(Deadlines.HAPPY_PATH,
@@ -341,6 +389,42 @@ class NodeParticipantTest {
                 + " not for topic 'node-stock'; retire it first (CoopClient.retireSaga) or choose another saga name");
     }
 
+    @Test
+    void node_refuses_saga_and_step_names_that_the_protocol_forbids() throws Exception {
+        String script = """
+                const { Participant } = require('./coop');
+                const run = async () => {};
+                for (const [saga, steps] of [
+                  ['-dash-first', [{ name: 'a', run }]],
+                  ['names', [{ name: 'Rollback of a', run }]],
+                  ['names', [{ name: 'pay (child failure handler)', run }]],
+                  ['names', [{ name: 'pay', run }, { name: 'pay', run }]],
+                  ['names', [{ name: 'pay', run, retry: { attempts: 0 } }]],
+                  ['names', [{ name: 'pay', run, retry: { attempts: 3, park: true } }]],
+                ]) {
+                  try {
+                    new Participant({}).saga(saga, 'names-topic', steps);
+                    console.log('accepted ' + saga);
+                  } catch (e) {
+                    console.log(e.message);
+                  }
+                }
+                """;
+        NodeProcess.Ran ran = NodeProcess.run(db, "-e", script);
+
+        assertThat(ran.output().lines()).containsExactly(
+                "Saga name '-dash-first' and topic 'names-topic' must be 1-200 characters of [A-Za-z0-9._:/-],"
+                        + " starting with a letter or digit",
+                "Step name 'Rollback of a' in saga 'names' imitates the names Coop logs for rollbacks, child-failure"
+                        + " handlers and finally parts; choose another",
+                "Step name 'pay (child failure handler)' in saga 'names' imitates the names Coop logs for rollbacks,"
+                        + " child-failure handlers and finally parts; choose another",
+                "Saga 'names' already has a step named 'pay'",
+                "The retry policy of step 'pay': attempts must be an integer between 1 and 1000000 (was"
+                        + " {\"attempts\":0})",
+                "accepted names");
+    }
+
     /** The same order through the Java twin of the Node saga: the event logs must be the same, row for row. */
     private static void assertSameLogAsJavaTwin(CoopClient client, MessageId nodeRoot, Order twinOrder,
             Outcome expected) {
@@ -396,6 +480,22 @@ class NodeParticipantTest {
         try {
             return !column("SELECT pid::text FROM pg_locks WHERE NOT granted AND relation = ?::regclass", table)
                     .isEmpty();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The status, pending children and failure of the run of {@code saga} in the hierarchy of {@code root}. */
+    private static String runState(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' '"
+                        + " || pending_children || ' ' || coalesce(failure::text, '-') FROM coop.run WHERE saga = ?"
+                        + " AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }
