@@ -214,9 +214,11 @@ class Participant {
     const lost = failureOf(e instanceof ClaimLostError ? e : new ClaimLostError(), this.source(run));
     if (again?.phase === 'HAPPY') {
       await this.startRollback(c, saga, again, saga.steps[again.step_index]?.name ?? null, lost);
-    } else if (again) {
+    } else if (again) { // only a compensation runs user code on the rollback path: 'Rollback of <x>' failed
+      const step = again.rollback_stage === 'COMPENSATE'
+        ? `Rollback of ${await this.instanceName(c, saga, again, again.rollback_seq)}` : null;
       const why = JSON.stringify({ ...lost, causes: [JSON.parse(again.rollback_cause)] });
-      await this.advance(c, again, [['ROLLBACK_FAILED', null, why]], { status: 'ROLLBACK_FAILED', failure: why });
+      await this.advance(c, again, [['ROLLBACK_FAILED', step, why]], { status: 'ROLLBACK_FAILED', failure: why });
     }
     await c.query('COMMIT');
   }

@@ -271,6 +271,23 @@ class NodeParticipantTest {
     }
 
     @Test
+    void a_node_compensation_that_ends_its_transaction_fails_the_rollback_at_that_compensation() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("sly-1", 2, true));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLBACK_FAILED);
+        List<Event> events = client.events(id);
+        Event failed = events.stream().filter(e -> "node-fulfilment".equals(e.saga())).toList().getLast();
+        assertThat(EventLog.row(failed)).isEqualTo("ROLLBACK_FAILED node-fulfilment Rollback of reserve");
+        Failure fromNode = Failure.fromJson(failed.exception());
+        assertThat(fromNode.type()).isEqualTo("ClaimLostError");
+        assertThat(fromNode.causes().getLast().type()).isEqualTo("dev.coop.failure.ParentSaidSoException");
+        // what the compensation wrote before its COMMIT stays, as its own doing; the compensation never ran twice
+        assertThat(undone("sly-1")).containsExactly("stock", "node-fulfilment");
+        Invariants.assertAll(events);
+    }
+
+    @Test
     void a_cancelled_hierarchy_rolls_the_node_run_back() throws SQLException {
         CoopClient client = engine.client();
         MessageId id;
