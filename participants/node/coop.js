@@ -9,10 +9,12 @@
  * launched, its events and the run's update commit together); waits for the runs its step caused (the barrier);
  * counts finished runs off at their parent (committing a parent whose last step already ran, and so on up); settles
  * join members; rolls back (children first, then compensations, newest step first) when a step fails, when a child
- * failed, when its scope is cancelled, or when its parent asks it to. LISTEN/NOTIFY wakes it; a poll keeps it correct.
- * It also completes external tasks that any saga opened (completeTask; complete-task.js from a shell).
+ * failed, when its scope is cancelled, or when its parent asks it to. A step may have a retry policy (attempts.js):
+ * its failed attempts are retried later, then the run rolls back or is parked for an operator, whose retryNow or
+ * markStepDone it follows. LISTEN/NOTIFY wakes it; a poll keeps it correct. It also completes external tasks that any
+ * saga opened (completeTask; complete-task.js from a shell).
  *
- * Left out, to stay small: child-failure handlers, retry policies, loops (Flow), sleeps, finally parts, results read
+ * Left out, to stay small: child-failure handlers, loops (Flow), sleeps, finally parts, results read
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
  * never started when it gives up while waiting (it waits for them instead), and deadlines other than checking the
  * happy-path and absolute deadlines when a run is claimed (no deadline timer while it waits for children: they
