@@ -25,6 +25,8 @@ const { Pool, Client } = require('pg');
 const crypto = require('crypto');
 const os = require('os');
 const { AttemptLog, retryPolicy, delayAfter } = require('./attempts');
+const { countOff, settleJoins } = require('./finishing');
+const { completeTask } = require('./tasks');
 
 const TYPE = {
   childRolledBack: 'dev.coop.failure.ChildRolledBackException',
@@ -344,7 +346,8 @@ class Participant {
       launch(topic, payload) {
         if (!mayLaunch) throw new Error(`${stepName}: this participant does not launch from compensations`);
         if (!NAME.test(topic)) {
-          throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-], starting with a letter or digit`);
+          throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-], starting with a letter `
+            + 'or digit');
         }
         const id = uuidV7();
         launched.push({ id, topic, payload: JSON.stringify(payload) });
@@ -591,198 +594,16 @@ class Participant {
 
   /** Counts a finished run off at its parent (committing parents whose last step ran), then settles joins. */
   async finished(c, run, status) {
-    await this.settleJoins(c, [run.message_id, ...await this.countOff(c, run, status, this.engineId)]);
+    await settleJoins(this, c, [run.message_id, ...await countOff(this, c, run, status, this.engineId)]);
   }
 
   /**
-   * Counts a finished run off at its parent, and each parent that this commits at its own parent, and so on up
-   * (engine: the finishing transaction's engine id, null for a client's settlement). Returns the messages of the
-   * parents it committed.
+   * Completes an external task a Java (or any) saga opened, by its token or correlation key (tasks.js). Returns
+   * 'SETTLED', or 'ALREADY_SETTLED' when the task was completed before with the same result; throws when it was
+   * settled otherwise or does not exist.
    */
-  async countOff(c, run, status, engine) {
-    const messages = [];
-    let parentId = run.awaited ? run.parent_id : null;
-    while (parentId) {
-      const { rows } = await c.query(this.sql(`
-        WITH parent AS (
-          UPDATE {schema}.run p
-             SET pending_children = p.pending_children - 1,
-                 failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
-                                                            THEN ($1::text = 'ROLLBACK_FAILED')::int
-                                                            ELSE ($1::text <> 'COMMITTED')::int END,
-                 status = CASE WHEN p.pending_children > 1 THEN p.status
-                               WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-                 finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
-                                    ELSE p.finished_at END,
-                 runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
-                 version = p.version + 1
-           WHERE p.id = $2 AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-          RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
-        ), parent_committed AS (
-          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
-          SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
-        )
-        SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, engine, run.claimed_at]);
-      const parent = rows[0];
-      if (!parent || parent.status !== 'COMMITTED') break;
-      messages.push(parent.message_id);
-      parentId = parent.awaited ? parent.parent_id : null;
-      status = 'COMMITTED';
-    }
-    return messages;
-  }
-
-  /**
-   * Completes an external task a Java (or any) saga opened, by its token or correlation key, in one statement
-   * (protocol.md, "External tasks": the task's run is locked first, then the task row, then the parent is counted
-   * off); a parent committed by it is counted off in turn. Returns 'SETTLED', or 'ALREADY_SETTLED' when the task was
-   * completed before with the same result; throws when it was settled otherwise or does not exist.
-   */
-  async completeTask(tokenOrKey, result, actor = this.engineId) {
-    const byToken = /^ct_[A-Za-z0-9_-]{32}$/.test(tokenOrKey);
-    const json = JSON.stringify(result);
-    if (!this.pool) { // a participant that runs no saga, only completes tasks: a pool of its own
-      this.pool = new Pool({ max: 2, ...this.pgOptions });
-    }
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN');
-      const { rows } = await c.query(this.sql(`
-        WITH target AS (
-          SELECT t.run_id FROM {schema}.external_task t
-           WHERE ${byToken ? 't.token = $1' : "t.task_key = $1 AND t.state = 'OPEN'"}
-        ), locked AS (
-          SELECT r.id FROM {schema}.run r
-           WHERE r.id = (SELECT run_id FROM target) AND r.started_at IS NULL AND r.phase = 'HAPPY'
-             AND r.status IN ('WAITING', 'RUNNABLE')
-           FOR UPDATE
-        ), task AS (
-          UPDATE {schema}.external_task t SET state = 'COMPLETED', settled_at = clock_timestamp(), settled_by = $3
-           WHERE t.run_id = (SELECT id FROM locked) AND t.state = 'OPEN'
-          RETURNING t.run_id
-        ), settled AS (
-          UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = clock_timestamp(),
-                                    finished_at = clock_timestamp(), version = r.version + 1
-           WHERE r.id = (SELECT run_id FROM task)
-          RETURNING r.id, r.message_id, r.lineage, r.parent_id
-        ), logged AS (
-          INSERT INTO {schema}.event (message_id, type, saga, lineage)
-          SELECT s.message_id, e.type, '~external-task', s.lineage
-            FROM settled s CROSS JOIN (VALUES (1, 'SEEN'), (2, 'COMMITTED')) AS e(n, type) ORDER BY e.n
-          RETURNING 1
-        ), parent AS (
-          UPDATE {schema}.run p
-             SET pending_children = p.pending_children - 1,
-                 status = CASE WHEN p.pending_children > 1 THEN p.status
-                               WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-                 finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
-                                    ELSE p.finished_at END,
-                 runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
-                 version = p.version + 1
-           WHERE p.id = (SELECT parent_id FROM settled) AND p.status IN ('WAITING', 'RUNNABLE')
-             AND p.pending_children > 0
-          RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
-        ), parent_committed AS (
-          INSERT INTO {schema}.event (message_id, type, saga, step, lineage)
-          SELECT message_id, 'COMMITTED', saga, final_step, lineage FROM parent
-           WHERE status = 'COMMITTED' AND (SELECT count(*) FROM logged) >= 0
-        )
-        SELECT (SELECT count(*) FROM settled)::int AS settled, (SELECT message_id FROM settled) AS task_message,
-               p.message_id, p.parent_id, p.awaited, p.status
-          FROM (SELECT 1) one LEFT JOIN parent p ON true`).replaceAll('$1::text', "'COMMITTED'"), [tokenOrKey, json, actor]);
-      const row = rows[0];
-      if (row.settled === 0) {
-        const found = (await c.query(this.sql(`
-          SELECT t.state, r.result FROM {schema}.external_task t JOIN {schema}.run r ON r.id = t.run_id
-           WHERE ${byToken ? 't.token = $1' : 't.task_key = $1'} ORDER BY t.state = 'OPEN' DESC, t.created_at DESC
-           LIMIT 1`), [tokenOrKey])).rows[0];
-        await c.query('ROLLBACK');
-        if (!found) throw new Error('No external task has this token or key');
-        if (found.state === 'COMPLETED' && JSON.stringify(JSON.parse(found.result)) === json) return 'ALREADY_SETTLED';
-        throw new Error(`External task ${tokenOrKey} is ${found.state}; this completion is refused`);
-      }
-      const messages = [row.task_message]; // the task's, and those of the parents committed here: their joins
-      if (row.status === 'COMMITTED') { // the parent had run its last step: it committed here; count it off above
-        messages.push(row.message_id, ...await this.countOff(c, { parent_id: row.parent_id, awaited: row.awaited,
-          claimed_at: null }, 'COMMITTED', null));
-      }
-      await this.settleJoins(c, messages);
-      await c.query('COMMIT');
-      return 'SETTLED';
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => {});
-      throw e;
-    } finally {
-      c.release();
-    }
-  }
-
-  /** Joins: settle the pending memberships of messages whose runs all finished (protocol.md, "Joins"). */
-  async settleJoins(c, messages) {
-    const pending = (await c.query(
-      this.sql('SELECT join_id, message_id FROM {schema}.join_pending_members($1::uuid[])'), [messages])).rows;
-    if (pending.length === 0) return;
-    const { rows } = await c.query(this.sql(`
-      SELECT message_id, bool_and(status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')) AS finished,
-             bool_or(status IN ('ROLLED_BACK', 'ROLLBACK_FAILED')) AS failed
-        FROM {schema}.run WHERE message_id = ANY($1::uuid[]) GROUP BY message_id`),
-    [[...new Set(pending.map((p) => p.message_id))]]);
-    const state = new Map(rows.filter((r) => r.finished).map((r) => [r.message_id, r.failed ? 'FAILED' : 'COMPLETED']));
-    const settled = pending.filter((p) => state.has(p.message_id));
-    if (settled.length === 0) return;
-    const ended = (await c.query(this.sql(`
-      WITH input AS (
-        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS i(join_id, message_id, state)
-      ), settled AS (
-        UPDATE {schema}.join_member m SET state = i.state, settled_by = 'RUNS', settled_at = clock_timestamp()
-          FROM input i WHERE m.join_id = i.join_id AND m.message_id = i.message_id AND m.state = 'PENDING'
-        RETURNING m.join_id, m.state
-      ), counted AS (
-        SELECT join_id, count(*) FILTER (WHERE state = 'COMPLETED')::int AS completed,
-               count(*) FILTER (WHERE state = 'FAILED')::int AS failed
-          FROM settled GROUP BY join_id
-      ), ending AS (
-        SELECT g.id, g.status = 'OPEN' AND g.completed + g.failed + c.completed + c.failed >= g.expected AS ends,
-               g.fail_if_any_failed AND g.failed + c.failed > 0 AS fails, c.completed, c.failed
-          FROM {schema}.join_group g JOIN counted c ON c.join_id = g.id
-      )
-      UPDATE {schema}.join_group g
-         SET completed = g.completed + e.completed, failed = g.failed + e.failed,
-             status = CASE WHEN NOT e.ends THEN g.status WHEN e.fails THEN 'FAILED' ELSE 'COMPLETED' END,
-             finished_at = CASE WHEN e.ends THEN clock_timestamp() ELSE g.finished_at END,
-             outcome_message_id = CASE WHEN e.ends THEN {schema}.uuid_v7() ELSE g.outcome_message_id END
-        FROM ending e WHERE g.id = e.id
-      RETURNING g.id, e.ends`),
-    [settled.map((s) => s.join_id), settled.map((s) => s.message_id), settled.map((s) => state.get(s.message_id))]))
-      .rows.filter((r) => r.ends);
-    for (const join of ended) await this.publishJoinOutcome(c, join.id);
-  }
-
-  /** The one message a join publishes when it leaves OPEN, launched on the global scope like a client's launch. */
-  async publishJoinOutcome(c, joinId) {
-    const g = (await c.query(this.sql(`
-      SELECT grouping_key, status, metadata::text AS metadata, expected, attached, completed, failed,
-             on_complete_topic, on_fail_topic, outcome_message_id FROM {schema}.join_group WHERE id = $1`),
-    [joinId])).rows[0];
-    const members = (await c.query(this.sql(`
-      SELECT message_id AS "messageId", state FROM {schema}.join_member WHERE join_id = $1
-       ORDER BY attached_at, message_id`), [joinId])).rows;
-    const result = `{"joinId":${JSON.stringify(joinId)},"key":${JSON.stringify(g.grouping_key)},`
-      + `"status":"${g.status}","metadata":${g.metadata ?? 'null'},"expected":${g.expected},`
-      + `"attached":${g.attached},"completed":${g.completed},"failed":${g.failed},`
-      + `"members":${JSON.stringify(members)}}`;
-    const topic = g.status === 'COMPLETED' ? g.on_complete_topic : g.on_fail_topic;
-    await c.query(this.sql(`
-      WITH msg AS (
-        INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
-      ), emitted AS (
-        INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
-      )
-      INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
-      SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
-        FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
-               ORDER BY saga) x`),
-    [g.outcome_message_id, topic, result]);
+  completeTask(tokenOrKey, result, actor = this.engineId) {
+    return completeTask(this, tokenOrKey, result, actor);
   }
 
   /**
@@ -882,11 +703,6 @@ function checkStepName(saga, step, seen) {
 }
 
 const MARKS = [' (rolling back child scopes)', ' (child failure handler)', ' (finally)'];
-
-/** A parent whose last step already ran commits with its last child (cascading completion). */
-const PARENT_COMMITS = `p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
-  AND $1::text = 'COMMITTED'
-  AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(p.lineage))`;
 
 /** The rollback path at instance seq and stage, waiting for children. */
 function rollingBack(seq, stage, cause, children = 0) {
