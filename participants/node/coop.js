@@ -27,15 +27,10 @@ const os = require('os');
 const { AttemptLog, retryPolicy, delayAfter } = require('./attempts');
 const { countOff, settleJoins } = require('./finishing');
 const { completeTask } = require('./tasks');
+const { TYPE, failure, failureOf, deadlineMissed } = require('./documents');
+const { NAME, checkStepName, uuidV7 } = require('./names');
 
-const TYPE = {
-  childRolledBack: 'dev.coop.failure.ChildRolledBackException',
-  childRollbackFailed: 'dev.coop.failure.ChildRollbackFailedException',
-  parentSaidSo: 'dev.coop.failure.ParentSaidSoException',
-  gaveUp: 'dev.coop.failure.GaveUpException',
-};
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/; // saga names and topics, as Java's
 
 class Participant {
   /**
@@ -684,74 +679,10 @@ class ClaimLostError extends Error {
   }
 }
 
-/**
- * The rules of step names (protocol.md, "Step names in the log"): 1-200 printable characters, unique in the saga, and
- * never imitating the names logged for rollbacks, child-failure handlers and finally parts.
- */
-function checkStepName(saga, step, seen) {
-  if (typeof step !== 'string' || step.trim() === '' || step.length > 200 || /[\u0000-\u001f\u007f-\u009f]/.test(step)
-      || /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(step)) {
-    throw new Error(`Invalid step name '${step}' in saga '${saga}': use 1 to 200 printable characters (no control `
-      + 'characters, no unpaired UTF-16 surrogates)');
-  }
-  if (step.startsWith('Rollback of ') || MARKS.some((mark) => step.endsWith(mark))) {
-    throw new Error(`Step name '${step}' in saga '${saga}' imitates the names Coop logs for rollbacks, child-failure `
-      + 'handlers and finally parts; choose another');
-  }
-  if (seen.has(step)) throw new Error(`Saga '${saga}' already has a step named '${step}'`);
-  seen.add(step);
-}
-
-const MARKS = [' (rolling back child scopes)', ' (child failure handler)', ' (finally)'];
-
 /** The rollback path at instance seq and stage, waiting for children. */
 function rollingBack(seq, stage, cause, children = 0) {
   return { phase: 'ROLLBACK', rollback_seq: seq, rollback_stage: stage, rollback_cause: cause,
     pending_children: children, failure: cause };
-}
-
-/** A failure document (protocol.md, "The failure document"). */
-function failure(message, type, source, causes, stackTrace = []) {
-  return { message, type, source, stackTrace, causes };
-}
-
-/** A JavaScript error as a failure document: its name as type, V8's stack as frames, err.cause as a cause. */
-function failureOf(err, source, depth = 0) {
-  const frames = String(err.stack || '').split('\n')
-    .map((line) => /^\s+at (?:async )?(?:(.+?) \()?(.+?):(\d+):\d+\)?$/.exec(line))
-    .filter(Boolean)
-    .map(([, name, file, line]) => {
-      const fn = name && name.replace(/ \[as [^\]]+\]$/, ''); // V8 adds the alias a method was called by
-      const dot = fn ? fn.lastIndexOf('.') : -1;
-      return { fileName: file.split('/').pop(), lineNumber: Number(line),
-        className: dot > 0 ? fn.slice(0, dot) : null, functionName: fn ? fn.slice(dot + 1) : '<anonymous>' };
-    });
-  const causes = err.cause instanceof Error && depth < 20 ? [failureOf(err.cause, source, depth + 1)] : [];
-  return failure(String(err.message), err.name || 'Error', source, causes, frames);
-}
-
-/** A happy-path or absolute deadline of the run's context that passed, as a failure document, or null. */
-function deadlineMissed(run, source) {
-  const context = run.context === null ? {} : JSON.parse(run.context);
-  for (const [key, kind, type] of [['coop.deadline.happy-path', 'Happy-path', 'HappyPath'],
-    ['coop.deadline.absolute', 'Absolute', 'Absolute']]) {
-    const d = context[key];
-    if (d && new Date(d.at) <= run.claimed_at) {
-      return failure(`${kind} deadline ${d.at} (set by ${d.source}) passed at ${run.claimed_at.toISOString()}`,
-        `dev.coop.failure.${type}DeadlineMissedException`, source, []);
-    }
-  }
-  return null;
-}
-
-/** A UUIDv7: 48 bits of Unix milliseconds, version and variant bits, random bits. */
-function uuidV7() {
-  const b = crypto.randomBytes(16);
-  b.writeUIntBE(Date.now(), 0, 6);
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 module.exports = { Participant, failureOf };
