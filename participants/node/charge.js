@@ -1,11 +1,13 @@
 'use strict';
 /*
- * A saga with a retry policy: 'node-charge' on topic 'charge-requested', run by Node.js (NodeParkingTest). Connects
+ * Sagas with retry policies: 'node-charge' on topic 'charge-requested' and 'node-refund' on 'refund-requested', run by
+ * Node.js (NodeParkingTest). Connects
  * with libpq's variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD); COOP_SCHEMA names the schema (default
  * 'coop'). Prints 'ready' once it listens; stops on SIGTERM.
  *
  *   charge  fails with a GatewayDownError until the ledger says the gateway is up for the order; tried 5 times in
  *           all, then the run is parked for an operator (CoopClient.retryNow or markStepDone resolve it)
+ *   refund  always fails; tried 6 times in all, then the run rolls back
  */
 const { Participant } = require('./coop');
 
@@ -26,10 +28,17 @@ async function charge(step) {
   await step.client.query("INSERT INTO charge_ledger (order_id, entry) VALUES ($1, 'charged')", [order]);
 }
 
+async function refund(step) {
+  throw new GatewayDownError(`The refund gateway is down (order ${step.payload.order}, attempt ${step.attempt})`);
+}
+
 async function main() {
   const participant = new Participant({ schema: process.env.COOP_SCHEMA || 'coop', pollMillis: 500 })
     .saga('node-charge', 'charge-requested', [
       { name: 'charge', run: charge, retry: { attempts: 5, initialDelayMillis: 0, park: true } },
+    ])
+    .saga('node-refund', 'refund-requested', [
+      { name: 'refund', run: refund, retry: { attempts: 6, initialDelayMillis: 0 } },
     ]);
   await participant.start();
   process.on('SIGTERM', () => participant.stop().finally(() => process.exit(0)));

@@ -65,6 +65,18 @@ class NodeParkingTest {
             .retry(RetryPolicy.attempts(5).initialDelay(Duration.ZERO).parkWhenExhausted())
             .build();
 
+    static final Topic<Charge> REFUND = Topic.of("refund-requested", Charge.class); // Node's
+    static final Topic<Charge> REFUND_TWIN = Topic.of("refund-requested-twin", Charge.class);
+
+    /** The refund saga of participants/node/charge.js, in Java: always fails, 6 attempts, then rolls back. */
+    static final Saga<Charge> JAVA_REFUND = Saga.on(REFUND_TWIN, "java-refund")
+            .step("refund", step -> {
+                throw new GatewayDownException("The refund gateway is down (order " + step.payload().order()
+                        + ", attempt " + step.attempt() + ")");
+            })
+            .retry(RetryPolicy.attempts(6).initialDelay(Duration.ZERO))
+            .build();
+
     static CoopEngine engine;
     static Process node;
     static final List<String> nodeOutput = NodeProcess.output();
@@ -78,7 +90,7 @@ class NodeParkingTest {
             s.execute("CREATE TABLE charge_ledger (seq bigserial PRIMARY KEY, order_id text NOT NULL,"
                     + " entry text NOT NULL)");
         }
-        engine = Coop.engine(db.dataSource()).register(JAVA_CHARGE).start();
+        engine = Coop.engine(db.dataSource()).register(JAVA_CHARGE, JAVA_REFUND).start();
         node = NodeProcess.start(db, "charge.js", nodeOutput);
     }
 
@@ -138,6 +150,24 @@ class NodeParkingTest {
         assertThat(EventLog.rows(client.events(id))).endsWith("PARKED node-charge charge",
                 "RETRIED node-charge -", "SUSPENDED node-charge charge", "COMMITTED node-charge charge");
         Invariants.assertAll(client.events(id));
+        assertSameLog(client, id, twin);
+    }
+
+    @Test
+    void a_node_step_whose_retries_run_out_without_parking_rolls_back_with_the_attempt_log_of_a_java_run() {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(REFUND, new Charge("r-1"));
+        MessageId twin = client.launch(REFUND_TWIN, new Charge("r-2"));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        List<Event> events = client.events(id);
+        // attempts 1 to 3, then the 5th closing the series before the rollback; the 6th is the rollback's cause
+        assertThat(events).filteredOn(e -> e.type() == EventType.ATTEMPT_FAILED).extracting(Event::attempt)
+                .containsExactly(1, 2, 3, 5);
+        assertThat(Failure.fromJson(events.stream().filter(e -> e.type() == EventType.ROLLING_BACK).findFirst()
+                .orElseThrow().exception()).message()).isEqualTo("The refund gateway is down (order r-1, attempt 6)");
+        Invariants.assertAll(events);
         assertSameLog(client, id, twin);
     }
 
@@ -233,7 +263,7 @@ class NodeParkingTest {
     /** Node's log and its Java twin's, row for row, with the attempts. */
     private static void assertSameLog(CoopClient client, MessageId node, MessageId java) {
         List<String> javaRows = client.events(java).stream()
-                .map(e -> EventLog.row(e).replace("java-charge", "node-charge") + " " + e.attempt()).toList();
+                .map(e -> EventLog.row(e).replace("java-", "node-") + " " + e.attempt()).toList();
         assertThat(client.events(node).stream().map(e -> EventLog.row(e) + " " + e.attempt()).toList())
                 .containsExactlyElementsOf(javaRows);
     }
