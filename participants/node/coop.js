@@ -9,10 +9,12 @@
  * launched, its events and the run's update commit together); waits for the runs its step caused (the barrier);
  * counts finished runs off at their parent (committing a parent whose last step already ran, and so on up); settles
  * join members; rolls back (children first, then compensations, newest step first) when a step fails, when a child
- * failed, when its scope is cancelled, or when its parent asks it to. LISTEN/NOTIFY wakes it; a poll keeps it correct.
- * It also completes external tasks that any saga opened (completeTask; complete-task.js from a shell).
+ * failed, when its scope is cancelled, or when its parent asks it to. A step may have a retry policy (attempts.js):
+ * its failed attempts are retried later, then the run rolls back or is parked for an operator, whose retryNow or
+ * markStepDone it follows. LISTEN/NOTIFY wakes it; a poll keeps it correct. It also completes external tasks that any
+ * saga opened (completeTask; complete-task.js from a shell).
  *
- * Left out, to stay small: child-failure handlers, retry policies, loops (Flow), sleeps, finally parts, results read
+ * Left out, to stay small: child-failure handlers, loops (Flow), sleeps, finally parts, results read
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
  * never started when it gives up while waiting (it waits for them instead), and deadlines other than checking the
  * happy-path and absolute deadlines when a run is claimed (no deadline timer while it waits for children: they
@@ -22,15 +24,13 @@
 const { Pool, Client } = require('pg');
 const crypto = require('crypto');
 const os = require('os');
+const { AttemptLog, retryPolicy, delayAfter } = require('./attempts');
+const { countOff, settleJoins } = require('./finishing');
+const { completeTask } = require('./tasks');
+const { TYPE, failure, failureOf, deadlineMissed } = require('./documents');
+const { NAME, checkStepName, uuidV7 } = require('./names');
 
-const TYPE = {
-  childRolledBack: 'dev.coop.failure.ChildRolledBackException',
-  childRollbackFailed: 'dev.coop.failure.ChildRollbackFailedException',
-  parentSaidSo: 'dev.coop.failure.ParentSaidSoException',
-  gaveUp: 'dev.coop.failure.GaveUpException',
-};
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
-const NAME = /^[A-Za-z0-9._:/-]{1,200}$/;
 
 class Participant {
   /**
@@ -49,22 +49,27 @@ class Participant {
     this.pgOptions = pg;
     this.sagas = new Map();
     this.draining = new Map(); // saga name -> { running, again }
+    this.attempts = new AttemptLog(this);
   }
 
   /**
-   * Defines a saga: a name, the topic it handles, and its steps, each { name, run(step), compensate(step, cause) }
-   * (compensate optional). A step receives { payload, client, launch(topic, payload), runId, messageId, saga, step,
-   * iteration, context } (client: the transaction's pg client; set step.result to return a JSON value to the
-   * parent); it may throw to fail. A compensation receives the same (it cannot launch) and the failure compensated.
+   * Defines a saga: a name, the topic it handles, and its steps, each { name, run(step), compensate(step, cause),
+   * retry } (compensate and retry optional; retry: see attempts.js). A step receives { payload, client,
+   * launch(topic, payload), runId, messageId, saga, step, iteration, attempt, context } (client: the transaction's pg
+   * client; set step.result to return a JSON value to the parent); it may throw to fail. A compensation receives the
+   * same (it cannot launch) and the failure compensated.
    */
   saga(name, topic, steps) {
     if (!NAME.test(name) || !NAME.test(topic)) {
-      throw new Error(`Saga name '${name}' and topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
+      throw new Error(`Saga name '${name}' and topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-], `
+        + 'starting with a letter or digit');
     }
     if (!Array.isArray(steps) || steps.length === 0 || steps.some((s) => !s.name || typeof s.run !== 'function')) {
       throw new Error(`Saga '${name}' needs at least one step, each with a name and a run function`);
     }
-    this.sagas.set(name, { name, topic, steps });
+    const names = new Set();
+    for (const { name: step } of steps) checkStepName(name, step, names);
+    this.sagas.set(name, { name, topic, steps: steps.map((s) => ({ ...s, retry: retryPolicy(s.name, s.retry) })) });
     return this;
   }
 
@@ -77,32 +82,14 @@ class Participant {
       throw new Error(`The Coop schema '${this.schema}' is at version ${schema}; this participant speaks the protocol `
         + `of version ${SCHEMA_VERSION} (protocol.md: schema_version)`);
     }
+    // one statement per saga, in order of saga name: participants starting together take the rows in one order
+    for (const saga of [...this.sagas.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      await this.register(saga);
+    }
     await this.pool.query(this.sql(`
       INSERT INTO {schema}.engine (id, name, host, sagas, versions)
       VALUES ($1, 'node-participant', $2, $3::text[], $4::text[])`),
     [this.engineId, os.hostname(), [...this.sagas.keys()], [...this.sagas.keys()].map((s) => `${s}@${VERSION}`)]);
-    for (const saga of this.sagas.values()) {
-      const { rows } = await this.pool.query(this.sql(`
-        WITH reg AS (
-          INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4)
-          ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
-                 version = greatest(saga_registration.version, EXCLUDED.version)
-          RETURNING topic, concurrency, rate_limit, rate_period_ms
-        ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
-          INSERT INTO {schema}.saga_version (saga, version, last_engine) VALUES ($1, $4, $3)
-          ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp()
-        )
-        SELECT topic, concurrency, rate_limit, rate_period_ms FROM reg`),
-      [saga.name, saga.topic, this.engineId, VERSION]);
-      if (rows[0].topic !== saga.topic) {
-        throw new Error(`Saga '${saga.name}' is registered for topic '${rows[0].topic}', not '${saga.topic}'`);
-      }
-      // saga limits (protocol.md: Saga limits) are not implemented here: its plain claim would ignore them
-      if (rows[0].concurrency !== null || rows[0].rate_limit !== null) {
-        throw new Error(`Saga '${saga.name}' is registered with limits (concurrency ${rows[0].concurrency}, rate `
-          + `${rows[0].rate_limit} per ${rows[0].rate_period_ms} ms), which this participant does not implement`);
-      }
-    }
     this.listener = new Client(this.pgOptions);
     this.listener.on('notification', (n) => this.notified(n.payload));
     this.listener.on('error', (e) => this.log(`coop: listener failed (${e.message}); polling only`));
@@ -111,6 +98,40 @@ class Participant {
     this.poller = setInterval(() => this.sagas.forEach((s) => this.wake(s.name)), this.pollMillis);
     this.sagas.forEach((s) => this.wake(s.name));
     return this;
+  }
+
+  /**
+   * Registers the saga for its topic and its version (protocol.md, "Registering"): nothing is written when the saga
+   * name is registered for another topic, and the participant refuses to start, as a Java engine does.
+   */
+  async register(saga) {
+    const { rows } = await this.pool.query(this.sql(`
+      WITH reg AS (
+        INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4::int)
+        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+               version = greatest(saga_registration.version, EXCLUDED.version)
+         WHERE saga_registration.topic = EXCLUDED.topic
+        RETURNING topic, version, concurrency, rate_limit, rate_period_ms
+      ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
+        INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
+        SELECT $1, $4::int, $3, $5 WHERE EXISTS (SELECT 1 FROM reg)
+        ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
+               last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
+      )
+      SELECT topic, version, concurrency, rate_limit, rate_period_ms FROM reg`),
+    [saga.name, saga.topic, this.engineId, VERSION, saga.steps[0].name]);
+    if (rows.length === 0) {
+      const taken = (await this.pool.query(this.sql('SELECT topic FROM {schema}.saga_registration WHERE saga = $1'),
+        [saga.name])).rows[0];
+      throw new Error(`Saga '${saga.name}' is registered for topic '${taken ? taken.topic : '?'}' in schema `
+        + `'${this.schema}', not for topic '${saga.topic}'; retire it first (CoopClient.retireSaga) or choose another `
+        + 'saga name');
+    }
+    // saga limits (protocol.md: Saga limits) are not implemented here: its plain claim would ignore them
+    if (rows[0].concurrency !== null || rows[0].rate_limit !== null) {
+      throw new Error(`Saga '${saga.name}' is registered with limits (concurrency ${rows[0].concurrency}, rate `
+        + `${rows[0].rate_limit} per ${rows[0].rate_period_ms} ms), which this participant does not implement`);
+    }
   }
 
   async stop() {
@@ -172,8 +193,7 @@ class Participant {
         return true;
       }
       if (run && e.code !== 'CP001') { // CP001: cancelled while the step ran; the next claim gives up
-        this.log(`coop: run ${run.id} (saga ${saga.name}): ${e.message}; retrying later`);
-        await this.postpone(c, run).catch(() => {});
+        await this.troubled(c, run, e).catch((again) => this.log(`coop: run ${run.id}: ${again.message}`));
       }
       return run !== null && e.code === 'CP001';
     } finally {
@@ -193,9 +213,11 @@ class Participant {
     const lost = failureOf(e instanceof ClaimLostError ? e : new ClaimLostError(), this.source(run));
     if (again?.phase === 'HAPPY') {
       await this.startRollback(c, saga, again, saga.steps[again.step_index]?.name ?? null, lost);
-    } else if (again) {
+    } else if (again) { // only a compensation runs user code on the rollback path: 'Rollback of <x>' failed
+      const step = again.rollback_stage === 'COMPENSATE'
+        ? `Rollback of ${await this.instanceName(c, saga, again, again.rollback_seq)}` : null;
       const why = JSON.stringify({ ...lost, causes: [JSON.parse(again.rollback_cause)] });
-      await this.advance(c, again, [['ROLLBACK_FAILED', null, why]], { status: 'ROLLBACK_FAILED', failure: why });
+      await this.advance(c, again, [['ROLLBACK_FAILED', step, why]], { status: 'ROLLBACK_FAILED', failure: why });
     }
     await c.query('COMMIT');
   }
@@ -204,10 +226,7 @@ class Participant {
 
   async execute(c, saga, run) {
     if (run.phase === 'ROLLBACK') return this.rollbackStep(c, saga, run);
-    if (run.pending_children > 0) { // woken early (a cancellation) while children still run: wait for them
-      return c.query(this.sql("UPDATE {schema}.run SET status = 'WAITING', version = version + 1 WHERE id = $1"),
-        [run.id]);
-    }
+    if (run.pending_children > 0) return this.waitAgain(c, run); // woken early (a cancellation) while children run
     const giveUp = run.cancellation ? JSON.parse(run.cancellation) : deadlineMissed(run, this.source(run));
     if (giveUp) {
       const gaveUp = failure(`Gave up: ${giveUp.message}`, TYPE.gaveUp, this.source(run), [giveUp]);
@@ -215,7 +234,9 @@ class Participant {
     }
     const step = saga.steps[run.step_index];
     if (run.step_index > saga.steps.length || (run.next_step !== null && run.next_step !== step?.name)) {
-      return this.park(c, run, `Saga '${saga.name}' has no step '${run.next_step}' at position ${run.step_index + 1}`);
+      const why = failure(`Saga '${saga.name}' has no step '${run.next_step}' at position ${run.step_index + 1}`
+        + '; was the step removed or renamed while this run waited?', 'dev.coop.UnknownStep', this.source(run), []);
+      return this.park(c, run, run.next_step, JSON.stringify(why), false);
     }
     if (run.failed_children > 0) return this.childrenFailed(c, saga, run);
     if (!step) { // the last step ran and its children committed
@@ -229,15 +250,10 @@ class Participant {
     while (iterations.length <= run.step_index) iterations.push(0);
     iterations[run.step_index] += 1;
     const ctx = this.stepContext(c, saga, run, step.name, iterations[run.step_index]);
-    const thrown = await this.userCode(c, () => step.run(ctx));
-    if (thrown) {
-      const cancellation = await this.cancellation(c, run);
-      const why = cancellation
-        ? failure(`Gave up: ${cancellation.message}`, TYPE.gaveUp, this.source(run), [cancellation])
-        : failureOf(thrown, this.source(run));
-      this.log(`coop: step '${step.name}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
-      return this.startRollback(c, saga, run, step.name, why);
-    }
+    // an operator marked the parked step done (resolution SKIP): it counts as executed, without running
+    const thrown = run.resolution === 'SKIP' ? null : await this.userCode(c, () => step.run(ctx));
+    if (thrown) return this.stepFailed(c, saga, run, step, thrown);
+    await this.attempts.ended(c, run, step.name); // after many attempts: the last retried one
     const children = await this.emit(c, saga, run, step.name, ctx.launched);
     const last = run.step_index === saga.steps.length - 1;
     const status = children > 0 ? 'WAITING' : last ? 'COMMITTED' : 'RUNNABLE';
@@ -250,11 +266,52 @@ class Participant {
       final_step: last ? step.name : '', // '' clears a final step an earlier instance set
       steps_done: run.steps_done + 1,
       iterations,
+      attempt: 1,
       pending_children: children,
       result: ctx.result === undefined ? null : JSON.stringify(ctx.result),
       instance: { seq: run.steps_done, index: run.step_index, iteration: iterations[run.step_index] },
       checkCancellation: true,
     });
+  }
+
+  /**
+   * The step threw (its writes are undone): a cancelled scope gives up; else its retry policy runs it again later,
+   * or parks the run when its attempts are exhausted and it says so; else the run rolls back.
+   */
+  async stepFailed(c, saga, run, step, thrown) {
+    this.log(`coop: step '${step.name}' of run ${run.id} (saga ${saga.name}) failed on attempt ${run.attempt}: `
+      + `${thrown.message}`);
+    const cancellation = await this.cancellation(c, run);
+    const why = cancellation
+      ? failure(`Gave up: ${cancellation.message}`, TYPE.gaveUp, this.source(run), [cancellation])
+      : failureOf(thrown, this.source(run));
+    const json = JSON.stringify(why);
+    const policy = cancellation || thrown instanceof ClaimLostError ? null : step.retry;
+    if (policy && run.attempt < policy.attempts) {
+      await this.attempts.failed(c, run, step.name, json);
+      return this.advance(c, run, [], { attempt: run.attempt + 1, delayMillis: delayAfter(policy, run.attempt),
+        failure: json, checkCancellation: true });
+    }
+    if (policy && policy.park) return this.park(c, run, step.name, json, true);
+    await this.attempts.ended(c, run, step.name);
+    return this.startRollback(c, saga, run, step.name, why);
+  }
+
+  /**
+   * Parks the run for an operator (protocol.md, the park advance): PARKED in the log (after the closing attempt of a
+   * long series), then the run PARKED with why, everything else as claimed. An operator's retryNow or markStepDone
+   * (CoopClient) makes it runnable again.
+   */
+  async park(c, run, step, why, afterFailure) {
+    this.log(`coop: run ${run.id} (saga ${run.saga}) parked at '${step}': ${JSON.parse(why).message}`);
+    await this.attempts.parked(c, run, step, why);
+    return this.advance(c, run, [], { status: 'PARKED', failure: why, checkCancellation: afterFailure });
+  }
+
+  /** Claimed while children it waits for still run: back to WAITING (the barrier re-check), nothing else changed. */
+  waitAgain(c, run) {
+    return this.advance(c, run, [], { status: 'WAITING', pending_children: run.pending_children,
+      keepFailedChildren: true });
   }
 
   /** Runs user code under a savepoint: when it throws, its writes are undone and the run's row lock is kept. */
@@ -278,11 +335,15 @@ class Participant {
     const launched = [];
     return {
       payload: JSON.parse(run.payload), client: c, runId: run.id, messageId: run.message_id, saga: saga.name,
-      step: stepName, iteration, context: run.context === null ? {} : JSON.parse(run.context), launched,
+      step: stepName, iteration, attempt: run.attempt, launched,
+      context: run.context === null ? {} : JSON.parse(run.context),
       /** Launches a message in this run's scope: the next step starts when every run of it finished. */
       launch(topic, payload) {
         if (!mayLaunch) throw new Error(`${stepName}: this participant does not launch from compensations`);
-        if (!NAME.test(topic)) throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-]`);
+        if (!NAME.test(topic)) {
+          throw new Error(`Topic '${topic}' must be 1-200 characters of [A-Za-z0-9._:/-], starting with a letter `
+            + 'or digit');
+        }
         const id = uuidV7();
         launched.push({ id, topic, payload: JSON.stringify(payload) });
         return id;
@@ -319,10 +380,7 @@ class Participant {
 
   async rollbackStep(c, saga, run) {
     const cause = run.rollback_cause;
-    if (run.pending_children > 0) { // woken early while child rollbacks still run: wait for them
-      return c.query(this.sql("UPDATE {schema}.run SET status = 'WAITING', version = version + 1 WHERE id = $1"),
-        [run.id]);
-    }
+    if (run.pending_children > 0) return this.waitAgain(c, run); // woken early while child rollbacks run
     const seq = run.rollback_seq;
     if (run.rollback_stage === 'START') {
       const events = [['ROLLING_BACK', null, cause]];
@@ -357,7 +415,7 @@ class Participant {
                awaited = true, rollback_seq = r.steps_done - 1, rollback_cause = $7::jsonb,
                runnable_at = clock_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
                version = r.version + 1
-          FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED'
+          FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task'
         RETURNING 1
       )
       SELECT count(*)::int AS n FROM woken`),
@@ -421,7 +479,8 @@ class Participant {
       WITH claimed AS (
         SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
-               r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version,
+               r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
+               r.resolution, r.retries,
                r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at
           FROM {schema}.run r
          WHERE ${selection}
@@ -487,9 +546,10 @@ class Participant {
   async advance(c, run, events, change) {
     const next = {
       status: 'RUNNABLE', phase: run.phase, step_index: run.step_index, next_step: run.next_step, final_step: null,
-      steps_done: run.steps_done, iterations: run.iterations, pending_children: 0, rollback_seq: run.rollback_seq,
-      rollback_stage: run.rollback_stage, rollback_cause: run.rollback_cause, result: null, failure: null,
-      checkCancellation: false, ...change,
+      steps_done: run.steps_done, iterations: run.iterations, attempt: run.attempt, pending_children: 0,
+      keepFailedChildren: false, rollback_seq: run.rollback_seq, rollback_stage: run.rollback_stage,
+      rollback_cause: run.rollback_cause, delayMillis: 0, result: null, failure: null, checkCancellation: false,
+      ...change,
     };
     // an executed instance is carried by the SUSPENDED written first (protocol.md: the step log)
     const instance = next.instance ?? { seq: null, index: null, iteration: null };
@@ -507,220 +567,78 @@ class Participant {
     const { rowCount } = await c.query(this.sql(`
       UPDATE {schema}.run
          SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = nullif(coalesce($6, final_step), ''),
-             steps_done = $7, iterations = $8::int[], attempt = 1, pending_children = $9::int, failed_children = 0,
+             steps_done = $7, iterations = $8::int[], attempt = $19::int, pending_children = $9::int,
+             failed_children = CASE WHEN $20::boolean THEN failed_children ELSE 0 END,
              waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
              rollback_seq = $10, rollback_stage = $11, rollback_cause = $12::jsonb, resolution = NULL,
-             runnable_at = clock_timestamp(), result = coalesce($13, result), failure = $14::jsonb,
+             runnable_at = clock_timestamp() + $21::bigint * interval '1 millisecond',
+             result = coalesce($13, result), failure = $14::jsonb,
              started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN clock_timestamp() END,
-             retries = 0, version = version + 1
+             retries = 0, reserved_until = NULL, version = version + 1
        WHERE id = $1
          AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
          AND CASE WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(lineage))
                   THEN {schema}.assert_not_cancelled(lineage) ELSE true END`),
     [run.id, next.status, next.phase, next.step_index, next.next_step, next.final_step, next.steps_done,
       next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
-      next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation]);
+      next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation, next.attempt,
+      next.keepFailedChildren, next.delayMillis]);
     if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
     if (finished) await this.finished(c, run, next.status);
   }
 
   /** Counts a finished run off at its parent (committing parents whose last step ran), then settles joins. */
   async finished(c, run, status) {
-    const messages = [run.message_id];
-    let parentId = run.awaited ? run.parent_id : null;
-    while (parentId) {
-      const { rows } = await c.query(this.sql(`
-        WITH parent AS (
-          UPDATE {schema}.run p
-             SET pending_children = p.pending_children - 1,
-                 failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
-                                                            THEN ($1::text = 'ROLLBACK_FAILED')::int
-                                                            ELSE ($1::text <> 'COMMITTED')::int END,
-                 status = CASE WHEN p.pending_children > 1 THEN p.status
-                               WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-                 finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
-                                    ELSE p.finished_at END,
-                 runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
-                 version = p.version + 1
-           WHERE p.id = $2 AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-          RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
-        ), parent_committed AS (
-          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
-          SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
-        )
-        SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, this.engineId, run.claimed_at]);
-      const parent = rows[0];
-      if (!parent || parent.status !== 'COMMITTED') break;
-      messages.push(parent.message_id);
-      parentId = parent.awaited ? parent.parent_id : null;
-      status = 'COMMITTED';
-    }
-    await this.settleJoins(c, messages);
+    await settleJoins(this, c, [run.message_id, ...await countOff(this, c, run, status, this.engineId)]);
   }
 
   /**
-   * Completes an external task a Java (or any) saga opened, by its token or correlation key, in one statement
-   * (protocol.md, "External tasks": the task's run is locked first, then the task row, then the parent is counted
-   * off); a parent committed by it is counted off in turn. Returns 'SETTLED', or 'ALREADY_SETTLED' when the task was
-   * completed before with the same result; throws when it was settled otherwise or does not exist.
+   * Completes an external task a Java (or any) saga opened, by its token or correlation key (tasks.js). Returns
+   * 'SETTLED', or 'ALREADY_SETTLED' when the task was completed before with the same result; throws when it was
+   * settled otherwise or does not exist.
    */
-  async completeTask(tokenOrKey, result, actor = this.engineId) {
-    const byToken = /^ct_[A-Za-z0-9_-]{32}$/.test(tokenOrKey);
-    const json = JSON.stringify(result);
-    if (!this.pool) { // a participant that runs no saga, only completes tasks: a pool of its own
-      this.pool = new Pool({ max: 2, ...this.pgOptions });
+  completeTask(tokenOrKey, result, actor = this.engineId) {
+    return completeTask(this, tokenOrKey, result, actor);
+  }
+
+  /**
+   * Database trouble (a statement of the participant's own failed; its transaction was rolled back): in a new
+   * transaction, the run waits (jittered exponential backoff) unless it moved meanwhile; after MAX_RETRIES in a row it
+   * is parked instead, with a PARKED event (protocol.md, SQLSTATEs).
+   */
+  async troubled(c, run, e) {
+    // the step it was at (next_step is null until the run's first advance); on the rollback path, next_step as claimed
+    const step = run.phase === 'HAPPY' ? this.sagas.get(run.saga)?.steps[run.step_index]?.name ?? run.next_step
+      : run.next_step;
+    const where = `'${step}'`;
+    if (run.retries + 1 < MAX_RETRIES) {
+      const ceiling = Math.min(30000, 100 * 2 ** Math.min(run.retries, 10));
+      const millis = Math.floor(ceiling / 2 + Math.random() * (ceiling / 2 + 1));
+      this.log(`coop: run ${run.id} (saga ${run.saga}, ${where}) hit a database problem (${e.message}); `
+        + `retrying in ${millis} ms`);
+      await c.query(this.sql(`
+        UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2::bigint * interval '1 millisecond',
+                                retries = retries + 1, version = version + 1
+         WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int`), [run.id, millis, run.version]);
+      return;
     }
-    const c = await this.pool.connect();
+    const source = this.source(run);
+    const why = JSON.stringify(failure(`Database trouble on ${MAX_RETRIES} attempts in a row at ${where}; parked for `
+      + 'an operator (retry it with retryNow once the database is healthy)', 'dev.coop.DatabaseTrouble', source,
+    [failureOf(e, source)]));
+    this.log(`coop: run ${run.id} (saga ${run.saga}) met database trouble ${MAX_RETRIES} times in a row `
+      + `(${e.message}); parking it`);
+    await c.query('BEGIN');
     try {
-      await c.query('BEGIN');
-      const { rows } = await c.query(this.sql(`
-        WITH target AS (
-          SELECT t.run_id FROM {schema}.external_task t
-           WHERE ${byToken ? 't.token = $1' : "t.task_key = $1 AND t.state = 'OPEN'"}
-        ), locked AS (
-          SELECT r.id FROM {schema}.run r
-           WHERE r.id = (SELECT run_id FROM target) AND r.started_at IS NULL AND r.phase = 'HAPPY'
-             AND r.status IN ('WAITING', 'RUNNABLE')
-           FOR UPDATE
-        ), task AS (
-          UPDATE {schema}.external_task t SET state = 'COMPLETED', settled_at = clock_timestamp(), settled_by = $3
-           WHERE t.run_id = (SELECT id FROM locked) AND t.state = 'OPEN'
-          RETURNING t.run_id
-        ), settled AS (
-          UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = clock_timestamp(),
-                                    finished_at = clock_timestamp(), version = r.version + 1
-           WHERE r.id = (SELECT run_id FROM task)
-          RETURNING r.id, r.message_id, r.lineage, r.parent_id
-        ), logged AS (
-          INSERT INTO {schema}.event (message_id, type, saga, lineage)
-          SELECT s.message_id, e.type, '~external-task', s.lineage
-            FROM settled s CROSS JOIN (VALUES (1, 'SEEN'), (2, 'COMMITTED')) AS e(n, type) ORDER BY e.n
-          RETURNING 1
-        ), parent AS (
-          UPDATE {schema}.run p
-             SET pending_children = p.pending_children - 1,
-                 status = CASE WHEN p.pending_children > 1 THEN p.status
-                               WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-                 finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
-                                    ELSE p.finished_at END,
-                 runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
-                 version = p.version + 1
-           WHERE p.id = (SELECT parent_id FROM settled) AND p.status IN ('WAITING', 'RUNNABLE')
-             AND p.pending_children > 0
-          RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
-        ), parent_committed AS (
-          INSERT INTO {schema}.event (message_id, type, saga, step, lineage)
-          SELECT message_id, 'COMMITTED', saga, final_step, lineage FROM parent
-           WHERE status = 'COMMITTED' AND (SELECT count(*) FROM logged) >= 0
-        )
-        SELECT (SELECT count(*) FROM settled)::int AS settled, p.message_id, p.parent_id, p.awaited, p.status
-          FROM (SELECT 1) one LEFT JOIN parent p ON true`).replaceAll('$1::text', "'COMMITTED'"), [tokenOrKey, json, actor]);
-      const row = rows[0];
-      if (row.settled === 0) {
-        const found = (await c.query(this.sql(`
-          SELECT t.state, r.result FROM {schema}.external_task t JOIN {schema}.run r ON r.id = t.run_id
-           WHERE ${byToken ? 't.token = $1' : 't.task_key = $1'} ORDER BY t.state = 'OPEN' DESC, t.created_at DESC
-           LIMIT 1`), [tokenOrKey])).rows[0];
-        await c.query('ROLLBACK');
-        if (!found) throw new Error('No external task has this token or key');
-        if (found.state === 'COMPLETED' && JSON.stringify(JSON.parse(found.result)) === json) return 'ALREADY_SETTLED';
-        throw new Error(`External task ${tokenOrKey} is ${found.state}; this completion is refused`);
-      }
-      if (row.status === 'COMMITTED') { // the parent had run its last step: it committed here; count it off above
-        await this.finished(c, { message_id: row.message_id, parent_id: row.parent_id, awaited: row.awaited,
-          claimed_at: null }, 'COMMITTED');
-      }
+      const { rowCount } = await c.query(this.sql(`
+        UPDATE {schema}.run SET status = 'PARKED', failure = $2::jsonb, retries = retries + 1, version = version + 1
+         WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int`), [run.id, why, run.version]);
+      if (rowCount === 1) await this.attempts.parked(c, run, step, why);
       await c.query('COMMIT');
-      return 'SETTLED';
-    } catch (e) {
+    } catch (again) {
       await c.query('ROLLBACK').catch(() => {});
-      throw e;
-    } finally {
-      c.release();
+      throw again;
     }
-  }
-
-  /** Joins: settle the pending memberships of messages whose runs all finished (protocol.md, "Joins"). */
-  async settleJoins(c, messages) {
-    const pending = (await c.query(
-      this.sql('SELECT join_id, message_id FROM {schema}.join_pending_members($1::uuid[])'), [messages])).rows;
-    if (pending.length === 0) return;
-    const { rows } = await c.query(this.sql(`
-      SELECT message_id, bool_and(status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')) AS finished,
-             bool_or(status IN ('ROLLED_BACK', 'ROLLBACK_FAILED')) AS failed
-        FROM {schema}.run WHERE message_id = ANY($1::uuid[]) GROUP BY message_id`),
-    [[...new Set(pending.map((p) => p.message_id))]]);
-    const state = new Map(rows.filter((r) => r.finished).map((r) => [r.message_id, r.failed ? 'FAILED' : 'COMPLETED']));
-    const settled = pending.filter((p) => state.has(p.message_id));
-    if (settled.length === 0) return;
-    const ended = (await c.query(this.sql(`
-      WITH input AS (
-        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS i(join_id, message_id, state)
-      ), settled AS (
-        UPDATE {schema}.join_member m SET state = i.state, settled_by = 'RUNS', settled_at = clock_timestamp()
-          FROM input i WHERE m.join_id = i.join_id AND m.message_id = i.message_id AND m.state = 'PENDING'
-        RETURNING m.join_id, m.state
-      ), counted AS (
-        SELECT join_id, count(*) FILTER (WHERE state = 'COMPLETED')::int AS completed,
-               count(*) FILTER (WHERE state = 'FAILED')::int AS failed
-          FROM settled GROUP BY join_id
-      ), ending AS (
-        SELECT g.id, g.status = 'OPEN' AND g.completed + g.failed + c.completed + c.failed >= g.expected AS ends,
-               g.fail_if_any_failed AND g.failed + c.failed > 0 AS fails, c.completed, c.failed
-          FROM {schema}.join_group g JOIN counted c ON c.join_id = g.id
-      )
-      UPDATE {schema}.join_group g
-         SET completed = g.completed + e.completed, failed = g.failed + e.failed,
-             status = CASE WHEN NOT e.ends THEN g.status WHEN e.fails THEN 'FAILED' ELSE 'COMPLETED' END,
-             finished_at = CASE WHEN e.ends THEN clock_timestamp() ELSE g.finished_at END,
-             outcome_message_id = CASE WHEN e.ends THEN {schema}.uuid_v7() ELSE g.outcome_message_id END
-        FROM ending e WHERE g.id = e.id
-      RETURNING g.id, e.ends`),
-    [settled.map((s) => s.join_id), settled.map((s) => s.message_id), settled.map((s) => state.get(s.message_id))]))
-      .rows.filter((r) => r.ends);
-    for (const join of ended) await this.publishJoinOutcome(c, join.id);
-  }
-
-  /** The one message a join publishes when it leaves OPEN, launched on the global scope like a client's launch. */
-  async publishJoinOutcome(c, joinId) {
-    const g = (await c.query(this.sql(`
-      SELECT grouping_key, status, metadata::text AS metadata, expected, attached, completed, failed,
-             on_complete_topic, on_fail_topic, outcome_message_id FROM {schema}.join_group WHERE id = $1`),
-    [joinId])).rows[0];
-    const members = (await c.query(this.sql(`
-      SELECT message_id AS "messageId", state FROM {schema}.join_member WHERE join_id = $1
-       ORDER BY attached_at, message_id`), [joinId])).rows;
-    const result = `{"joinId":${JSON.stringify(joinId)},"key":${JSON.stringify(g.grouping_key)},`
-      + `"status":"${g.status}","metadata":${g.metadata ?? 'null'},"expected":${g.expected},`
-      + `"attached":${g.attached},"completed":${g.completed},"failed":${g.failed},`
-      + `"members":${JSON.stringify(members)}}`;
-    const topic = g.status === 'COMPLETED' ? g.on_complete_topic : g.on_fail_topic;
-    await c.query(this.sql(`
-      WITH msg AS (
-        INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
-      ), emitted AS (
-        INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
-      )
-      INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
-      SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
-        FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
-               ORDER BY saga) x`),
-    [g.outcome_message_id, topic, result]);
-  }
-
-  park(c, run, reason) {
-    const why = JSON.stringify(failure(reason, 'dev.coop.UnknownStep', this.source(run), []));
-    return c.query(this.sql(`UPDATE {schema}.run SET status = 'PARKED', failure = $2::jsonb, version = version + 1
-                              WHERE id = $1`), [run.id, why]);
-  }
-
-  /** Database trouble: the run waits (jittered backoff) unless it moved meanwhile. */
-  async postpone(c, run) {
-    const millis = 500 + Math.floor(Math.random() * 500);
-    await c.query(this.sql(`
-      UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2 * interval '1 millisecond',
-                              retries = retries + 1, version = version + 1
-       WHERE id = $1 AND status = 'RUNNABLE' AND version = $3`), [run.id, millis, run.version]);
   }
 
   source(run) {
@@ -738,12 +656,18 @@ class Participant {
  */
 const VERSION = 1;
 
+/** Database trouble on this many transactions of a run in a row parks it (as Java's engine does). */
+const MAX_RETRIES = 1000;
+
 /** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
 const SCHEMA_VERSION = 23;
 
 /** The claim's selections (the engine id is the last parameter of each). */
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'
-   AND r.runnable_at <= clock_timestamp() ORDER BY r.priority DESC, r.runnable_at`;
+   AND r.priority IN (10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)
+   AND r.runnable_at <= statement_timestamp()
+   AND (r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())
+   ORDER BY r.priority DESC, r.runnable_at`;
 const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
 
 /** Thrown when step code ended the transaction that claimed its run (protocol.md: claim_lost(), CP002). */
@@ -755,59 +679,10 @@ class ClaimLostError extends Error {
   }
 }
 
-/** A parent whose last step already ran commits with its last child (cascading completion). */
-const PARENT_COMMITS = `p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
-  AND $1::text = 'COMMITTED'
-  AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(p.lineage))`;
-
 /** The rollback path at instance seq and stage, waiting for children. */
 function rollingBack(seq, stage, cause, children = 0) {
   return { phase: 'ROLLBACK', rollback_seq: seq, rollback_stage: stage, rollback_cause: cause,
     pending_children: children, failure: cause };
-}
-
-/** A failure document (protocol.md, "The failure document"). */
-function failure(message, type, source, causes, stackTrace = []) {
-  return { message, type, source, stackTrace, causes };
-}
-
-/** A JavaScript error as a failure document: its name as type, V8's stack as frames, err.cause as a cause. */
-function failureOf(err, source, depth = 0) {
-  const frames = String(err.stack || '').split('\n')
-    .map((line) => /^\s+at (?:async )?(?:(.+?) \()?(.+?):(\d+):\d+\)?$/.exec(line))
-    .filter(Boolean)
-    .map(([, name, file, line]) => {
-      const fn = name && name.replace(/ \[as [^\]]+\]$/, ''); // V8 adds the alias a method was called by
-      const dot = fn ? fn.lastIndexOf('.') : -1;
-      return { fileName: file.split('/').pop(), lineNumber: Number(line),
-        className: dot > 0 ? fn.slice(0, dot) : null, functionName: fn ? fn.slice(dot + 1) : '<anonymous>' };
-    });
-  const causes = err.cause instanceof Error && depth < 20 ? [failureOf(err.cause, source, depth + 1)] : [];
-  return failure(String(err.message), err.name || 'Error', source, causes, frames);
-}
-
-/** A happy-path or absolute deadline of the run's context that passed, as a failure document, or null. */
-function deadlineMissed(run, source) {
-  const context = run.context === null ? {} : JSON.parse(run.context);
-  for (const [key, kind, type] of [['coop.deadline.happy-path', 'Happy-path', 'HappyPath'],
-    ['coop.deadline.absolute', 'Absolute', 'Absolute']]) {
-    const d = context[key];
-    if (d && new Date(d.at) <= run.claimed_at) {
-      return failure(`${kind} deadline ${d.at} (set by ${d.source}) passed at ${run.claimed_at.toISOString()}`,
-        `dev.coop.failure.${type}DeadlineMissedException`, source, []);
-    }
-  }
-  return null;
-}
-
-/** A UUIDv7: 48 bits of Unix milliseconds, version and variant bits, random bits. */
-function uuidV7() {
-  const b = crypto.randomBytes(16);
-  b.writeUIntBE(Date.now(), 0, 6);
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 module.exports = { Participant, failureOf };

@@ -16,13 +16,7 @@ import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
 import dev.coop.test.EventLog;
 import dev.coop.test.Invariants;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import dev.coop.test.StepGate;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -31,11 +25,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -49,14 +41,13 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  *
  * <p>
  * Runs when {@code node} and the participant's {@code node_modules} are installed ({@code .ci/run} installs them);
- * skipped otherwise, saying how.
+ * skipped otherwise, saying how, and failed on CI (see {@link NodeProcess}).
  */
 class NodeParticipantTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
 
-    static final Duration WAIT = Duration.ofSeconds(30);
-    static final Path PARTICIPANT = participantFolder();
+    static final Duration WAIT = NodeProcess.WAIT;
 
     record Order(String order, int quantity, boolean declined) {
     }
@@ -101,8 +92,17 @@ class NodeParticipantTest {
                     + step.payload().members().getFirst().state()))
             .build();
 
+    /** Gates that hold the stock check of an order, by order. */
+    static final Map<String, StepGate> HELD = new ConcurrentHashMap<>();
+
     static final Saga<StockChecked> STOCK = Saga.on(STOCK_CHECKED, "stock")
-            .step("check", step -> ledger(step.connection(), step.payload().order(), "stock checked"))
+            .step("check", step -> {
+                StepGate gate = HELD.get(step.payload().order());
+                if (gate != null) {
+                    gate.pass();
+                }
+                ledger(step.connection(), step.payload().order(), "stock checked");
+            })
             .compensateWith((step, cause) -> undo(step.connection(), "stock", step.payload().order(),
                     cause.failure().message()))
             .build();
@@ -136,16 +136,12 @@ class NodeParticipantTest {
 
     static CoopEngine engine;
     static Process node;
-    static final List<String> nodeOutput = new CopyOnWriteArrayList<>();
-
-    /** Why the participant cannot run here (each test is then skipped with it), or null. */
-    static String missing;
+    static final List<String> nodeOutput = NodeProcess.output();
 
     @BeforeAll
     static void start() throws Exception {
-        missing = missing();
-        if (missing != null) {
-            return;
+        if (NodeProcess.MISSING != null) {
+            return; // each test is skipped (on CI: fails) saying why
         }
         DataSource dataSource = db.dataSource();
         try (Connection c = dataSource.getConnection(); var s = c.createStatement()) {
@@ -158,22 +154,17 @@ class NodeParticipantTest {
                 .register(orders("orders", ORDER_PLACED, FULFILMENT), orders("orders-twin", ORDER_PLACED_TWIN,
                         FULFILMENT_TWIN), STOCK, JAVA_FULFILMENT, JOINED)
                 .start(); // creates the schema the participant works in
-        node = startNode();
+        node = NodeProcess.start(db, "fulfilment.js", nodeOutput);
     }
 
     @BeforeEach
     void participantInstalled() {
-        Assumptions.assumeTrue(missing == null, missing);
+        NodeProcess.assumeInstalled();
     }
 
     @AfterAll
     static void stop() throws InterruptedException {
-        if (node != null) {
-            node.destroy(); // SIGTERM: the participant stops claiming and exits
-            if (!node.waitFor(10, TimeUnit.SECONDS)) {
-                node.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-        }
+        NodeProcess.stop(node);
         if (engine != null) {
             engine.close();
         }
@@ -280,6 +271,23 @@ class NodeParticipantTest {
     }
 
     @Test
+    void a_node_compensation_that_ends_its_transaction_fails_the_rollback_at_that_compensation() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("sly-1", 2, true));
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLBACK_FAILED);
+        List<Event> events = client.events(id);
+        Event failed = events.stream().filter(e -> "node-fulfilment".equals(e.saga())).toList().getLast();
+        assertThat(EventLog.row(failed)).isEqualTo("ROLLBACK_FAILED node-fulfilment Rollback of reserve");
+        Failure fromNode = Failure.fromJson(failed.exception());
+        assertThat(fromNode.type()).isEqualTo("ClaimLostError");
+        assertThat(fromNode.causes().getLast().type()).isEqualTo("dev.coop.failure.ParentSaidSoException");
+        // what the compensation wrote before its COMMIT stays, as its own doing; the compensation never ran twice
+        assertThat(undone("sly-1")).containsExactly("stock", "node-fulfilment");
+        Invariants.assertAll(events);
+    }
+
+    @Test
     void a_cancelled_hierarchy_rolls_the_node_run_back() throws SQLException {
         CoopClient client = engine.client();
         MessageId id;
@@ -297,6 +305,42 @@ class NodeParticipantTest {
         assertThat(ledger("o-4")).isEmpty();
         assertThat(undone("o-4")).containsExactly("orders");
         Invariants.assertAll(client.events(id));
+    }
+
+    @Test
+    void a_node_run_woken_by_a_cancellation_while_its_child_runs_waits_for_it_then_gives_up() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = cancelWhileTheChildRuns(client, ORDER_PLACED, "held-1", "node-fulfilment");
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        // the child's step ran but could not commit (its write is gone); Node's reserve and the Java root are undone
+        assertThat(ledger("held-1")).containsExactly("reserved");
+        assertThat(undone("held-1")).containsExactly("node-fulfilment", "orders");
+        Invariants.assertAll(client.events(id));
+        MessageId twin = cancelWhileTheChildRuns(client, ORDER_PLACED_TWIN, "held-2", "java-fulfilment");
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment",
+                        "node-fulfilment"))
+                .toList());
+    }
+
+    /**
+     * Launches an order whose stock check is held in its step, cancels the hierarchy, and lets the check go on once
+     * the fulfilment run, woken by the cancellation, went back to waiting for it (the barrier re-check).
+     */
+    private static MessageId cancelWhileTheChildRuns(CoopClient client, Topic<Order> topic, String order,
+            String fulfilment) throws SQLException {
+        StepGate gate = new StepGate(WAIT);
+        HELD.put(order, gate);
+        MessageId id = client.launch(topic, new Order(order, 2, false));
+        gate.awaitArrivals(1, WAIT);
+        assertThat(runState(fulfilment, id)).isEqualTo("WAITING 1 -");
+        client.cancel(id, "customer withdrew");
+        assertThat(runState(fulfilment, id)).isEqualTo("RUNNABLE 1 -");
+        Await.until(fulfilment + " waits again", WAIT, () -> runState(fulfilment, id).equals("WAITING 1 -"));
+        gate.open();
+        return id;
     }
 
     @Test
@@ -339,6 +383,65 @@ class NodeParticipantTest {
                 "join COMPLETED: " + id.value() + " COMPLETED");
     }
 
+    @Test
+    void a_node_saga_named_like_a_saga_of_another_topic_is_refused_and_writes_nothing() throws Exception {
+        String script = """
+                const { Participant } = require('./coop');
+                new Participant({ engineId: 'node-intruder' })
+                  .saga('stock', 'node-stock', [{ name: 'count', run: async () => {} }])
+                  .start()
+                  .then(() => { console.log('started'); process.exit(0); },
+                        (e) => { console.log(e.message); process.exit(1); });
+                """;
+        NodeProcess.Ran ran = NodeProcess.run(db, "-e", script);
+
+        assertThat(ran.exitCode()).as(ran.output()).isEqualTo(1);
+        // the Java engine's registration stands as it was: not taken over, no version or engine row of the intruder
+        assertThat(column("SELECT topic || ' ' || last_engine FROM coop.saga_registration WHERE saga = ?", "stock"))
+                .containsExactly("stock-checked " + engine.id());
+        assertThat(column("SELECT last_engine FROM coop.saga_version WHERE saga = ?", "stock"))
+                .containsExactly(engine.id());
+        assertThat(column("SELECT id FROM coop.engine WHERE id = ?", "node-intruder")).isEmpty();
+        assertThat(ran.output()).isEqualTo("Saga 'stock' is registered for topic 'stock-checked' in schema 'coop',"
+                + " not for topic 'node-stock'; retire it first (CoopClient.retireSaga) or choose another saga name");
+    }
+
+    @Test
+    void node_refuses_saga_and_step_names_that_the_protocol_forbids() throws Exception {
+        String script = """
+                const { Participant } = require('./coop');
+                const run = async () => {};
+                for (const [saga, steps] of [
+                  ['-dash-first', [{ name: 'a', run }]],
+                  ['names', [{ name: 'Rollback of a', run }]],
+                  ['names', [{ name: 'pay (child failure handler)', run }]],
+                  ['names', [{ name: 'pay', run }, { name: 'pay', run }]],
+                  ['names', [{ name: 'pay', run, retry: { attempts: 0 } }]],
+                  ['names', [{ name: 'pay', run, retry: { attempts: 3, park: true } }]],
+                ]) {
+                  try {
+                    new Participant({}).saga(saga, 'names-topic', steps);
+                    console.log('accepted ' + saga);
+                  } catch (e) {
+                    console.log(e.message);
+                  }
+                }
+                """;
+        NodeProcess.Ran ran = NodeProcess.run(db, "-e", script);
+
+        assertThat(ran.output().lines()).containsExactly(
+                "Saga name '-dash-first' and topic 'names-topic' must be 1-200 characters of [A-Za-z0-9._:/-],"
+                        + " starting with a letter or digit",
+                "Step name 'Rollback of a' in saga 'names' imitates the names Coop logs for rollbacks, child-failure"
+                        + " handlers and finally parts; choose another",
+                "Step name 'pay (child failure handler)' in saga 'names' imitates the names Coop logs for rollbacks,"
+                        + " child-failure handlers and finally parts; choose another",
+                "Saga 'names' already has a step named 'pay'",
+                "The retry policy of step 'pay': attempts must be an integer between 1 and 1000000 (was"
+                        + " {\"attempts\":0})",
+                "accepted names");
+    }
+
     /** The same order through the Java twin of the Node saga: the event logs must be the same, row for row. */
     private static void assertSameLogAsJavaTwin(CoopClient client, MessageId nodeRoot, Order twinOrder,
             Outcome expected) {
@@ -348,72 +451,6 @@ class NodeParticipantTest {
                 .map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment", "node-fulfilment"))
                 .toList();
         assertThat(EventLog.rows(client.events(nodeRoot))).containsExactlyElementsOf(javaRows);
-    }
-
-    private static Process startNode() throws IOException {
-        URI url = URI.create(db.jdbcUrl().substring("jdbc:".length()));
-        ProcessBuilder builder = new ProcessBuilder("node", "fulfilment.js").directory(PARTICIPANT.toFile())
-                .redirectErrorStream(true);
-        Map<String, String> env = builder.environment();
-        env.put("PGHOST", url.getHost());
-        env.put("PGPORT", String.valueOf(url.getPort() < 0 ? 5432 : url.getPort()));
-        env.put("PGDATABASE", url.getPath().substring(1));
-        env.put("PGUSER", db.server().user());
-        env.put("PGPASSWORD", db.server().password() == null ? "" : db.server().password());
-        Process process = builder.start();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader out = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line = out.readLine(); line != null; line = out.readLine()) {
-                    nodeOutput.add(line);
-                }
-            } catch (IOException e) {
-                nodeOutput.add("(output unreadable: " + e + ")");
-            }
-        }, "node-participant-output");
-        reader.setDaemon(true);
-        reader.start();
-        Await.until("the Node participant is ready (output: " + nodeOutput + ")", WAIT,
-                () -> nodeOutput.contains("ready") || !process.isAlive());
-        assertThat(process.isAlive()).as("the Node participant runs; its output: %s", nodeOutput).isTrue();
-        return process;
-    }
-
-    private static String missing() {
-        if (PARTICIPANT == null || !Files.isDirectory(PARTICIPANT.resolve("node_modules/pg"))) {
-            return "Node participant tests skipped: participants/node/node_modules is missing. Install it with"
-                    + " 'cd participants/node && npm ci' (Node.js 18 or later)";
-        }
-        String version = nodeVersion();
-        if (version == null || !version.matches("v(1[89]|[2-9][0-9])\\..*")) {
-            return "Node participant tests skipped: " + (version == null ? "no 'node' on the PATH" : "node " + version)
-                    + ". Install Node.js 18 or later ('sudo apt-get install -y nodejs npm' on Debian/Ubuntu)";
-        }
-        return null;
-    }
-
-    private static String nodeVersion() {
-        try {
-            Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
-            String version = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0 ? version : null;
-        } catch (IOException e) {
-            return null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        }
-    }
-
-    /** participants/node of this checkout, looked for from the working directory up; null when absent. */
-    private static Path participantFolder() {
-        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
-            Path candidate = dir.resolve("participants/node");
-            if (Files.isRegularFile(candidate.resolve("coop.js"))) {
-                return candidate;
-            }
-        }
-        return null;
     }
 
     private static String children(Connection c, java.util.UUID runId) throws SQLException {
@@ -460,6 +497,22 @@ class NodeParticipantTest {
         try {
             return !column("SELECT pid::text FROM pg_locks WHERE NOT granted AND relation = ?::regclass", table)
                     .isEmpty();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The status, pending children and failure of the run of {@code saga} in the hierarchy of {@code root}. */
+    private static String runState(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' '"
+                        + " || pending_children || ' ' || coalesce(failure::text, '-') FROM coop.run WHERE saga = ?"
+                        + " AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }

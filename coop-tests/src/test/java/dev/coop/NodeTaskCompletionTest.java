@@ -6,22 +6,16 @@ import dev.coop.Payloads.Order;
 import dev.coop.inspect.Outcome;
 import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A service in another language completes an external task by the protocol alone: the Node participant's
  * {@code completeTask} (participants/node/complete-task.js). Skipped when node or the participant's node_modules are
- * missing, as {@link NodeParticipantTest} is.
+ * missing (failed on CI), as {@link NodeParticipantTest} is.
  */
 class NodeTaskCompletionTest {
     @RegisterExtension
@@ -31,10 +25,7 @@ class NodeTaskCompletionTest {
 
     @Test
     void the_node_participant_completes_a_task_a_java_saga_waits_for(DataSource dataSource) throws Exception {
-        Path participant = NodeParticipantTest.PARTICIPANT;
-        Assumptions.assumeTrue(participant != null && Files.isDirectory(participant.resolve("node_modules/pg")),
-                "Node task completion skipped: participants/node/node_modules is missing ('cd participants/node &&"
-                        + " npm ci')");
+        NodeProcess.assumeInstalled();
         Topic<Order> topic = Topic.of("node-task", Order.class);
         Saga<Order> saga = Saga.on(topic, "node-task-saga")
                 .step("ask", step -> step.openTask("shipping-label", step.payload(),
@@ -46,29 +37,46 @@ class NodeTaskCompletionTest {
             MessageId id = client.launch(topic, new Order("n1", 1));
             Await.until("open", WAIT, () -> client.externalTask("label/n1").isPresent());
             String token = client.externalTask("label/n1").orElseThrow().token();
-            assertThat(node(participant, token, "{\"label\":\"DHL-42\"}")).isEqualTo("SETTLED");
+            assertThat(node(token, "{\"label\":\"DHL-42\"}")).isEqualTo("SETTLED");
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
             assertThat(client.result(id, String.class)).isEqualTo("DHL-42");
-            assertThat(node(participant, "label/n1", "{\"label\":\"DHL-42\"}")).isEqualTo("ALREADY_SETTLED");
+            assertThat(node("label/n1", "{\"label\":\"DHL-42\"}")).isEqualTo("ALREADY_SETTLED");
             assertThat(client.externalTask(token).orElseThrow().settledBy()).contains("node-complete-task");
             dev.coop.test.Invariants.assertAll(client.events(id));
         }
     }
 
-    private static String node(Path participant, String tokenOrKey, String result) throws Exception {
-        URI url = URI.create(db.jdbcUrl().substring("jdbc:".length()));
-        ProcessBuilder builder = new ProcessBuilder("node", "complete-task.js", tokenOrKey, result)
-                .directory(participant.toFile()).redirectErrorStream(true);
-        Map<String, String> env = builder.environment();
-        env.put("PGHOST", url.getHost());
-        env.put("PGPORT", String.valueOf(url.getPort() < 0 ? 5432 : url.getPort()));
-        env.put("PGDATABASE", url.getPath().substring(1));
-        env.put("PGUSER", db.server().user());
-        env.put("PGPASSWORD", db.server().password() == null ? "" : db.server().password());
-        Process p = builder.start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
-        assertThat(p.exitValue()).as("node output: %s", out).isZero();
-        return out;
+    @Test
+    void a_task_completed_by_node_settles_the_join_its_message_is_a_member_of(DataSource dataSource) throws Exception {
+        NodeProcess.assumeInstalled();
+        Topic<Order> topic = Topic.of("node-joined-task", Order.class);
+        Saga<Order> saga = Saga.on(topic, "node-joined-task-saga")
+                .step("ask", step -> step.openTask("invoice", step.payload(),
+                        TaskOptions.none().key("invoice/" + step.payload().id())))
+                .step("use", step -> step.setResult(step.taskResult("invoice", Map.class).get("number")))
+                .build();
+        Topic<dev.coop.join.JoinResult> joined = Topic.of("node-task-joined", dev.coop.join.JoinResult.class);
+        try (CoopEngine engine = Coop.engine(dataSource).register(saga).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(topic, new Order("n2", 1));
+            Await.until("open", WAIT, () -> client.externalTask("invoice/n2").isPresent());
+            MessageId task = client.externalTask("invoice/n2").orElseThrow().message();
+            var join = client.joins().start(dev.coop.join.JoinSpec.expecting(1).key("n2").onComplete(joined)
+                    .onFail(joined));
+            client.joins().attach(join, task);
+
+            assertThat(node("invoice/n2", "{\"number\":\"INV-7\"}")).isEqualTo("SETTLED");
+
+            // the task's run finished in Node's transaction: the join of its message is settled there too
+            assertThat(client.joins().get(join).status()).isEqualTo(dev.coop.join.JoinStatus.COMPLETED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.result(id, String.class)).isEqualTo("INV-7");
+        }
+    }
+
+    private static String node(String tokenOrKey, String result) throws Exception {
+        NodeProcess.Ran ran = NodeProcess.run(db, "complete-task.js", tokenOrKey, result);
+        assertThat(ran.exitCode()).as("node output: %s", ran.output()).isZero();
+        return ran.output();
     }
 }
