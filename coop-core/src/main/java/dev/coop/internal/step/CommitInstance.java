@@ -56,9 +56,9 @@ final class CommitInstance {
         StepContextImpl<?> context = done.context();
         try {
             engine.store().attempts().ended(c, run, engine.engineId(), name); // after many attempts: the last one
-            List<String> woken = new ArrayList<>();
-            int children = context.launches.write(c,
-                    new StepLaunches.Origin(run, done.part().saga().name(), name, run.stepsDone()), woken);
+            java.util.Map<String, Integer> launched = new java.util.HashMap<>();
+            int children = context.launches.writeCounted(c,
+                    new StepLaunches.Origin(run, done.part().saga().name(), name, run.stepsDone()), launched);
             String contextJson = context.contextJson();
             if (!context.children.tasks.isEmpty()) {
                 children += tasks.open(c, new ExternalTasks.Opener(run, run.stepsDone(), name,
@@ -67,7 +67,11 @@ final class CommitInstance {
                         context.children.tasks);
             }
             Advance advance = advance(c, done, contextJson, children);
-            return moveOn(c, done, advance, woken);
+            boolean runnable = moveOn(c, done, advance, new ArrayList<>());
+            if (!launched.isEmpty()) { // committed (or, in a round, when the round commits): one claim per run
+                transitions.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
+            }
+            return runnable;
         } catch (SQLException | RuntimeException e) {
             Saga<?> saga = done.part().saga();
             return failures.writeFailed(c, new Part(run, saga,

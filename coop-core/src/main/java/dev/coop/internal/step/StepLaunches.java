@@ -94,16 +94,29 @@ final class StepLaunches {
      * @return how many runs in the run's scope were created (to wait for)
      */
     int write(Connection c, Origin origin, Collection<String> woken) throws SQLException {
+        Map<String, Integer> runs = new java.util.HashMap<>();
+        int children = writeCounted(c, origin, runs);
+        woken.addAll(runs.keySet());
+        return children;
+    }
+
+    /**
+     * {@link #write} that adds to {@code runs} how many runs each saga got, so that exactly that many claims are owed
+     * after the commit (a search would end with a claim that finds nothing).
+     *
+     * @return how many runs in the run's scope were created (to wait for)
+     */
+    int writeCounted(Connection c, Origin origin, Map<String, Integer> runs) throws SQLException {
         int children = 0;
         if (!scoped.isEmpty()) {
             Map<String, Integer> created = engine.store().emit(c, origin.run().lineage(), origin.run().id(),
                     origin.parentSeq(), origin.saga(), engine.engineId(), origin.step(), scoped);
             children = created.values().stream().mapToInt(Integer::intValue).sum();
-            woken.addAll(created.keySet());
+            created.forEach((saga, n) -> runs.merge(saga, n, Integer::sum));
         }
         if (!global.isEmpty()) {
-            woken.addAll(engine.store().emit(c, null, null, null, origin.saga(), engine.engineId(), origin.step(),
-                    global).keySet());
+            engine.store().emit(c, null, null, null, origin.saga(), engine.engineId(), origin.step(), global)
+                    .forEach((saga, n) -> runs.merge(saga, n, Integer::sum));
         }
         return children;
     }
