@@ -1,0 +1,294 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.inspect.Event;
+import dev.coop.inspect.EventType;
+import dev.coop.inspect.Outcome;
+import dev.coop.test.Await;
+import dev.coop.test.CoopDatabase;
+import dev.coop.test.CoopTables;
+import dev.coop.test.Invariants;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Children that finish in one round count off at their parents with one statement for the round, one update per
+ * parent, leaving what their count-offs one by one would leave. Rounds of 8 are forced as in {@link StepRoundTest}: an
+ * engine without the children's saga runs the parents' steps (their children then wait, all due), and the next
+ * engine (one worker, at most 8 runs per transaction) has only the children's saga, so its first claim takes the 8
+ * children; the parents' next steps run on a third engine, after the round's state was read.
+ */
+class StepRoundCountOffTest {
+    @RegisterExtension
+    static final CoopDatabase db = new CoopDatabase();
+
+    static final Duration WAIT = StepRoundTest.WAIT;
+
+    /** The statement of a single count-off, and of the round's (one update per parent), as the engine prepares them. */
+    static final String COUNT_OFF_ONE = "pending_children = p.pending_children - 1";
+    static final String COUNT_OFF_ROUND = "pending_children = p.pending_children - c.n";
+
+    /** No statement may take a count below zero (a count-off too many would fail its transaction). */
+    @BeforeAll
+    static void countsNeverNegative(DataSource dataSource) throws SQLException {
+        Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(child("co-schema")).start().close();
+        try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
+            st.execute("ALTER TABLE coop.run ADD CONSTRAINT counts_never_negative"
+                    + " CHECK (pending_children >= 0 AND failed_children >= 0)");
+        }
+    }
+
+    /** A saga of one step that launches a child on {@code children} for each comma-separated element of its payload. */
+    static Saga<String> parent(String name, Topic<String> children, boolean nextStep) {
+        Saga.Builder<String> builder = Saga.on(Topic.of(name, String.class), name)
+                .step("launch", step -> {
+                    for (String child : step.payload().split(",")) {
+                        step.launch(children, child);
+                    }
+                });
+        if (nextStep) {
+            builder.step("next", step -> {
+            });
+        }
+        return builder.build();
+    }
+
+    /** A saga of one step that fails when its payload says so; it never uses its connection. */
+    static Saga<String> child(String name) {
+        return Saga.on(Topic.of(name, String.class), name)
+                .step("work", step -> {
+                    if (step.payload().equals("fail")) {
+                        throw new IllegalStateException("this child fails");
+                    }
+                })
+                .build();
+    }
+
+    /**
+     * Registers {@code child}, then lets an engine with the {@code upper} sagas only run them until {@code waiting}
+     * of them wait: their children are then due, unclaimed.
+     */
+    static Map<String, MessageId> parentsWaiting(DataSource dataSource, Saga<String> child, Saga<String> root,
+            List<Saga<?>> upper, List<String> payloads, int waiting) {
+        Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(child).start().close();
+        Map<String, MessageId> ids = new LinkedHashMap<>();
+        CoopEngine.Builder builder = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK);
+        upper.forEach(builder::register);
+        try (CoopEngine engine = builder.start()) {
+            for (String payload : payloads) {
+                ids.put(payload, engine.client().launch(root.topic(), payload));
+            }
+            Await.until("the parents wait for their children", WAIT, () -> count(dataSource,
+                    "SELECT count(*) FROM coop.run WHERE status = 'WAITING' AND saga = ANY(?)",
+                    upper.stream().map(Saga::name).toArray(String[]::new)) == waiting);
+        }
+        return ids;
+    }
+
+    /** Runs the children's round on an engine with their saga only; returns the SQL it prepared. */
+    static List<String> childrenRound(DataSource dataSource, Saga<String> child, int maxRuns) {
+        List<String> sent = new CopyOnWriteArrayList<>();
+        StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
+        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).workers(1).maxRunsPerTransaction(maxRuns)
+                .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK).listener(rounds).register(child)
+                .start()) {
+            Await.until("the children finished", WAIT, () -> count(dataSource,
+                    "SELECT count(*) FROM coop.run WHERE saga = ? AND finished_at IS NULL", child.name()) == 0);
+        }
+        if (maxRuns > 1) {
+            assertThat(rounds.committed.getFirst()).as("one round of 8").containsExactly(8, 8);
+        }
+        return sent;
+    }
+
+    /** The parent's row as the count-offs left it: status, pending and failed children, version. */
+    static String row(DataSource dataSource, MessageId message) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT status, pending_children, failed_children, version, finished_at IS NOT NULL,"
+                                + " runnable_at IS NOT NULL FROM coop.run WHERE message_id = ?")) {
+            ps.setObject(1, message.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getString(1) + " pending=" + rs.getInt(2) + " failed=" + rs.getInt(3) + " version="
+                        + rs.getInt(4) + " finished=" + rs.getBoolean(5) + " due=" + rs.getBoolean(6);
+            }
+        }
+    }
+
+    /** The log of the run of {@code message}: each event's type and step. */
+    static List<String> log(CoopClient client, MessageId message) {
+        return client.events(message).stream().filter(e -> e.messageId().equals(message))
+                .map(e -> e.type() + " " + e.step()).toList();
+    }
+
+    @Test
+    void eight_children_finishing_in_one_round_count_off_once_each_and_their_parent_goes_on_once(
+            DataSource dataSource) throws SQLException {
+        Saga<String> child = child("co-one-child");
+        Saga<String> parent = parent("co-one-parent", child.topic(), true);
+        MessageId id = parentsWaiting(dataSource, child, parent, List.of(parent), List.of("a,b,c,d,e,f,g,h"), 1)
+                .get("a,b,c,d,e,f,g,h");
+        String before = row(dataSource, id);
+        assertThat(before).startsWith("WAITING pending=8 failed=0");
+        List<String> sent = childrenRound(dataSource, child, 8);
+        assertThat(sent).as("one statement counts the 8 children off").filteredOn(s -> s.contains(COUNT_OFF_ROUND))
+                .hasSize(1);
+        assertThat(sent).as("no child counts off alone").noneMatch(s -> s.contains(COUNT_OFF_ONE));
+        int version = Integer.parseInt(before.replaceAll(".*version=(\\d+).*", "$1"));
+        assertThat(row(dataSource, id)).isEqualTo("RUNNABLE pending=0 failed=0 version=" + (version + 8)
+                + " finished=false due=true");
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(parent)
+                .register(child).start()) {
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(log(engine.client(), id)).containsExactly("EMITTED null", "SEEN null", "SUSPENDED launch",
+                    "SUSPENDED next", "COMMITTED next");
+            Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
+    /**
+     * Three parents, children of each finishing in one round, some failing: each parent's count is what the count-offs
+     * of its children one by one leave (compared with an engine that runs one run per transaction), and each goes on
+     * as it would then: to its rollback, or to its next step.
+     */
+    @Test
+    void children_of_several_parents_some_failing_count_off_in_one_round_as_one_by_one(DataSource dataSource)
+            throws SQLException {
+        Map<String, String> inRound = severalParents(dataSource, "co-round", 8);
+        Map<String, String> alone = severalParents(dataSource, "co-alone", 1);
+        assertThat(inRound).isEqualTo(alone);
+        assertThat(inRound.get("ok,ok,fail")).startsWith("RUNNABLE pending=0 failed=1").endsWith("ROLLED_BACK");
+        assertThat(inRound.get("fail,ok,fail")).startsWith("RUNNABLE pending=0 failed=2").endsWith("ROLLED_BACK");
+        assertThat(inRound.get("ok,ok")).startsWith("RUNNABLE pending=0 failed=0").endsWith("COMMITTED");
+    }
+
+    /** The scenario of three parents; for each parent, its row after the children's round, its log, its outcome. */
+    private Map<String, String> severalParents(DataSource dataSource, String name, int maxRuns) throws SQLException {
+        Saga<String> child = child(name + "-child");
+        Saga<String> parent = parent(name + "-parent", child.topic(), true);
+        List<String> payloads = List.of("ok,ok,fail", "fail,ok,fail", "ok,ok");
+        Map<String, MessageId> ids = parentsWaiting(dataSource, child, parent, List.of(parent), payloads, 3);
+        Map<String, Integer> versions = new LinkedHashMap<>();
+        for (var e : ids.entrySet()) {
+            versions.put(e.getKey(), version(row(dataSource, e.getValue())));
+        }
+        List<String> sent = childrenRound(dataSource, child, maxRuns);
+        if (maxRuns > 1) {
+            assertThat(sent).filteredOn(s -> s.contains(COUNT_OFF_ROUND)).hasSize(1);
+            assertThat(sent).noneMatch(s -> s.contains(COUNT_OFF_ONE));
+        }
+        Map<String, String> result = new LinkedHashMap<>();
+        for (var e : ids.entrySet()) {
+            String row = row(dataSource, e.getValue());
+            result.put(e.getKey(), row.replace("version=" + version(row),
+                    "version+" + (version(row) - versions.get(e.getKey()))));
+        }
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(parent)
+                .register(child).start()) {
+            for (var e : ids.entrySet()) {
+                Outcome outcome = engine.client().awaitCompletion(e.getValue(), WAIT);
+                Invariants.assertAll(engine.client().events(e.getValue()));
+                result.merge(e.getKey(), " " + log(engine.client(), e.getValue()) + " " + outcome, String::concat);
+            }
+        }
+        return result;
+    }
+
+    private static int version(String row) {
+        return Integer.parseInt(row.replaceAll(".*version=(\\d+).*", "$1"));
+    }
+
+    /**
+     * A parent whose last step launched the 8 children commits by their count-off in the round (its COMMITTED after
+     * every child's end in the log), and is counted off at its own parent in the same transaction.
+     */
+    @Test
+    void a_parent_committed_by_its_childrens_round_is_counted_off_at_its_own_parent(DataSource dataSource)
+            throws SQLException {
+        Saga<String> child = child("co-cascade-child");
+        Saga<String> parent = parent("co-cascade-parent", child.topic(), false);
+        Saga<String> root = Saga.on(Topic.of("co-cascade-root", String.class), "co-cascade-root")
+                .step("launch", step -> step.launch(parent.topic(), step.payload()))
+                .step("after", step -> {
+                })
+                .build();
+        MessageId id = parentsWaiting(dataSource, child, root, List.of(root, parent), List.of("a,b,c,d,e,f,g,h"), 2)
+                .get("a,b,c,d,e,f,g,h");
+        List<String> sent = childrenRound(dataSource, child, 8);
+        assertThat(sent).filteredOn(s -> s.contains(COUNT_OFF_ROUND)).hasSize(1);
+        assertThat(sent).as("the cascade, one level").filteredOn(s -> s.contains(COUNT_OFF_ONE)).hasSize(1);
+        assertThat(row(dataSource, id)).as("the root, counted off by the cascade")
+                .startsWith("RUNNABLE pending=0 failed=0").endsWith("finished=false due=true");
+        List<Event> events = CoopTables.of(dataSource).allEvents();
+        Event committed = events.stream()
+                .filter(e -> parent.name().equals(e.saga()) && e.type() == EventType.COMMITTED).findFirst()
+                .orElseThrow();
+        List<Event> childrenEnds = events.stream()
+                .filter(e -> child.name().equals(e.saga()) && e.type() == EventType.COMMITTED).toList();
+        assertThat(childrenEnds).hasSize(8).allMatch(e -> e.id() < committed.id());
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(root)
+                .register(parent).register(child).start()) {
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(log(engine.client(), id)).containsExactly("EMITTED null", "SEEN null", "SUSPENDED launch",
+                    "SUSPENDED after", "COMMITTED after");
+            Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
+    static int count(DataSource dataSource, String sql, Object value) {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+            if (value instanceof String[] values) {
+                ps.setArray(1, c.createArrayOf("text", values));
+            } else {
+                ps.setObject(1, value);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A data source whose connections record the SQL of every statement prepared on them. */
+    static DataSource recording(DataSource delegate, List<String> sent) {
+        return (DataSource) java.lang.reflect.Proxy.newProxyInstance(DataSource.class.getClassLoader(),
+                new Class<?>[]{DataSource.class}, (proxy, method, args) -> {
+                    Object result = invoke(delegate, method, args);
+                    if (!(result instanceof Connection connection)) {
+                        return result;
+                    }
+                    return java.lang.reflect.Proxy.newProxyInstance(Connection.class.getClassLoader(),
+                            new Class<?>[]{Connection.class}, (p, m, a) -> {
+                                if (m.getName().equals("prepareStatement") && a != null && a[0] instanceof String sql) {
+                                    sent.add(sql);
+                                }
+                                return invoke(connection, m, a);
+                            });
+                });
+    }
+
+    private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
+        try {
+            return method.invoke(target, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+}
