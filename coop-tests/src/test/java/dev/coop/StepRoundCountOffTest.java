@@ -250,6 +250,55 @@ class StepRoundCountOffTest {
         }
     }
 
+    /** The message whose scope a child of {@link #cancelling} cancels from its step. */
+    static final java.util.concurrent.atomic.AtomicReference<MessageId> CANCELLED = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** A saga of one step that cancels {@link #CANCELLED}'s scope (its own parent's) when its payload says so. */
+    static Saga<String> cancelling(String name, CoopClient client) {
+        return Saga.on(Topic.of(name, String.class), name)
+                .step("work", step -> {
+                    if (step.payload().equals("cancel")) {
+                        client.cancel(CANCELLED.get(), "cancelled while its children's round runs");
+                    }
+                })
+                .build();
+    }
+
+    /**
+     * A child whose scope is cancelled during the round (after its claim, before the round's statement) fails that
+     * statement's check, as its own advance would have: the round is rolled back and its runs go alone, where the
+     * cancelled scope's runs roll back and the others commit, each counted off once.
+     */
+    @Test
+    void a_child_whose_scope_is_cancelled_during_the_round_aborts_it_and_the_runs_go_alone(DataSource dataSource)
+            throws SQLException {
+        CoopClient client = CoopClient.builder(dataSource).clock(StepRoundTest.CLOCK).build();
+        Saga<String> child = cancelling("co-cancel-child", client);
+        Saga<String> parent = parent("co-cancel-parent", child.topic(), true);
+        Map<String, MessageId> ids = parentsWaiting(dataSource, child, parent, List.of(parent),
+                List.of("ok,ok,ok,ok", "ok,cancel,ok,ok"), 2);
+        CANCELLED.set(ids.get("ok,cancel,ok,ok"));
+        List<String> sent = new CopyOnWriteArrayList<>();
+        StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
+        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).workers(1).maxRunsPerTransaction(8)
+                .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK).listener(rounds).register(child)
+                .start()) {
+            Await.until("the children finished", WAIT, () -> count(dataSource,
+                    "SELECT count(*) FROM coop.run WHERE saga = ? AND finished_at IS NULL", child.name()) == 0);
+        }
+        assertThat(sent).as("the round's statement was sent").anyMatch(s -> s.contains(COUNT_OFF_ROUND));
+        assertThat(rounds.committed).as("the round was rolled back").noneMatch(r -> r[1] > 1);
+        assertThat(row(dataSource, ids.get("ok,ok,ok,ok"))).startsWith("RUNNABLE pending=0 failed=0");
+        assertThat(row(dataSource, ids.get("ok,cancel,ok,ok"))).startsWith("RUNNABLE pending=0 failed=4");
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(parent)
+                .register(child).start()) {
+            assertThat(engine.client().awaitCompletion(ids.get("ok,ok,ok,ok"), WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(engine.client().awaitCompletion(ids.get("ok,cancel,ok,ok"), WAIT))
+                    .isEqualTo(Outcome.ROLLED_BACK);
+        }
+        Invariants.assertAll(CoopTables.of(dataSource).allEvents());
+    }
+
     static int count(DataSource dataSource, String sql, Object value) {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             if (value instanceof String[] values) {
