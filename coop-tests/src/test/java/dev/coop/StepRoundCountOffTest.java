@@ -106,8 +106,9 @@ class StepRoundCountOffTest {
         try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).workers(1).maxRunsPerTransaction(maxRuns)
                 .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK).listener(rounds).register(child)
                 .start()) {
-            Await.until("the children finished", WAIT, () -> count(dataSource,
-                    "SELECT count(*) FROM coop.run WHERE saga = ? AND finished_at IS NULL", child.name()) == 0);
+            Await.until("the children finished", WAIT, () -> count(dataSource, "SELECT count(*) FROM coop.run"
+                    + " WHERE saga = ? AND status NOT IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')",
+                    child.name()) == 0);
         }
         if (maxRuns > 1) {
             assertThat(rounds.committed.getFirst()).as("one round of 8").containsExactly(8, 8);
@@ -192,6 +193,72 @@ class StepRoundCountOffTest {
             assertThat(sent).filteredOn(s -> s.contains(COUNT_OFF_ROUND)).hasSize(1);
             assertThat(sent).noneMatch(s -> s.contains(COUNT_OFF_ONE));
         }
+        return outcomes(dataSource, ids, versions, parent, child);
+    }
+
+    /**
+     * Children rolled back in one round count off at parents on their rollback path (where only a failed rollback
+     * counts as failed) as one by one, and the parents end as they would then.
+     */
+    @Test
+    void children_rolling_back_in_one_round_count_off_at_parents_on_their_rollback_path_as_one_by_one(
+            DataSource dataSource) throws SQLException {
+        Map<String, String> inRound = rollingBack(dataSource, "co-rb-round", 8);
+        Map<String, String> alone = rollingBack(dataSource, "co-rb-alone", 1);
+        assertThat(inRound).isEqualTo(alone);
+        assertThat(inRound.get("ok,fail,ok,fail")).startsWith("RUNNABLE pending=0 failed=2")
+                .endsWith("ROLLBACK_FAILED");
+        assertThat(inRound.get("ok,ok,ok,ok")).startsWith("RUNNABLE pending=0 failed=0").endsWith("ROLLED_BACK");
+    }
+
+    /**
+     * Two parents whose children committed, then whose next step fails: their children roll back (a compensation
+     * fails where the payload says so). For each parent: its row after the children's rollbacks, its log, its outcome.
+     */
+    private Map<String, String> rollingBack(DataSource dataSource, String name, int maxRuns) throws SQLException {
+        Saga<String> child = Saga.on(Topic.of(name + "-child", String.class), name + "-child")
+                .step("work", step -> {
+                })
+                .compensateWith((step, cause) -> {
+                    if (step.payload().equals("fail")) {
+                        throw new IllegalStateException("this compensation fails");
+                    }
+                })
+                .build();
+        Saga<String> parent = Saga.on(Topic.of(name + "-parent", String.class), name + "-parent")
+                .step("launch", step -> {
+                    for (String each : step.payload().split(",")) {
+                        step.launch(child.topic(), each);
+                    }
+                })
+                .step("boom", step -> {
+                    throw new IllegalStateException("the parent fails after its children committed");
+                })
+                .build();
+        Map<String, MessageId> ids = parentsWaiting(dataSource, child, parent, List.of(parent),
+                List.of("ok,fail,ok,fail", "ok,ok,ok,ok"), 2);
+        childrenRound(dataSource, child, maxRuns);
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(parent)
+                .start()) {
+            Await.until("the parents wait for their children's rollbacks", WAIT, () -> count(dataSource,
+                    "SELECT count(*) FROM coop.run WHERE saga = ? AND status = 'WAITING' AND phase = 'ROLLBACK'",
+                    parent.name()) == 2);
+        }
+        Map<String, Integer> versions = new LinkedHashMap<>();
+        for (var e : ids.entrySet()) {
+            versions.put(e.getKey(), version(row(dataSource, e.getValue())));
+        }
+        List<String> sent = childrenRound(dataSource, child, maxRuns);
+        if (maxRuns > 1) {
+            assertThat(sent).anyMatch(s -> s.contains(COUNT_OFF_ROUND));
+            assertThat(sent).noneMatch(s -> s.contains(COUNT_OFF_ONE));
+        }
+        return outcomes(dataSource, ids, versions, parent, child);
+    }
+
+    /** For each parent: its row now (its version as the change since {@code versions}), its log and its outcome. */
+    private static Map<String, String> outcomes(DataSource dataSource, Map<String, MessageId> ids,
+            Map<String, Integer> versions, Saga<String> parent, Saga<String> child) throws SQLException {
         Map<String, String> result = new LinkedHashMap<>();
         for (var e : ids.entrySet()) {
             String row = row(dataSource, e.getValue());
