@@ -20,6 +20,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -103,7 +104,8 @@ class StepRoundCountOffTest {
     static List<String> childrenRound(DataSource dataSource, Saga<String> child, int maxRuns) {
         List<String> sent = new CopyOnWriteArrayList<>();
         StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
-        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).workers(1).maxRunsPerTransaction(maxRuns)
+        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent)).workers(1)
+                .maxRunsPerTransaction(maxRuns)
                 .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK).listener(rounds).register(child)
                 .start()) {
             Await.until("the children finished", WAIT, () -> count(dataSource, "SELECT count(*) FROM coop.run"
@@ -317,8 +319,31 @@ class StepRoundCountOffTest {
         }
     }
 
+    /**
+     * A parent committed by its children's count-off in a round is a finished run like its children: its message's
+     * join membership is settled in the round's transaction.
+     */
+    @Test
+    void a_parent_committed_by_its_childrens_round_settles_its_join_membership(DataSource dataSource) {
+        Saga<String> child = child("co-join-child");
+        Saga<String> parent = parent("co-join-parent", child.topic(), false);
+        MessageId id = parentsWaiting(dataSource, child, parent, List.of(parent), List.of("a,b,c,d,e,f,g,h"), 1)
+                .get("a,b,c,d,e,f,g,h");
+        CoopClient client = CoopClient.builder(dataSource).clock(StepRoundTest.CLOCK).build();
+        dev.coop.join.JoinId join = client.joins().start(dev.coop.join.JoinSpec.expecting(1)
+                .onComplete(Topic.of("co-join-done", dev.coop.join.JoinResult.class))
+                .onFail(Topic.of("co-join-failed", dev.coop.join.JoinResult.class)));
+        assertThat(client.joins().attach(join, id)).isEqualTo(dev.coop.join.AttachResult.ATTACHED);
+        List<String> sent = childrenRound(dataSource, child, 8);
+        assertThat(sent).filteredOn(s -> s.contains(COUNT_OFF_ROUND)).hasSize(1);
+        assertThat(client.statuses(id)).containsOnly(RunStatus.COMMITTED);
+        assertThat(client.joins().get(join).status()).isEqualTo(dev.coop.join.JoinStatus.COMPLETED);
+        assertThat(client.joins().get(join).members()).extracting(m -> m.state())
+                .containsExactly(dev.coop.join.JoinMemberState.COMPLETED);
+    }
+
     /** The message whose scope a child of {@link #cancelling} cancels from its step. */
-    static final java.util.concurrent.atomic.AtomicReference<MessageId> CANCELLED = new java.util.concurrent.atomic.AtomicReference<>();
+    static final AtomicReference<MessageId> CANCELLED = new AtomicReference<>();
 
     /** A saga of one step that cancels {@link #CANCELLED}'s scope (its own parent's) when its payload says so. */
     static Saga<String> cancelling(String name, CoopClient client) {
@@ -347,7 +372,8 @@ class StepRoundCountOffTest {
         CANCELLED.set(ids.get("ok,cancel,ok,ok"));
         List<String> sent = new CopyOnWriteArrayList<>();
         StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
-        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).workers(1).maxRunsPerTransaction(8)
+        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent)).workers(1)
+                .maxRunsPerTransaction(8)
                 .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK).listener(rounds).register(child)
                 .start()) {
             Await.until("the children finished", WAIT, () -> count(dataSource,
@@ -379,32 +405,6 @@ class StepRoundCountOffTest {
             }
         } catch (SQLException e) {
             throw new IllegalStateException(e);
-        }
-    }
-
-    /** A data source whose connections record the SQL of every statement prepared on them. */
-    static DataSource recording(DataSource delegate, List<String> sent) {
-        return (DataSource) java.lang.reflect.Proxy.newProxyInstance(DataSource.class.getClassLoader(),
-                new Class<?>[]{DataSource.class}, (proxy, method, args) -> {
-                    Object result = invoke(delegate, method, args);
-                    if (!(result instanceof Connection connection)) {
-                        return result;
-                    }
-                    return java.lang.reflect.Proxy.newProxyInstance(Connection.class.getClassLoader(),
-                            new Class<?>[]{Connection.class}, (p, m, a) -> {
-                                if (m.getName().equals("prepareStatement") && a != null && a[0] instanceof String sql) {
-                                    sent.add(sql);
-                                }
-                                return invoke(connection, m, a);
-                            });
-                });
-    }
-
-    private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
-        try {
-            return method.invoke(target, args);
-        } catch (java.lang.reflect.InvocationTargetException e) {
-            throw e.getCause();
         }
     }
 }

@@ -159,9 +159,9 @@ final class StepRound {
     }
 
     /**
-     * The parents the deferred count-offs counted off at, in id order: a parent that committed is counted off at its own
-     * parent, and so on up (each level's message then checked for join memberships); a parent that became runnable
-     * is woken once the round committed.
+     * The parents the deferred count-offs counted off at, in id order: a parent that committed is counted off at its
+     * own parent, and so on up (each level's message then checked for join memberships); a parent that became
+     * runnable is woken once the round committed.
      */
     private void countedOff(List<CountedOff> parents) throws SQLException {
         List<CountedOff> byId = new ArrayList<>(parents);

@@ -1,11 +1,11 @@
 package dev.coop.internal.store;
 
 /**
- * The SQL of a round's deferred advances ({@link RoundAdvances}): one statement for the advances of several runs of one
- * saga, each run's part what its own advance ({@link AdvanceSql#ADVANCE_ALONE}) writes, and in its counting form the
- * count-offs of the runs that finished at their awaited parents, one update per parent for all its children, as
- * {@link AdvanceSql#COUNT_OFF} once per child, in the round's order, would leave it. {@code {schema}} is replaced by the
- * validated schema name, {@code {now}} by the statement's time.
+ * The SQL of a round's deferred advances ({@link RoundAdvances}): one statement for the advances of several runs of
+ * one saga, each run's part what its own advance ({@link AdvanceSql#ADVANCE_ALONE}) writes, and in its counting form
+ * the count-offs of the runs that finished at their awaited parents, one update per parent for all its children, as
+ * {@link AdvanceSql#COUNT_OFF} once per child, in the round's order, would leave it. {@code {schema}} is replaced by
+ * the validated schema name, {@code {now}} by the statement's time.
  */
 final class RoundAdvanceSql {
     private RoundAdvanceSql() {
@@ -51,9 +51,9 @@ final class RoundAdvanceSql {
               SELECT {now} AS now, set_config('coop.local_sagas', ?, true) AS local_sagas
             ), input AS (
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[],
-                                   ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::boolean[], ?::int[], ?::text[],
-                                   ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::boolean[],
-                                   ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[])
+                                   ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::boolean[], ?::int[],
+                                   ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[],
+                                   ?::boolean[], ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[])
                      WITH ORDINALITY AS i(id, message_id, lineage, claimed_at, phase, step_index, next_step, final_step,
                                           steps_done, iterations, attempt, pending, keep_failed, rollback_seq,
                                           rollback_stage, rollback_cause, context, result, finally_done, failure, xact,

@@ -67,7 +67,8 @@ final class RoundAdvances {
      * count-offs, one per parent, without committing. A failure (a cancellation, a lost claim, the database) leaves
      * the transaction to be rolled back.
      *
-     * @return each parent counted off, as the count-off left it (committed here: count it off at its own parent in turn)
+     * @return each parent counted off, as the count-off left it (committed here: count it off at its own parent in
+     *         turn)
      */
     List<CountedOff> writeCountingOff(Connection c, String saga, String engine, List<Store.Move> moves)
             throws SQLException {
