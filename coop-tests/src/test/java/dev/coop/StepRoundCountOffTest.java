@@ -238,6 +238,52 @@ class StepRoundCountOffTest {
                 .containsExactly(dev.coop.join.JoinMemberState.COMPLETED);
     }
 
+    /**
+     * Two engines whose rounds are open at once (each one's first step waits for the other's), each finishing 8
+     * children of the same parent: the second round's count-off waits for the first's commit and counts on the
+     * parent as the first left it; every child counts once.
+     */
+    @Test
+    void two_engines_rounds_counting_off_at_the_same_parent_at_once_count_every_child_once(DataSource dataSource)
+            throws Exception {
+        java.util.concurrent.CountDownLatch bothOpen = new java.util.concurrent.CountDownLatch(2);
+        Saga<String> child = Saga.on(Topic.of("co-two-child", String.class), "co-two-child")
+                .step("work", step -> {
+                    bothOpen.countDown();
+                    if (!bothOpen.await(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("the other engine's round did not start");
+                    }
+                })
+                .build();
+        Saga<String> parent = parent("co-two-parent", child.topic(), true);
+        String sixteen = String.join(",", java.util.Collections.nCopies(16, "ok"));
+        MessageId id = parentsWaiting(dataSource, child, parent, List.of(parent), List.of(sixteen), 1).get(sixteen);
+        int version = version(row(dataSource, id));
+        List<String> sent = new CopyOnWriteArrayList<>();
+        StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
+        List<CoopEngine> engines = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 2; i++) {
+                engines.add(Coop.engine(RecordingDataSource.of(dataSource, sent)).workers(1)
+                        .maxRunsPerTransaction(8).pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK)
+                        .listener(rounds).register(child).start());
+            }
+            Await.until("the children finished", WAIT, () -> count(dataSource,
+                    "SELECT count(*) FROM coop.run WHERE saga = ? AND status <> 'COMMITTED'", child.name()) == 0);
+        } finally {
+            engines.forEach(CoopEngine::close);
+        }
+        assertThat(rounds.committed).as("two rounds of 8").hasSize(2).allMatch(r -> r[0] == 8 && r[1] == 8);
+        assertThat(sent).filteredOn(s -> s.contains(COUNT_OFF_ROUND)).hasSize(2);
+        assertThat(row(dataSource, id)).isEqualTo("RUNNABLE pending=0 failed=0 version=" + (version + 16)
+                + " finished=false due=true");
+        try (CoopEngine engine = Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(parent)
+                .register(child).start()) {
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            Invariants.assertAll(engine.client().events(id));
+        }
+    }
+
     /** The message whose scope a child of {@link #cancelling} cancels from its step. */
     static final AtomicReference<MessageId> CANCELLED = new AtomicReference<>();
 
