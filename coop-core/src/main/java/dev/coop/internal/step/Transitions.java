@@ -102,8 +102,7 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
-        // joins with these as members
-        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove);
+        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove); // and theirs
         commitNow(c);
         Counted last = parent;
         afterCommit(() -> {
