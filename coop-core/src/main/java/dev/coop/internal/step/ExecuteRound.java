@@ -47,7 +47,7 @@ final class ExecuteRound {
             throws SQLException {
         List<ClaimedRun> runs = new java.util.ArrayList<>(claimed);
         runs.sort(BY_PARENT);
-        StepRound round = new StepRound(engine, c, nanos);
+        StepRound round = new StepRound(engine, c, nanos, runs);
         Ran ran = runSteps(c, round, runs, working);
         if (ran.aborted() != null) {
             aborted(c, saga, runs, ran.aborted(), working);

@@ -1,12 +1,18 @@
 package dev.coop.internal.step;
 
+import dev.coop.RunStatus;
 import dev.coop.internal.join.JoinBook;
+import dev.coop.internal.store.Counted;
+import dev.coop.internal.store.CountedOff;
 import dev.coop.internal.store.Store;
 
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import java.util.function.LongSupplier;
 
 /**
@@ -14,6 +20,9 @@ import java.util.function.LongSupplier;
  * commit (wake-ups and completions that would otherwise follow each run's own commit), and its time budget.
  *
  * <p>The advance of a run that stays runnable now waits, and goes with the others' and the COMMIT in one round trip.
+ * So does the advance of a run that finishes, with the count-off at its parent when it has one: the count-offs of a
+ * round's children of one parent are one update of the parent (the COMMIT then follows in a round trip of its own,
+ * after a parent committed by its children is counted off at its own parent).
  * It is sent earlier when a later step uses its connection: user code runs only after every step before it is
  * written whole, so that whatever it does to the transaction (even ending it by a route the guard cannot see)
  * never commits a step's writes without its advance. Steps run one after another; once the budget is spent no further
@@ -29,18 +38,29 @@ final class StepRound {
     private final Connection connection;
     private final LongSupplier nanos;
     private final long start;
+    /** The ids of the round's runs. */
+    private final Set<UUID> runs;
     private final List<Store.Move> deferred = new ArrayList<>();
-    /** The messages of the runs whose deferred advances finished them: the commit checks their join memberships. */
-    private final List<java.util.UUID> finished = new ArrayList<>();
+    /** Whether a deferred advance finished a run that counts off at its parent. */
+    private boolean countsOff;
+    /**
+     * The messages of the runs whose deferred advances finished them, and of the parents their count-offs committed:
+     * the commit checks their join memberships.
+     */
+    private final List<UUID> finished = new ArrayList<>();
     private final List<Runnable> afterCommit = new ArrayList<>();
     /** Whether user code of the current run used the connection (then its advance is not deferred). */
     private boolean touched;
     /** Why sending the deferred advances failed (the round must be rolled back), or null. */
     private SQLException broken;
 
-    /** @param nanos the clock the budget is measured with (the engine's time source when it has one) */
-    StepRound(EngineContext engine, Connection connection, LongSupplier nanos) {
+    /**
+     * @param nanos the clock the budget is measured with (the engine's time source when it has one)
+     * @param runs the round's runs
+     */
+    StepRound(EngineContext engine, Connection connection, LongSupplier nanos, List<ClaimedRun> runs) {
         this.engine = engine;
+        this.runs = Set.copyOf(runs.stream().map(ClaimedRun::id).toList());
         this.connection = connection;
         this.nanos = nanos;
         this.start = nanos.getAsLong();
@@ -77,16 +97,22 @@ final class StepRound {
     /**
      * Whether the advance of the current run may wait: no user code of the run used the connection (so none could
      * have ended the transaction, which the advance checks), and the advance leaves the run runnable now or finishes
-     * it without a parent to count off.
+     * it. Not a count-off at a parent that is a run of this round (its own advance in the round would come first).
      */
     boolean mayDefer(ClaimedRun run, Advance next) {
         if (touched) {
             return false;
         }
         if (next.status().isFinished()) {
-            return (run.parentId() == null || !run.awaited()) && next.runnableAt() == null && next.delayMillis() == 0;
+            return !(countsOff(run) && runs.contains(run.parentId())) && next.runnableAt() == null
+                    && next.delayMillis() == 0;
         }
         return next.isQuietAlone();
+    }
+
+    /** Whether {@code run}, finishing, counts off at its parent. */
+    private static boolean countsOff(ClaimedRun run) {
+        return run.parentId() != null && run.awaited();
     }
 
     /** Writes {@code move} (an advance {@link #mayDefer} allowed) later, with the others. */
@@ -94,6 +120,7 @@ final class StepRound {
         deferred.add(move);
         if (move.next().status().isFinished()) {
             finished.add(move.run().messageId());
+            countsOff |= countsOff(move.run());
         }
     }
 
@@ -108,8 +135,16 @@ final class StepRound {
             return;
         }
         try {
-            engine.store().advanceAll(connection, engine.engineId(), deferred, false, finished);
-            deferred.clear();
+            if (countsOff) {
+                List<CountedOff> parents = engine.store().advanceAllCountingOff(connection, engine.engineId(),
+                        deferred);
+                deferred.clear();
+                countsOff = false;
+                countedOff(parents);
+            } else {
+                engine.store().advanceAll(connection, engine.engineId(), deferred, false, finished);
+                deferred.clear();
+            }
         } catch (SQLException e) {
             broken = e;
             throw e;
@@ -124,16 +159,51 @@ final class StepRound {
     }
 
     /**
+     * The parents the deferred count-offs counted off at, in id order: a parent that committed is counted off at its
+     * own parent, and so on up (each level's message then checked for join memberships); a parent that became
+     * runnable is woken once the round committed.
+     */
+    private void countedOff(List<CountedOff> parents) throws SQLException {
+        List<CountedOff> byId = new ArrayList<>(parents);
+        byId.sort(Comparator.comparing(off -> off.parent().id()));
+        for (CountedOff off : byId) {
+            Counted parent = off.parent();
+            while (parent != null && parent.status() == RunStatus.COMMITTED) {
+                finished.add(parent.messageId());
+                Counted committed = parent;
+                afterCommit(() -> engine.completions().finished(committed.messageId(), committed.saga(),
+                        RunStatus.COMMITTED));
+                parent = parent.parentId() == null
+                        ? null
+                        : engine.store().countOff(connection, parent.parentId(), RunStatus.COMMITTED,
+                                engine.engineId(), off.startedAt());
+            }
+            if (parent != null && parent.status() == RunStatus.RUNNABLE) {
+                String saga = parent.saga();
+                afterCommit(() -> engine.dispatcher().wake(saga, 1)); // exactly one run: its claim is owed
+            }
+        }
+    }
+
+    /**
      * Sends the deferred advances and the COMMIT, which waits for the check that no message of a finished run is a
      * pending join member (when one is, the memberships are settled first); then runs what waited for the commit.
+     * Count-offs go first, in a round trip of their own: a parent they commit is counted off at its own parent, and
+     * checked, before the COMMIT.
      */
     void commit() throws SQLException {
-        java.util.Set<String> joined = java.util.Set.of();
-        if (!deferred.isEmpty() && engine.store().advanceAll(connection, engine.engineId(), deferred, true,
-                finished)) {
+        if (countsOff) {
+            flush();
+        }
+        Set<String> joined = Set.of();
+        boolean committed = false;
+        if (!deferred.isEmpty()) {
+            committed = engine.store().advanceAll(connection, engine.engineId(), deferred, true, finished);
             deferred.clear();
-        } else {
-            deferred.clear();
+        } else if (!finished.isEmpty()) {
+            committed = engine.store().commitUnlessJoined(connection, finished);
+        }
+        if (!committed) {
             if (!finished.isEmpty()) {
                 joined = new JoinBook(engine.store(), engine.json())
                         .runsFinished(connection, finished.getFirst(), finished.subList(1, finished.size()));

@@ -85,6 +85,9 @@ final class Transitions {
         if (!next.status().isFinished()) {
             return commitUnfinished(c, run, entries, next, woken);
         }
+        if (round != null && round.mayDefer(run, next)) { // the round writes it, counts it off, checks memberships
+            return deferFinished(run, entries, next, woken);
+        }
         if (run.parentId() == null || !run.awaited()) { // no parent to count off: the COMMIT goes with the advance
             return commitFinishedAlone(c, run, entries, next, woken);
         }
@@ -99,8 +102,7 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
-        // joins with these as members
-        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove);
+        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove); // and theirs
         commitNow(c);
         Counted last = parent;
         afterCommit(() -> {
@@ -126,9 +128,7 @@ final class Transitions {
     private RunStatus commitFinishedAlone(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         java.util.Set<String> joined = java.util.Set.of();
-        if (round != null && round.mayDefer(run, next)) { // the round writes it and checks the memberships
-            round.defer(new Store.Move(run, entries, next));
-        } else if (round != null) { // the round commits: the advance, then the memberships settled if any are pending
+        if (round != null) { // the round commits: the advance, then the memberships settled if any are pending
             engine.store().advance(c, run, engine.engineId(), entries, next);
             joined = joins.runsFinished(c, run.messageId(), List.of());
         } else if (!engine.store().advanceFinishedAndCommit(c, run, engine.engineId(), entries, next)) {
@@ -139,6 +139,19 @@ final class Transitions {
         afterCommit(() -> {
             woken.forEach(engine.dispatcher()::wake);
             settled.forEach(engine.dispatcher()::wake);
+            engine.completions().finished(run.messageId(), run.saga(), next.status());
+        });
+        return next.status();
+    }
+
+    /**
+     * The last transaction of a run in a round, written by the round with the others' (see {@link StepRound}): its
+     * advance, its count-off at its parent when it has one, the check of the join memberships, the commit.
+     */
+    private RunStatus deferFinished(ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken) {
+        round.defer(new Store.Move(run, entries, next));
+        afterCommit(() -> {
+            woken.forEach(engine.dispatcher()::wake);
             engine.completions().finished(run.messageId(), run.saga(), next.status());
         });
         return next.status();

@@ -52,6 +52,7 @@ final class Advances {
     private final String postponeSql;
 
     private final String countOffSql;
+    private final String joinCheckSql;
 
     /**
      * @param binding what binds an advance's own parameters
@@ -84,6 +85,7 @@ final class Advances {
         }
         this.postponeSql = schema.sql(AdvanceSql.POSTPONE);
         this.countOffSql = schema.sql(AdvanceSql.COUNT_OFF);
+        this.joinCheckSql = schema.sql(JOIN_CHECK);
     }
 
     /**
@@ -267,6 +269,14 @@ final class Advances {
             st.execute("ROLLBACK TO SAVEPOINT " + JOIN_CHECK_SAVEPOINT); // a constant, not input
         }
         return Boolean.FALSE;
+    }
+
+    /** {@link #JOIN_CHECK} of {@code finished} alone: true when it committed (see {@link #committedUnlessJoined}). */
+    boolean commitUnlessJoined(Connection c, List<UUID> finished) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(joinCheckSql)) {
+            ps.setArray(1, c.createArrayOf("uuid", finished.toArray()));
+            return committedUnlessJoined(ps);
+        }
     }
 
     /** Executes {@code ps} and reads past every result it returns (statements sent together in one round trip). */

@@ -224,6 +224,27 @@ public final class Store {
         return roundAdvances.write(c, moves.get(0).run().saga(), engine, moves, commit, finished);
     }
 
+    /**
+     * The advances of runs each staying runnable now or finishing, some finishing runs counting off at their awaited
+     * parents, and those count-offs, one update per parent for all its children (parents locked in id order), in one
+     * statement, without committing. If it fails, the transaction must be rolled back.
+     *
+     * @return each parent counted off: runnable again, committed here (then count it off at its own parent, and
+     *         check its message's join memberships), or still waiting
+     */
+    public List<CountedOff> advanceAllCountingOff(Connection c, String engine, List<Move> moves) throws SQLException {
+        return roundAdvances.writeCountingOff(c, moves.get(0).run().saga(), engine, moves);
+    }
+
+    /**
+     * The check that no message in {@code finished} is a pending join member, and the COMMIT, in one round trip.
+     *
+     * @return false when one is: the transaction is open, for the caller to settle the memberships and commit
+     */
+    public boolean commitUnlessJoined(Connection c, List<UUID> finished) throws SQLException {
+        return advances.commitUnlessJoined(c, finished);
+    }
+
     /** The SQLSTATE raised when a step would commit in a cancelled scope. */
     public static final String CANCELLED = "CP001";
 

@@ -1,0 +1,156 @@
+package dev.coop.internal.store;
+
+/**
+ * The SQL of a round's deferred advances ({@link RoundAdvances}): one statement for the advances of several runs of
+ * one saga, each run's part what its own advance ({@link AdvanceSql#ADVANCE_ALONE}) writes, and in its counting form
+ * the count-offs of the runs that finished at their awaited parents, one update per parent for all its children, as
+ * {@link AdvanceSql#COUNT_OFF} once per child, in the round's order, would leave it. {@code {schema}} is replaced by
+ * the validated schema name, {@code {now}} by the statement's time.
+ */
+final class RoundAdvanceSql {
+    private RoundAdvanceSql() {
+    }
+
+    /** What a run's update sets besides its status, due time and end, whether it stays runnable or finishes. */
+    private static final String SET = """
+            SET phase = i.phase, step_index = i.step_index, next_step = i.next_step,
+                final_step = nullif(coalesce(i.final_step, r.final_step), ''), steps_done = i.steps_done,
+                iterations = coalesce(i.iterations::int[], r.iterations),
+                attempt = i.attempt, pending_children = i.pending,
+                failed_children = CASE WHEN i.keep_failed THEN r.failed_children ELSE 0 END,
+                waiting_since = CASE WHEN i.pending = 0 THEN NULL ELSE coalesce(r.waiting_since, k.now) END,
+                rollback_seq = i.rollback_seq, rollback_stage = i.rollback_stage,
+                rollback_cause = i.rollback_cause::jsonb, resolution = NULL,
+                context = i.context,
+                result = coalesce(i.result, r.result),
+                finally_done = CASE WHEN i.finally_done IS NULL THEN r.finally_done
+                                    ELSE r.finally_done || i.finally_done END,
+                started_at = coalesce(r.started_at, i.claimed_at::timestamptz),
+                failure = i.failure::jsonb, retries = 0, reserved_until = NULL, version = r.version + 1""";
+
+    /**
+     * Which runs an update takes ({@code %s}), each checked as the single advance checks it: its claim's transaction
+     * is still this one, and (when asked) its scope was not cancelled.
+     */
+    private static final String WHERE = """
+              FROM input i, clock k
+             WHERE r.id = i.id AND %s
+               AND CASE WHEN pg_current_xact_id() = i.xact::xid8 THEN true ELSE {schema}.claim_lost() END
+               AND CASE WHEN i.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                               WHERE x.scope_id = ANY(r.lineage))
+                        THEN {schema}.assert_not_cancelled(r.lineage) ELSE true END
+            RETURNING 1""";
+
+    /**
+     * The advances, up to their last CTE. {@code clock} reads the time once and tells the run triggers which sagas
+     * this engine wakes in-process (no NOTIFY for them), before any row changes. A finished run's due time becomes
+     * now, as its own advance sets it. {@code count_off} is the parent a finished run counts off at, or null.
+     */
+    private static final String ADVANCES = """
+            WITH clock AS MATERIALIZED (
+              SELECT {now} AS now, set_config('coop.local_sagas', ?, true) AS local_sagas
+            ), input AS (
+              SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[],
+                                   ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::boolean[], ?::int[],
+                                   ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[],
+                                   ?::boolean[], ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[])
+                     WITH ORDINALITY AS i(id, message_id, lineage, claimed_at, phase, step_index, next_step, final_step,
+                                          steps_done, iterations, attempt, pending, keep_failed, rollback_seq,
+                                          rollback_stage, rollback_cause, context, result, finally_done, failure, xact,
+                                          check_cancellation, instance_seq, instance, iteration, finished, count_off, n)
+            ), events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration)
+              SELECT i.message_id, e.type, ?, ?, e.step, i.lineage::uuid[], e.exception::jsonb,
+                     i.claimed_at::timestamptz, e.context,
+                     CASE WHEN e.first THEN i.instance_seq END, CASE WHEN e.first THEN i.instance END,
+                     CASE WHEN e.first THEN i.iteration END -- the run's SUSPENDED carries its executed instance
+                FROM unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
+                     WITH ORDINALITY AS e(run, type, step, exception, context, first, n)
+                JOIN input i ON i.n = e.run
+               ORDER BY e.n
+              RETURNING 1
+            ), runnable AS (
+              UPDATE {schema}.run r
+            {set}
+            {runnable}
+            ), finished AS (
+              UPDATE {schema}.run r
+            {set},
+                     status = i.finished, runnable_at = k.now, finished_at = k.now
+            {finished}
+            )"""
+            .replace("{set}", SET)
+            .replace("{runnable}", WHERE.formatted("i.finished IS NULL"))
+            .replace("{finished}", WHERE.formatted("i.finished IS NOT NULL"));
+
+    /** The advances of runs none of which counts off: how many runs and events they wrote. */
+    static final String SQL = ADVANCES + """
+
+            SELECT (SELECT count(*) FROM runnable) + (SELECT count(*) FROM finished), (SELECT count(*) FROM events)""";
+
+    /**
+     * Whether the last of the counted children makes the parent commit (as the count-off of that child decides it): the
+     * parent ran its last step, is on the happy path, had no failed child and none of these failed, and its scope was
+     * not cancelled.
+     */
+    private static final String COMMITS = """
+            p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0 AND c.failed = 0
+                                        AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                         WHERE x.scope_id = ANY(p.lineage))""";
+
+    /**
+     * The advances, then the count-offs of the runs that finished at their parents, one update per parent. The parents
+     * are locked first, in id order ({@code LockRows} above the sort), so that transactions counting off at the same
+     * parents cannot deadlock on them; their rows as locked are the newest. Of a parent's children (in the round's
+     * order) only as many as it still awaits count, as successive count-offs would: {@code pending_children} less their
+     * number, {@code failed_children} plus those that failed for the parent's path, {@code version} plus their number,
+     * and when the last awaited child counted, the parent runnable now, or committed (with its COMMITTED, written after
+     * the statement's own events, started at the last child's claim). One parameter: the engine of that COMMITTED.
+     * Returns each parent counted off as updated, its own parent to count it off at when it committed here (null when
+     * it has none or that parent stopped awaiting it), and the start of its COMMITTED.
+     */
+    static final String COUNTING_OFF = ADVANCES + """
+            , counting AS (
+              SELECT i.count_off AS parent, i.finished AS status, i.claimed_at::timestamptz AS claimed_at,
+                     row_number() OVER (PARTITION BY i.count_off ORDER BY i.n) AS rank
+                FROM input i
+               WHERE i.count_off IS NOT NULL
+            ), locked AS (
+              SELECT p.id, p.pending_children
+                FROM {schema}.run p
+               WHERE p.id IN (SELECT parent FROM counting)
+               ORDER BY p.id
+                 FOR UPDATE
+            ), counts AS (
+              SELECT c.parent, count(*)::int AS n,
+                     count(*) FILTER (WHERE c.status = 'ROLLBACK_FAILED')::int AS rollback_failed,
+                     count(*) FILTER (WHERE c.status <> 'COMMITTED')::int AS failed,
+                     (array_agg(c.claimed_at ORDER BY c.rank DESC))[1] AS started_at
+                FROM counting c
+                JOIN locked l ON l.id = c.parent
+               WHERE c.rank <= l.pending_children
+               GROUP BY c.parent
+            ), parent AS (
+              UPDATE {schema}.run p
+                 SET pending_children = p.pending_children - c.n,
+                     failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK' THEN c.rollback_failed
+                                                                ELSE c.failed END,
+                     status = CASE WHEN p.pending_children > c.n THEN p.status
+                                   WHEN {commits} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
+                     finished_at = CASE WHEN p.pending_children = c.n AND {commits} THEN k.now ELSE p.finished_at END,
+                     runnable_at = CASE WHEN p.pending_children = c.n THEN k.now ELSE p.runnable_at END,
+                     version = p.version + c.n
+                FROM counts c, clock k
+               WHERE p.id = c.parent AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
+              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step,
+                        c.started_at
+            ), parent_committed AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
+              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, started_at
+                FROM parent
+               WHERE status = 'COMMITTED' AND (SELECT count(*) FROM events) >= 0 -- after the children's events
+            )
+            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at FROM parent"""
+            .replace("{commits}", COMMITS);
+}
