@@ -224,6 +224,35 @@ class WakeUpTest {
         }
     }
 
+    /**
+     * A step's launches owe exactly one claim per run they made due (as a client's launch does): a chain of levels,
+     * each launching the next, takes one claim per level and none that finds nothing (a search of the saga after each
+     * launch would end with one). At most one claim more: the engine's first probe may still be running when the chain
+     * is launched, and then searches once.
+     */
+    @Test
+    void a_step_that_launches_owes_one_claim_per_run_it_made_due_and_no_claim_finds_nothing(DataSource dataSource) {
+        Topic<Payloads.Order> topic = Topic.of("counted-launches", Payloads.Order.class);
+        int depth = 6;
+        Saga<Payloads.Order> level = Saga.on(topic, "counted-launches-level")
+                .step("descend", step -> {
+                    if (step.payload().amount() < depth) {
+                        step.launch(topic, new Payloads.Order("level", step.payload().amount() + 1));
+                    }
+                })
+                .build();
+        List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent)).pollInterval(NEVER).workers(4)
+                .register(level).start()) {
+            CoopClient client = engine.client(); // wakes its engine in-process, counted
+            MessageId id = client.launch(topic, new Payloads.Order("level", 1));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long claims = sent.stream().filter(sql -> sql.contains("FOR UPDATE SKIP LOCKED")
+                    && sql.contains("AS claimed_at")).count();
+            assertThat(claims).as("one claim per level").isBetween((long) depth, depth + 1L);
+        }
+    }
+
     @Test
     void an_engine_woken_by_a_commit_in_another_process_resumes_the_parent(DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("cross-engine-root", Empty.class);
