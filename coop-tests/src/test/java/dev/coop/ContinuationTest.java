@@ -351,6 +351,30 @@ class ContinuationTest {
         assertThat(sent).noneMatch(sql -> sql.contains("join_pending_members"));
     }
 
+    /**
+     * The last transaction of a run that counts itself off at its parent (one run per transaction) sends the check of
+     * the memberships and COMMIT in one round trip after its advance, also when the count-off committed the parent:
+     * no separate lookup of memberships, no COMMIT of its own. (A member's fallback is JoinTest's.)
+     */
+    @Test
+    void a_finishing_child_sends_its_join_check_with_the_commit(DataSource dataSource) {
+        Topic<Empty> parentTopic = Topic.of("child-check-parent", Empty.class);
+        Topic<Empty> childTopic = Topic.of("child-check-child", Empty.class);
+        Saga<Empty> parent = Saga.on(parentTopic, "child-check-parent-saga")
+                .step("launch", step -> step.launch(childTopic, new Empty()))
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "child-check-child-saga").step("only", step -> {
+        }).build();
+        List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).name("child-check").workers(1)
+                .maxRunsPerTransaction(1).register(parent, child).start()) {
+            commitEach(engine, parentTopic, 3);
+        }
+        assertThat(sent).filteredOn(sql -> sql.contains("assert_no_pending_members")).as("the children's").hasSize(3)
+                .allMatch(sql -> sql.strip().startsWith("SAVEPOINT") && sql.strip().endsWith("COMMIT"));
+        assertThat(sent).noneMatch(sql -> sql.contains("join_pending_members"));
+    }
+
     /** A data source whose connections record the SQL of every statement prepared on them. */
     private static DataSource recording(DataSource delegate, List<String> sent) {
         return (DataSource) java.lang.reflect.Proxy.newProxyInstance(DataSource.class.getClassLoader(),

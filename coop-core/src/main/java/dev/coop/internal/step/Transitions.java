@@ -102,8 +102,7 @@ final class Transitions {
                     : engine.store().countOff(c, parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
                             run.claimedAt());
         }
-        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove); // and theirs
-        commitNow(c);
+        java.util.Set<String> joined = commitUnlessJoined(c, run, committedAbove);
         Counted last = parent;
         afterCommit(() -> {
             woken.forEach(engine.dispatcher()::wake);
@@ -118,6 +117,26 @@ final class Transitions {
             }
         });
         return next.status();
+    }
+
+    /**
+     * The check that no message of the runs this transaction finished ({@code run}'s, and those of the parents its
+     * count-off committed) is a pending join member, and the COMMIT, in one round trip; when a membership is pending
+     * (or in a round, which commits later), the memberships are looked up and settled first.
+     *
+     * @return the sagas to wake once the transaction committed
+     */
+    private java.util.Set<String> commitUnlessJoined(Connection c, ClaimedRun run, List<java.util.UUID> committedAbove)
+            throws SQLException {
+        List<java.util.UUID> finished = new ArrayList<>(1 + committedAbove.size());
+        finished.add(run.messageId());
+        finished.addAll(committedAbove);
+        if (round == null && engine.store().commitUnlessJoined(c, finished)) {
+            return java.util.Set.of();
+        }
+        java.util.Set<String> joined = joins.runsFinished(c, run.messageId(), committedAbove); // and theirs
+        commitNow(c);
+        return joined;
     }
 
     /**
