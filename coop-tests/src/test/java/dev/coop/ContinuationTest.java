@@ -342,7 +342,8 @@ class ContinuationTest {
                 })
                 .build();
         List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
-        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).name("finish-one-trip").workers(1)
+        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent)).name("finish-one-trip")
+                .workers(1)
                 .register(saga).start()) {
             commitEach(engine, topic, 3);
         }
@@ -366,39 +367,13 @@ class ContinuationTest {
         Saga<Empty> child = Saga.on(childTopic, "child-check-child-saga").step("only", step -> {
         }).build();
         List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
-        try (CoopEngine engine = Coop.engine(recording(dataSource, sent)).name("child-check").workers(1)
+        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent)).name("child-check").workers(1)
                 .maxRunsPerTransaction(1).register(parent, child).start()) {
             commitEach(engine, parentTopic, 3);
         }
         assertThat(sent).filteredOn(sql -> sql.contains("assert_no_pending_members")).as("the children's").hasSize(3)
                 .allMatch(sql -> sql.strip().startsWith("SAVEPOINT") && sql.strip().endsWith("COMMIT"));
         assertThat(sent).noneMatch(sql -> sql.contains("join_pending_members"));
-    }
-
-    /** A data source whose connections record the SQL of every statement prepared on them. */
-    private static DataSource recording(DataSource delegate, List<String> sent) {
-        return (DataSource) java.lang.reflect.Proxy.newProxyInstance(DataSource.class.getClassLoader(),
-                new Class<?>[]{DataSource.class}, (proxy, method, args) -> {
-                    Object result = invoke(delegate, method, args);
-                    if (!(result instanceof Connection connection)) {
-                        return result;
-                    }
-                    return java.lang.reflect.Proxy.newProxyInstance(Connection.class.getClassLoader(),
-                            new Class<?>[]{Connection.class}, (p, m, a) -> {
-                                if (m.getName().equals("prepareStatement") && a != null && a[0] instanceof String sql) {
-                                    sent.add(sql);
-                                }
-                                return invoke(connection, m, a);
-                            });
-                });
-    }
-
-    private static Object invoke(Object target, java.lang.reflect.Method method, Object[] args) throws Throwable {
-        try {
-            return method.invoke(target, args);
-        } catch (java.lang.reflect.InvocationTargetException e) {
-            throw e.getCause();
-        }
     }
 
     /** A saga of three steps that do nothing. */
