@@ -136,7 +136,7 @@ final class Emits {
      * Business keys and tags (schema version 20), in a statement of their own that only launches carrying them pay
      * for. A message not written (its idempotency key was taken) is not found by its new id: nothing changes.
      */
-    private void label(Connection c, List<Emission> emissions) throws SQLException {
+    void label(Connection c, List<Emission> emissions) throws SQLException {
         List<Emission> labelled = emissions.stream().filter(Emission::labelled).toList();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 UPDATE {schema}.message m
@@ -162,7 +162,7 @@ final class Emits {
         }
         try (PreparedStatement ps = c.prepareStatement(emitSql)) {
             Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
-            int i = bindColumns(c, ps, emissions);
+            int i = bindColumns(c, ps, 0, emissions);
             OffsetDateTime now = time.bind();
             ps.setObject(++i, now);
             ps.setString(++i, origin.saga());
@@ -182,8 +182,8 @@ final class Emits {
         }
     }
 
-    /** Binds the messages of {@link EmitSql#EMIT} as its first parameters, one array per column; returns the last. */
-    private static int bindColumns(Connection c, PreparedStatement ps, List<Emission> emissions) throws SQLException {
+    /** Binds the messages of {@link EmitSql#EMIT} after parameter {@code i}, one array per column; returns the last. */
+    static int bindColumns(Connection c, PreparedStatement ps, int i, List<Emission> emissions) throws SQLException {
         int n = emissions.size();
         UUID[] ids = new UUID[n];
         String[] topics = new String[n];
@@ -193,18 +193,17 @@ final class Emits {
         String[] idempotencyKeys = new String[n];
         Integer[] priorities = new Integer[n];
         String[] orderingKeys = new String[n];
-        for (int i = 0; i < n; i++) {
-            Emission e = emissions.get(i);
-            ids[i] = e.messageId();
-            topics[i] = e.topic();
-            payloads[i] = e.payload();
-            contexts[i] = e.context();
-            dues[i] = e.due();
-            idempotencyKeys[i] = e.idempotencyKey();
-            priorities[i] = e.priority();
-            orderingKeys[i] = e.orderingKey();
+        for (int k = 0; k < n; k++) {
+            Emission e = emissions.get(k);
+            ids[k] = e.messageId();
+            topics[k] = e.topic();
+            payloads[k] = e.payload();
+            contexts[k] = e.context();
+            dues[k] = e.due();
+            idempotencyKeys[k] = e.idempotencyKey();
+            priorities[k] = e.priority();
+            orderingKeys[k] = e.orderingKey();
         }
-        int i = 0;
         ps.setArray(++i, c.createArrayOf("uuid", ids));
         ps.setArray(++i, c.createArrayOf("text", topics));
         ps.setArray(++i, c.createArrayOf("text", payloads));
@@ -236,7 +235,7 @@ final class Emits {
         }
     }
 
-    private void unhandled(List<String> topics, String saga, String step) {
+    void unhandled(List<String> topics, String saga, String step) {
         if (topics.isEmpty()) {
             return;
         }

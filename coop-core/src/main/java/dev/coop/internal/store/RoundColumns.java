@@ -18,7 +18,8 @@ import java.util.UUID;
 final class RoundColumns {
     private static final String[] TYPES = {"uuid", "uuid", "text", "text", "text", "integer", "text", "text",
             "integer", "text", "integer", "integer", "boolean", "integer", "text", "text", "text", "text",
-            "integer", "text", "text", "boolean", "integer", "integer", "integer", "text", "uuid"};
+            "integer", "text", "text", "boolean", "integer", "integer", "integer", "text", "uuid", "text",
+            "timestamptz", "bigint"};
     private static final String[] EVENT_TYPES = {"integer", "text", "text", "text", "text", "boolean"};
 
     private final Object[][] runs;
@@ -35,9 +36,7 @@ final class RoundColumns {
         ClaimedRun run = move.run();
         Advance next = move.next();
         boolean finished = next.status().isFinished();
-        if (!finished && !next.isQuietAlone()) {
-            throw new IllegalArgumentException("only advances of runs that stay runnable now or finish");
-        }
+        boolean moved = !finished && !next.isQuietAlone(); // its status or due time changes
         UUID countOff = finished && run.awaited() ? run.parentId() : null;
         countsOff |= countOff != null;
         Object[] row = {run.id(), run.messageId(), literal(run.lineage()), String.valueOf(run.claimedAt()),
@@ -46,7 +45,8 @@ final class RoundColumns {
                 next.pendingChildren(), next.keepFailedChildren(), next.rollbackSeq(), next.rollbackStage(),
                 next.rollbackCause(), next.context(), next.result(), next.finallyDone(), next.failure(),
                 run.xact(), next.checkCancellation(), next.instanceSeq(), next.instance(),
-                next.instanceIteration(), finished ? next.status().name() : null, countOff};
+                next.instanceIteration(), finished ? next.status().name() : null, countOff,
+                moved ? next.status().name() : null, moved ? next.runnableAt() : null, next.delayMillis()};
         for (int k = 0; k < row.length; k++) {
             runs[k][n] = row[k];
         }
