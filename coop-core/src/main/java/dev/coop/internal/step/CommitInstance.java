@@ -52,7 +52,8 @@ final class CommitInstance {
 
     /**
      * Writes what the instance launched, records it, and moves the run on. In a round, launches of a step that did not
-     * use its connection are held for the round's emit, and the rest follows it ({@link #launchesWritten}).
+     * use its connection (of a saga with the standard strategy) are held for the round's emit, and the rest follows it
+     * ({@link #launchesWritten}).
      */
     boolean commit(Connection c, Instance done) throws SQLException {
         ClaimedRun run = done.part().run();
@@ -65,7 +66,7 @@ final class CommitInstance {
                     run.stepsDone());
             StepRound round = transitions.round();
             if (round != null && context.launches.any() && context.children.tasks.isEmpty()
-                    && round.mayHoldLaunches()) {
+                    && round.mayHoldLaunches() && standard(done.part().saga())) {
                 round.holdLaunches(context.launches.held(origin),
                         launched -> launchesWritten(c, done, contextJson, launched, round));
                 return false; // the round wakes the run when it may go on at once
@@ -89,6 +90,15 @@ final class CommitInstance {
         } catch (SQLException | RuntimeException e) {
             return failed(c, done, e);
         }
+    }
+
+    /**
+     * Whether the saga waits for its children as the standard strategy says. A strategy of the user's decides on held
+     * launches only after every step of the round ran, so one that fails would make the round's other steps run again:
+     * such a saga's launches are written at once, and its strategy decides before the next step of the round runs.
+     */
+    private boolean standard(Saga<?> saga) {
+        return engine.strategyOf(saga) == dev.coop.Strategies.standard();
     }
 
     /**
@@ -118,6 +128,8 @@ final class CommitInstance {
             throw e;
         } catch (SQLException | RuntimeException e) {
             failed(c, done, e);
+        } catch (StackOverflowError | AssertionError | LinkageError e) { // as StepExecutor.execute treats them
+            failures.engineFailed(c, done.part().run(), e);
         } finally {
             transitions.joinRound(before);
         }

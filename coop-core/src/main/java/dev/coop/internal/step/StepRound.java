@@ -9,6 +9,7 @@ import dev.coop.internal.store.Store;
 
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -230,30 +231,46 @@ final class StepRound {
     }
 
     /**
-     * The parents the deferred count-offs counted off at, in id order: a parent that committed is counted off at its
-     * own parent, and so on up (each level's message then checked for join memberships); a parent that became
-     * runnable is woken once the round committed.
+     * The parents the deferred count-offs counted off at: a parent that committed is counted off at its own parent,
+     * and so on up, a level at a time, each level's parents counted off in id order (so two rounds lock them in one
+     * order); each committed level's messages are then checked for join memberships. A parent that became runnable is
+     * woken once the round committed.
      */
     private void countedOff(List<CountedOff> parents) throws SQLException {
-        List<CountedOff> byId = new ArrayList<>(parents);
-        byId.sort(Comparator.comparing(off -> off.parent().id()));
-        for (CountedOff off : byId) {
-            Counted parent = off.parent();
-            while (parent != null && parent.status() == RunStatus.COMMITTED) {
-                finished.add(parent.messageId());
-                Counted committed = parent;
-                afterCommit(() -> engine.completions().finished(committed.messageId(), committed.saga(),
-                        RunStatus.COMMITTED));
-                parent = parent.parentId() == null
-                        ? null
-                        : engine.store().countOff(connection, parent.parentId(), RunStatus.COMMITTED,
-                                engine.engineId(), off.startedAt());
+        List<Counted> level = new ArrayList<>(parents.stream().map(CountedOff::parent).toList());
+        java.util.Map<UUID, OffsetDateTime> startedAt = new java.util.HashMap<>();
+        parents.forEach(off -> startedAt.put(off.parent().id(), off.startedAt()));
+        while (!level.isEmpty()) {
+            List<Counted> committed = new ArrayList<>();
+            for (Counted parent : level) {
+                if (parent.status() == RunStatus.COMMITTED) {
+                    committedHere(parent);
+                    if (parent.parentId() != null) {
+                        committed.add(parent);
+                    }
+                } else if (parent.status() == RunStatus.RUNNABLE) {
+                    String saga = parent.saga();
+                    afterCommit(() -> engine.dispatcher().wake(saga, 1)); // exactly one run: its claim is owed
+                }
             }
-            if (parent != null && parent.status() == RunStatus.RUNNABLE) {
-                String saga = parent.saga();
-                afterCommit(() -> engine.dispatcher().wake(saga, 1)); // exactly one run: its claim is owed
+            committed.sort(Comparator.comparing(Counted::parentId));
+            level = new ArrayList<>();
+            for (Counted child : committed) {
+                OffsetDateTime started = startedAt.get(child.id());
+                Counted above = engine.store().countOff(connection, child.parentId(), RunStatus.COMMITTED,
+                        engine.engineId(), started);
+                if (above != null) {
+                    startedAt.put(above.id(), started);
+                    level.add(above);
+                }
             }
         }
+    }
+
+    /** A parent the round's count-offs committed: its join memberships are checked, its completion told. */
+    private void committedHere(Counted parent) {
+        finished.add(parent.messageId());
+        afterCommit(() -> engine.completions().finished(parent.messageId(), parent.saga(), RunStatus.COMMITTED));
     }
 
     /**
