@@ -121,7 +121,8 @@ class StepRoundLaunchTest {
                         && "launch".equals(e.step())).as("two children launched once").hasSize(2);
             }
             Await.until("every run finished", WAIT, () -> count(dataSource,
-                    "SELECT count(*) FROM coop.run WHERE finished_at IS NULL AND saga LIKE ?", "rl-%") == 0);
+                    "SELECT count(*) FROM coop.run WHERE finished_at IS NULL AND saga = ANY(?)",
+                    new String[]{parent.name(), child.name(), global.name()}) == 0);
         }
         Invariants.assertAll(CoopTables.of(dataSource).allEvents());
     }
@@ -208,6 +209,51 @@ class StepRoundLaunchTest {
             }
             return result;
         }
+    }
+
+    /**
+     * The round's emit never drops a message silently: a launch whose idempotency key another message holds (a step
+     * that launches with a key looks the key up first, so in the engine its launches are never held; the statement
+     * still says so) is named with {@code KEY_TAKEN}, while the other steps' launches are written and counted.
+     */
+    @Test
+    void the_rounds_emit_names_a_launch_whose_key_was_taken_and_counts_the_others(DataSource dataSource)
+            throws Exception {
+        Saga<String> child = child("rl-key-child");
+        Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(child).start().close();
+        CoopClient client = StepRoundTest.client(dataSource);
+        client.launch(child.topic(), "holder", LaunchOptions.none().idempotencyKey("k"));
+        dev.coop.internal.store.Store store = new dev.coop.internal.store.Store(
+                new dev.coop.internal.store.SchemaName("coop"), dev.coop.internal.store.Time.DATABASE);
+        java.util.UUID[] runs = {java.util.UUID.randomUUID(), java.util.UUID.randomUUID()};
+        List<dev.coop.internal.store.RoundEmits.Launch> launches = List.of(
+                launch(runs[0], List.of(emission(child, "a", null), emission(child, "b", null))),
+                launch(runs[1], List.of(emission(child, "c", "k"))));
+        try (java.sql.Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            dev.coop.internal.store.RoundEmits.Written written = store.emitRound(c, "rl-key-parent", "test",
+                    launches);
+            c.rollback();
+            assertThat(written.launches().get(0).children()).isEqualTo(2);
+            assertThat(written.launches().get(0).created()).containsExactly(Map.entry(child.name(), 2));
+            assertThat(written.launches().get(0).refused()).isNull();
+            assertThat(written.launches().get(1).children()).isZero();
+            assertThat(written.launches().get(1).refused()).isInstanceOf(java.sql.SQLException.class)
+                    .hasMessageContaining("The idempotency key 'k' of topic 'rl-key-child' was taken")
+                    .extracting(e -> ((java.sql.SQLException) e).getSQLState())
+                    .isEqualTo(dev.coop.internal.store.Store.KEY_TAKEN);
+        }
+    }
+
+    private static dev.coop.internal.store.RoundEmits.Launch launch(java.util.UUID run,
+            List<dev.coop.internal.store.Emission> scoped) {
+        return new dev.coop.internal.store.RoundEmits.Launch(new java.util.UUID[]{java.util.UUID.randomUUID(), run},
+                run, 0, "launch", scoped, List.of());
+    }
+
+    private static dev.coop.internal.store.Emission emission(Saga<String> saga, String payload, String key) {
+        return new dev.coop.internal.store.Emission(java.util.UUID.randomUUID(), saga.topic().name(),
+                "\"" + payload + "\"", null, null, key, 0, null);
     }
 
     /** Every parent but {@code odd} committed, and launched its two children and its global message once. */
