@@ -308,10 +308,13 @@ class Participant {
     return this.advance(c, run, [], { status: 'PARKED', failure: why, checkCancellation: afterFailure });
   }
 
-  /** Claimed while children it waits for still run: back to WAITING (the barrier re-check), nothing else changed. */
+  /**
+   * Claimed while children it waits for still run: back to WAITING (the barrier re-check), nothing else changed; on
+   * the rollback path its failure stays the rollback cause, as every advance there sets it.
+   */
   waitAgain(c, run) {
     return this.advance(c, run, [], { status: 'WAITING', pending_children: run.pending_children,
-      keepFailedChildren: true });
+      keepFailedChildren: true, failure: run.phase === 'ROLLBACK' ? run.rollback_cause : null });
   }
 
   /** Runs user code under a savepoint: when it throws, its writes are undone and the run's row lock is kept. */

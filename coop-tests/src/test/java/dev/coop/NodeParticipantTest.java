@@ -95,6 +95,9 @@ class NodeParticipantTest {
     /** Gates that hold the stock check of an order, by order. */
     static final Map<String, StepGate> HELD = new ConcurrentHashMap<>();
 
+    /** Gates that hold the compensation of an order's stock check, by order. */
+    static final Map<String, StepGate> HELD_UNDO = new ConcurrentHashMap<>();
+
     static final Saga<StockChecked> STOCK = Saga.on(STOCK_CHECKED, "stock")
             .step("check", step -> {
                 StepGate gate = HELD.get(step.payload().order());
@@ -103,8 +106,13 @@ class NodeParticipantTest {
                 }
                 ledger(step.connection(), step.payload().order(), "stock checked");
             })
-            .compensateWith((step, cause) -> undo(step.connection(), "stock", step.payload().order(),
-                    cause.failure().message()))
+            .compensateWith((step, cause) -> {
+                StepGate gate = HELD_UNDO.get(step.payload().order());
+                if (gate != null) {
+                    gate.pass();
+                }
+                undo(step.connection(), "stock", step.payload().order(), cause.failure().message());
+            })
             .build();
 
     static final class OutOfStockException extends RuntimeException {
@@ -341,6 +349,71 @@ class NodeParticipantTest {
         Await.until(fulfilment + " waits again", WAIT, () -> runState(fulfilment, id).equals("WAITING 1 -"));
         gate.open();
         return id;
+    }
+
+    @Test
+    void a_node_run_rechecked_while_its_child_rolls_back_keeps_its_rollback_cause_as_a_java_run_does()
+            throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = recheckWhileTheChildRollsBack(client, ORDER_PLACED, "orders", "undo-held-1",
+                "node-fulfilment");
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(undone("undo-held-1")).containsExactly("stock", "node-fulfilment", "orders");
+        Invariants.assertAll(client.events(id));
+        MessageId twin = recheckWhileTheChildRollsBack(client, ORDER_PLACED_TWIN, "orders-twin", "undo-held-2",
+                "java-fulfilment");
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment",
+                        "node-fulfilment"))
+                .toList());
+    }
+
+    /**
+     * Launches an order that fails after its fulfilment committed, holds the compensation of the stock check while
+     * the fulfilment run waits for it on the rollback path, wakes that run as a strategy's barrier timer would (the
+     * barrier re-check), and lets the compensation go on once the run waits again, its rollback cause still its
+     * failure.
+     */
+    private static MessageId recheckWhileTheChildRollsBack(CoopClient client, Topic<Order> topic, String root,
+            String order, String fulfilment) {
+        StepGate gate = new StepGate(WAIT);
+        HELD_UNDO.put(order, gate);
+        MessageId id = client.launch(topic, new Order(order, 2, true));
+        gate.awaitArrivals(1, WAIT);
+        String waiting = "WAITING 1 " + root + " is rolling back (the rollback cause)";
+        assertThat(rollbackState(fulfilment, id)).isEqualTo(waiting);
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("UPDATE coop.run SET status = 'RUNNABLE', runnable_at = clock_timestamp()"
+                        + " WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, fulfilment);
+            ps.setObject(2, id.value());
+            assertThat(ps.executeUpdate()).isEqualTo(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+        Await.until(fulfilment + " waits again after the re-check", WAIT,
+                () -> rollbackState(fulfilment, id).startsWith("WAITING "));
+        assertThat(rollbackState(fulfilment, id)).as(nodeOutput::toString).isEqualTo(waiting);
+        gate.open();
+        return id;
+    }
+
+    /** The status, pending children and failure message of a run, and whether that failure is its rollback cause. */
+    private static String rollbackState(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' ' || pending_children || ' '"
+                        + " || coalesce(failure->>'message', 'null') || CASE WHEN failure = rollback_cause"
+                        + " THEN ' (the rollback cause)' ELSE '' END FROM coop.run WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
