@@ -344,9 +344,11 @@ class NodeParticipantTest {
         MessageId id = client.launch(topic, new Order(order, 2, false));
         gate.awaitArrivals(1, WAIT);
         assertThat(runState(fulfilment, id)).isEqualTo("WAITING 1 -");
-        client.cancel(id, "customer withdrew");
-        assertThat(runState(fulfilment, id)).isEqualTo("RUNNABLE 1 -");
-        Await.until(fulfilment + " waits again", WAIT, () -> runState(fulfilment, id).equals("WAITING 1 -"));
+        int before = version(fulfilment, id);
+        client.cancel(id, "customer withdrew"); // makes it RUNNABLE (its version unchanged); the participant may
+        // re-check it at once, so the test awaits the re-check's outcome: WAITING again, with a new version
+        Await.until(fulfilment + " waits again", WAIT,
+                () -> runState(fulfilment, id).equals("WAITING 1 -") && version(fulfilment, id) > before);
         gate.open();
         return id;
     }
@@ -570,6 +572,20 @@ class NodeParticipantTest {
         try {
             return !column("SELECT pid::text FROM pg_locks WHERE NOT granted AND relation = ?::regclass", table)
                     .isEmpty();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The version of the run of {@code saga} in the hierarchy of {@code root}. */
+    private static int version(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT version FROM coop.run WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getInt(1) : -1;
+            }
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }
