@@ -329,14 +329,10 @@ class Participant {
     try {
       await code();
     } catch (e) {
-      await c.query('ROLLBACK TO SAVEPOINT coop_step').catch(() => {
-        throw new ClaimLostError(); // the savepoint is gone with the transaction
-      });
+      await c.query('ROLLBACK TO SAVEPOINT coop_step').catch(savepointLost);
       return e instanceof Error ? e : new Error(String(e));
     }
-    await c.query('RELEASE SAVEPOINT coop_step').catch(() => {
-      throw new ClaimLostError();
-    });
+    await c.query('RELEASE SAVEPOINT coop_step').catch(savepointLost);
     return null;
   }
 
@@ -665,6 +661,14 @@ class ClaimLostError extends Error {
       + 'the participant commits or rolls back a step\'s transaction itself, so this step cannot be committed');
     this.name = 'ClaimLostError';
   }
+}
+
+/**
+ * The step's savepoint could not be used: gone with the transaction the code ended (no transaction, 25P01, or another
+ * one without it, 3B001), so the claim is lost; any other error (a lost connection) is database trouble.
+ */
+function savepointLost(e) {
+  throw e.code === '25P01' || e.code === '3B001' ? new ClaimLostError() : e;
 }
 
 /** The rollback path at instance seq and stage, waiting for children. */
