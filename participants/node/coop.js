@@ -610,7 +610,7 @@ class Participant {
   /**
    * Database trouble (a statement of the participant's own failed; its transaction was rolled back): in a new
    * transaction, the run waits (jittered exponential backoff) unless it moved meanwhile; after MAX_RETRIES in a row it
-   * is parked instead, with a PARKED event (protocol.md, SQLSTATEs; trouble.js).
+   * is parked instead, with a PARKED event (protocol.md, Database trouble; trouble.js).
    */
   async troubled(c, run, e) {
     // the step it was at (next_step is null until the run's first advance); on the rollback path, next_step as claimed

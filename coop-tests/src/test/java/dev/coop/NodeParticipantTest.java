@@ -132,6 +132,13 @@ class NodeParticipantTest {
                 step.launch(STOCK_CHECKED, new StockChecked(step.payload().order()));
             })
             .compensateWith((step, cause) -> {
+                String order = step.payload().order();
+                if (order.startsWith("contended-") && !ledger(order).contains("calm")) {
+                    try (var s = step.connection().createStatement()) {
+                        s.execute("DO $$ BEGIN RAISE EXCEPTION 'deadlock detected (a test)' USING ERRCODE = '40P01';"
+                                + " END $$");
+                    }
+                }
                 if (step.payload().order().startsWith("lost-")) {
                     throw new IllegalStateException("The warehouse lost the reservation of order "
                             + step.payload().order());
@@ -261,6 +268,56 @@ class NodeParticipantTest {
         // the Java child below was undone; Node's compensation wrote nothing; the Java root could not be undone
         assertThat(undone("lost-7")).containsExactly("stock");
         assertSameLogAsJavaTwin(client, id, new Order("lost-8", 2, true), Outcome.ROLLBACK_FAILED);
+    }
+
+    @Test
+    void a_deadlock_in_a_node_compensation_is_retried_later_as_database_trouble_as_in_java() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("contended-1", 2, true));
+        MessageId twin = client.launch(ORDER_PLACED_TWIN, new Order("contended-2", 2, true));
+
+        // the compensation's writes are undone and the run retried later, neither failing the rollback nor counted
+        String retriedOrEnded = ".* retried|(ROLLED_BACK|ROLLBACK_FAILED) .*"; // after the happy path committed
+        Await.until("both compensations met the deadlock twice (or their rollbacks ended)", WAIT,
+                () -> troubleState("node-fulfilment", id).matches(retriedOrEnded)
+                        && troubleState("java-fulfilment", twin).matches(retriedOrEnded));
+        assertThat(troubleState("node-fulfilment", id)).as(nodeOutput::toString)
+                .isEqualTo("RUNNABLE ROLLBACK COMPENSATE retried");
+        assertThat(troubleState("java-fulfilment", twin)).isEqualTo("RUNNABLE ROLLBACK COMPENSATE retried");
+        assertThat(undone("contended-1")).containsExactly("stock");
+        ledger(db.dataSource(), "contended-1", "calm");
+        ledger(db.dataSource(), "contended-2", "calm");
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(undone("contended-1")).containsExactly("stock", "node-fulfilment", "orders");
+        Invariants.assertAll(client.events(id));
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment",
+                        "node-fulfilment"))
+                .toList());
+    }
+
+    /** The status, phase and rollback stage of a run, and "retried" once it met database trouble twice in a row. */
+    private static String troubleState(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' ' || phase || ' ' || coalesce(rollback_stage, '-')"
+                        + " || CASE WHEN retries >= 2 THEN ' retried' ELSE '' END FROM coop.run"
+                        + " WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void ledger(DataSource dataSource, String order, String entry) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            ledger(c, order, entry);
+        }
     }
 
     @Test
@@ -407,7 +464,8 @@ class NodeParticipantTest {
         try (Connection c = db.dataSource().getConnection();
                 var ps = c.prepareStatement("SELECT status || ' ' || pending_children || ' '"
                         + " || coalesce(failure->>'message', 'null') || CASE WHEN failure = rollback_cause"
-                        + " THEN ' (the rollback cause)' ELSE '' END FROM coop.run WHERE saga = ? AND lineage[1] = ?")) {
+                        + " THEN ' (the rollback cause)' ELSE '' END FROM coop.run"
+                        + " WHERE saga = ? AND lineage[1] = ?")) {
             ps.setString(1, saga);
             ps.setObject(2, root.value());
             try (ResultSet rs = ps.executeQuery()) {

@@ -189,7 +189,7 @@ class StrategyTest {
         }
     }
 
-    /** The root run's status, phase, pending children, failure message, and whether that failure is its rollback cause. */
+    /** The root run's status, phase, pending children and failure message, and whether that is its rollback cause. */
     private static String rootRow(DataSource dataSource, MessageId id) {
         try (java.sql.Connection c = dataSource.getConnection();
                 java.sql.PreparedStatement ps = c.prepareStatement("SELECT status || ' ' || phase || ' '"
