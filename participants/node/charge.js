@@ -6,7 +6,8 @@
  * 'coop'). Prints 'ready' once it listens; stops on SIGTERM.
  *
  *   charge  fails with a GatewayDownError until the ledger says the gateway is up for the order; tried 5 times in
- *           all, then the run is parked for an operator (CoopClient.retryNow or markStepDone resolve it)
+ *           all, then the run is parked for an operator (CoopClient.retryNow or markStepDone resolve it); while the
+ *           ledger says 'contended' (and not 'calm') for the order, its statement meets a deadlock (SQLSTATE 40P01)
  *   refund  always fails; tried 6 times in all, then the run rolls back
  */
 const { Participant } = require('./coop');
@@ -20,9 +21,14 @@ class GatewayDownError extends Error {
 
 async function charge(step) {
   const { order } = step.payload;
-  const { rows } = await step.client.query(
-    "SELECT 1 FROM charge_ledger WHERE order_id = $1 AND entry = 'gateway up'", [order]);
-  if (rows.length === 0) {
+  const { rows } = await step.client.query('SELECT entry FROM charge_ledger WHERE order_id = $1', [order]);
+  const ledger = rows.map((r) => r.entry);
+  if (ledger.includes('contended') && !ledger.includes('calm')) {
+    // the step's own statement meets a deadlock (raised here as PostgreSQL raises one): database trouble, which the
+    // participant retries later without counting an attempt, not a failure of the step
+    await step.client.query("DO $$ BEGIN RAISE EXCEPTION 'deadlock detected (a test)' USING ERRCODE = '40P01'; END $$");
+  }
+  if (!ledger.includes('gateway up')) {
     throw new GatewayDownError(`The payment gateway is down (order ${order}, attempt ${step.attempt})`);
   }
   await step.client.query("INSERT INTO charge_ledger (order_id, entry) VALUES ($1, 'charged')", [order]);

@@ -11,7 +11,9 @@
  * join members; rolls back (children first, then compensations, newest step first) when a step fails, when a child
  * failed, when its scope is cancelled, or when its parent asks it to. A step may have a retry policy (attempts.js):
  * its failed attempts are retried later, then the run rolls back or is parked for an operator, whose retryNow or
- * markStepDone it follows. LISTEN/NOTIFY wakes it; a poll keeps it correct. It also completes external tasks that any
+ * markStepDone it follows. Database trouble (its own statements failing, or a step's with a deadlock, a serialization
+ * failure, a lost connection: trouble.js) retries the run later and never rolls it back. LISTEN/NOTIFY wakes it; a
+ * poll keeps it correct. It also completes external tasks that any
  * saga opened (completeTask; complete-task.js from a shell).
  *
  * Left out, to stay small: child-failure handlers, loops (Flow), sleeps, finally parts, results read
@@ -29,6 +31,7 @@ const { countOff, settleJoins } = require('./finishing');
 const { completeTask } = require('./tasks');
 const { TYPE, failure, failureOf, deadlineMissed } = require('./documents');
 const { NAME, checkStepName, uuidV7 } = require('./names');
+const { isDatabaseTrouble, postponeOrPark } = require('./trouble');
 
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
 
@@ -275,10 +278,13 @@ class Participant {
   }
 
   /**
-   * The step threw (its writes are undone): a cancelled scope gives up; else its retry policy runs it again later,
-   * or parks the run when its attempts are exhausted and it says so; else the run rolls back.
+   * The step threw (its writes are undone): database trouble met by its own statements retries the run later
+   * (trouble.js); a cancelled scope gives up; else its retry policy runs it again later, or parks the run when its
+   * attempts are exhausted and it says so; else the run rolls back.
    */
   async stepFailed(c, saga, run, step, thrown) {
+    // its own statement met a deadlock, a serialization failure, a lost connection...: retried later, under the lock
+    if (isDatabaseTrouble(thrown)) return postponeOrPark(this, c, run, step.name, thrown, true);
     this.log(`coop: step '${step.name}' of run ${run.id} (saga ${saga.name}) failed on attempt ${run.attempt}: `
       + `${thrown.message}`);
     const cancellation = await this.cancellation(c, run);
@@ -308,10 +314,13 @@ class Participant {
     return this.advance(c, run, [], { status: 'PARKED', failure: why, checkCancellation: afterFailure });
   }
 
-  /** Claimed while children it waits for still run: back to WAITING (the barrier re-check), nothing else changed. */
+  /**
+   * Claimed while children it waits for still run: back to WAITING (the barrier re-check), nothing else changed; on
+   * the rollback path its failure stays the rollback cause, as every advance there sets it.
+   */
   waitAgain(c, run) {
     return this.advance(c, run, [], { status: 'WAITING', pending_children: run.pending_children,
-      keepFailedChildren: true });
+      keepFailedChildren: true, failure: run.phase === 'ROLLBACK' ? run.rollback_cause : null });
   }
 
   /** Runs user code under a savepoint: when it throws, its writes are undone and the run's row lock is kept. */
@@ -320,14 +329,10 @@ class Participant {
     try {
       await code();
     } catch (e) {
-      await c.query('ROLLBACK TO SAVEPOINT coop_step').catch(() => {
-        throw new ClaimLostError(); // the savepoint is gone with the transaction
-      });
+      await c.query('ROLLBACK TO SAVEPOINT coop_step').catch(savepointLost);
       return e instanceof Error ? e : new Error(String(e));
     }
-    await c.query('RELEASE SAVEPOINT coop_step').catch(() => {
-      throw new ClaimLostError();
-    });
+    await c.query('RELEASE SAVEPOINT coop_step').catch(savepointLost);
     return null;
   }
 
@@ -436,6 +441,7 @@ class Participant {
     const thrown = definition.compensate
       ? await this.userCode(c, () => definition.compensate(ctx, JSON.parse(cause)))
       : null;
+    if (thrown && isDatabaseTrouble(thrown)) return postponeOrPark(this, c, run, step, thrown, true);
     if (thrown) {
       this.log(`coop: compensation '${step}' of run ${run.id} (saga ${saga.name}) failed: ${thrown.message}`);
       const own = failureOf(thrown, this.source(run));
@@ -604,36 +610,15 @@ class Participant {
   /**
    * Database trouble (a statement of the participant's own failed; its transaction was rolled back): in a new
    * transaction, the run waits (jittered exponential backoff) unless it moved meanwhile; after MAX_RETRIES in a row it
-   * is parked instead, with a PARKED event (protocol.md, SQLSTATEs).
+   * is parked instead, with a PARKED event (protocol.md, Database trouble; trouble.js).
    */
   async troubled(c, run, e) {
     // the step it was at (next_step is null until the run's first advance); on the rollback path, next_step as claimed
     const step = run.phase === 'HAPPY' ? this.sagas.get(run.saga)?.steps[run.step_index]?.name ?? run.next_step
       : run.next_step;
-    const where = `'${step}'`;
-    if (run.retries + 1 < MAX_RETRIES) {
-      const ceiling = Math.min(30000, 100 * 2 ** Math.min(run.retries, 10));
-      const millis = Math.floor(ceiling / 2 + Math.random() * (ceiling / 2 + 1));
-      this.log(`coop: run ${run.id} (saga ${run.saga}, ${where}) hit a database problem (${e.message}); `
-        + `retrying in ${millis} ms`);
-      await c.query(this.sql(`
-        UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2::bigint * interval '1 millisecond',
-                                retries = retries + 1, version = version + 1
-         WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int`), [run.id, millis, run.version]);
-      return;
-    }
-    const source = this.source(run);
-    const why = JSON.stringify(failure(`Database trouble on ${MAX_RETRIES} attempts in a row at ${where}; parked for `
-      + 'an operator (retry it with retryNow once the database is healthy)', 'dev.coop.DatabaseTrouble', source,
-    [failureOf(e, source)]));
-    this.log(`coop: run ${run.id} (saga ${run.saga}) met database trouble ${MAX_RETRIES} times in a row `
-      + `(${e.message}); parking it`);
     await c.query('BEGIN');
     try {
-      const { rowCount } = await c.query(this.sql(`
-        UPDATE {schema}.run SET status = 'PARKED', failure = $2::jsonb, retries = retries + 1, version = version + 1
-         WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int`), [run.id, why, run.version]);
-      if (rowCount === 1) await this.attempts.parked(c, run, step, why);
+      await postponeOrPark(this, c, run, step, e, false);
       await c.query('COMMIT');
     } catch (again) {
       await c.query('ROLLBACK').catch(() => {});
@@ -657,7 +642,6 @@ class Participant {
 const VERSION = 1;
 
 /** Database trouble on this many transactions of a run in a row parks it (as Java's engine does). */
-const MAX_RETRIES = 1000;
 
 /** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
 const SCHEMA_VERSION = 23;
@@ -677,6 +661,14 @@ class ClaimLostError extends Error {
       + 'the participant commits or rolls back a step\'s transaction itself, so this step cannot be committed');
     this.name = 'ClaimLostError';
   }
+}
+
+/**
+ * The step's savepoint could not be used: gone with the transaction the code ended (no transaction, 25P01, or another
+ * one without it, 3B001), so the claim is lost; any other error (a lost connection) is database trouble.
+ */
+function savepointLost(e) {
+  throw e.code === '25P01' || e.code === '3B001' ? new ClaimLostError() : e;
 }
 
 /** The rollback path at instance seq and stage, waiting for children. */

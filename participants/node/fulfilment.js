@@ -7,7 +7,8 @@
  *   reserve  writes a ledger row, launches 'stock-checked' (a Java saga handles it) and waits for it;
  *            fails with an OutOfStockError when the payload asks for more than 10; compensated by an undo row
  *            (the compensation fails for orders named 'lost-...'; the step ends its transaction for 'rogue-...',
- *            the compensation for 'sly-...')
+ *            the compensation for 'sly-...'; for 'contended-...' the compensation meets a deadlock, SQLSTATE 40P01,
+ *            until the ledger says 'calm')
  *   confirm  writes a ledger row that says how its children had ended when it started (the barrier)
  */
 const { Participant } = require('./coop');
@@ -32,6 +33,14 @@ async function reserve(step) {
 }
 
 async function undoReserve(step, cause) {
+  if (step.payload.order.startsWith('contended-')) {
+    const { rows } = await step.client.query(
+      "SELECT 1 FROM fulfilment_ledger WHERE order_id = $1 AND entry = 'calm'", [step.payload.order]);
+    if (rows.length === 0) { // its own statement meets a deadlock: database trouble, retried later
+      await step.client.query(
+        "DO $$ BEGIN RAISE EXCEPTION 'deadlock detected (a test)' USING ERRCODE = '40P01'; END $$");
+    }
+  }
   if (step.payload.order.startsWith('lost-')) {
     throw new Error(`The warehouse lost the reservation of order ${step.payload.order}`);
   }

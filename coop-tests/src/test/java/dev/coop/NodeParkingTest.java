@@ -52,6 +52,12 @@ class NodeParkingTest {
     static final Saga<Charge> JAVA_CHARGE = Saga.on(CHARGE_TWIN, "java-charge")
             .step("charge", step -> {
                 String order = step.payload().order();
+                if (ledger(order).contains("contended") && !ledger(order).contains("calm")) {
+                    try (var s = step.connection().createStatement()) {
+                        s.execute("DO $$ BEGIN RAISE EXCEPTION 'deadlock detected (a test)' USING ERRCODE = '40P01';"
+                                + " END $$");
+                    }
+                }
                 if (!ledger(order).contains("gateway up")) {
                     throw new GatewayDownException("The payment gateway is down (order " + order + ", attempt "
                             + step.attempt() + ")");
@@ -183,6 +189,50 @@ class NodeParkingTest {
         assertThat(EventLog.rows(client.events(id))).endsWith("PARKED node-charge charge",
                 "MARKED_DONE node-charge -", "SUSPENDED node-charge charge", "COMMITTED node-charge charge");
         Invariants.assertAll(client.events(id));
+    }
+
+    /**
+     * A deadlock (SQLSTATE 40P01) raised by the step's own statement is database trouble, as in Java: the step's
+     * writes are undone and the run retried later (run.retries), its retry policy not asked, no attempt counted or
+     * logged, nothing rolled back; once the contention is gone the step commits, and the log is the Java twin's.
+     */
+    @Test
+    void a_deadlock_in_a_node_steps_own_statement_is_retried_later_as_database_trouble_as_in_java() throws Exception {
+        CoopClient client = engine.client();
+        for (String order : List.of("d-1", "d-2")) {
+            ledger(order, "gateway up");
+            ledger(order, "contended");
+        }
+        MessageId id = client.launch(CHARGE, new Charge("d-1"));
+        MessageId twin = client.launch(CHARGE_TWIN, new Charge("d-2"));
+
+        Await.until("both runs met the deadlock twice (or moved otherwise)", WAIT,
+                () -> !runState(id).equals("RUNNABLE attempt 1") && !runState(twin).equals("RUNNABLE attempt 1"));
+        assertThat(runState(id)).as(nodeOutput::toString).isEqualTo("RUNNABLE attempt 1 retried");
+        assertThat(runState(twin)).isEqualTo("RUNNABLE attempt 1 retried");
+        assertThat(EventLog.rows(client.events(id))).containsExactly("EMITTED - -", "SEEN node-charge -");
+
+        ledger("d-1", "calm");
+        ledger("d-2", "calm");
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.COMMITTED);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.COMMITTED);
+        assertThat(ledger("d-1")).containsExactly("gateway up", "contended", "calm", "charged");
+        Invariants.assertAll(client.events(id));
+        assertSameLog(client, id, twin);
+    }
+
+    /** The run's status and attempt, and "retried" once it met database trouble twice in a row. */
+    private static String runState(MessageId id) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' attempt ' || attempt || CASE WHEN retries >= 2"
+                        + " THEN ' retried' ELSE '' END FROM coop.run WHERE message_id = ?")) {
+            ps.setObject(1, id.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test

@@ -95,6 +95,9 @@ class NodeParticipantTest {
     /** Gates that hold the stock check of an order, by order. */
     static final Map<String, StepGate> HELD = new ConcurrentHashMap<>();
 
+    /** Gates that hold the compensation of an order's stock check, by order. */
+    static final Map<String, StepGate> HELD_UNDO = new ConcurrentHashMap<>();
+
     static final Saga<StockChecked> STOCK = Saga.on(STOCK_CHECKED, "stock")
             .step("check", step -> {
                 StepGate gate = HELD.get(step.payload().order());
@@ -103,8 +106,13 @@ class NodeParticipantTest {
                 }
                 ledger(step.connection(), step.payload().order(), "stock checked");
             })
-            .compensateWith((step, cause) -> undo(step.connection(), "stock", step.payload().order(),
-                    cause.failure().message()))
+            .compensateWith((step, cause) -> {
+                StepGate gate = HELD_UNDO.get(step.payload().order());
+                if (gate != null) {
+                    gate.pass();
+                }
+                undo(step.connection(), "stock", step.payload().order(), cause.failure().message());
+            })
             .build();
 
     static final class OutOfStockException extends RuntimeException {
@@ -124,6 +132,13 @@ class NodeParticipantTest {
                 step.launch(STOCK_CHECKED, new StockChecked(step.payload().order()));
             })
             .compensateWith((step, cause) -> {
+                String order = step.payload().order();
+                if (order.startsWith("contended-") && !ledger(order).contains("calm")) {
+                    try (var s = step.connection().createStatement()) {
+                        s.execute("DO $$ BEGIN RAISE EXCEPTION 'deadlock detected (a test)' USING ERRCODE = '40P01';"
+                                + " END $$");
+                    }
+                }
                 if (step.payload().order().startsWith("lost-")) {
                     throw new IllegalStateException("The warehouse lost the reservation of order "
                             + step.payload().order());
@@ -256,6 +271,56 @@ class NodeParticipantTest {
     }
 
     @Test
+    void a_deadlock_in_a_node_compensation_is_retried_later_as_database_trouble_as_in_java() throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = client.launch(ORDER_PLACED, new Order("contended-1", 2, true));
+        MessageId twin = client.launch(ORDER_PLACED_TWIN, new Order("contended-2", 2, true));
+
+        // the compensation's writes are undone and the run retried later, neither failing the rollback nor counted
+        String retriedOrEnded = ".* retried|(ROLLED_BACK|ROLLBACK_FAILED) .*"; // after the happy path committed
+        Await.until("both compensations met the deadlock twice (or their rollbacks ended)", WAIT,
+                () -> troubleState("node-fulfilment", id).matches(retriedOrEnded)
+                        && troubleState("java-fulfilment", twin).matches(retriedOrEnded));
+        assertThat(troubleState("node-fulfilment", id)).as(nodeOutput::toString)
+                .isEqualTo("RUNNABLE ROLLBACK COMPENSATE retried");
+        assertThat(troubleState("java-fulfilment", twin)).isEqualTo("RUNNABLE ROLLBACK COMPENSATE retried");
+        assertThat(undone("contended-1")).containsExactly("stock");
+        ledger(db.dataSource(), "contended-1", "calm");
+        ledger(db.dataSource(), "contended-2", "calm");
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(undone("contended-1")).containsExactly("stock", "node-fulfilment", "orders");
+        Invariants.assertAll(client.events(id));
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment",
+                        "node-fulfilment"))
+                .toList());
+    }
+
+    /** The status, phase and rollback stage of a run, and "retried" once it met database trouble twice in a row. */
+    private static String troubleState(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' ' || phase || ' ' || coalesce(rollback_stage, '-')"
+                        + " || CASE WHEN retries >= 2 THEN ' retried' ELSE '' END FROM coop.run"
+                        + " WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void ledger(DataSource dataSource, String order, String entry) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            ledger(c, order, entry);
+        }
+    }
+
+    @Test
     void a_node_step_that_ends_its_transaction_fails_and_runs_once() throws SQLException {
         CoopClient client = engine.client();
         MessageId id = client.launch(ORDER_PLACED, new Order("rogue-1", 1, false));
@@ -336,11 +401,79 @@ class NodeParticipantTest {
         MessageId id = client.launch(topic, new Order(order, 2, false));
         gate.awaitArrivals(1, WAIT);
         assertThat(runState(fulfilment, id)).isEqualTo("WAITING 1 -");
-        client.cancel(id, "customer withdrew");
-        assertThat(runState(fulfilment, id)).isEqualTo("RUNNABLE 1 -");
-        Await.until(fulfilment + " waits again", WAIT, () -> runState(fulfilment, id).equals("WAITING 1 -"));
+        int before = version(fulfilment, id);
+        client.cancel(id, "customer withdrew"); // makes it RUNNABLE (its version unchanged); the participant may
+        // re-check it at once, so the test awaits the re-check's outcome: WAITING again, with a new version
+        Await.until(fulfilment + " waits again", WAIT,
+                () -> runState(fulfilment, id).equals("WAITING 1 -") && version(fulfilment, id) > before);
         gate.open();
         return id;
+    }
+
+    @Test
+    void a_node_run_rechecked_while_its_child_rolls_back_keeps_its_rollback_cause_as_a_java_run_does()
+            throws SQLException {
+        CoopClient client = engine.client();
+        MessageId id = recheckWhileTheChildRollsBack(client, ORDER_PLACED, "orders", "undo-held-1",
+                "node-fulfilment");
+
+        assertThat(client.awaitCompletion(id, WAIT)).as(nodeOutput::toString).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(undone("undo-held-1")).containsExactly("stock", "node-fulfilment", "orders");
+        Invariants.assertAll(client.events(id));
+        MessageId twin = recheckWhileTheChildRollsBack(client, ORDER_PLACED_TWIN, "orders-twin", "undo-held-2",
+                "java-fulfilment");
+        assertThat(client.awaitCompletion(twin, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        assertThat(EventLog.rows(client.events(id))).containsExactlyElementsOf(EventLog.rows(client.events(twin))
+                .stream().map(row -> row.replace("orders-twin", "orders").replace("java-fulfilment",
+                        "node-fulfilment"))
+                .toList());
+    }
+
+    /**
+     * Launches an order that fails after its fulfilment committed, holds the compensation of the stock check while
+     * the fulfilment run waits for it on the rollback path, wakes that run as a strategy's barrier timer would (the
+     * barrier re-check), and lets the compensation go on once the run waits again, its rollback cause still its
+     * failure.
+     */
+    private static MessageId recheckWhileTheChildRollsBack(CoopClient client, Topic<Order> topic, String root,
+            String order, String fulfilment) {
+        StepGate gate = new StepGate(WAIT);
+        HELD_UNDO.put(order, gate);
+        MessageId id = client.launch(topic, new Order(order, 2, true));
+        gate.awaitArrivals(1, WAIT);
+        String waiting = "WAITING 1 " + root + " is rolling back (the rollback cause)";
+        assertThat(rollbackState(fulfilment, id)).isEqualTo(waiting);
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("UPDATE coop.run SET status = 'RUNNABLE', runnable_at = clock_timestamp()"
+                        + " WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, fulfilment);
+            ps.setObject(2, id.value());
+            assertThat(ps.executeUpdate()).isEqualTo(1);
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+        Await.until(fulfilment + " waits again after the re-check", WAIT,
+                () -> rollbackState(fulfilment, id).startsWith("WAITING "));
+        assertThat(rollbackState(fulfilment, id)).as(nodeOutput::toString).isEqualTo(waiting);
+        gate.open();
+        return id;
+    }
+
+    /** The status, pending children and failure message of a run, and whether that failure is its rollback cause. */
+    private static String rollbackState(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT status || ' ' || pending_children || ' '"
+                        + " || coalesce(failure->>'message', 'null') || CASE WHEN failure = rollback_cause"
+                        + " THEN ' (the rollback cause)' ELSE '' END FROM coop.run"
+                        + " WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
@@ -497,6 +630,20 @@ class NodeParticipantTest {
         try {
             return !column("SELECT pid::text FROM pg_locks WHERE NOT granted AND relation = ?::regclass", table)
                     .isEmpty();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The version of the run of {@code saga} in the hierarchy of {@code root}. */
+    private static int version(String saga, MessageId root) {
+        try (Connection c = db.dataSource().getConnection();
+                var ps = c.prepareStatement("SELECT version FROM coop.run WHERE saga = ? AND lineage[1] = ?")) {
+            ps.setString(1, saga);
+            ps.setObject(2, root.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getInt(1) : -1;
+            }
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }

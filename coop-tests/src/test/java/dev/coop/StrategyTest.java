@@ -143,6 +143,68 @@ class StrategyTest {
         }
     }
 
+    /**
+     * A run on the rollback path waits for its children's compensations with a barrier timer its strategy set; when
+     * the timer fires, the barrier re-check sends it back to waiting and, as every advance on the rollback path, keeps
+     * its rollback cause as its {@code failure}.
+     */
+    @Test
+    void a_barrier_recheck_on_the_rollback_path_keeps_the_rollback_cause_as_the_runs_failure(DataSource dataSource)
+            throws Exception {
+        Topic<Empty> rootTopic = Topic.of("recheck-rollback-root", Empty.class);
+        Topic<Empty> childTopic = Topic.of("recheck-rollback-child", Empty.class);
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        CooperationStrategy askAgainOnce = new CooperationStrategy() {
+            @Override
+            public BarrierDecision resumeRollbackPath(Barrier barrier) {
+                return asked.incrementAndGet() == 1
+                        ? BarrierDecision.waitUntil(barrier.run().now().plusMillis(100))
+                        : BarrierDecision.WAIT;
+            }
+        };
+        StepGate compensation = new StepGate();
+        Saga<Empty> root = Saga.on(rootTopic, "recheck-rollback-root-saga")
+                .strategy(askAgainOnce)
+                .step("launch", step -> step.launch(childTopic, new Empty()))
+                .step("fail", step -> {
+                    throw new IllegalStateException("the root fails after its child committed");
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "recheck-rollback-child-saga")
+                .step("work", step -> {
+                })
+                .compensateWith((step, cause) -> compensation.pass())
+                .build();
+        try (CoopEngine engine = Coop.engine(dataSource).register(root, child).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(rootTopic, new Empty());
+            compensation.awaitArrivals(1, WAIT); // the child's compensation holds here until opened
+            Await.until("the root to be asked again when its timer fired, and to wait", WAIT,
+                    () -> rootRow(dataSource, id).startsWith("WAITING ROLLBACK 1 "));
+            assertThat(asked.get()).isEqualTo(2);
+            assertThat(rootRow(dataSource, id)).as("the root's failure while it waits after the re-check")
+                    .isEqualTo("WAITING ROLLBACK 1 the root fails after its child committed (its rollback cause)");
+            compensation.open();
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        }
+    }
+
+    /** The root run's status, phase, pending children and failure message, and whether that is its rollback cause. */
+    private static String rootRow(DataSource dataSource, MessageId id) {
+        try (java.sql.Connection c = dataSource.getConnection();
+                java.sql.PreparedStatement ps = c.prepareStatement("SELECT status || ' ' || phase || ' '"
+                        + " || pending_children || ' ' || coalesce(failure->>'message', 'null') || CASE WHEN failure"
+                        + " = rollback_cause THEN ' (its rollback cause)' ELSE '' END FROM coop.run"
+                        + " WHERE message_id = ?")) {
+            ps.setObject(1, id.value());
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getString(1) : "none";
+            }
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Test
     void the_time_window_strategy_waits_only_for_children_that_start_within_the_window(DataSource dataSource) {
         Topic<Empty> rootTopic = Topic.of("window-root", Empty.class);

@@ -124,6 +124,9 @@ final class Decisions {
         Barrier barrier = new Barrier(facts(run, saga, context, now, run.cancellation()), rollbackPath,
                 run.waitingSince() == null ? now : run.waitingSince().toInstant(), waitingFor, notStarted);
         Advance advance = Advance.from(run);
+        if (rollbackPath) {
+            advance.failure(run.rollbackCause()); // as every advance on the rollback path
+        }
         int pending = waitingFor == 0
                 ? 0
                 : apply(c, run, decide(saga, barrier), rollbackPath, seq, waitingFor, now, advance);
