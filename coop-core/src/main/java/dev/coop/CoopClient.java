@@ -23,7 +23,6 @@ import dev.coop.internal.client.Launches;
 import dev.coop.internal.client.OperatorActions;
 import dev.coop.internal.client.Reads;
 import dev.coop.internal.client.TaskActions;
-import dev.coop.internal.inspect.Inspection;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.Migrations;
 import dev.coop.internal.store.SchemaName;
@@ -80,9 +79,8 @@ public final class CoopClient {
         this.client = new ClientContext(dataSource, new Store(schema, requireHandlers, time), json, time, localWake);
         this.launches = new Launches(client, new Store(schema, requireHandlers, time, localSagas), requireHandlers,
                 completions, signalled, listeners);
-        Inspection inspection = new Inspection(schema);
-        this.reads = new Reads(client, inspection);
-        this.completionWait = new CompletionWait(client, reads, inspection, completions, signalled);
+        this.reads = new Reads(client);
+        this.completionWait = new CompletionWait(client, reads, completions, signalled);
         this.actions = new OperatorActions(client);
         this.tasks = new TaskActions(client);
         this.schedules = new ClientSchedules(client);

@@ -7,7 +7,7 @@ import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopTimeoutException;
 import dev.coop.inspect.Outcome;
 import dev.coop.internal.Completions;
-import dev.coop.internal.inspect.Inspection;
+import dev.coop.internal.inspect.Unfinished;
 import dev.coop.internal.store.Limits;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -33,18 +33,18 @@ public final class CompletionWait {
 
     private final ClientContext client;
     private final Reads reads;
-    private final Inspection inspection;
+    private final Unfinished unfinished;
     private final Completions completions;
     /** Whether this client learns the outcome of messages it launched from the engine it belongs to. */
     private final boolean inProcessOutcomes;
     private final long firstPauseNanos;
     private final long maxPauseNanos;
 
-    public CompletionWait(ClientContext client, Reads reads, Inspection inspection, Completions completions,
+    public CompletionWait(ClientContext client, Reads reads, Completions completions,
             boolean signalled) {
         this.client = client;
         this.reads = reads;
-        this.inspection = inspection;
+        this.unfinished = new Unfinished(client.schema());
         this.completions = completions;
         this.inProcessOutcomes = signalled;
         this.firstPauseNanos = signalled ? FIRST_PAUSE_SIGNALLED_NANOS : TimeUnit.MILLISECONDS.toNanos(1);
@@ -124,7 +124,7 @@ public final class CompletionWait {
                 why = "the database could not be read (" + trouble.getMessage() + ")";
             } else {
                 try (Connection c = client.dataSource().getConnection()) {
-                    why = inspection.whyUnfinished(c, message);
+                    why = unfinished.whyUnfinished(c, message);
                 } catch (SQLException | RuntimeException e) {
                     why = "its runs are still running";
                 }

@@ -16,7 +16,9 @@ import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.RunView;
 import dev.coop.internal.inspect.Inspection;
 import dev.coop.internal.inspect.RunCounts;
+import dev.coop.internal.inspect.RunListing;
 import dev.coop.internal.inspect.Search;
+import dev.coop.internal.inspect.Unfinished;
 import dev.coop.internal.store.RunData;
 import dev.coop.internal.store.Store;
 import java.sql.Connection;
@@ -32,13 +34,17 @@ import java.util.UUID;
 public final class Reads {
     private final ClientContext client;
     private final Inspection inspection;
+    private final RunListing listing;
+    private final Unfinished unfinished;
     private final RunData runData;
     private final Search search;
     private final RunCounts counts;
 
-    public Reads(ClientContext client, Inspection inspection) {
+    public Reads(ClientContext client) {
         this.client = client;
-        this.inspection = inspection;
+        this.inspection = new Inspection(client.schema());
+        this.listing = new RunListing(client.schema());
+        this.unfinished = new Unfinished(client.schema());
         this.runData = new RunData(client.schema());
         this.search = new Search(client.schema());
         this.counts = new RunCounts(client.schema());
@@ -149,17 +155,17 @@ public final class Reads {
 
     public List<RunSummary> runs(RunQuery query) {
         Objects.requireNonNull(query, "query");
-        return client.inTransaction("list runs", c -> inspection.runs(c, query));
+        return client.inTransaction("list runs", c -> listing.runs(c, query));
     }
 
     public Map<RunStatus, Long> countRuns(RunQuery query) {
         Objects.requireNonNull(query, "query");
-        return client.inTransaction("count runs", c -> inspection.countRuns(c, query));
+        return client.inTransaction("count runs", c -> listing.countRuns(c, query));
     }
 
     public Map<RunStatus, Long> unfinishedRuns() {
         try (Connection c = client.dataSource().getConnection()) {
-            return inspection.unfinishedRuns(c);
+            return unfinished.unfinishedRuns(c);
         } catch (SQLException e) {
             throw new CoopStoreException("Could not count the unfinished runs: " + e.getMessage(), e);
         }
