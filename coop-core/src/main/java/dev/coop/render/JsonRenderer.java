@@ -81,7 +81,7 @@ public final class JsonRenderer {
         n.put("topic", h.topic());
         n.put("launchedAt", time(h.launchedAt()));
         n.put("finished", h.finished());
-        String outcome = TextRenderer.outcome(h.runs(), h.finished());
+        String outcome = TextFormat.outcome(h.runs(), h.finished());
         n.put("outcome", "RUNNING".equals(outcome) ? null : outcome);
         ArrayNode runs = n.putArray("runs");
         h.runs().forEach(r -> runs.add(run(r)));
@@ -119,7 +119,7 @@ public final class JsonRenderer {
         n.put("createdAt", time(r.createdAt()));
         n.put("startedAt", time(r.startedAt()));
         n.put("finishedAt", time(r.finishedAt()));
-        n.put("durationMs", millis(TextRenderer.runStart(r), r.finishedAt()));
+        n.put("durationMs", millis(TextFormat.runStart(r), r.finishedAt()));
         n.set("failure", failure(r.failure()));
         ArrayNode steps = n.putArray("steps");
         r.steps().forEach(s -> steps.add(step(s)));
