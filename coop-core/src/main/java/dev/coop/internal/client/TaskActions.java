@@ -8,6 +8,7 @@ import dev.coop.inspect.OpenTaskCount;
 import dev.coop.inspect.TaskView;
 import dev.coop.internal.store.Limits;
 import dev.coop.internal.store.Tx;
+import dev.coop.internal.task.TaskReads;
 import dev.coop.internal.task.TaskSettlement;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -21,10 +22,12 @@ import java.util.concurrent.Callable;
 public final class TaskActions {
     private final ClientContext client;
     private final TaskSettlement tasks;
+    private final TaskReads reads;
 
     public TaskActions(ClientContext client) {
         this.client = client;
         this.tasks = new TaskSettlement(client.schema(), client.time(), client.json());
+        this.reads = new TaskReads(client.schema());
     }
 
     public TaskOutcome complete(String tokenOrKey, Object result, String actor) {
@@ -56,18 +59,18 @@ public final class TaskActions {
     }
 
     public Optional<TaskView> externalTask(String tokenOrKey) {
-        return client.inTransaction("read external task", c -> tasks.tasks().find(c, tokenOrKey));
+        return client.inTransaction("read external task", c -> reads.find(c, tokenOrKey));
     }
 
     public List<TaskView> openTasks(String name, int limit) {
         if (limit < 1 || limit > 10_000) {
             throw new CoopValidationException("limit must be between 1 and 10000, was " + limit);
         }
-        return client.inTransaction("list open external tasks", c -> tasks.tasks().openTasks(c, name, limit));
+        return client.inTransaction("list open external tasks", c -> reads.openTasks(c, name, limit));
     }
 
     public List<OpenTaskCount> openTaskCounts() {
-        return client.inTransaction("count open external tasks", c -> tasks.tasks().countOpen(c));
+        return client.inTransaction("count open external tasks", c -> reads.countOpen(c));
     }
 
     public SignalOutcome signal(String key, Object payload, Duration keepFor) {
