@@ -8,12 +8,10 @@ import dev.coop.internal.store.ChildRun;
 import dev.coop.internal.store.Counted;
 import dev.coop.internal.store.Time;
 
-import dev.coop.MessageId;
 import dev.coop.RunStatus;
 import dev.coop.TaskOptions;
 import dev.coop.TaskState;
 import dev.coop.failure.CoopValidationException;
-import dev.coop.inspect.TaskView;
 import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,7 +22,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.regex.Pattern;
 
