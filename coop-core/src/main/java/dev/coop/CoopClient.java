@@ -1,7 +1,6 @@
 package dev.coop;
 
-import dev.coop.failure.CoopException;
-import dev.coop.failure.CoopStoreException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.failure.CoopTimeoutException;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
@@ -11,45 +10,38 @@ import dev.coop.inspect.Outcome;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
+import dev.coop.inspect.RunView;
 import dev.coop.inspect.SagaVersionSummary;
 import dev.coop.inspect.TaskView;
-import dev.coop.inspect.RunView;
+import dev.coop.internal.Completions;
+import dev.coop.internal.Listeners;
+import dev.coop.internal.client.ClientContext;
+import dev.coop.internal.client.ClientSchedules;
+import dev.coop.internal.client.CompletionWait;
+import dev.coop.internal.client.Housekeeping;
+import dev.coop.internal.client.Launches;
+import dev.coop.internal.client.OperatorActions;
+import dev.coop.internal.client.Reads;
+import dev.coop.internal.client.TaskActions;
+import dev.coop.internal.store.Json;
+import dev.coop.internal.store.Migrations;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Time;
+import dev.coop.internal.task.TaskSettlement;
 import dev.coop.join.Joins;
 import dev.coop.schedule.Schedule;
 import dev.coop.schedule.ScheduleSummary;
-
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.coop.internal.inspect.AuditLog;
-import dev.coop.internal.Completions;
-import dev.coop.internal.store.Emission;
-import dev.coop.internal.store.Limits;
-import dev.coop.internal.Listeners;
-import dev.coop.internal.EngineRuntime;
-import dev.coop.internal.inspect.Inspection;
-import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Migrations;
-import dev.coop.internal.inspect.Operations;
-import dev.coop.internal.retention.Retention;
-import dev.coop.internal.store.SchemaName;
-import dev.coop.internal.schedule.Schedules;
-import dev.coop.internal.store.Store;
-import dev.coop.internal.store.Emitted;
-import dev.coop.internal.task.TaskSettlement;
-import dev.coop.internal.store.Time;
-import dev.coop.internal.Topology;
-import dev.coop.internal.store.Tx;
-import dev.coop.internal.store.Uuids;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
+import java.util.function.ObjIntConsumer;
 import javax.sql.DataSource;
 
 /**
@@ -60,76 +52,39 @@ public final class CoopClient {
     /** The most events {@link #events(MessageId)} returns; larger logs are read in pages. */
     public static final int MAX_EVENTS_AT_ONCE = 10_000;
 
-    private static final long MAX_CHECK_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    /** An engine's client is signalled when its own runs finish; it polls only for runs finished elsewhere. */
-    private static final long FIRST_PAUSE_SIGNALLED_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    /**
-     * An engine's client re-checks the database only as a backstop, for runs that finish in other engines: every
-     * pool connection a waiting client borrows is one the engine's workers cannot use.
-     */
-    private static final long MAX_CHECK_PAUSE_SIGNALLED_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
-
-    private final DataSource dataSource;
-    private final Store store;
-    /** For launches in the client's own transaction, which wake the engine's sagas in-process after the commit. */
-    private final Store launchStore;
-    private final boolean requireHandlers;
-    private final Topology topology;
-    private final Operations operations;
-    private final Inspection inspection;
-    private final dev.coop.internal.store.RunData runData;
-    private final dev.coop.internal.inspect.BulkActions bulk;
-    private final dev.coop.internal.inspect.Search search;
-    private final dev.coop.internal.inspect.RunCounts counts;
-    private final dev.coop.internal.inspect.SelectionActions selections;
-    private final Schedules schedules;
-    private final AuditLog audit;
-    private final Json json;
-    private final Completions completions;
-    /** Wakes the engine this client belongs to: a saga and how many of its runs became due (0: not known). */
-    private final java.util.function.ObjIntConsumer<String> localWake;
-    /** Whether this client learns the outcome of messages it launched from the engine it belongs to. */
-    private final boolean inProcessOutcomes;
-    private final long firstPauseNanos;
-    private final long maxPauseNanos;
-    private final Time time;
-    private final Listeners listeners;
-    private final TaskSettlement tasks;
+    /** What every part of this client shares: its database, store, mapper, time and engine wake-up. */
+    private final ClientContext client;
+    private final Launches launches;
+    private final CompletionWait completionWait;
+    private final Reads reads;
+    private final OperatorActions actions;
+    private final TaskActions tasks;
+    private final ClientSchedules schedules;
+    private final Housekeeping housekeeping;
 
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            java.util.function.ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
+            ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
             Listeners listeners) {
-        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, time, java.util.Set.of(),
-                listeners);
+        this(dataSource, schema, json, completions, localWake, signalled, requireHandlers, time, Set.of(), listeners);
     }
 
-    /** @param localSagas the sagas {@code localWake} wakes (an engine's own): launching them notifies nobody */
+    /**
+     * @param localWake wakes the engine this client belongs to: a saga and how many of its runs became due
+     * @param signalled whether this client learns the outcome of messages it launched from the engine it belongs to
+     * @param localSagas the sagas {@code localWake} wakes (an engine's own): launching them notifies nobody
+     */
     CoopClient(DataSource dataSource, SchemaName schema, Json json, Completions completions,
-            java.util.function.ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
-            java.util.Set<String> localSagas, Listeners listeners) {
-        this.dataSource = dataSource;
-        this.time = time;
-        this.store = new Store(schema, requireHandlers, time);
-        this.launchStore = new Store(schema, requireHandlers, time, localSagas);
-        this.requireHandlers = requireHandlers;
-        this.topology = new Topology(schema);
-        this.operations = new Operations(schema, time);
-        this.inspection = new Inspection(schema);
-        this.runData = new dev.coop.internal.store.RunData(schema);
-        this.bulk = new dev.coop.internal.inspect.BulkActions(schema, store.time());
-        this.search = new dev.coop.internal.inspect.Search(schema);
-        this.counts = new dev.coop.internal.inspect.RunCounts(schema);
-        this.selections = new dev.coop.internal.inspect.SelectionActions(schema, store.time());
-        this.schedules = new Schedules(schema, time);
-        this.audit = new AuditLog(schema);
-        this.tasks = new TaskSettlement(schema, time, json);
-        this.json = json;
-        this.completions = completions;
-        this.localWake = localWake;
-        this.listeners = listeners;
-        this.inProcessOutcomes = signalled;
-        this.firstPauseNanos = signalled ? FIRST_PAUSE_SIGNALLED_NANOS : TimeUnit.MILLISECONDS.toNanos(1);
-        this.maxPauseNanos = signalled ? MAX_CHECK_PAUSE_SIGNALLED_NANOS : MAX_CHECK_PAUSE_NANOS;
+            ObjIntConsumer<String> localWake, boolean signalled, boolean requireHandlers, Time time,
+            Set<String> localSagas, Listeners listeners) {
+        this.client = new ClientContext(dataSource, new Store(schema, requireHandlers, time), json, time, localWake);
+        this.launches = new Launches(client, new Store(schema, requireHandlers, time, localSagas), requireHandlers,
+                completions, signalled, listeners);
+        this.reads = new Reads(client);
+        this.completionWait = new CompletionWait(client, reads, completions, signalled);
+        this.actions = new OperatorActions(client);
+        this.tasks = new TaskActions(client);
+        this.schedules = new ClientSchedules(client);
+        this.housekeeping = new Housekeeping(client);
     }
 
     /** Starts configuring a client; {@link Coop#client(DataSource)} is the short form with every default. */
@@ -160,7 +115,7 @@ public final class CoopClient {
 
     /** Launches a message with a context, whose runs start at {@code at} (null: at once). */
     public <P> MessageId launch(Topic<P> topic, P payload, CooperationContext context, Instant at) {
-        return launch(topic, payload, options(context, at));
+        return launch(topic, payload, Launches.options(context, at));
     }
 
     /**
@@ -171,34 +126,7 @@ public final class CoopClient {
      *         id, and nothing is launched (also when the two launches race from different connections)
      */
     public <P> MessageId launch(Topic<P> topic, P payload, LaunchOptions options) {
-        Emission emission = emission(topic, payload, options);
-        String what = "launch a message on topic '" + topic.name() + "'";
-        Tx.Work<Launched> emit = c -> launch(c, launchStore, emission);
-        // one statement: without strict topics nothing can refuse it afterwards, so it commits by itself (one round
-        // trip); strict topics check the result and roll the launch back when no saga handles the topic. A key taken
-        // by another message is looked up by a second statement, which sees the holder: the emit waited for it
-        UUID id = emission.messageId();
-        if (inProcessOutcomes) {
-            completions.track(id); // before the commit: its runs may finish here before launch returns
-        }
-        Launched launched;
-        try {
-            launched = requireHandlers
-                    ? inTransaction(what, emit)
-                    : Tx.oneStatement(dataSource, what, emit);
-        } catch (RuntimeException | Error e) {
-            completions.untrack(id);
-            throw e;
-        }
-        if (inProcessOutcomes) {
-            if (launched.id().equals(id) && !launched.created().isEmpty()) {
-                completions.launched(id, launched.created().keySet());
-            } else {
-                completions.untrack(id); // an idempotent launch found its key taken, or nobody handles the topic
-            }
-        }
-        launched.created().forEach(localWake::accept);
-        return new MessageId(launched.id());
+        return launches.launch(topic, payload, options);
     }
 
     /**
@@ -215,7 +143,7 @@ public final class CoopClient {
      */
     public <P> MessageId launch(Connection connection, Topic<P> topic, P payload, CooperationContext context,
             Instant at) {
-        return launch(connection, topic, payload, options(context, at));
+        return launch(connection, topic, payload, Launches.options(context, at));
     }
 
     /**
@@ -225,57 +153,7 @@ public final class CoopClient {
      * launch of the same key in flight elsewhere is waited for, then seen.
      */
     public <P> MessageId launch(Connection connection, Topic<P> topic, P payload, LaunchOptions options) {
-        Objects.requireNonNull(connection, "connection");
-        Emission emission = emission(topic, payload, options);
-        try {
-            return new MessageId(launch(connection, store, emission).id());
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not launch a message on topic '" + topic.name() + "': "
-                    + e.getMessage(), e);
-        }
-    }
-
-    private static LaunchOptions options(CooperationContext context, Instant at) {
-        LaunchOptions options = LaunchOptions.none().context(Objects.requireNonNull(context, "context"));
-        return at == null ? options : options.at(at);
-    }
-
-    /** A launch's message (the one written, or the one holding its idempotency key) and the runs created. */
-    private record Launched(UUID id, Map<String, Integer> created) {
-    }
-
-    private static Launched launch(Connection c, Store store, Emission emission) throws SQLException {
-        for (int attempt = 0;; attempt++) {
-            Emitted emitted = store.emitAll(c, null, null, null, null, null, null, List.of(emission));
-            if (emitted.duplicates().isEmpty()) {
-                return new Launched(emission.messageId(), emitted.created());
-            }
-            // the emit waited for a launch of the key in flight; this new statement sees it committed
-            UUID holder = store.messageWithKey(c, emission.topic(), emission.idempotencyKey());
-            if (holder != null || attempt == 2) {
-                if (holder == null) {
-                    throw new SQLException("The idempotency key '" + emission.idempotencyKey() + "' of topic '"
-                            + emission.topic() + "' is held by a message that cannot be read", Store.KEY_TAKEN);
-                }
-                return new Launched(holder, Map.of());
-            }
-            // the holder was deleted (retention) between the two statements: launch again
-        }
-    }
-
-    private <P> Emission emission(Topic<P> topic, P payload, LaunchOptions options) {
-        Objects.requireNonNull(topic, "topic");
-        Objects.requireNonNull(options, "options");
-        CooperationContext context = options.context();
-        if (!listeners.isEmpty()) {
-            context = listeners.launching(topic.name(), context);
-        }
-        json.checkLaunchContext(context);
-        return new Emission(Uuids.v7(), topic.name(), json.writePayload(topic, payload),
-                json.writeContext(context.withMapper(json.mapper())),
-                options.at().map(at -> at.atOffset(ZoneOffset.UTC)).orElse(null),
-                options.idempotencyKey().orElse(null), options.priority(), options.orderingKey().orElse(null),
-                options.businessKey().orElse(null), options.tags());
+        return launches.launch(connection, topic, payload, options);
     }
 
     /**
@@ -285,61 +163,7 @@ public final class CoopClient {
      * @throws CoopValidationException when no such message exists
      */
     public Outcome awaitCompletion(MessageId message, Duration timeout) {
-        Objects.requireNonNull(message, "message");
-        long deadline = System.nanoTime() + Limits.timeoutNanos(Objects.requireNonNull(timeout, "timeout"));
-        long pause = firstPauseNanos;
-        UUID id = message.value();
-        // launched by this client and its runs all run here: the first look is the completion signal's, not a read
-        boolean tracked = inProcessOutcomes && completions.tracks(id);
-        boolean local = tracked;
-        try (Completions.Waiter waiter = completions.watch(id)) {
-            CoopStoreException trouble = null;
-            while (true) {
-                long seen = waiter.version();
-                List<RunStatus> statuses = tracked ? completions.outcome(id) : null;
-                if (statuses == null && !local) {
-                    try {
-                        statuses = statuses(message);
-                        trouble = null;
-                    } catch (CoopStoreException e) { // the database is away (a restart, say): keep waiting
-                        trouble = e;
-                    }
-                }
-                local = false; // after the first wait, read the database too (runs may finish in other engines)
-                if (statuses != null && statuses.stream().allMatch(RunStatus::isFinished)) {
-                    completions.untrack(id);
-                    return Outcome.of(statuses);
-                }
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    throw timedOut(message, timeout, trouble);
-                }
-                waiter.await(seen, Math.min(pause, left));
-                pause = Math.min(pause * 2, maxPauseNanos);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new CoopException("Interrupted while waiting for message " + message, e);
-        }
-    }
-
-    private CoopTimeoutException timedOut(MessageId message, Duration timeout, CoopStoreException trouble) {
-        String why;
-        if (trouble != null) {
-            why = "the database could not be read (" + trouble.getMessage() + ")";
-        } else {
-            try (Connection c = dataSource.getConnection()) {
-                why = inspection.whyUnfinished(c, message);
-            } catch (SQLException | RuntimeException e) {
-                why = "its runs are still running";
-            }
-        }
-        CoopTimeoutException e = new CoopTimeoutException(
-                "Message " + message + " did not finish within " + timeout + ": " + why);
-        if (trouble != null) {
-            e.initCause(trouble);
-        }
-        return e;
+        return completionWait.await(message, timeout);
     }
 
     /**
@@ -348,14 +172,7 @@ public final class CoopClient {
      * when the JVM's clock may differ.
      */
     public Instant now() {
-        if (time.controlled()) {
-            return time.bind().toInstant();
-        }
-        try (Connection c = dataSource.getConnection()) {
-            return time.now(c);
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not read the database's clock: " + e.getMessage(), e);
-        }
+        return reads.now();
     }
 
     /**
@@ -373,18 +190,7 @@ public final class CoopClient {
      * and says why.
      */
     public List<RunResult> results(MessageId message) {
-        Objects.requireNonNull(message, "message");
-        try (Connection c = dataSource.getConnection()) {
-            List<RunResult> results = store.results(c, message, json.mapper());
-            if (results.isEmpty() && !store.messageExists(c, message)) {
-                throw new CoopValidationException("No message " + message + " in schema '"
-                        + store.schema().value() + "'");
-            }
-            return results;
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not read the results of message " + message + ": " + e.getMessage(),
-                    e);
-        }
+        return reads.results(message);
     }
 
     /**
@@ -394,12 +200,7 @@ public final class CoopClient {
      * @throws CoopValidationException when several sagas handle the message (use {@link #results})
      */
     public <T> T result(MessageId message, Class<T> type) {
-        List<RunResult> results = results(message);
-        if (results.size() != 1) {
-            throw new CoopValidationException("Message " + message + " has " + results.size() + " runs "
-                    + results.stream().map(RunResult::saga).toList() + "; read them with results()");
-        }
-        return results.getFirst().get(type);
+        return reads.result(message, type);
     }
 
     /**
@@ -408,8 +209,7 @@ public final class CoopClient {
      * @throws CoopValidationException when there is no such message
      */
     public String payloadJson(MessageId message) {
-        Objects.requireNonNull(message, "message");
-        return inTransaction("read the payload of message " + message, c -> runData.payload(c, message));
+        return reads.payloadJson(message);
     }
 
     /**
@@ -418,23 +218,12 @@ public final class CoopClient {
      * @throws CoopValidationException when there is no such run
      */
     public String resultJson(UUID runId) {
-        Objects.requireNonNull(runId, "runId");
-        return inTransaction("read the result of run " + runId, c -> runData.result(c, runId));
+        return reads.resultJson(runId);
     }
 
     /** The status of every run of a message (one per saga that handles it). */
     public List<RunStatus> statuses(MessageId message) {
-        try (Connection c = dataSource.getConnection()) {
-            List<RunStatus> statuses = store.runStatuses(c, message);
-            if (statuses.isEmpty() && !store.messageExists(c, message)) {
-                throw new CoopValidationException("No message " + message + " in schema '"
-                        + store.schema().value() + "'");
-            }
-            return statuses;
-        } catch (SQLException e) {
-            throw new CoopStoreException(
-                    "Could not read the runs of message " + message + ": " + e.getMessage(), e);
-        }
+        return reads.statuses(message);
     }
 
     /**
@@ -443,22 +232,7 @@ public final class CoopClient {
      * the last id of this one; an empty page is the end. Use it for hierarchies too large to read at once.
      */
     public List<Event> events(MessageId message, long afterId, int limit) {
-        Objects.requireNonNull(message, "message");
-        if (limit < 1 || limit > 100_000 || afterId < 0) {
-            throw new CoopValidationException("An event page needs afterId >= 0 and a limit of 1 to 100000, was "
-                    + afterId + " and " + limit);
-        }
-        try (Connection c = dataSource.getConnection()) {
-            List<Event> events = store.events(c, message, afterId, limit);
-            if (events.isEmpty() && afterId == 0 && !store.messageExists(c, message)) {
-                throw new CoopValidationException("No message " + message + " in schema '"
-                        + store.schema().value() + "'");
-            }
-            return events;
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not read the events of message " + message + ": " + e.getMessage(),
-                    e);
-        }
+        return reads.events(message, afterId, limit);
     }
 
     /**
@@ -468,14 +242,7 @@ public final class CoopClient {
      * that no call loads an unbounded log into memory and none returns part of it as if it were all.
      */
     public List<Event> events(MessageId message) {
-        Objects.requireNonNull(message, "message");
-        List<Event> events = events(message, 0, MAX_EVENTS_AT_ONCE + 1);
-        if (events.size() > MAX_EVENTS_AT_ONCE) {
-            throw new CoopValidationException("The hierarchy of message " + message + " has more than "
-                    + MAX_EVENTS_AT_ONCE + " events: read them in pages with events(message, afterId, limit)"
-                    + " (coop events --after <id> --limit <n>)");
-        }
-        return events;
+        return reads.events(message);
     }
 
     /**
@@ -484,14 +251,12 @@ public final class CoopClient {
      * its compensations. Parked runs in the scope roll back too.
      */
     public CancelResult cancel(MessageId message, String reason) {
-        Objects.requireNonNull(message, "message");
-        return inTransaction("cancel message " + message, c -> operations.cancel(c, message, null, reason(reason)));
+        return actions.cancel(message, reason);
     }
 
     /** Like {@link #cancel(MessageId, String)} for one run's scope: the run and everything below it. */
     public CancelResult cancel(Lineage scope, String reason) {
-        Objects.requireNonNull(scope, "scope");
-        return inTransaction("cancel scope " + scope, c -> operations.cancel(c, null, scope, reason(reason)));
+        return actions.cancel(scope, reason);
     }
 
     /**
@@ -500,11 +265,7 @@ public final class CoopClient {
      * above it still runs, or when it already rolled back.
      */
     public void rollback(MessageId message, String reason) {
-        Objects.requireNonNull(message, "message");
-        inTransaction("roll back message " + message, c -> {
-            operations.rollback(c, message, null, reason(reason));
-            return null;
-        });
+        actions.rollback(message, reason);
     }
 
     /**
@@ -520,7 +281,7 @@ public final class CoopClient {
      * @return how many runs were asked to give up (runs cancelled before are not counted again)
      */
     public long cancel(RunQuery selection, String actor, String reason) {
-        return actOn(selection, actor, reason, true);
+        return actions.actOn(selection, actor, reason, true);
     }
 
     /**
@@ -533,32 +294,7 @@ public final class CoopClient {
      * @return how many runs were asked to roll back
      */
     public long rollback(RunQuery selection, String actor, String reason) {
-        return actOn(selection, actor, reason, false);
-    }
-
-    private long actOn(RunQuery selection, String actor, String reason, boolean cancel) {
-        Objects.requireNonNull(selection, "selection");
-        if (!dev.coop.internal.inspect.SelectionActions.names(selection)) {
-            throw new CoopValidationException("selection must name a saga, a topic, a business key or a tag (it"
-                    + " would act on every run)");
-        }
-        String who = auditText("actor", actor, 200);
-        String why = reason(reason);
-        String described = dev.coop.internal.inspect.SelectionActions.describe(selection);
-        String what = (cancel ? "cancel" : "roll back") + " the runs of a selection (" + described + ")";
-        long acted = 0;
-        java.util.UUID after = null;
-        while (true) {
-            java.util.UUID from = after;
-            dev.coop.internal.inspect.SelectionActions.Batch batch = inTransaction(what, c -> cancel
-                    ? selections.cancelBatch(c, selection, from, who, why, described)
-                    : selections.rollbackBatch(c, selection, from, who, why, described));
-            acted += batch.acted();
-            if (batch.picked() < dev.coop.internal.inspect.BulkActions.BATCH) {
-                return acted;
-            }
-            after = batch.last();
-        }
+        return actions.actOn(selection, actor, reason, false);
     }
 
     /**
@@ -566,11 +302,7 @@ public final class CoopClient {
      * committed.
      */
     public void rollback(Lineage scope, String reason) {
-        Objects.requireNonNull(scope, "scope");
-        inTransaction("roll back scope " + scope, c -> {
-            operations.rollback(c, null, scope, reason(reason));
-            return null;
-        });
+        actions.rollback(scope, reason);
     }
 
     /**
@@ -578,11 +310,7 @@ public final class CoopClient {
      * when none): cheap, it reads only the index of unfinished runs, never the history.
      */
     public Map<RunStatus, Long> unfinishedRuns() {
-        try (Connection c = dataSource.getConnection()) {
-            return inspection.unfinishedRuns(c);
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not count the unfinished runs: " + e.getMessage(), e);
-        }
+        return reads.unfinishedRuns();
     }
 
     /**
@@ -593,26 +321,17 @@ public final class CoopClient {
      * prunes past.
      */
     public List<dev.coop.inspect.RunCount> counts(Duration window) {
-        if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0
-                || window.compareTo(dev.coop.internal.inspect.RunCounts.MAX_WINDOW) > 0) {
-            throw new CoopValidationException("window must be between 1 minute and "
-                    + dev.coop.internal.inspect.RunCounts.MAX_WINDOW.toDays() + " days, was " + window);
-        }
-        return inTransaction("read the counts of the last " + window, c -> counts.read(c, window));
+        return reads.counts(window);
     }
 
     /** Parked runs, oldest first, at most {@code limit}. */
     public List<ParkedRun> parkedRuns(int limit) {
-        if (limit < 1) {
-            throw new CoopValidationException("limit must be positive, was " + limit);
-        }
-        return inTransaction("list parked runs", c -> operations.parked(c, limit));
+        return actions.parkedRuns(limit);
     }
 
     /** Retries a parked run's step now, from attempt 1. False when the run is not parked. */
     public boolean retryNow(UUID runId) {
-        Objects.requireNonNull(runId, "runId");
-        return inTransaction("retry run " + runId, c -> operations.resolveParked(c, runId, false));
+        return actions.retryNow(runId);
     }
 
     /**
@@ -620,17 +339,12 @@ public final class CoopClient {
      * launched with that idempotency key (of topics a saga is registered for, whatever the topic).
      */
     public List<dev.coop.inspect.MessageMatch> search(String text) {
-        if (text == null || text.isBlank() || text.length() > 1_000) {
-            throw new CoopValidationException("Search for 1 to 1000 characters, was "
-                    + (text == null ? "null" : text.length() + " characters"));
-        }
-        return inTransaction("search for '" + text + "'", c -> search.find(c, text.strip()));
+        return reads.search(text);
     }
 
     /** How many runs of {@code saga} are parked now (what {@link #retryParked} would retry). */
     public long countParked(String saga) {
-        Objects.requireNonNull(saga, "saga");
-        return inTransaction("count the parked runs of saga " + saga, c -> bulk.countParked(c, saga));
+        return actions.countParked(saga);
     }
 
     /**
@@ -641,27 +355,12 @@ public final class CoopClient {
      * @return how many runs it retried
      */
     public long retryParked(String saga, String actor, String reason) {
-        Objects.requireNonNull(saga, "saga");
-        String who = auditText("actor", actor, 200);
-        String why = reason(reason);
-        long parked = countParked(saga);
-        long retried = 0;
-        for (long batches = parked / dev.coop.internal.inspect.BulkActions.BATCH + 1; batches > 0; batches--) {
-            int n = inTransaction("retry parked runs of saga " + saga,
-                    c -> bulk.retryParkedBatch(c, saga, who, why));
-            retried += n;
-            if (n < dev.coop.internal.inspect.BulkActions.BATCH) {
-                break;
-            }
-        }
-        return retried;
+        return actions.retryParked(saga, actor, reason);
     }
 
     /** Treats a parked run's step as done without running it; the run goes on. False when it is not parked. */
     public boolean markStepDone(UUID runId) {
-        Objects.requireNonNull(runId, "runId");
-        return inTransaction("mark the step of run " + runId + " done",
-                c -> operations.resolveParked(c, runId, true));
+        return actions.markStepDone(runId);
     }
 
     /**
@@ -670,14 +369,12 @@ public final class CoopClient {
      * audit entry under the lineage's root) names the hierarchy it changed.
      */
     public boolean retryNow(Lineage run) {
-        Objects.requireNonNull(run, "run");
-        return inTransaction("retry run " + run, c -> operations.resolveParked(c, run, false));
+        return actions.retryNow(run);
     }
 
     /** {@link #markStepDone(UUID)} for the run of a lineage, refused like {@link #retryNow(Lineage)}. */
     public boolean markStepDone(Lineage run) {
-        Objects.requireNonNull(run, "run");
-        return inTransaction("mark the step of run " + run + " done", c -> operations.resolveParked(c, run, true));
+        return actions.markStepDone(run);
     }
 
     /**
@@ -699,10 +396,7 @@ public final class CoopClient {
 
     /** As {@link #complete(String, Object)}, recording who completed it ({@code actor}, 1-200 characters). */
     public TaskOutcome complete(String tokenOrKey, Object result, String actor) {
-        String json = tasks.resultJson(result);
-        String who = auditText("actor", actor, TaskSettlement.MAX_ACTOR_LENGTH);
-        return settleTask("complete external task", c -> tasks.settleAlone(c, tokenOrKey, true, json, null, who),
-                c -> tasks.settle(c, tokenOrKey, true, json, null, who));
+        return tasks.complete(tokenOrKey, result, actor);
     }
 
     /**
@@ -710,10 +404,7 @@ public final class CoopClient {
      * happens if it rolls back. The parent is woken by the database's notification when it commits.
      */
     public TaskOutcome complete(Connection connection, String tokenOrKey, Object result) {
-        Objects.requireNonNull(connection, "connection");
-        String json = tasks.resultJson(result);
-        return inCallers("complete external task",
-                () -> tasks.settle(connection, tokenOrKey, true, json, null, TaskSettlement.CLIENT));
+        return tasks.complete(connection, tokenOrKey, result);
     }
 
     /**
@@ -728,18 +419,12 @@ public final class CoopClient {
 
     /** As {@link #fail(String, String)}, recording who failed it ({@code actor}, 1-200 characters). */
     public TaskOutcome fail(String tokenOrKey, String reason, String actor) {
-        String who = auditText("actor", actor, TaskSettlement.MAX_ACTOR_LENGTH);
-        String failure = TaskSettlement.failureJson(reason, who);
-        return settleTask("fail external task", c -> tasks.settleAlone(c, tokenOrKey, false, null, failure, who),
-                c -> tasks.settle(c, tokenOrKey, false, null, failure, who));
+        return tasks.fail(tokenOrKey, reason, actor);
     }
 
     /** Fails an external task in the caller's transaction; see {@link #complete(Connection, String, Object)}. */
     public TaskOutcome fail(Connection connection, String tokenOrKey, String reason) {
-        Objects.requireNonNull(connection, "connection");
-        String failure = TaskSettlement.failureJson(reason, TaskSettlement.CLIENT);
-        return inCallers("fail external task",
-                () -> tasks.settle(connection, tokenOrKey, false, null, failure, TaskSettlement.CLIENT));
+        return tasks.fail(connection, tokenOrKey, reason);
     }
 
     /**
@@ -747,7 +432,7 @@ public final class CoopClient {
      * its state tells the outside world whether to go on (a task that timed out or was cancelled need not be done).
      */
     public Optional<TaskView> externalTask(String tokenOrKey) {
-        return inTransaction("read external task", c -> tasks.tasks().find(c, tokenOrKey));
+        return tasks.externalTask(tokenOrKey);
     }
 
     /** Open external tasks, oldest first, at most {@code limit} (1 to 10,000). */
@@ -757,10 +442,7 @@ public final class CoopClient {
 
     /** Open external tasks named {@code name} (null: any), oldest first, at most {@code limit} (1 to 10,000). */
     public List<TaskView> openTasks(String name, int limit) {
-        if (limit < 1 || limit > 10_000) {
-            throw new CoopValidationException("limit must be between 1 and 10000, was " + limit);
-        }
-        return inTransaction("list open external tasks", c -> tasks.tasks().openTasks(c, name, limit));
+        return tasks.openTasks(name, limit);
     }
 
     /**
@@ -770,66 +452,12 @@ public final class CoopClient {
      * completes one waiting step; several signals to one key are taken oldest first.
      */
     public SignalOutcome signal(String key, Object payload, Duration keepFor) {
-        long keep = dev.coop.internal.store.Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor"))
-                .toMillis();
-        if (keep < 1) {
-            throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
-        }
-        String json = tasks.resultJson(payload);
-        TaskSettlement.Result result = inTransaction("send a signal",
-                c -> tasks.signal(c, key, json, TaskSettlement.CLIENT, keep));
-        result.woken().forEach(saga -> localWake.accept(saga, 1));
-        return result.outcome() == TaskOutcome.SETTLED ? SignalOutcome.DELIVERED : SignalOutcome.KEPT;
+        return tasks.signal(key, payload, keepFor);
     }
 
     /** Open external tasks by name, with when the oldest of each was opened (for metrics and dashboards). */
     public List<dev.coop.inspect.OpenTaskCount> openTaskCounts() {
-        return inTransaction("count open external tasks", c -> tasks.tasks().countOpen(c));
-    }
-
-    /**
-     * One statement in auto-commit (one round trip) when it settles the task alone; else (a task of its parent's last
-     * step, or one settled already) the settlement in a transaction.
-     */
-    private TaskOutcome settleTask(String what, Tx.Work<TaskSettlement.Result> alone,
-            Tx.Work<TaskSettlement.Result> work) {
-        TaskSettlement.Result result = Tx.oneStatement(dataSource, what, alone);
-        if (result == null) {
-            result = inTransaction(what, work);
-        }
-        result.woken().forEach(saga -> localWake.accept(saga, 1));
-        return result.outcome();
-    }
-
-    private TaskOutcome inCallers(String what, java.util.concurrent.Callable<TaskSettlement.Result> work) {
-        try {
-            return work.call().outcome();
-        } catch (SQLException e) {
-            throw new dev.coop.failure.CoopStoreException("Could not " + what + ": " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    private static String reason(String reason) {
-        if (reason == null || reason.isBlank()) {
-            throw new CoopValidationException("A reason is required; it is recorded in the event log");
-        }
-        if (reason.length() > dev.coop.internal.store.Limits.MAX_REASON_LENGTH) {
-            throw new CoopValidationException("A reason is at most " + dev.coop.internal.store.Limits.MAX_REASON_LENGTH
-                    + " characters (every run of the hierarchy records it); this one has " + reason.length());
-        }
-        if (reason.indexOf('\0') >= 0 || dev.coop.internal.store.Limits.loneSurrogateAt(reason) >= 0) {
-            throw new CoopValidationException("A reason cannot contain a NUL character or an unpaired UTF-16"
-                    + " surrogate: PostgreSQL cannot store them");
-        }
-        return reason;
-    }
-
-    private <T> T inTransaction(String what, Tx.Work<T> work) {
-        return Tx.run(dataSource, what, work);
+        return tasks.openTaskCounts();
     }
 
     /**
@@ -840,8 +468,7 @@ public final class CoopClient {
      * see docs/inspection.md for what such a read leaves out.
      */
     public Hierarchy tree(MessageId message) {
-        Objects.requireNonNull(message, "message");
-        return inTransaction("read the tree of message " + message, c -> inspection.hierarchy(c, message));
+        return reads.tree(message);
     }
 
     /**
@@ -850,14 +477,12 @@ public final class CoopClient {
      * lineage, refused when that is not the run's own, or by its id alone (a lineage of one element).
      */
     public RunView tree(Lineage run) {
-        Objects.requireNonNull(run, "run");
-        return inTransaction("read the tree of run " + run, c -> inspection.run(c, run));
+        return reads.tree(run);
     }
 
     /** Runs, newest first, filtered by status, saga, topic and age; one page of at most {@code query.limit()}. */
     public List<RunSummary> runs(RunQuery query) {
-        Objects.requireNonNull(query, "query");
-        return inTransaction("list runs", c -> inspection.runs(c, query));
+        return reads.runs(query);
     }
 
     /**
@@ -865,8 +490,7 @@ public final class CoopClient {
      * statuses with no run are absent).
      */
     public Map<RunStatus, Long> countRuns(RunQuery query) {
-        Objects.requireNonNull(query, "query");
-        return inTransaction("count runs", c -> inspection.countRuns(c, query));
+        return reads.countRuns(query);
     }
 
     /**
@@ -882,29 +506,12 @@ public final class CoopClient {
      */
     public AuditEntry recordAudit(MessageId message, Lineage scope, String action, String actor, String reason,
             String outcome) {
-        Objects.requireNonNull(message, "message");
-        String what = auditText("action", action, 100);
-        String who = auditText("actor", actor, 200);
-        String why = reason(reason);
-        String result = outcome == null ? "" : outcome.substring(0, Math.min(outcome.length(), 2_000));
-        return inTransaction("record an audit entry", c -> audit.record(c, message, scope, what, who, why,
-                dev.coop.internal.store.Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
+        return actions.recordAudit(message, scope, action, actor, reason, outcome);
     }
 
     /** The audit entries of a hierarchy (by its root message), oldest first, at most 1,000. */
     public List<AuditEntry> audit(MessageId message) {
-        Objects.requireNonNull(message, "message");
-        return inTransaction("read the audit of message " + message, c -> audit.list(c, message, 1_000));
-    }
-
-    private static String auditText(String what, String value, int max) {
-        if (value == null || value.isBlank() || value.length() > max || value.indexOf('\0') >= 0
-                || dev.coop.internal.store.Limits.loneSurrogateAt(value) >= 0) {
-            throw new CoopValidationException("An audit entry's " + what + " must be 1 to " + max
-                    + " characters without NUL or unpaired surrogates, was "
-                    + (value == null ? "null" : "'" + value + "'"));
-        }
-        return value;
+        return actions.audit(message);
     }
 
     /**
@@ -919,23 +526,12 @@ public final class CoopClient {
      * @param olderThan zero or positive; zero deletes every finished hierarchy
      */
     public PruneResult prune(Duration olderThan) {
-        checkAge(olderThan);
-        return new Retention(store.schema(), time).pruneAll(dataSource, olderThan);
+        return housekeeping.prune(olderThan);
     }
 
     /** What {@link #prune(Duration)} would delete now: how many hierarchies, and a sample of their roots. */
     public PruneResult pruneDryRun(Duration olderThan) {
-        checkAge(olderThan);
-        return new Retention(store.schema(), time).dryRun(dataSource, olderThan);
-    }
-
-    private static void checkAge(Duration olderThan) {
-        if (olderThan == null || olderThan.isNegative()) {
-            throw new CoopValidationException("olderThan must be zero or positive, was " + olderThan);
-        }
-        if (olderThan.compareTo(Duration.ofDays(365L * 1000)) > 0) {
-            throw new CoopValidationException("olderThan must be at most 1000 years, was " + olderThan);
-        }
+        return housekeeping.pruneDryRun(olderThan);
     }
 
     /**
@@ -946,11 +542,7 @@ public final class CoopClient {
      * @return false when no saga of that name was registered
      */
     public boolean retireSaga(String saga) {
-        try (Connection c = dataSource.getConnection()) {
-            return topology.retire(c, saga);
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not retire saga '" + saga + "': " + e.getMessage(), e);
-        }
+        return housekeeping.retireSaga(saga);
     }
 
     /**
@@ -963,9 +555,7 @@ public final class CoopClient {
      *         parked or rolling back): the message says how many, by status
      */
     public boolean retireSagaVersion(String saga, int version) {
-        Objects.requireNonNull(saga, "saga");
-        return inTransaction("retire version " + version + " of saga '" + saga + "'",
-                c -> topology.retireVersion(c, saga, version));
+        return housekeeping.retireSagaVersion(saga, version);
     }
 
     /**
@@ -974,7 +564,7 @@ public final class CoopClient {
      * whose runs wait with no running engine that has it is {@link SagaVersionSummary#stranded() stranded}.
      */
     public List<SagaVersionSummary> sagaVersions() {
-        return inTransaction("list the saga versions", topology::versions);
+        return housekeeping.sagaVersions();
     }
 
     /**
@@ -986,52 +576,28 @@ public final class CoopClient {
      * @param name 1 to 200 letters, digits or {@code . _ - : /}, starting with a letter or digit
      */
     public <P> ScheduleSummary schedule(String name, Topic<P> topic, P payload, Schedule schedule) {
-        ScheduleSummary summary = inTransaction("schedule '" + name + "'",
-                c -> schedule(c, name, topic, payload, schedule, false));
-        localWake.accept(EngineRuntime.SCHEDULES_CHANGED, 0);
-        return summary;
+        return schedules.schedule(name, topic, payload, schedule);
     }
 
     /** Like {@link #schedule(String, Topic, Object, Schedule)}, inside the caller's transaction. */
     public <P> ScheduleSummary schedule(Connection connection, String name, Topic<P> topic, P payload,
             Schedule schedule) {
-        Objects.requireNonNull(connection, "connection");
-        try {
-            return schedule(connection, name, topic, payload, schedule, true);
-        } catch (SQLException e) {
-            throw new CoopStoreException("Could not schedule '" + name + "': " + e.getMessage(), e);
-        }
-    }
-
-    private <P> ScheduleSummary schedule(Connection c, String name, Topic<P> topic, P payload, Schedule schedule,
-            boolean wake) throws SQLException {
-        Schedules.validateName(name);
-        Objects.requireNonNull(topic, "topic");
-        Objects.requireNonNull(schedule, "schedule");
-        ScheduleSummary summary = schedules.upsert(c, name, topic.name(), json.writePayload(topic, payload),
-                schedule);
-        if (wake) {
-            localWake.accept(EngineRuntime.SCHEDULES_CHANGED, 0); // again at commit, by notification
-        }
-        return summary;
+        return schedules.schedule(connection, name, topic, payload, schedule);
     }
 
     /** Removes a schedule. Messages it launched already go on (cancel them to stop them). */
     public void unschedule(String name) {
-        inTransaction("unschedule '" + name + "'", c -> {
-            schedules.delete(c, name);
-            return null;
-        });
+        schedules.unschedule(name);
     }
 
     /** Every schedule, by name, with its next due time and the last message it launched. */
     public List<ScheduleSummary> schedules() {
-        return inTransaction("list schedules", schedules::list);
+        return schedules.schedules();
     }
 
     /** Joins: a fan-in for code outside sagas (start, attach, report, inspect), on this client's database. */
     public Joins joins() {
-        return new dev.coop.internal.join.JoinService(dataSource, store, json);
+        return new dev.coop.internal.join.JoinService(client.dataSource(), client.store(), client.json());
     }
 
     /** Settings of a client; each is validated as it is set. */

@@ -29,10 +29,12 @@ import picocli.CommandLine.TypeConversionException;
  * output (as JSON with {@code --json}); errors are one line on standard error, with a non-zero exit code.
  */
 @Command(name = "coop", mixinStandardHelpOptions = true, versionProvider = CoopCli.Version.class, description = "Inspect and operate Coop (structured cooperation on PostgreSQL).", subcommands = {
-        Commands.Tree.class, Commands.Events.class, Commands.Runs.class, Commands.Parked.class,
-        Commands.Retry.class, Commands.MarkDone.class, Commands.Cancel.class, Commands.Rollback.class,
-        Commands.Schedules.class, Commands.Join.class, Commands.Prune.class, Commands.Dashboard.class,
-        Commands.Completion.class, Commands.Migrate.class,
+        ReadCommands.Tree.class, ReadCommands.Events.class, ReadCommands.Runs.class, ReadCommands.Parked.class,
+        OperatorCommands.Retry.class, OperatorCommands.MarkDone.class, OperatorCommands.Cancel.class,
+        OperatorCommands.Rollback.class,
+        ReadCommands.Schedules.class, ReadCommands.Join.class, OperatorCommands.Prune.class,
+        ToolCommands.Dashboard.class,
+        ToolCommands.Completion.class, ToolCommands.Migrate.class,
         Sagas.class, Tasks.ListTasks.class, Tasks.Complete.class,
         Tasks.Fail.class, Counts.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",

@@ -21,7 +21,7 @@ import picocli.CommandLine.Option;
 final class Counts extends Commands.Base {
     private static final String FORMAT = "%-32s %9s %9s %11s %15s %7s%n";
 
-    @Option(names = "--last", paramLabel = "<age>", defaultValue = "1h", converter = Commands.AgeConverter.class, description = "How far back: 15m, 2h, 7d (default: ${DEFAULT-VALUE}; at most 7d)")
+    @Option(names = "--last", paramLabel = "<age>", defaultValue = "1h", converter = Converters.AgeConverter.class, description = "How far back: 15m, 2h, 7d (default: ${DEFAULT-VALUE}; at most 7d)")
     Duration last;
 
     @Option(names = "--saga", paramLabel = "<saga>", description = "Only this saga")

@@ -23,13 +23,13 @@ final class Selection {
     @Option(names = "--topic", paramLabel = "<topic>", description = "Only runs handling messages of this topic")
     String topic;
 
-    @Option(names = "--status", paramLabel = "<status>", converter = Commands.StatusConverter.class, description = "Only runs in this status (e.g. PARKED)")
+    @Option(names = "--status", paramLabel = "<status>", converter = Converters.StatusConverter.class, description = "Only runs in this status (e.g. PARKED)")
     RunStatus status;
 
-    @Option(names = "--since", paramLabel = "<time>", converter = Commands.TimeConverter.class, description = "Only runs created since then: an age (2h), a date or an ISO-8601 time")
+    @Option(names = "--since", paramLabel = "<time>", converter = Converters.TimeConverter.class, description = "Only runs created since then: an age (2h), a date or an ISO-8601 time")
     OffsetDateTime since;
 
-    @Option(names = "--before", paramLabel = "<time>", converter = Commands.TimeConverter.class, description = "Only runs created before then")
+    @Option(names = "--before", paramLabel = "<time>", converter = Converters.TimeConverter.class, description = "Only runs created before then")
     OffsetDateTime before;
 
     @Option(names = "--failure-type", paramLabel = "<class>", description = "Only runs whose failure is of this type"

@@ -81,6 +81,22 @@ public final class EngineRuntime {
 
     /** Registers the sagas in the topology, then starts the listener and the workers. */
     public void start() {
+        register();
+        // created before the listener starts, so that its nudges always reach the timer
+        joinTimer = new JoinTimer(config.engineId(), bounded(), config.schema(),
+                new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
+                context.dispatcher()::wake);
+        startThreads();
+        // a time source that jumps (a test clock) must not leave timers armed with the old time
+        unsubscribeJumps = config.time().onJump(this::timeJumped);
+        log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
+                config.engineId(),
+                config.workers(), config.sagas().keys(), config.notifications() ? "on" : "off",
+                config.schedules() ? "on" : "off", config.pollInterval().toMillis());
+    }
+
+    /** Registers the engine's saga versions, their limits, and the engine itself, in one transaction. */
+    private void register() {
         Tx.run(config.dataSource(), "register the sagas of engine " + config.engineId(), c -> {
             topology.register(c, config.engineId(), config.sagas().all());
             for (String name : config.sagas().names()) { // the last engine to register a saga decides its limits
@@ -91,10 +107,10 @@ public final class EngineRuntime {
                     config.sagas().keys());
             return null;
         });
-        // created before the listener starts, so that its nudges always reach the timer
-        joinTimer = new JoinTimer(config.engineId(), bounded(), config.schema(),
-                new JoinBook(context.store(), config.json()), config.pollInterval().toNanos(),
-                context.dispatcher()::wake);
+    }
+
+    /** Starts the listener, the schedule timer, the workers, the join timer, the connection watch and retention. */
+    private void startThreads() {
         if (config.notifications()) {
             listenerThread = thread(new Listener(config.dataSource(), config.schema(), context.dispatcher(),
                     config.engineId(), this::wake, config.time().controlled(), config.listeners(),
@@ -118,12 +134,6 @@ public final class EngineRuntime {
                     Pruner.interval(config.retention(), config.pollInterval()));
             prunerThread = thread(pruner, "retention");
         }
-        // a time source that jumps (a test clock) must not leave timers armed with the old time
-        unsubscribeJumps = config.time().onJump(this::timeJumped);
-        log.info("Engine {} started: {} workers, sagas {}, notifications {}, schedules {}, poll every {} ms",
-                config.engineId(),
-                config.workers(), config.sagas().keys(), config.notifications() ? "on" : "off",
-                config.schedules() ? "on" : "off", config.pollInterval().toMillis());
     }
 
     /** The engine's DataSource, its connections bounded by the database timeout while the engine's threads use them. */
@@ -202,6 +212,18 @@ public final class EngineRuntime {
         if (pruner != null) {
             pruner.stop();
         }
+        stopWorkers(timeout);
+        stopHelpers();
+        try (Connection c = bounded().getConnection()) {
+            topology.engineStopped(c, config.engineId());
+        } catch (SQLException | RuntimeException e) {
+            log.debug("Engine {} could not record its stop: {}", config.engineId(), e.toString());
+        }
+        log.info("Engine {} stopped", config.engineId());
+    }
+
+    /** Waits for the workers' steps, then interrupts them; a step that ignores that cannot commit any more. */
+    private void stopWorkers(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Thread worker : workers) {
             join(worker, deadline);
@@ -223,6 +245,10 @@ public final class EngineRuntime {
                 refuseLateCommit(workers.get(i), workerTasks.get(i));
             }
         }
+    }
+
+    /** Stops the connection watch, then waits for the listener and the timers (interrupting a stuck one). */
+    private void stopHelpers() {
         if (watchThread != null) {
             watchThread.interrupt();
         }
@@ -232,26 +258,21 @@ public final class EngineRuntime {
         if (timerThread != null) {
             join(timerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }
-        if (joinTimerThread != null) {
-            join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
-            if (joinTimerThread.isAlive()) { // stuck waiting for a connection or the database
-                joinTimerThread.interrupt();
-                join(joinTimerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
-            }
+        if (joinTimerThread != null) { // stuck waiting for a connection or the database: interrupted
+            joinOrInterrupt(joinTimerThread);
         }
-        if (prunerThread != null) {
-            join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
-            if (prunerThread.isAlive()) { // in the middle of a batch: it rolls back
-                prunerThread.interrupt();
-                join(prunerThread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
-            }
+        if (prunerThread != null) { // in the middle of a batch: interrupted, it rolls back
+            joinOrInterrupt(prunerThread);
         }
-        try (Connection c = bounded().getConnection()) {
-            topology.engineStopped(c, config.engineId());
-        } catch (SQLException | RuntimeException e) {
-            log.debug("Engine {} could not record its stop: {}", config.engineId(), e.toString());
+    }
+
+    /** Waits 2 s for a thread, then interrupts it and waits 2 s more. */
+    private static void joinOrInterrupt(Thread thread) {
+        join(thread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+        if (thread.isAlive()) {
+            thread.interrupt();
+            join(thread, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         }
-        log.info("Engine {} stopped", config.engineId());
     }
 
     /**

@@ -63,49 +63,63 @@ final class Listener implements Runnable {
         long backoff = 50;
         while (!dispatcher.stopped()) {
             try (Connection c = dataSource.getConnection()) {
-                NetworkTimeouts.bound(c, timeoutMillis); // the pool restores its own (HikariCP does)
-                c.setAutoCommit(true);
-                try (Statement st = c.createStatement()) {
-                    st.execute("LISTEN " + schema.channel());
-                }
-                dispatcher.probeNow(); // anything that happened while we were not listening
-                wake.accept(ScheduleTimer.NOTIFICATION); // schedules too
-                wake.accept(JoinTimer.NOTIFICATION); // and join timeouts
+                subscribe(c);
                 backoff = 50;
                 listeners.notificationsConnected();
-                PGConnection pg = c.unwrap(PGConnection.class);
-                long verified = System.nanoTime();
-                while (!dispatcher.stopped()) {
-                    if (System.nanoTime() - verified >= verifyNanos) {
-                        verify(c, schema.channel());
-                        verified = System.nanoTime();
-                    }
-                    PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
-                    if (notifications != null) {
-                        for (PGNotification n : notifications) {
-                            notified(n.getParameter());
-                        }
-                    }
-                }
+                receive(c);
                 try (Statement st = c.createStatement()) {
                     st.execute("UNLISTEN *"); // the connection goes back to a pool: leave it as we found it
                 }
             } catch (Throwable e) { // an Error too: the listener lives on
-                if (dispatcher.stopped()) {
-                    return;
-                }
-                listeners.notificationsLost(e);
-                log.warn(
-                        "Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
-                        engineId, e.toString(), backoff, e instanceof Error ? e : null);
-                try {
-                    dispatcher.pause(TimeUnit.MILLISECONDS.toNanos(backoff));
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
+                if (dispatcher.stopped() || !pauseAfter(e, backoff)) {
                     return;
                 }
                 backoff = Math.min(backoff * 2, 5_000);
             }
+        }
+    }
+
+    /** LISTENs on the connection, then asks for what may have been missed while it was not listening. */
+    private void subscribe(Connection c) throws SQLException {
+        NetworkTimeouts.bound(c, timeoutMillis); // the pool restores its own (HikariCP does)
+        c.setAutoCommit(true);
+        try (Statement st = c.createStatement()) {
+            st.execute("LISTEN " + schema.channel());
+        }
+        dispatcher.probeNow(); // anything that happened while we were not listening
+        wake.accept(ScheduleTimer.NOTIFICATION); // schedules too
+        wake.accept(JoinTimer.NOTIFICATION); // and join timeouts
+    }
+
+    /** Hands on notifications until the engine stops, verifying the connection once per interval. */
+    private void receive(Connection c) throws SQLException {
+        PGConnection pg = c.unwrap(PGConnection.class);
+        long verified = System.nanoTime();
+        while (!dispatcher.stopped()) {
+            if (System.nanoTime() - verified >= verifyNanos) {
+                verify(c, schema.channel());
+                verified = System.nanoTime();
+            }
+            PGNotification[] notifications = pg.getNotifications(WAIT_MILLIS);
+            if (notifications != null) {
+                for (PGNotification n : notifications) {
+                    notified(n.getParameter());
+                }
+            }
+        }
+    }
+
+    /** Says the connection was lost and waits {@code backoff} ms before reconnecting; false when interrupted. */
+    private boolean pauseAfter(Throwable e, long backoff) {
+        listeners.notificationsLost(e);
+        log.warn("Engine {} lost its notification connection ({}); reconnecting in {} ms, polling meanwhile",
+                engineId, e.toString(), backoff, e instanceof Error ? e : null);
+        try {
+            dispatcher.pause(TimeUnit.MILLISECONDS.toNanos(backoff));
+            return true;
+        } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 

@@ -18,6 +18,44 @@ import java.util.List;
  */
 public final class Topology {
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Topology.class);
+    /** Registers a saga (its topic, and the highest version) and one version of it; no row: another topic. */
+    private static final String REGISTER = """
+            WITH reg AS (
+              INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES (?, ?, ?, ?)
+              ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+                 version = greatest(saga_registration.version, EXCLUDED.version)
+               WHERE saga_registration.topic = EXCLUDED.topic
+              RETURNING topic, version
+            ), ver AS (
+              INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
+              SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
+              ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
+                 last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
+            )
+            SELECT topic, version FROM reg
+            """;
+
+    private static final String LOCK_VERSION = """
+            SELECT 1 FROM {schema}.saga_registration reg
+              JOIN {schema}.saga_version v ON v.saga = reg.saga AND v.version = ?
+             WHERE reg.saga = ? FOR UPDATE OF reg, v
+            """;
+
+    /** Deletes a version; the saga then gets its highest version left, or goes with its last one. */
+    private static final String RETIRE_VERSION = """
+            WITH gone AS (
+              DELETE FROM {schema}.saga_version WHERE saga = ? AND version = ? RETURNING saga
+            ), latest AS (
+              SELECT max(v.version) AS version FROM {schema}.saga_version v
+               WHERE v.saga = ? AND v.version <> ? AND EXISTS (SELECT 1 FROM gone)
+            ), moved AS (
+              UPDATE {schema}.saga_registration reg SET version = latest.version FROM latest
+               WHERE reg.saga = ? AND latest.version IS NOT NULL
+            )
+            DELETE FROM {schema}.saga_registration reg USING latest
+             WHERE reg.saga = ? AND latest.version IS NULL AND EXISTS (SELECT 1 FROM gone)
+            """;
+
     private final SchemaName schema;
 
     public Topology(SchemaName schema) {
@@ -30,50 +68,41 @@ public final class Topology {
      * refused: retire it first.
      */
     public void register(Connection c, String engine, java.util.Collection<Saga<?>> sagas) throws SQLException {
-        String upsert = schema.sql("""
-                WITH reg AS (
-                  INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES (?, ?, ?, ?)
-                  ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
-                         version = greatest(saga_registration.version, EXCLUDED.version)
-                   WHERE saga_registration.topic = EXCLUDED.topic
-                  RETURNING topic, version
-                ), ver AS (
-                  INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
-                  SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
-                  ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-                         last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
-                )
-                SELECT topic, version FROM reg
-                """);
+        String upsert = schema.sql(REGISTER);
         List<Saga<?>> ordered = sagas.stream() // one order for every engine: no deadlock between two starting
                 .sorted(java.util.Comparator.comparing((Saga<?> s) -> s.name()).thenComparing(Saga::version))
                 .toList();
         for (Saga<?> saga : ordered) {
-            try (PreparedStatement ps = c.prepareStatement(upsert)) {
-                ps.setString(1, saga.name());
-                ps.setString(2, saga.topic().name());
-                ps.setString(3, engine);
-                ps.setInt(4, saga.version());
-                ps.setString(5, saga.name());
-                ps.setInt(6, saga.version());
-                ps.setString(7, engine);
-                ps.setString(8, saga.steps().getFirst().name()); // inspection names a run's running first step
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        throw new CoopValidationException("Saga '" + saga.name()
-                                + "' is registered for topic '"
-                                + topicOf(c, saga.name()) + "' in schema '" + schema.value()
-                                + "', not for topic '"
-                                + saga.topic().name()
-                                + "'; retire it first (CoopClient.retireSaga) or choose another saga name");
-                    }
-                    int current = rs.getInt(2);
-                    if (current > saga.version() && saga == newest(ordered, saga.name())) {
-                        log.info("Engine {} has versions up to {} of saga '{}', but new runs of it get version {}"
-                                + " (registered by another engine): this engine runs only the runs of its versions",
-                                engine, saga.version(), saga.name(), current);
-                    }
+            int current = register(c, upsert, engine, saga);
+            if (current > saga.version() && saga == newest(ordered, saga.name())) {
+                log.info("Engine {} has versions up to {} of saga '{}', but new runs of it get version {}"
+                        + " (registered by another engine): this engine runs only the runs of its versions",
+                        engine, saga.version(), saga.name(), current);
+            }
+        }
+    }
+
+    /** Registers one saga version; returns the version new runs of the saga get. */
+    private int register(Connection c, String upsert, String engine, Saga<?> saga) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(upsert)) {
+            ps.setString(1, saga.name());
+            ps.setString(2, saga.topic().name());
+            ps.setString(3, engine);
+            ps.setInt(4, saga.version());
+            ps.setString(5, saga.name());
+            ps.setInt(6, saga.version());
+            ps.setString(7, engine);
+            ps.setString(8, saga.steps().getFirst().name()); // inspection names a run's running first step
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    throw new CoopValidationException("Saga '" + saga.name()
+                            + "' is registered for topic '"
+                            + topicOf(c, saga.name()) + "' in schema '" + schema.value()
+                            + "', not for topic '"
+                            + saga.topic().name()
+                            + "'; retire it first (CoopClient.retireSaga) or choose another saga name");
                 }
+                return rs.getInt(2);
             }
         }
     }
@@ -112,18 +141,8 @@ public final class Topology {
      * @return false when that version of the saga is not registered
      */
     public boolean retireVersion(Connection c, String saga, int version) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT 1 FROM {schema}.saga_registration reg
-                  JOIN {schema}.saga_version v ON v.saga = reg.saga AND v.version = ?
-                 WHERE reg.saga = ? FOR UPDATE OF reg, v
-                """))) {
-            ps.setInt(1, version);
-            ps.setString(2, saga);
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return false;
-                }
-            }
+        if (!lockVersion(c, saga, version)) {
+            return false;
         }
         String unfinished = unfinished(c, saga, version);
         if (unfinished != null) {
@@ -131,19 +150,7 @@ public final class Topology {
                     + schema.value() + "': " + unfinished + "; only an engine that has version " + version
                     + " can finish them (keep one running until they finished, then retire the version)");
         }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                WITH gone AS (
-                  DELETE FROM {schema}.saga_version WHERE saga = ? AND version = ? RETURNING saga
-                ), latest AS (
-                  SELECT max(v.version) AS version FROM {schema}.saga_version v
-                   WHERE v.saga = ? AND v.version <> ? AND EXISTS (SELECT 1 FROM gone)
-                ), moved AS (
-                  UPDATE {schema}.saga_registration reg SET version = latest.version FROM latest
-                   WHERE reg.saga = ? AND latest.version IS NOT NULL
-                )
-                DELETE FROM {schema}.saga_registration reg USING latest
-                 WHERE reg.saga = ? AND latest.version IS NULL AND EXISTS (SELECT 1 FROM gone)
-                """))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RETIRE_VERSION))) {
             ps.setString(1, saga);
             ps.setInt(2, version);
             ps.setString(3, saga);
@@ -153,6 +160,17 @@ public final class Topology {
             ps.executeUpdate();
         }
         return true;
+    }
+
+    /** Locks the registration of the saga and of the version; false when that version is not registered. */
+    private boolean lockVersion(Connection c, String saga, int version) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(LOCK_VERSION))) {
+            ps.setInt(1, version);
+            ps.setString(2, saga);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
     }
 
     /** "3 unfinished runs (2 runnable, 1 parked; 1 of them rolling back)", or null when there is none. */

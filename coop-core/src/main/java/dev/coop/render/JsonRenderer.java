@@ -9,15 +9,11 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.Event;
-import dev.coop.inspect.EventType;
 import dev.coop.failure.Failure;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.Lineage;
-import dev.coop.MessageId;
 import dev.coop.inspect.ParkedRun;
-import dev.coop.RunStatus;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.CollapsedRuns;
 import dev.coop.inspect.RunOrdering;
@@ -27,12 +23,9 @@ import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.UUID;
-import java.util.function.Function;
 
 /**
  * The JSON form of what inspection returns: cooperation trees, event logs, run listings and parked runs. Field names
@@ -47,7 +40,7 @@ public final class JsonRenderer {
      * refuse hierarchies a few hundred deep; a tree is Coop's own data, so the limit is lifted far beyond that.
      */
     private static final int MAX_NESTING = 100_000;
-    private static final ObjectMapper MAPPER = new ObjectMapper(com.fasterxml.jackson.core.JsonFactory.builder()
+    static final ObjectMapper MAPPER = new ObjectMapper(com.fasterxml.jackson.core.JsonFactory.builder()
             .streamWriteConstraints(com.fasterxml.jackson.core.StreamWriteConstraints.builder()
                     .maxNestingDepth(MAX_NESTING).build())
             .streamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
@@ -81,7 +74,7 @@ public final class JsonRenderer {
         n.put("topic", h.topic());
         n.put("launchedAt", time(h.launchedAt()));
         n.put("finished", h.finished());
-        String outcome = TextRenderer.outcome(h.runs(), h.finished());
+        String outcome = TextFormat.outcome(h.runs(), h.finished());
         n.put("outcome", "RUNNING".equals(outcome) ? null : outcome);
         ArrayNode runs = n.putArray("runs");
         h.runs().forEach(r -> runs.add(run(r)));
@@ -107,26 +100,36 @@ public final class JsonRenderer {
         if (r.running() != null) { // only while an engine executes one of its steps
             n.set("running", running(r.running()));
         }
-        if (r.ordering().priority() != 0) { // launch options: only when set
-            n.put("priority", r.ordering().priority());
-        }
-        if (r.ordering().orderingKey() != null) {
-            n.put("orderingKey", r.ordering().orderingKey());
-        }
-        if (r.ordering().heldBehind() != null) {
-            n.put("heldBehind", r.ordering().heldBehind().toString());
-        }
+        ordering(n, r.ordering());
         n.put("createdAt", time(r.createdAt()));
         n.put("startedAt", time(r.startedAt()));
         n.put("finishedAt", time(r.finishedAt()));
-        n.put("durationMs", millis(TextRenderer.runStart(r), r.finishedAt()));
+        n.put("durationMs", millis(TextFormat.runStart(r), r.finishedAt()));
         n.set("failure", failure(r.failure()));
         ArrayNode steps = n.putArray("steps");
         r.steps().forEach(s -> steps.add(step(s)));
         ArrayNode children = n.putArray("children");
         r.children().forEach(c -> children.add(run(c)));
-        ArrayNode collapsed = n.putArray("collapsed");
-        for (CollapsedRuns g : r.collapsed()) {
+        collapsed(n.putArray("collapsed"), r.collapsed());
+        return n;
+    }
+
+    /** A run's launch options, only those set. */
+    private static void ordering(ObjectNode n, RunOrdering o) {
+        if (o.priority() != 0) { // launch options: only when set
+            n.put("priority", o.priority());
+        }
+        if (o.orderingKey() != null) {
+            n.put("orderingKey", o.orderingKey());
+        }
+        if (o.heldBehind() != null) {
+            n.put("heldBehind", o.heldBehind().toString());
+        }
+    }
+
+    /** The children a read counted instead of listing, per saga and status. */
+    private static void collapsed(ArrayNode collapsed, List<CollapsedRuns> groups) {
+        for (CollapsedRuns g : groups) {
             ObjectNode group = collapsed.addObject();
             group.put("saga", g.saga());
             group.put("total", g.total());
@@ -134,7 +137,6 @@ public final class JsonRenderer {
             g.byStatus().entrySet().stream().sorted(Map.Entry.comparingByKey())
                     .forEach(e -> byStatus.put(e.getKey().name(), e.getValue()));
         }
-        return n;
     }
 
     public ObjectNode running(RunningStep s) {
@@ -170,47 +172,12 @@ public final class JsonRenderer {
 
     /** Reads {@link #render(Hierarchy)} back. */
     public Hierarchy readHierarchy(String json) {
-        JsonNode n = parse(json);
-        return new Hierarchy(new MessageId(uuid(n, "messageId")), text(n, "topic"), readTime(n, "launchedAt"),
-                list(n.get("runs"), this::readRun));
+        return JsonReading.readHierarchy(json);
     }
 
     /** Reads {@link #render(RunView)} back. */
     public RunView readRun(String json) {
-        return readRun(parse(json));
-    }
-
-    private RunView readRun(JsonNode n) {
-        return new RunView(uuid(n, "runId"), new MessageId(uuid(n, "messageId")), text(n, "topic"),
-                text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
-                n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
-                readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), this::readStep),
-                list(n.get("children"), this::readRun), list(n.get("collapsed"), this::readCollapsed),
-                n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null,
-                new RunOrdering(n.path("priority").asInt(0),
-                        n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
-                        n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null),
-                n.hasNonNull("running") ? readRunning(n.get("running")) : null);
-    }
-
-    private RunningStep readRunning(JsonNode n) {
-        return new RunningStep(text(n, "step"), readTime(n, "since"), text(n, "engine"), n.path("attempt").asInt(1),
-                readTime(n, "lastActivity"));
-    }
-
-    private CollapsedRuns readCollapsed(JsonNode n) {
-        Map<RunStatus, Long> byStatus = new java.util.EnumMap<>(RunStatus.class);
-        n.path("byStatus").properties()
-                .forEach(e -> byStatus.put(RunStatus.valueOf(e.getKey()), e.getValue().asLong()));
-        return new CollapsedRuns(text(n, "saga"), n.path("total").asLong(), byStatus);
-    }
-
-    private StepView readStep(JsonNode n) {
-        return new StepView(text(n, "name"), StepView.Kind.valueOf(text(n, "kind")), text(n, "engine"),
-                readTime(n, "startedAt"), readTime(n, "endedAt"),
-                list(n.get("launched"), m -> new MessageId(UUID.fromString(m.asText()))),
-                readFailure(n.get("failure")), n.path("iteration").asInt(1), n.path("launchedCount").asInt(0),
-                n.path("attempt").asInt(0));
+        return JsonReading.readRun(json);
     }
 
     // ---- event logs
@@ -243,11 +210,7 @@ public final class JsonRenderer {
 
     /** Reads {@link #renderEvents(List)} back; the exception and context come back as compact JSON text. */
     public List<Event> readEvents(String json) {
-        return list(parse(json), n -> new Event(n.path("id").asLong(), new MessageId(uuid(n, "messageId")),
-                EventType.valueOf(text(n, "type")), text(n, "saga"), text(n, "engine"), text(n, "step"),
-                readLineage(n.get("lineage")), readTime(n, "createdAt"), readTime(n, "startedAt"),
-                compact(n.get("exception")), compact(n.get("context")),
-                n.hasNonNull("attempt") ? n.get("attempt").asInt() : null));
+        return JsonReading.readEvents(json);
     }
 
     // ---- listings
@@ -273,10 +236,7 @@ public final class JsonRenderer {
 
     /** Reads {@link #renderRuns(List)} back. */
     public List<RunSummary> readRuns(String json) {
-        return list(parse(json), n -> new RunSummary(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
-                text(n, "topic"), text(n, "saga"), readLineage(n.get("lineage")),
-                RunStatus.valueOf(text(n, "status")), readTime(n, "createdAt"), readTime(n, "finishedAt"),
-                text(n, "failureMessage"), n.path("sagaVersion").asInt(1)));
+        return JsonReading.readRuns(json);
     }
 
     /** Parked runs as a JSON array. */
@@ -299,10 +259,7 @@ public final class JsonRenderer {
 
     /** Reads {@link #renderParked(List)} back. */
     public List<ParkedRun> readParked(String json) {
-        return list(parse(json), n -> new ParkedRun(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
-                text(n, "saga"), readLineage(n.get("lineage")), n.path("stepIndex").asInt(),
-                n.path("attempt").asInt(), readFailure(n.get("failure")), readTime(n, "createdAt"),
-                text(n, "step")));
+        return JsonReading.readParked(json);
     }
 
     /** Any node as JSON text, indented if this renderer is pretty. */
@@ -347,49 +304,4 @@ public final class JsonRenderer {
         return from == null || to == null ? null : Math.max(0, Duration.between(from, to).toMillis());
     }
 
-    private static JsonNode parse(String json) {
-        try {
-            return MAPPER.readTree(Objects.requireNonNull(json, "json"));
-        } catch (JsonProcessingException e) {
-            throw new CoopValidationException("Not JSON: " + e.getOriginalMessage(), e);
-        }
-    }
-
-    private static String text(JsonNode n, String field) {
-        JsonNode v = n.get(field);
-        return v == null || v.isNull() ? null : v.asText();
-    }
-
-    private static UUID uuid(JsonNode n, String field) {
-        String s = text(n, field);
-        if (s == null) {
-            throw new CoopValidationException("Missing field '" + field + "'");
-        }
-        return UUID.fromString(s);
-    }
-
-    private static OffsetDateTime readTime(JsonNode n, String field) {
-        String s = text(n, field);
-        return s == null ? null : OffsetDateTime.parse(s, DateTimeFormatter.ISO_OFFSET_DATE_TIME);
-    }
-
-    private static Lineage readLineage(JsonNode a) {
-        return new Lineage(list(a, id -> UUID.fromString(id.asText())));
-    }
-
-    private static Failure readFailure(JsonNode n) {
-        return n == null || n.isNull() ? null : Failure.fromJson(n.toString());
-    }
-
-    private static String compact(JsonNode n) {
-        return n == null || n.isNull() ? null : n.isTextual() ? n.asText() : n.toString();
-    }
-
-    private static <T> List<T> list(JsonNode a, Function<JsonNode, T> read) {
-        List<T> out = new ArrayList<>();
-        if (a != null) {
-            a.forEach(e -> out.add(read.apply(e)));
-        }
-        return List.copyOf(out);
-    }
 }

@@ -64,10 +64,10 @@ class TextRendererTest {
 
     @Test
     void durations_read_like_people_write_them() {
-        assertThat(TextRenderer.duration(java.time.Duration.ofMillis(7))).isEqualTo("7 ms");
-        assertThat(TextRenderer.duration(java.time.Duration.ofMillis(1250))).isEqualTo("1.25 s");
-        assertThat(TextRenderer.duration(java.time.Duration.ofSeconds(123))).isEqualTo("2 m 03 s");
-        assertThat(TextRenderer.duration(java.time.Duration.ofMinutes(65))).isEqualTo("1 h 05 m");
+        assertThat(TextFormat.duration(java.time.Duration.ofMillis(7))).isEqualTo("7 ms");
+        assertThat(TextFormat.duration(java.time.Duration.ofMillis(1250))).isEqualTo("1.25 s");
+        assertThat(TextFormat.duration(java.time.Duration.ofSeconds(123))).isEqualTo("2 m 03 s");
+        assertThat(TextFormat.duration(java.time.Duration.ofMinutes(65))).isEqualTo("1 h 05 m");
     }
 
     @Test

@@ -141,11 +141,7 @@ public final class GuardedConnection implements InvocationHandler {
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
         String name = method.getName();
         if (method.getDeclaringClass() == Object.class) {
-            return switch (name) {
-                case "equals" -> proxy == args[0];
-                case "hashCode" -> System.identityHashCode(proxy);
-                default -> "StepConnection[" + target + "]";
-            };
+            return objectMethod(proxy, name, args);
         }
         if (name.equals("isClosed") && method.getParameterCount() == 0) {
             return !open || target.isClosed();
@@ -161,6 +157,31 @@ public final class GuardedConnection implements InvocationHandler {
         if (name.equals("unwrap") && args != null && args[0] instanceof Class<?> type && type.isInstance(proxy)) {
             return proxy; // unwrap(Connection.class) is this guard, never the raw connection
         }
+        refuseEnds(name, method, args);
+        if (CHECKED_CONNECTION.contains(name) && args != null && args[0] instanceof String sql) {
+            check(sql);
+        }
+        if (savepoint == null && !HARMLESS.contains(name)) {
+            savepoint = target.setSavepoint();
+        }
+        Object result = call(target, method, args);
+        if (STATEMENTS.contains(name) && result instanceof Statement statement) {
+            return GuardedStatement.wrap(statement, method.getReturnType(), this);
+        }
+        return result;
+    }
+
+    /** {@code equals}, {@code hashCode} and {@code toString} of the proxy itself. */
+    private Object objectMethod(Object proxy, String name, Object[] args) {
+        return switch (name) {
+            case "equals" -> proxy == args[0];
+            case "hashCode" -> System.identityHashCode(proxy);
+            default -> "StepConnection[" + target + "]";
+        };
+    }
+
+    /** Refuses what would end the step's transaction, or release or roll back to Coop's own savepoint. */
+    private void refuseEnds(String name, Method method, Object[] args) {
         if ((name.equals("releaseSavepoint") || name.equals("rollback")) && args != null && args[0] == savepoint) {
             throw new IllegalStateException("A step must not release or roll back to Coop's own savepoint");
         }
@@ -176,17 +197,6 @@ public final class GuardedConnection implements InvocationHandler {
             }
             throw e;
         }
-        if (CHECKED_CONNECTION.contains(name) && args != null && args[0] instanceof String sql) {
-            check(sql);
-        }
-        if (savepoint == null && !HARMLESS.contains(name)) {
-            savepoint = target.setSavepoint();
-        }
-        Object result = call(target, method, args);
-        if (STATEMENTS.contains(name) && result instanceof Statement statement) {
-            return GuardedStatement.wrap(statement, method.getReturnType(), this);
-        }
-        return result;
     }
 
     static Object call(Object target, Method method, Object[] args) throws Throwable {

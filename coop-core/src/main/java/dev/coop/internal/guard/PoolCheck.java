@@ -37,31 +37,12 @@ public final class PoolCheck {
         int got = 0;
         long deadline = System.nanoTime() + timeout.toNanos();
         try {
-            while (taken.size() < needed && failure == null) {
-                long left = deadline - System.nanoTime();
-                Object next = left <= 0 ? null : arrived.poll(left, TimeUnit.NANOSECONDS);
-                if (next == null) {
-                    break;
-                }
-                if (next instanceof Connection c) {
-                    taken.add(c);
-                } else {
-                    failure = (Throwable) next;
-                }
-            }
+            failure = collect(arrived, taken, needed, deadline);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
             got = taken.size();
-            synchronized (over) {
-                over.set(true);
-                for (Object late; (late = arrived.poll()) != null;) {
-                    if (late instanceof Connection c) {
-                        taken.add(c);
-                    }
-                }
-            }
-            taken.forEach(PoolCheck::closeQuietly);
+            giveBack(arrived, over, taken);
         }
         if (got < needed) {
             throw new CoopValidationException("The DataSource gave " + got + " of the " + needed
@@ -70,6 +51,40 @@ public final class PoolCheck {
                     + "; its workers would wait for connections and process nothing. Give the pool at least "
                     + needed + " connections, or lower workers", failure);
         }
+    }
+
+    /**
+     * Takes what arrives into {@code taken} until {@code needed} connections came, one attempt failed, or the
+     * deadline passed; returns the failure, if one came.
+     */
+    private static Throwable collect(BlockingQueue<Object> arrived, List<Connection> taken, int needed,
+            long deadline) throws InterruptedException {
+        while (taken.size() < needed) {
+            long left = deadline - System.nanoTime();
+            Object next = left <= 0 ? null : arrived.poll(left, TimeUnit.NANOSECONDS);
+            if (next == null) {
+                break;
+            }
+            if (next instanceof Connection c) {
+                taken.add(c);
+            } else {
+                return (Throwable) next;
+            }
+        }
+        return null;
+    }
+
+    /** Ends the check: what arrives from now on is closed by its taker; what came is closed here. */
+    private static void giveBack(BlockingQueue<Object> arrived, AtomicBoolean over, List<Connection> taken) {
+        synchronized (over) {
+            over.set(true);
+            for (Object late; (late = arrived.poll()) != null;) {
+                if (late instanceof Connection c) {
+                    taken.add(c);
+                }
+            }
+        }
+        taken.forEach(PoolCheck::closeQuietly);
     }
 
     private static void take(DataSource dataSource, BlockingQueue<Object> arrived, AtomicBoolean over) {

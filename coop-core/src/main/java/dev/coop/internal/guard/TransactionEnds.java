@@ -57,12 +57,7 @@ final class TransactionEnds {
                     skipBlockComment();
                 } else if (ch == ';') {
                     i++;
-                    if (parenDepth == 0) { // inside a routine's body a statement starts too (its END is allowed)
-                        atStart = true;
-                        if (beginDepth == 0) {
-                            words = 0;
-                        }
-                    }
+                    atStart |= statementEnds();
                 } else if (isWordStart(ch)) {
                     int start = i;
                     if ((ch == 'e' || ch == 'E') && next('\'')) { // E'...': backslash escapes
@@ -86,6 +81,20 @@ final class TransactionEnds {
                 }
             }
             return null;
+        }
+
+        /**
+         * A semicolon outside parentheses ends a statement: the next word starts one, also inside a routine's body
+         * (its END is allowed).
+         */
+        private boolean statementEnds() {
+            if (parenDepth != 0) {
+                return false;
+            }
+            if (beginDepth == 0) {
+                words = 0;
+            }
+            return true;
         }
 
         private void other(char ch) {

@@ -80,6 +80,34 @@ public final class Operations {
     }
 
     /**
+     * A cancellation request for one scope, logged, and the runs of the scope woken (happy-path waiters too), with a
+     * notification per saga; nothing when the scope was cancelled before.
+     */
+    private static final String REQUEST_CANCELLATION = """
+            WITH requested AS (
+              INSERT INTO {schema}.cancellation (scope_id, lineage, failure) VALUES (?, ?, ?::jsonb)
+              ON CONFLICT (scope_id) DO NOTHING
+              RETURNING scope_id
+            ), logged AS (
+              INSERT INTO {schema}.event (message_id, type, lineage, exception)
+              SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
+            ), woken AS (
+              UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
+               WHERE id IN (SELECT id FROM {schema}.run
+                             WHERE lineage[1] = ?
+                               AND (status IN ('RUNNABLE', 'PARKED', 'HELD')
+                                    OR (status = 'WAITING' AND phase = 'HAPPY'))
+                               AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                               AND EXISTS (SELECT 1 FROM requested)
+                               FOR UPDATE SKIP LOCKED)
+              RETURNING saga
+            ), notified AS (
+              SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
+            )
+            SELECT (SELECT count(*) FROM requested), (SELECT count(*) FROM notified)
+            """;
+
+    /**
      * Records cancellation requests for the scope; runs in it give up at their next step boundary. Runs waiting for
      * their children on the happy path are woken too: they give up at once, settling children that never started
      * (whose engine may be down), and roll back when the children that started finished.
@@ -94,48 +122,31 @@ public final class Operations {
                 List.of());
         boolean any = false;
         for (Scope scope : scopes) {
-            try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                    WITH requested AS (
-                      INSERT INTO {schema}.cancellation (scope_id, lineage, failure) VALUES (?, ?, ?::jsonb)
-                      ON CONFLICT (scope_id) DO NOTHING
-                      RETURNING scope_id
-                    ), logged AS (
-                      INSERT INTO {schema}.event (message_id, type, lineage, exception)
-                      SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
-                    ), woken AS (
-                      UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
-                       WHERE id IN (SELECT id FROM {schema}.run
-                                     WHERE lineage[1] = ?
-                                       AND (status IN ('RUNNABLE', 'PARKED', 'HELD')
-                                            OR (status = 'WAITING' AND phase = 'HAPPY'))
-                                       AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
-                                       AND EXISTS (SELECT 1 FROM requested)
-                                       FOR UPDATE SKIP LOCKED)
-                      RETURNING saga
-                    ), notified AS (
-                      SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
-                    )
-                    SELECT (SELECT count(*) FROM requested), (SELECT count(*) FROM notified)
-                    """))) {
-                var array = c.createArrayOf("uuid", scope.lineage());
-                ps.setObject(1, scope.id());
-                ps.setArray(2, array);
-                ps.setString(3, failure.toJson());
-                ps.setObject(4, scope.messageId());
-                ps.setArray(5, array);
-                ps.setString(6, failure.toJson());
-                ps.setObject(7, time.bind());
-                ps.setObject(8, scope.lineage()[0]);
-                ps.setArray(9, array);
-                ps.setArray(10, array);
-                ps.setString(11, schema.value());
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    any |= rs.getLong(1) > 0;
-                }
-            }
+            any |= requestCancellation(c, scope, failure);
         }
         return any ? CancelResult.REQUESTED : CancelResult.ALREADY_REQUESTED;
+    }
+
+    /** Requests the cancellation of one scope; false when it was requested before. */
+    private boolean requestCancellation(Connection c, Scope scope, Failure failure) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(REQUEST_CANCELLATION))) {
+            var array = c.createArrayOf("uuid", scope.lineage());
+            ps.setObject(1, scope.id());
+            ps.setArray(2, array);
+            ps.setString(3, failure.toJson());
+            ps.setObject(4, scope.messageId());
+            ps.setArray(5, array);
+            ps.setString(6, failure.toJson());
+            ps.setObject(7, time.bind());
+            ps.setObject(8, scope.lineage()[0]);
+            ps.setArray(9, array);
+            ps.setArray(10, array);
+            ps.setString(11, schema.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            }
+        }
     }
 
     private boolean hasActiveRun(Connection c, Scope scope, boolean countRollbacks) {

@@ -205,7 +205,7 @@ public final class SelectionActions {
                 ? "r.phase = 'HAPPY' AND r.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')"
                 : "r.status = 'COMMITTED'");
         List<Object> values = new ArrayList<>();
-        Inspection.filter(selection, where, values);
+        RunListing.filter(selection, where, values);
         try (PreparedStatement ps = c.prepareStatement(schema.sql(PICK.formatted(where)))) {
             int i = 0;
             for (Object v : values) {

@@ -57,6 +57,28 @@ public final class LimitedClaim {
         List<Param> params = new ArrayList<>();
         StringBuilder sql = new StringBuilder("WITH pick AS MATERIALIZED (SELECT r.id FROM {schema}.run r WHERE ")
                 .append(selection).append(" LIMIT 1 FOR UPDATE SKIP LOCKED),\n");
+        slot(sql, params, slots);
+        String gated;
+        if (rate) {
+            gated = token(sql, params);
+        } else if (leased) { // the lease's token: already moved past this start
+            gated = "SELECT s.at FROM slot s WHERE s.at <= ?::timestamptz";
+            params.add(Param.UNTIL);
+        } else {
+            gated = "SELECT s.at FROM slot s";
+        }
+        gate(sql, params, gated, rate, leased);
+        String claim = claimTemplate
+                .formatted("r.id = (SELECT p.id FROM pick p) AND (SELECT g.at FROM gate g) IS NOT NULL");
+        if (!claim.startsWith("WITH claimed AS (")) {
+            throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
+        }
+        sql.append(claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)"));
+        return new LimitedClaim(schema.sql(sql.toString()), params);
+    }
+
+    /** CTE {@code slot}: the step's start, and with {@code slots} the first free slot from a random one on. */
+    private static void slot(StringBuilder sql, List<Param> params, boolean slots) {
         // the step's start: the time as bound (a TimeSource), else the clock, read once the slot is held
         sql.append("slot AS MATERIALIZED (SELECT coalesce(?::timestamptz, clock_timestamp()) AS at FROM pick p");
         params.add(Param.NOW);
@@ -67,28 +89,28 @@ public final class LimitedClaim {
             params.addAll(List.of(Param.SLOTS, Param.SAGA, Param.SLOT_OFFSET, Param.SLOTS));
         }
         sql.append("),\n");
-        String gated;
-        if (rate) {
-            // a token free for a period, the first from a random one on in primary-key order (no index on the
-            // time: moving a token is a HOT update); none when no slot was granted (the scans are then skipped)
-            String branch = "SELECT * FROM (SELECT x.slot FROM {schema}.rate_token x WHERE x.saga = ? AND x.slot %s ?"
-                    + "\n    AND (SELECT s.at FROM slot s) IS NOT NULL"
-                    + " AND x.taken_at <= (SELECT s.at FROM slot s) - ?::bigint * interval '1 millisecond'"
-                    + "\n    ORDER BY x.slot LIMIT 1 FOR UPDATE SKIP LOCKED) %s";
-            sql.append("cand AS MATERIALIZED (").append(branch.formatted(">=", "a")).append("\n  UNION ALL ")
-                    .append(branch.formatted("<", "b")).append("\n  LIMIT 1),\n");
-            params.addAll(List.of(Param.SAGA, Param.TOKEN_OFFSET, Param.PERIOD,
-                    Param.SAGA, Param.TOKEN_OFFSET, Param.PERIOD));
-            sql.append("token AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT s.at FROM slot s) FROM cand c"
-                    + " WHERE k.saga = ? AND k.slot = c.slot RETURNING k.taken_at AS at),\n");
-            params.add(Param.SAGA);
-            gated = "SELECT t.at FROM token t";
-        } else if (leased) { // the lease's token: already moved past this start
-            gated = "SELECT s.at FROM slot s WHERE s.at <= ?::timestamptz";
-            params.add(Param.UNTIL);
-        } else {
-            gated = "SELECT s.at FROM slot s";
-        }
+    }
+
+    /** CTEs {@code cand} and {@code token}: a rate token free for a period, moved to the start; returns the gate. */
+    private static String token(StringBuilder sql, List<Param> params) {
+        // a token free for a period, the first from a random one on in primary-key order (no index on the
+        // time: moving a token is a HOT update); none when no slot was granted (the scans are then skipped)
+        String branch = "SELECT * FROM (SELECT x.slot FROM {schema}.rate_token x WHERE x.saga = ? AND x.slot %s ?"
+                + "\n    AND (SELECT s.at FROM slot s) IS NOT NULL"
+                + " AND x.taken_at <= (SELECT s.at FROM slot s) - ?::bigint * interval '1 millisecond'"
+                + "\n    ORDER BY x.slot LIMIT 1 FOR UPDATE SKIP LOCKED) %s";
+        sql.append("cand AS MATERIALIZED (").append(branch.formatted(">=", "a")).append("\n  UNION ALL ")
+                .append(branch.formatted("<", "b")).append("\n  LIMIT 1),\n");
+        params.addAll(List.of(Param.SAGA, Param.TOKEN_OFFSET, Param.PERIOD,
+                Param.SAGA, Param.TOKEN_OFFSET, Param.PERIOD));
+        sql.append("token AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT s.at FROM slot s) FROM cand c"
+                + " WHERE k.saga = ? AND k.slot = c.slot RETURNING k.taken_at AS at),\n");
+        params.add(Param.SAGA);
+        return "SELECT t.at FROM token t";
+    }
+
+    /** CTE {@code gate}: the start when granted; refused (there was a run), why, in {@code coop.limit_wait}. */
+    private static void gate(StringBuilder sql, List<Param> params, String gated, boolean rate, boolean leased) {
         // refused (there was a run): why, for the engine to read before it commits; 'slot', or the milliseconds
         // until the oldest token is a period old
         sql.append("gate AS MATERIALIZED (").append(gated).append("\n  UNION ALL SELECT NULL FROM pick WHERE ");
@@ -106,13 +128,6 @@ public final class LimitedClaim {
             sql.append("set_config('coop.limit_wait', 'slot', true) IS NULL");
         }
         sql.append("\n  LIMIT 1),\n");
-        String claim = claimTemplate
-                .formatted("r.id = (SELECT p.id FROM pick p) AND (SELECT g.at FROM gate g) IS NOT NULL");
-        if (!claim.startsWith("WITH claimed AS (")) {
-            throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
-        }
-        sql.append(claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)"));
-        return new LimitedClaim(schema.sql(sql.toString()), params);
     }
 
     /**

@@ -118,6 +118,23 @@ public final class SagaLimits {
         }
     }
 
+    /** One half of the reservation's candidates: free tokens from the offset on ({@code >=}), or before it. */
+    private static final String RESERVE_BRANCH = """
+            SELECT * FROM (SELECT x.slot FROM {schema}.rate_token x WHERE x.saga = ? AND x.slot %s ?
+                AND x.taken_at <= (SELECT t.r FROM t) - ?::bigint * interval '1 millisecond'
+                ORDER BY x.slot LIMIT ? FOR UPDATE SKIP LOCKED) %s""";
+
+    /** Moves up to a lease's tokens to the lease's end, and commits at once without waiting for the flush. */
+    private static final String RESERVE = "WITH t AS MATERIALIZED (SELECT coalesce(?::timestamptz, clock_timestamp())"
+            + " AS r, set_config('synchronous_commit', 'off', true) AS async),\n"
+            + "cand AS MATERIALIZED (" + RESERVE_BRANCH.formatted(">=", "a") + "\n  UNION ALL "
+            + RESERVE_BRANCH.formatted("<", "b") + "\n  LIMIT ?),\n"
+            + """
+                    moved AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT t.r FROM t) + ?::bigint
+                        * interval '1 millisecond' FROM cand c WHERE k.saga = ? AND k.slot = c.slot RETURNING 1)
+                    SELECT (SELECT count(*) FROM moved)::int, (SELECT t.r FROM t) + ?::bigint * interval '1 millisecond';
+                    COMMIT""";
+
     /**
      * Moves up to {@link RateLease#size} free rate tokens of {@code saga} (at least a period old; from a random one on
      * in primary-key order, wrapping around) to the reservation's time plus the lease's length, for the engine to
@@ -131,21 +148,8 @@ public final class SagaLimits {
     public RateLease reserve(Connection c, String saga, Limit limit, OffsetDateTime now) throws SQLException {
         int size = RateLease.size(limit.rateLimit());
         long length = RateLease.lengthMillis(limit.ratePeriodMillis());
-        String branch = """
-                SELECT * FROM (SELECT x.slot FROM {schema}.rate_token x WHERE x.saga = ? AND x.slot %s ?
-                    AND x.taken_at <= (SELECT t.r FROM t) - ?::bigint * interval '1 millisecond'
-                    ORDER BY x.slot LIMIT ? FOR UPDATE SKIP LOCKED) %s""";
-        String sql = "WITH t AS MATERIALIZED (SELECT coalesce(?::timestamptz, clock_timestamp()) AS r,"
-                + " set_config('synchronous_commit', 'off', true) AS async),\n"
-                + "cand AS MATERIALIZED (" + branch.formatted(">=", "a") + "\n  UNION ALL "
-                + branch.formatted("<", "b") + "\n  LIMIT ?),\n"
-                + """
-                        moved AS (UPDATE {schema}.rate_token k SET taken_at = (SELECT t.r FROM t) + ?::bigint
-                            * interval '1 millisecond' FROM cand c WHERE k.saga = ? AND k.slot = c.slot RETURNING 1)
-                        SELECT (SELECT count(*) FROM moved)::int, (SELECT t.r FROM t) + ?::bigint * interval '1 millisecond';
-                        COMMIT""";
         long sent = System.nanoTime();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RESERVE))) {
             int offset = java.util.concurrent.ThreadLocalRandom.current().nextInt(limit.rateLimit());
             int i = 0;
             ps.setObject(++i, now);
@@ -159,19 +163,24 @@ public final class SagaLimits {
             ps.setLong(++i, length);
             ps.setString(++i, saga);
             ps.setLong(++i, length);
-            RateLease lease = null;
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    try (ResultSet rs = ps.getResultSet()) {
-                        rs.next();
-                        lease = new RateLease(rs.getInt(1), rs.getObject(2, OffsetDateTime.class), sent, length);
-                    }
-                }
-                isResultSet = ps.getMoreResults();
-            }
-            return lease;
+            return lease(ps, sent, length);
         }
+    }
+
+    /** Executes the reservation (its statement and its COMMIT) and reads the lease it granted. */
+    private static RateLease lease(PreparedStatement ps, long sent, long length) throws SQLException {
+        RateLease lease = null;
+        boolean isResultSet = ps.execute();
+        while (isResultSet || ps.getUpdateCount() != -1) {
+            if (isResultSet) {
+                try (ResultSet rs = ps.getResultSet()) {
+                    rs.next();
+                    lease = new RateLease(rs.getInt(1), rs.getObject(2, OffsetDateTime.class), sent, length);
+                }
+            }
+            isResultSet = ps.getMoreResults();
+        }
+        return lease;
     }
 
     /**

@@ -188,23 +188,9 @@ public final class Schedules {
                 update(c, "UPDATE {schema}.schedule SET next_at = NULL, paused = true WHERE name = ?", name);
                 return new Fired(name, null, Map.of());
             }
-            Instant next = schedule.nextTime(due, now);
+            Period period = new Period(name, due, now, schedule.nextTime(due, now));
             if (!rs.getBoolean("may_fire")) {
-                UUID last = rs.getObject("last_message_id", UUID.class);
-                if (rs.getBoolean("skipping")) {
-                    log.debug("Schedule '{}' skipped the period due at {}: message {} still runs", name, due, last);
-                } else {
-                    log.info("Schedule '{}' skips its periods until message {} of the period due at {} finished",
-                            name, last, rs.getObject("last_due_at", OffsetDateTime.class));
-                }
-                try (PreparedStatement up = c.prepareStatement(schema.sql("""
-                        UPDATE {schema}.schedule SET next_at = ?, skipped = skipped + 1, last_skipped_at = ?
-                         WHERE name = ?"""))) {
-                    setInstant(up, 1, next);
-                    setInstant(up, 2, now);
-                    up.setString(3, name);
-                    up.executeUpdate();
-                }
+                skip(c, rs, period);
                 return new Fired(name, null, Map.of());
             }
             if (schedule.missedSome(due, now)) {
@@ -213,21 +199,49 @@ public final class Schedules {
             }
             Emission emission = new Emission(Uuids.v7(), rs.getString("topic"), rs.getString("payload"));
             Map<String, Integer> created = store.emit(c, null, null, null, null, engine, null, List.of(emission));
-            try (PreparedStatement up = c.prepareStatement(schema.sql("""
-                    UPDATE {schema}.schedule
-                       SET next_at = ?, last_due_at = ?, last_fired_at = ?, last_message_id = ?
-                     WHERE name = ?"""))) {
-                setInstant(up, 1, next);
-                setInstant(up, 2, due);
-                setInstant(up, 3, now);
-                up.setObject(4, emission.messageId());
-                up.setString(5, name);
-                up.executeUpdate();
-            }
-            if (next == null) {
+            fired(c, period, emission.messageId());
+            if (period.next() == null) {
                 log.info("Schedule '{}' fired its last time: its cron expression has no time left", name);
             }
             return new Fired(name, new MessageId(emission.messageId()), created);
+        }
+    }
+
+    /** The period of a schedule being handled: due when, handled when, and the next due time (null: none). */
+    private record Period(String name, Instant due, Instant now, Instant next) {
+    }
+
+    /** Skips the period: the previous period's message still runs and overlap is not allowed. */
+    private void skip(Connection c, ResultSet rs, Period p) throws SQLException {
+        UUID last = rs.getObject("last_message_id", UUID.class);
+        if (rs.getBoolean("skipping")) {
+            log.debug("Schedule '{}' skipped the period due at {}: message {} still runs", p.name(), p.due(), last);
+        } else {
+            log.info("Schedule '{}' skips its periods until message {} of the period due at {} finished",
+                    p.name(), last, rs.getObject("last_due_at", OffsetDateTime.class));
+        }
+        try (PreparedStatement up = c.prepareStatement(schema.sql("""
+                UPDATE {schema}.schedule SET next_at = ?, skipped = skipped + 1, last_skipped_at = ?
+                 WHERE name = ?"""))) {
+            setInstant(up, 1, p.next());
+            setInstant(up, 2, p.now());
+            up.setString(3, p.name());
+            up.executeUpdate();
+        }
+    }
+
+    /** Records the period fired: its message, and the next due time. */
+    private void fired(Connection c, Period p, UUID message) throws SQLException {
+        try (PreparedStatement up = c.prepareStatement(schema.sql("""
+                UPDATE {schema}.schedule
+                   SET next_at = ?, last_due_at = ?, last_fired_at = ?, last_message_id = ?
+                 WHERE name = ?"""))) {
+            setInstant(up, 1, p.next());
+            setInstant(up, 2, p.due());
+            setInstant(up, 3, p.now());
+            up.setObject(4, message);
+            up.setString(5, p.name());
+            up.executeUpdate();
         }
     }
 

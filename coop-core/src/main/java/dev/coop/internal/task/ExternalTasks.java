@@ -8,12 +8,10 @@ import dev.coop.internal.store.ChildRun;
 import dev.coop.internal.store.Counted;
 import dev.coop.internal.store.Time;
 
-import dev.coop.MessageId;
 import dev.coop.RunStatus;
 import dev.coop.TaskOptions;
 import dev.coop.TaskState;
 import dev.coop.failure.CoopValidationException;
-import dev.coop.inspect.TaskView;
 import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,7 +22,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.regex.Pattern;
 
@@ -98,49 +95,9 @@ public final class ExternalTasks {
      */
     public int open(Connection c, Opener o, List<TaskRequest> tasks) throws SQLException {
         String[] results = new String[tasks.size()];
-        int taken = 0;
-        for (int k = 0; k < tasks.size(); k++) {
-            if (tasks.get(k).signal()) {
-                results[k] = takeSignal(c, tasks.get(k).key());
-                taken += results[k] == null ? 0 : 1;
-            }
-        }
+        int taken = takeSignals(c, tasks, results);
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.OPEN))) {
-            int i = 0;
-            ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::messageId).toArray()));
-            ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::runId).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::name).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::payload).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::token).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::key).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationTopic).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationPayload).toArray()));
-            ps.setArray(++i, c.createArrayOf("text", results));
-            ps.setArray(++i, c.createArrayOf("timestamptz", tasks.stream().map(TaskRequest::timeoutAt).toArray()));
-            OffsetDateTime now = time.bind();
-            ps.setObject(++i, now); // message.created_at
-            var lineage = c.createArrayOf("uuid", o.run().lineage());
-            ps.setString(++i, o.run().saga());
-            ps.setString(++i, o.engine());
-            ps.setString(++i, o.step());
-            ps.setArray(++i, lineage);
-            ps.setString(++i, o.context());
-            ps.setArray(++i, lineage); // runs
-            ps.setObject(++i, o.run().id());
-            ps.setInt(++i, o.seq());
-            ps.setString(++i, o.context());
-            for (int k = 0; k < 3; k++) {
-                ps.setObject(++i, now);
-            }
-            ps.setArray(++i, lineage); // taken
-            ps.setObject(++i, o.run().id()); // tasks
-            ps.setInt(++i, o.seq());
-            ps.setObject(++i, o.run().lineage()[0]);
-            ps.setObject(++i, o.deadline());
-            ps.setObject(++i, o.deadline());
-            ps.setObject(++i, o.deadline());
-            ps.setObject(++i, now);
-            ps.setObject(++i, now);
+            bindOpener(c, ps, bindTasks(c, ps, tasks, results), o);
             List<String> keysTaken = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -153,6 +110,63 @@ public final class ExternalTasks {
             }
             return tasks.size() - taken;
         }
+    }
+
+    /** Takes a kept signal for each task that waits for one ({@code results}); how many were taken. */
+    private int takeSignals(Connection c, List<TaskRequest> tasks, String[] results) throws SQLException {
+        int taken = 0;
+        for (int k = 0; k < tasks.size(); k++) {
+            if (tasks.get(k).signal()) {
+                results[k] = takeSignal(c, tasks.get(k).key());
+                taken += results[k] == null ? 0 : 1;
+            }
+        }
+        return taken;
+    }
+
+    /** Binds the tasks' columns, one array each, to {@link TaskSql#OPEN}; returns the last index bound. */
+    private static int bindTasks(Connection c, PreparedStatement ps, List<TaskRequest> tasks, String[] results)
+            throws SQLException {
+        int i = 0;
+        ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::messageId).toArray()));
+        ps.setArray(++i, c.createArrayOf("uuid", tasks.stream().map(TaskRequest::runId).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::name).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::payload).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::token).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::key).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationTopic).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", tasks.stream().map(TaskRequest::compensationPayload).toArray()));
+        ps.setArray(++i, c.createArrayOf("text", results));
+        ps.setArray(++i, c.createArrayOf("timestamptz", tasks.stream().map(TaskRequest::timeoutAt).toArray()));
+        return i;
+    }
+
+    /** Binds what the opening step instance gives {@link TaskSql#OPEN}, after index {@code i}. */
+    private void bindOpener(Connection c, PreparedStatement ps, int i, Opener o) throws SQLException {
+        OffsetDateTime now = time.bind();
+        ps.setObject(++i, now); // message.created_at
+        var lineage = c.createArrayOf("uuid", o.run().lineage());
+        ps.setString(++i, o.run().saga());
+        ps.setString(++i, o.engine());
+        ps.setString(++i, o.step());
+        ps.setArray(++i, lineage);
+        ps.setString(++i, o.context());
+        ps.setArray(++i, lineage); // runs
+        ps.setObject(++i, o.run().id());
+        ps.setInt(++i, o.seq());
+        ps.setString(++i, o.context());
+        for (int k = 0; k < 3; k++) {
+            ps.setObject(++i, now);
+        }
+        ps.setArray(++i, lineage); // taken
+        ps.setObject(++i, o.run().id()); // tasks
+        ps.setInt(++i, o.seq());
+        ps.setObject(++i, o.run().lineage()[0]);
+        ps.setObject(++i, o.deadline());
+        ps.setObject(++i, o.deadline());
+        ps.setObject(++i, o.deadline());
+        ps.setObject(++i, now);
+        ps.setObject(++i, now);
     }
 
     /** What timing out a waiting parent's overdue tasks did: how many, and the next timeout (or null). */
@@ -216,7 +230,6 @@ public final class ExternalTasks {
         }
     }
 
-    /** What a settle statement did: whether it settled the task, and the parent it counted off (or null). */
     /** Whether the task was settled, its message (when it was), and its parent as counted off (or null). */
     public record Settled(boolean settled, UUID message, Counted parent) {
     }
@@ -268,68 +281,20 @@ public final class ExternalTasks {
             ps.setObject(++i, now);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                boolean settled = rs.getInt(1) > 0;
-                UUID parent = rs.getObject(2, UUID.class);
-                return new Settled(settled, rs.getObject(7, UUID.class), parent == null
-                        ? null
-                        : new Counted(parent, rs.getString(3),
-                                RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),
-                                rs.getObject(6, UUID.class)));
+                return settled(rs);
             }
         }
     }
 
-    /** The task a token names, or the open task (else the latest) holding a key. */
-    public Optional<TaskView> find(Connection c, String tokenOrKey) throws SQLException {
-        Address address = address(tokenOrKey);
-        String sql = TaskSql.FIND.formatted(address.token() ? "t.token = ?" : "t.task_key = ?");
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
-            ps.setString(1, address.value());
-            List<TaskView> found = read(ps);
-            return found.stream().findFirst();
-        }
-    }
-
-    /** Open tasks, oldest first, of one name (null: all). */
-    public List<TaskView> openTasks(Connection c, String name, int limit) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.LIST_OPEN))) {
-            ps.setString(1, name);
-            ps.setString(2, name);
-            ps.setInt(3, limit);
-            return read(ps);
-        }
-    }
-
-    /** Open tasks by name, with the oldest's creation time. */
-    public List<dev.coop.inspect.OpenTaskCount> countOpen(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.COUNT_OPEN));
-                ResultSet rs = ps.executeQuery()) {
-            List<dev.coop.inspect.OpenTaskCount> counts = new ArrayList<>();
-            while (rs.next()) {
-                counts.add(new dev.coop.inspect.OpenTaskCount(rs.getString(1), rs.getLong(2),
-                        rs.getObject(3, OffsetDateTime.class).toInstant()));
-            }
-            return counts;
-        }
-    }
-
-    private static List<TaskView> read(PreparedStatement ps) throws SQLException {
-        List<TaskView> tasks = new ArrayList<>();
-        try (ResultSet rs = ps.executeQuery()) {
-            while (rs.next()) {
-                String failure = rs.getString(10);
-                tasks.add(new TaskView(rs.getObject(1, UUID.class), new MessageId(rs.getObject(2, UUID.class)),
-                        Arrays.asList((UUID[]) rs.getArray(3).getArray()), rs.getString(4), rs.getString(5),
-                        Optional.ofNullable(rs.getString(6)), TaskState.valueOf(rs.getString(7)), rs.getString(8),
-                        Optional.ofNullable(rs.getString(9)),
-                        Optional.ofNullable(failure).map(f -> dev.coop.failure.Failure.fromJson(f).message()),
-                        rs.getObject(11, OffsetDateTime.class).toInstant(),
-                        Optional.ofNullable(rs.getObject(12, OffsetDateTime.class)).map(OffsetDateTime::toInstant),
-                        Optional.ofNullable(rs.getObject(13, OffsetDateTime.class)).map(OffsetDateTime::toInstant),
-                        Optional.ofNullable(rs.getString(14))));
-            }
-        }
-        return tasks;
+    /** The row a settle statement returns: how many it settled, the parent counted off, the task's message. */
+    private static Settled settled(ResultSet rs) throws SQLException {
+        boolean settled = rs.getInt(1) > 0;
+        UUID parent = rs.getObject(2, UUID.class);
+        return new Settled(settled, rs.getObject(7, UUID.class), parent == null
+                ? null
+                : new Counted(parent, rs.getString(3),
+                        RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),
+                        rs.getObject(6, UUID.class)));
     }
 
     /** A compensation to launch: the task it undoes, and what to launch (null topic: none was declared). */

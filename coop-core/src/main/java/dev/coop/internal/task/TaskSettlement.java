@@ -38,19 +38,17 @@ public final class TaskSettlement {
     public static final int MAX_ACTOR_LENGTH = 200;
 
     private final ExternalTasks tasks;
+    private final TaskReads reads;
     private final Store store;
     private final JoinBook joins;
     private final Json json;
 
     public TaskSettlement(SchemaName schema, Time time, Json json) {
         this.tasks = new ExternalTasks(schema, time);
+        this.reads = new TaskReads(schema);
         this.store = new Store(schema, time);
         this.joins = new JoinBook(store, json);
         this.json = json;
-    }
-
-    public ExternalTasks tasks() {
-        return tasks;
     }
 
     /** What a settlement did, and the sagas whose runs it made runnable (to wake in-process after the commit). */
@@ -136,7 +134,7 @@ public final class TaskSettlement {
     private TaskOutcome already(Connection c, String tokenOrKey, boolean complete, String resultJson,
             String failureJson) throws SQLException {
         ExternalTasks.Address address = ExternalTasks.address(tokenOrKey);
-        TaskView task = tasks.find(c, tokenOrKey).orElseThrow(() -> new CoopValidationException(address.token()
+        TaskView task = reads.find(c, tokenOrKey).orElseThrow(() -> new CoopValidationException(address.token()
                 ? "No external task has this token"
                 : "No external task has the key '" + address.value() + "'"));
         TaskState wanted = complete ? TaskState.COMPLETED : TaskState.FAILED;

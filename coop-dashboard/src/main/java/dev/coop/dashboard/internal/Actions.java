@@ -57,13 +57,26 @@ final class Actions {
         Refusal refusal = refusal(caller, action, reason);
         if (refusal != null) {
             client.recordAudit(message, lineage, KNOWN.contains(action) ? action : "unknown", caller.name(),
-                    reason == null ? "(none given)" : Reasons.forAudit(reason), "REFUSED: " + refusal.why());
+                    reason == null ? "(none given)" : Reasons.forAudit(reason), REFUSED + refusal.why());
             throw new Handler.BadRequest(refusal.status(), refusal.why());
         }
-        String outcome;
-        boolean ok = true;
+        String outcome = act(action, message, lineage, reason);
+        boolean ok = !outcome.startsWith(REFUSED);
+        AuditEntry entry = client.recordAudit(message, lineage, action, caller.name(), reason, outcome);
+        ObjectNode o = mapper.createObjectNode();
+        o.put("ok", ok && !outcome.equals("NOT_PARKED"));
+        o.put("outcome", outcome);
+        o.put("auditId", entry.id());
+        o.put("messageId", message.toString());
+        return o;
+    }
+
+    private static final String REFUSED = "REFUSED: ";
+
+    /** Takes an action on one hierarchy (a scope of it, or one run); what came of it, or why it was refused. */
+    private String act(String action, MessageId message, Lineage lineage, String reason) {
         try {
-            outcome = switch (action) {
+            return switch (action) {
                 case "cancel" -> lineage == null
                         ? client.cancel(message, reason).name()
                         : client.cancel(lineage, reason).name();
@@ -72,16 +85,8 @@ final class Actions {
                 default -> client.markStepDone(run(lineage, action)) ? "MARKED_DONE" : "NOT_PARKED";
             };
         } catch (CoopValidationException e) {
-            ok = false;
-            outcome = "REFUSED: " + e.getMessage();
+            return REFUSED + e.getMessage();
         }
-        AuditEntry entry = client.recordAudit(message, lineage, action, caller.name(), reason, outcome);
-        ObjectNode o = mapper.createObjectNode();
-        o.put("ok", ok && !outcome.equals("NOT_PARKED"));
-        o.put("outcome", outcome);
-        o.put("auditId", entry.id());
-        o.put("messageId", message.toString());
-        return o;
     }
 
     /** Why an action is refused, and the HTTP status that says so. */

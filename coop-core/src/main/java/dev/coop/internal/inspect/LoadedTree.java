@@ -1,0 +1,12 @@
+package dev.coop.internal.inspect;
+
+import dev.coop.inspect.CollapsedRuns;
+import dev.coop.inspect.Event;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+/** The runs read and, for collapsed runs, their children's counts. */
+record LoadedTree(List<TreeRow> rows, Map<UUID, List<CollapsedRuns>> collapsed,
+        Map<UUID, Map<Integer, Integer>> launchedBySeq, List<Event> events) {
+}
