@@ -158,6 +158,49 @@ class UndoTest {
         }
     }
 
+    /**
+     * An engine's transaction may hold a finished run's lock for a moment (a claim that found the run no longer
+     * runnable keeps the lock it took until its round commits): a rollback waits for it instead of calling the run
+     * busy.
+     */
+    @Test
+    void a_rollback_waits_for_a_transaction_that_still_holds_a_finished_runs_lock(DataSource dataSource)
+            throws Exception {
+        Tree tree = new Tree("undo-lock");
+        try (CoopEngine engine = Coop.engine(dataSource).register(tree.root, tree.child, tree.grandchild).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(tree.rootTopic, new Order("9"));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            Lineage a = tree.childLineages.get("a");
+            try (java.sql.Connection holder = dataSource.getConnection()) {
+                holder.setAutoCommit(false);
+                try (java.sql.PreparedStatement ps = holder.prepareStatement(
+                        "SELECT 1 FROM coop.run WHERE id = ? FOR UPDATE")) {
+                    ps.setObject(1, a.last());
+                    ps.executeQuery().close();
+                }
+                CompletableFuture<Void> rollback = CompletableFuture.runAsync(() -> client.rollback(a, "only a"));
+                dev.coop.test.Await.until("the rollback waits for the run's lock", WAIT,
+                        () -> lockWaiters(dataSource) == 1);
+                holder.commit();
+                rollback.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            }
+            assertThat(client.awaitCompletion(tree.childMessages.get("a"), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        }
+    }
+
+    static int lockWaiters(DataSource dataSource) {
+        try (java.sql.Connection c = dataSource.getConnection();
+                java.sql.Statement st = c.createStatement();
+                java.sql.ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_stat_activity"
+                        + " WHERE wait_event_type = 'Lock' AND query LIKE '%FROM coop.run WHERE id = $1 FOR UPDATE'")) {
+            rs.next();
+            return rs.getInt(1);
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Test
     void undoing_a_subtree_rolls_back_only_that_run_and_its_children_and_a_later_undo_of_the_rest_skips_it(
             DataSource dataSource) {

@@ -50,14 +50,26 @@ public final class Operations {
     }
 
     /**
-     * The runs a message id or lineage names; with {@code lock}, row-locked without waiting (a locked run is running
-     * a step: SQLSTATE 55P03).
+     * How long a rollback waits for the lock of a finished run. An engine's transaction may hold it for a moment
+     * after the run finished (a claim that found the run no longer runnable keeps the lock it took until its round
+     * commits); a run locked longer than this is running a step.
+     */
+    static final int LOCK_WAIT_MILLIS = 5_000;
+
+    /**
+     * The runs a message id or lineage names; with {@code lock}, row-locked, waiting at most {@link
+     * #LOCK_WAIT_MILLIS} (a run locked longer is running a step: SQLSTATE 55P03).
      */
     private List<Scope> scopes(Connection c, MessageId message, Lineage lineage, boolean lock) throws SQLException {
         String sql = (message != null
                 ? "SELECT message_id, lineage, status FROM {schema}.run WHERE message_id = ? ORDER BY id"
                 : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ?")
-                + (lock ? " FOR UPDATE NOWAIT" : "");
+                + (lock ? " FOR UPDATE" : "");
+        if (lock) {
+            try (java.sql.Statement st = c.createStatement()) { // a constant, not input; for this transaction only
+                st.execute("SELECT set_config('lock_timeout', '" + LOCK_WAIT_MILLIS + "', true)");
+            }
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
             ps.setObject(1, message != null ? message.value() : lineage.last());
             List<Scope> scopes = new ArrayList<>();
