@@ -146,8 +146,10 @@ class DashboardBrowserTest {
         browser.findElement(By.xpath("//button[contains(., 'last 24h')]")).click();
         waitUntil(() -> browser.getCurrentUrl().endsWith("minutes=1440")
                 && !browser.findElements(By.cssSelector("table#counts tr[data-saga='onboarding']")).isEmpty());
-        onboarding = await(By.cssSelector("table#counts tr[data-saga='onboarding']"));
-        onboarding.findElement(By.tagName("a")).click();
+        waitUntil(() -> { // the page may still replace the table it rendered before: find the link again then
+            browser.findElement(By.cssSelector("table#counts tr[data-saga='onboarding'] a")).click();
+            return true;
+        });
         waitUntil(() -> browser.getCurrentUrl().contains("#/runs?saga=onboarding"));
     }
 
