@@ -22,9 +22,11 @@ import java.util.function.LongSupplier;
  * commit (wake-ups and completions that would otherwise follow each run's own commit), and its time budget.
  *
  * <p>The advance of a run that does not finish (it stays runnable, or waits for children or for its time) waits, and
- * goes with the others' and the COMMIT in one round trip. So does the advance of a run that finishes, with the count-off at its parent when it has one: the count-offs of a
- * round's children of one parent are one update of the parent (the COMMIT then follows in a round trip of its own,
- * after a parent committed by its children is counted off at its own parent).
+ * goes with the others' and the COMMIT in one round trip. So does the advance of a run that finishes, with the
+ * count-off at its parent when it has one: the count-offs of a round's children of one parent are one update of the
+ * parent (the COMMIT then follows in a round trip of its own, after a parent committed by its children is counted off
+ * at its own parent). The launches of steps that did not use their connection are held too, and written by one
+ * statement for the round before the advances ({@link #holdLaunches}).
  * It is sent earlier when a later step uses its connection: user code runs only after every step before it is
  * written whole, so that whatever it does to the transaction (even ending it by a route the guard cannot see)
  * never commits a step's writes without its advance. Steps run one after another; once the budget is spent no further
