@@ -300,18 +300,8 @@ class NodeParticipantTest {
 
     /** The status, phase and rollback stage of a run, and "retried" once it met database trouble twice in a row. */
     private static String troubleState(String saga, MessageId root) {
-        try (Connection c = db.dataSource().getConnection();
-                var ps = c.prepareStatement("SELECT status || ' ' || phase || ' ' || coalesce(rollback_stage, '-')"
-                        + " || CASE WHEN retries >= 2 THEN ' retried' ELSE '' END FROM coop.run"
-                        + " WHERE saga = ? AND lineage[1] = ?")) {
-            ps.setString(1, saga);
-            ps.setObject(2, root.value());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? rs.getString(1) : "none";
-            }
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
-        }
+        return runValue("status || ' ' || phase || ' ' || coalesce(rollback_stage, '-')"
+                + " || CASE WHEN retries >= 2 THEN ' retried' ELSE '' END", saga, root);
     }
 
     private static void ledger(DataSource dataSource, String order, String entry) throws SQLException {
@@ -461,19 +451,8 @@ class NodeParticipantTest {
 
     /** The status, pending children and failure message of a run, and whether that failure is its rollback cause. */
     private static String rollbackState(String saga, MessageId root) {
-        try (Connection c = db.dataSource().getConnection();
-                var ps = c.prepareStatement("SELECT status || ' ' || pending_children || ' '"
-                        + " || coalesce(failure->>'message', 'null') || CASE WHEN failure = rollback_cause"
-                        + " THEN ' (the rollback cause)' ELSE '' END FROM coop.run"
-                        + " WHERE saga = ? AND lineage[1] = ?")) {
-            ps.setString(1, saga);
-            ps.setObject(2, root.value());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? rs.getString(1) : "none";
-            }
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
-        }
+        return runValue("status || ' ' || pending_children || ' ' || coalesce(failure->>'message', 'null')"
+                + " || CASE WHEN failure = rollback_cause THEN ' (the rollback cause)' ELSE '' END", saga, root);
     }
 
     @Test
@@ -637,24 +616,23 @@ class NodeParticipantTest {
 
     /** The version of the run of {@code saga} in the hierarchy of {@code root}. */
     private static int version(String saga, MessageId root) {
-        try (Connection c = db.dataSource().getConnection();
-                var ps = c.prepareStatement("SELECT version FROM coop.run WHERE saga = ? AND lineage[1] = ?")) {
-            ps.setString(1, saga);
-            ps.setObject(2, root.value());
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? rs.getInt(1) : -1;
-            }
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
-        }
+        String version = runValue("version::text", saga, root);
+        return version.equals("none") ? -1 : Integer.parseInt(version);
     }
 
     /** The status, pending children and failure of the run of {@code saga} in the hierarchy of {@code root}. */
     private static String runState(String saga, MessageId root) {
+        return runValue("status || ' ' || pending_children || ' ' || coalesce(failure::text, '-')", saga, root);
+    }
+
+    /**
+     * A text {@code expression} (a constant of this test) of the run of {@code saga} in the hierarchy of {@code root},
+     * or "none".
+     */
+    private static String runValue(String expression, String saga, MessageId root) {
         try (Connection c = db.dataSource().getConnection();
-                var ps = c.prepareStatement("SELECT status || ' '"
-                        + " || pending_children || ' ' || coalesce(failure::text, '-') FROM coop.run WHERE saga = ?"
-                        + " AND lineage[1] = ?")) {
+                var ps = c.prepareStatement("SELECT " + expression
+                        + " FROM coop.run WHERE saga = ? AND lineage[1] = ?")) {
             ps.setString(1, saga);
             ps.setObject(2, root.value());
             try (ResultSet rs = ps.executeQuery()) {

@@ -80,6 +80,24 @@ final class OperatorCommands {
         }
     }
 
+    /**
+     * A cancel or rollback names either a message or a selection of runs: with a selection, acts on it and returns
+     * true; with a message, checks that a reason was given and returns false.
+     */
+    private static boolean actOnSelection(Commands.Base command, Selection selection, MessageId message,
+            boolean cancel, String reason) {
+        if (selection.given() == (message != null)) {
+            throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id, or a selection (--saga <saga>"
+                    + " and filters)");
+        }
+        if (message == null) {
+            selection.run(command.cli, command.database().client, cancel, reason);
+            return true;
+        }
+        Commands.requireReason(reason);
+        return false;
+    }
+
     @Command(name = "cancel", mixinStandardHelpOptions = true, description = "Cancel everything below a message: each run gives up at its next step boundary and rolls"
             + " back, running its compensations.")
     static final class Cancel extends Commands.Base {
@@ -96,15 +114,9 @@ final class OperatorCommands {
 
         @Override
         public void run() {
-            if (selection.given() == (message != null)) {
-                throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id, or a selection (--saga <saga>"
-                        + " and filters)");
-            }
-            if (message == null) {
-                selection.run(cli, database().client, true, reason);
+            if (actOnSelection(this, selection, message, true, reason)) {
                 return;
             }
-            Commands.requireReason(reason);
             CancelResult result = Commands.operate(() -> database().client.cancel(message, reason));
             if (cli.json) {
                 ObjectNode n = JsonNodeFactory.instance.objectNode();
@@ -139,15 +151,9 @@ final class OperatorCommands {
 
         @Override
         public void run() {
-            if (selection.given() == (message != null)) {
-                throw new CliException(CoopCli.EXIT_USAGE, "Give either a message id, or a selection (--saga <saga>"
-                        + " and filters)");
-            }
-            if (message == null) {
-                selection.run(cli, database().client, false, reason);
+            if (actOnSelection(this, selection, message, false, reason)) {
                 return;
             }
-            Commands.requireReason(reason);
             Commands.operate(() -> {
                 database().client.rollback(message, reason);
                 return null;
