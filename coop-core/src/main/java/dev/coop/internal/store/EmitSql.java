@@ -9,6 +9,20 @@ final class EmitSql {
     }
 
     /**
+     * The messages of a launch ({@code input}: one row per message, {@code n} its ordinal), inserted unless their
+     * idempotency key is taken; {@code duplicate}: those not written (usually none). Shared by {@link #EMIT} and
+     * {@link #EMIT_ROUND}.
+     */
+    private static final String MESSAGES = """
+            ), msg AS (
+              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
+              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
+              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+              RETURNING id, idempotency_key IS NOT NULL AS keyed
+            ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
+              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)""";
+
+    /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
      * parent waits for them. A message with an idempotency key
@@ -27,13 +41,7 @@ final class EmitSql {
                 FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
                             ?::text[])
                      WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, n)
-            ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
-              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
-              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-              RETURNING id, idempotency_key IS NOT NULL AS keyed
-            ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
-              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)
+            {messages}
             ), written AS (
               SELECT * FROM input WHERE id NOT IN (SELECT id FROM duplicate)
             ), emitted AS (
@@ -59,7 +67,7 @@ final class EmitSql {
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
             UNION ALL -- keys already taken come back as '!', with the message's ordinal
             SELECT '!', n::int FROM duplicate
-            """;
+            """.replace("{messages}", EmitSql.MESSAGES);
 
     /**
      * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
@@ -107,13 +115,7 @@ final class EmitSql {
                 FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
                             ?::text[], ?::int[])
                      WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, origin, n)
-            ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
-              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
-              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-              RETURNING id, idempotency_key IS NOT NULL AS keyed
-            ), duplicate AS (
-              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)
+            {messages}
             ), written AS (
               SELECT i.*, o.scope::uuid[] AS scope, o.parent_id, o.parent_seq, o.step
                 FROM input i JOIN origin o ON o.n = i.origin
@@ -142,5 +144,5 @@ final class EmitSql {
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
             UNION ALL
             SELECT '!', NULL::uuid, n::int FROM duplicate
-            """;
+            """.replace("{messages}", EmitSql.MESSAGES);
 }

@@ -58,11 +58,15 @@ final class Emits {
     Map<String, Integer> emit(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
         Emitted emitted = emitAll(c, origin, emissions);
         if (!emitted.duplicates().isEmpty()) {
-            Emission e = emissions.get(emitted.duplicates().get(0));
-            throw new SQLException("The idempotency key '" + e.idempotencyKey() + "' of topic '" + e.topic()
-                    + "' was taken by a launch that committed meanwhile", Store.KEY_TAKEN);
+            throw keyTaken(emissions.get(emitted.duplicates().get(0)));
         }
         return emitted.created();
+    }
+
+    /** Why {@code e} was not written: its idempotency key was taken meanwhile (SQLSTATE {@value Store#KEY_TAKEN}). */
+    static SQLException keyTaken(Emission e) {
+        return new SQLException("The idempotency key '" + e.idempotencyKey() + "' of topic '" + e.topic()
+                + "' was taken by a launch that committed meanwhile", Store.KEY_TAKEN);
     }
 
     /** {@link #emitAll} of one message without keys: scalar parameters ({@link EmitSql#EMIT_ONE}). */

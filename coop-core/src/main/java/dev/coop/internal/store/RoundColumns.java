@@ -89,7 +89,7 @@ final class RoundColumns {
     }
 
     /** An array's literal ({@code {a,b}}): its elements need no quoting (uuids, integers). */
-    private static String literal(UUID[] values) {
+    static String literal(UUID[] values) {
         return "{" + String.join(",", Arrays.stream(values).map(UUID::toString).toList()) + "}";
     }
 

@@ -5,7 +5,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -105,9 +104,7 @@ public final class RoundEmits {
         Exception[] refused = new Exception[launches.size()];
         for (int d : duplicates) {
             Emission e = origins.emissions.get(d);
-            refused[origins.launchOf.get(origins.originOf.get(d) - 1)] = new SQLException("The idempotency key '"
-                    + e.idempotencyKey() + "' of topic '" + e.topic() + "' was taken by a launch that committed"
-                    + " meanwhile", Store.KEY_TAKEN);
+            refused[origins.launchOf.get(origins.originOf.get(d) - 1)] = Emits.keyTaken(e);
         }
         List<Launched> result = new ArrayList<>(launches.size());
         for (int k = 0; k < launches.size(); k++) {
@@ -140,7 +137,8 @@ public final class RoundEmits {
         Origins(List<Launch> launches) {
             for (int k = 0; k < launches.size(); k++) {
                 Launch launch = launches.get(k);
-                add(k, literal(launch.scope()), launch.runId(), launch.parentSeq(), launch.step(), launch.scoped());
+                add(k, RoundColumns.literal(launch.scope()), launch.runId(), launch.parentSeq(), launch.step(),
+                        launch.scoped());
                 add(k, null, null, null, launch.step(), launch.global());
             }
         }
@@ -168,11 +166,6 @@ public final class RoundEmits {
             ps.setArray(++i, c.createArrayOf("integer", parentSeqs.toArray()));
             ps.setArray(++i, c.createArrayOf("text", steps.toArray()));
             return i;
-        }
-
-        /** A lineage's array literal ({@code {a,b}}): uuids need no quoting. */
-        private static String literal(UUID[] lineage) {
-            return "{" + String.join(",", Arrays.stream(lineage).map(UUID::toString).toList()) + "}";
         }
     }
 }
