@@ -17,29 +17,21 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The launches of a round's steps are written with one statement for the round, and each step's barrier and advance
- * then go with the round's other advances: every parent waits for exactly the children it launched, as alone. A step
- * whose launches cannot be written as asked aborts the round; it is settled alone as it would have been, and the
- * others' launches are written once. Rounds of 8 are forced as in {@link StepRoundTest}:
- * the parents are launched before the engine (one worker, at most 8 runs per transaction) starts.
+ * Steps that launch in a round: a step whose launches cannot be written as asked, or whose strategy fails on them,
+ * aborts the round; it is settled alone as it would have been, and the others' launches are written once. Rounds of 8
+ * are forced as in {@link StepRoundTest}: the parents are launched before the engine (one worker, at most 8 runs per
+ * transaction) starts.
  */
 class StepRoundLaunchTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
 
     static final Duration WAIT = StepRoundTest.WAIT;
-
-    /** The round's emit, a step's own emits (of several messages, of one), and a run's own advance. */
-    static final String EMIT_ROUND = "WITH origin AS";
-    static final String EMIT = "u.okey, u.n";
-    static final String EMIT_ONE = "VALUES (?::uuid, ?, ?::jsonb";
-    static final String ADVANCE_ONE = "WITH events AS (";
 
     /**
      * A saga whose first step launches two children on {@code child} and one message on {@code global}'s topic on the
@@ -75,9 +67,9 @@ class StepRoundLaunchTest {
         return ids;
     }
 
-    static CoopEngine.Builder engine(DataSource dataSource, List<String> sent, StepRoundTest.Rounds rounds) {
-        return Coop.engine(RecordingDataSource.of(dataSource, sent)).workers(1).maxRunsPerTransaction(8)
-                .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK).listener(rounds);
+    static CoopEngine.Builder engine(DataSource dataSource) {
+        return Coop.engine(dataSource).workers(1).maxRunsPerTransaction(8)
+                .pollInterval(Duration.ofMillis(100)).clock(StepRoundTest.CLOCK);
     }
 
     static List<String> payloads(String odd) {
@@ -90,53 +82,14 @@ class StepRoundLaunchTest {
     }
 
     @Test
-    void in_a_round_of_8_the_steps_launches_are_one_statement_and_each_parent_waits_for_its_own(
-            DataSource dataSource) throws Exception {
-        Saga<String> child = child("rl-child");
-        Saga<String> global = child("rl-global");
-        Saga<String> parent = parent("rl-parent", child.topic(), global.topic(), child.topic());
-        Map<String, MessageId> ids = launchBeforeStart(dataSource, parent, payloads("p7"), parent, child, global);
-        List<String> sent = new CopyOnWriteArrayList<>();
-        StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
-        try (CoopEngine engine = engine(dataSource, sent, rounds).register(parent).start()) {
-            Await.until("the parents wait for their children", WAIT, () -> count(dataSource,
-                    "SELECT count(*) FROM coop.run WHERE saga = ? AND status = 'WAITING'", parent.name()) == 8);
-        }
-        assertThat(rounds.committed).as("one round of 8").hasSize(1).allMatch(r -> r[0] == 8 && r[1] == 8);
-        assertThat(sent).as("the round's launches in one statement").filteredOn(s -> s.contains(EMIT_ROUND))
-                .hasSize(1);
-        assertThat(sent).as("no step's own emit").noneMatch(s -> s.contains(EMIT) || s.contains(EMIT_ONE));
-        assertThat(sent).as("no run's own advance: they went with the round's").noneMatch(
-                s -> s.contains(ADVANCE_ONE));
-        assertThat(count(dataSource, "SELECT count(*) FROM coop.run p WHERE p.saga = ? AND p.pending_children = 2"
-                + " AND (SELECT count(*) FROM coop.run c WHERE c.parent_id = p.id) = 2", parent.name()))
-                .as("each parent waits for the two children it launched").isEqualTo(8);
-        assertThat(count(dataSource, "SELECT count(*) FROM coop.run WHERE saga = ? AND parent_id IS NULL",
-                global.name())).as("one run on the global scope per parent").isEqualTo(8);
-        try (CoopEngine engine = Coop.engine(dataSource).workers(2).clock(StepRoundTest.CLOCK).register(parent)
-                .register(child).register(global).start()) {
-            for (MessageId id : ids.values()) {
-                assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-                assertThat(engine.client().events(id)).filteredOn(e -> e.type() == EventType.EMITTED
-                        && "launch".equals(e.step())).as("two children launched once").hasSize(2);
-            }
-            Await.until("every run finished", WAIT, () -> count(dataSource,
-                    "SELECT count(*) FROM coop.run WHERE finished_at IS NULL AND saga = ANY(?)",
-                    new String[]{parent.name(), child.name(), global.name()}) == 0);
-        }
-        Invariants.assertAll(CoopTables.of(dataSource).allEvents());
-    }
-
-    @Test
-    void a_held_launch_onto_a_topic_nobody_handles_fails_only_its_run_and_the_others_launch_once(
+    void in_a_round_a_launch_onto_a_topic_nobody_handles_fails_only_its_run_and_the_others_launch_once(
             DataSource dataSource) throws Exception {
         Saga<String> child = child("rl-strict-child");
         Saga<String> global = child("rl-strict-global");
         Saga<String> parent = parent("rl-strict", child.topic(), global.topic(),
                 Topic.of("rl-nobody", String.class));
         Map<String, MessageId> ids = launchBeforeStart(dataSource, parent, payloads("odd"), parent, child, global);
-        List<String> sent = new CopyOnWriteArrayList<>();
-        try (CoopEngine engine = engine(dataSource, sent, new StepRoundTest.Rounds()).requireHandlers(true)
+        try (CoopEngine engine = engine(dataSource).requireHandlers(true)
                 .register(parent).register(child).register(global).start()) {
             assertThat(engine.client().awaitCompletion(ids.get("odd"), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(engine.client().events(ids.get("odd"))).filteredOn(e -> e.type() == EventType.ROLLING_BACK)
@@ -144,7 +97,6 @@ class StepRoundLaunchTest {
                     .contains("No saga is registered for topic 'rl-nobody'");
             assertOthersLaunchedOnce(engine.client(), ids, "odd");
         }
-        assertThat(sent).as("the launches were held for the round").anyMatch(s -> s.contains(EMIT_ROUND));
         assertThat(count(dataSource, "SELECT count(*) FROM coop.message WHERE topic = ?", "rl-nobody")).isZero();
         Invariants.assertAll(CoopTables.of(dataSource).allEvents());
     }
@@ -153,11 +105,11 @@ class StepRoundLaunchTest {
     static final Set<MessageId> FAILING = ConcurrentHashMap.newKeySet();
 
     /**
-     * A strategy of the user's decides on a step's launches before the round's next step runs (they are not held): one
-     * that fails aborts the round before the later steps ran, and only the steps before it run again.
+     * A strategy that fails when it decides how its run waits for the step's launches aborts the round: only its run
+     * fails, and every other step's launches are written once.
      */
     @Test
-    void a_saga_with_its_own_strategy_launches_at_once_and_a_failing_strategy_fails_only_its_run(DataSource dataSource)
+    void in_a_round_a_strategy_that_fails_on_a_steps_launches_fails_only_its_run(DataSource dataSource)
             throws Exception {
         Saga<String> child = child("rl-strategy-child");
         Saga<String> global = child("rl-strategy-global");
@@ -182,15 +134,13 @@ class StepRoundLaunchTest {
                 .build();
         Map<String, MessageId> ids = launchBeforeStart(dataSource, parent, payloads("odd"), parent, child, global);
         FAILING.add(ids.get("odd"));
-        List<String> sent = new CopyOnWriteArrayList<>();
-        try (CoopEngine engine = engine(dataSource, sent, new StepRoundTest.Rounds()).register(parent)
+        try (CoopEngine engine = engine(dataSource).register(parent)
                 .register(child).register(global).start()) {
             assertThat(engine.client().awaitCompletion(ids.get("odd"), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(engine.client().events(ids.get("odd"))).filteredOn(e -> e.type() == EventType.ROLLING_BACK)
                     .singleElement().extracting(Event::exception).asString().contains("this strategy fails");
             assertOthersLaunchedOnce(engine.client(), ids, "odd");
         }
-        assertThat(sent).as("no launch was held for the round").noneMatch(s -> s.contains(EMIT_ROUND));
         assertThat(strings(dataSource, "SELECT topic || ':' || payload::text FROM coop.message"
                 + " WHERE topic LIKE ? AND payload::text LIKE '\"odd%' ORDER BY 1", "rl-strategy%"))
                 .as("nothing the failed step launched is durable").containsExactly("rl-strategy:\"odd\"");
@@ -209,51 +159,6 @@ class StepRoundLaunchTest {
             }
             return result;
         }
-    }
-
-    /**
-     * The round's emit never drops a message silently: a launch whose idempotency key another message holds (a step
-     * that launches with a key looks the key up first, so in the engine its launches are never held; the statement
-     * still says so) is named with {@code KEY_TAKEN}, while the other steps' launches are written and counted.
-     */
-    @Test
-    void the_rounds_emit_names_a_launch_whose_key_was_taken_and_counts_the_others(DataSource dataSource)
-            throws Exception {
-        Saga<String> child = child("rl-key-child");
-        Coop.engine(dataSource).workers(1).clock(StepRoundTest.CLOCK).register(child).start().close();
-        CoopClient client = StepRoundTest.client(dataSource);
-        client.launch(child.topic(), "holder", LaunchOptions.none().idempotencyKey("k"));
-        dev.coop.internal.store.Store store = new dev.coop.internal.store.Store(
-                new dev.coop.internal.store.SchemaName("coop"), dev.coop.internal.store.Time.DATABASE);
-        java.util.UUID[] runs = {java.util.UUID.randomUUID(), java.util.UUID.randomUUID()};
-        List<dev.coop.internal.store.RoundEmits.Launch> launches = List.of(
-                launch(runs[0], List.of(emission(child, "a", null), emission(child, "b", null))),
-                launch(runs[1], List.of(emission(child, "c", "k"))));
-        try (java.sql.Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            dev.coop.internal.store.RoundEmits.Written written = store.emitRound(c, "rl-key-parent", "test",
-                    launches);
-            c.rollback();
-            assertThat(written.launches().get(0).children()).isEqualTo(2);
-            assertThat(written.launches().get(0).created()).containsExactly(Map.entry(child.name(), 2));
-            assertThat(written.launches().get(0).refused()).isNull();
-            assertThat(written.launches().get(1).children()).isZero();
-            assertThat(written.launches().get(1).refused()).isInstanceOf(java.sql.SQLException.class)
-                    .hasMessageContaining("The idempotency key 'k' of topic 'rl-key-child' was taken")
-                    .extracting(e -> ((java.sql.SQLException) e).getSQLState())
-                    .isEqualTo(dev.coop.internal.store.Store.KEY_TAKEN);
-        }
-    }
-
-    private static dev.coop.internal.store.RoundEmits.Launch launch(java.util.UUID run,
-            List<dev.coop.internal.store.Emission> scoped) {
-        return new dev.coop.internal.store.RoundEmits.Launch(new java.util.UUID[]{java.util.UUID.randomUUID(), run},
-                run, 0, "launch", scoped, List.of());
-    }
-
-    private static dev.coop.internal.store.Emission emission(Saga<String> saga, String payload, String key) {
-        return new dev.coop.internal.store.Emission(java.util.UUID.randomUUID(), saga.topic().name(),
-                "\"" + payload + "\"", null, null, key, 0, null);
     }
 
     /** Every parent but {@code odd} committed, and launched its two children and its global message once. */

@@ -1,7 +1,6 @@
 package dev.coop.internal.step;
 
 import dev.coop.internal.store.LogEntry;
-import dev.coop.internal.store.RoundEmits;
 import dev.coop.internal.task.ExternalTasks;
 import dev.coop.internal.task.TaskRequest;
 
@@ -50,29 +49,17 @@ final class CommitInstance {
             Integer finallyDone) {
     }
 
-    /**
-     * Writes what the instance launched, records it, and moves the run on. In a round, launches of a step that did not
-     * use its connection (of a saga with the standard strategy) are held for the round's emit, and the rest follows it
-     * ({@link #launchesWritten}).
-     */
+    /** Writes what the instance launched, records it, and moves the run on. */
     boolean commit(Connection c, Instance done) throws SQLException {
         ClaimedRun run = done.part().run();
         String name = done.part().name();
         StepContextImpl<?> context = done.context();
         try {
             engine.store().attempts().ended(c, run, engine.engineId(), name); // after many attempts: the last one
-            String contextJson = context.contextJson();
-            StepLaunches.Origin origin = new StepLaunches.Origin(run, done.part().saga().name(), name,
-                    run.stepsDone());
-            StepRound round = transitions.round();
-            if (round != null && context.launches.any() && context.children.tasks.isEmpty()
-                    && round.mayHoldLaunches() && standard(done.part().saga())) {
-                round.holdLaunches(context.launches.held(origin),
-                        launched -> launchesWritten(c, done, contextJson, launched, round));
-                return false; // the round wakes the run when it may go on at once
-            }
             java.util.Map<String, Integer> launched = new java.util.HashMap<>();
-            int children = context.launches.writeCounted(c, origin, launched);
+            int children = context.launches.writeCounted(c,
+                    new StepLaunches.Origin(run, done.part().saga().name(), name, run.stepsDone()), launched);
+            String contextJson = context.contextJson();
             if (!context.children.tasks.isEmpty()) {
                 children += tasks.open(c, new ExternalTasks.Opener(run, run.stepsDone(), name,
                         engine.engineId(), contextJson, context.deadline()
@@ -85,62 +72,11 @@ final class CommitInstance {
                 transitions.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
             }
             return runnable;
-        } catch (RoundAborted e) {
-            throw e;
         } catch (SQLException | RuntimeException e) {
-            return failed(c, done, e);
+            Saga<?> saga = done.part().saga();
+            return failures.writeFailed(c, new Part(run, saga,
+                    done.instance() >= 0 ? saga.steps().get(done.instance()) : null, name), e);
         }
-    }
-
-    /**
-     * Whether the saga waits for its children as the standard strategy says. A strategy of the user's decides on held
-     * launches only after every step of the round ran, so one that fails would make the round's other steps run again:
-     * such a saga's launches are written at once, and its strategy decides before the next step of the round runs.
-     */
-    private boolean standard(Saga<?> saga) {
-        return engine.strategyOf(saga) == dev.coop.Strategies.standard();
-    }
-
-    /**
-     * The rest of an instance's transaction once its round wrote the launches it held: the barrier decision on the
-     * runs they created, the run's move (deferred with the round's others), the wake-ups after the round's commit. A
-     * failure here aborts the round (the round's statement wrote the others' launches too): the run is then settled
-     * alone, without running its step again.
-     */
-    private void launchesWritten(Connection c, Instance done, String contextJson, RoundEmits.Launched launched,
-            StepRound round) throws SQLException {
-        StepRound before = transitions.joinRound(round);
-        try {
-            if (launched.refused() instanceof SQLException e) {
-                throw e;
-            } else if (launched.refused() instanceof RuntimeException e) {
-                throw e;
-            }
-            boolean runnable = moveOn(c, done, advance(c, done, contextJson, launched.children()), new ArrayList<>());
-            String saga = done.part().run().saga();
-            transitions.afterCommit(() -> {
-                launched.created().forEach(engine.dispatcher()::wake);
-                if (runnable) {
-                    engine.dispatcher().wake(saga, 1);
-                }
-            });
-        } catch (RoundAborted e) {
-            throw e;
-        } catch (SQLException | RuntimeException e) {
-            failed(c, done, e);
-        } catch (StackOverflowError | AssertionError | LinkageError e) { // as StepExecutor.execute treats them
-            failures.engineFailed(c, done.part().run(), e);
-        } finally {
-            transitions.joinRound(before);
-        }
-    }
-
-    /** A write of the instance failed: see {@link StepFailures#writeFailed}. */
-    private boolean failed(Connection c, Instance done, Exception e) throws SQLException {
-        ClaimedRun run = done.part().run();
-        Saga<?> saga = done.part().saga();
-        return failures.writeFailed(c, new Part(run, saga,
-                done.instance() >= 0 ? saga.steps().get(done.instance()) : null, done.part().name()), e);
     }
 
     /** The run's move: to the next step, or waiting for the {@code children} the instance caused, or done. */

@@ -61,9 +61,6 @@ final class ExecuteRound {
             }
             aborted(c, saga, runs, new RoundAborted(e), working); // a deferred advance failed
             return;
-        } catch (RoundAborted e) { // a step whose launches were held failed where only a rollback undoes it
-            aborted(c, saga, runs, e, working);
-            return;
         }
         engine.dispatcher().wake(saga, ran.again() + runs.size() - ran.executed()); // runnable now, or not started
         engine.listeners().roundCommitted(saga, runs.size(), ran.executed());

@@ -2,7 +2,6 @@ package dev.coop.internal.step;
 
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Emission;
-import dev.coop.internal.store.RoundEmits;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Uuids;
 
@@ -120,17 +119,6 @@ final class StepLaunches {
                     .forEach((saga, n) -> runs.merge(saga, n, Integer::sum));
         }
         return children;
-    }
-
-    /** Whether anything was launched. */
-    boolean any() {
-        return !scoped.isEmpty() || !global.isEmpty();
-    }
-
-    /** What was launched, for a round to write with its other steps' launches ({@link StepRound#holdLaunches}). */
-    RoundEmits.Launch held(Origin origin) {
-        return new RoundEmits.Launch(origin.run().lineage(), origin.run().id(), origin.parentSeq(), origin.step(),
-                List.copyOf(scoped), List.copyOf(global));
     }
 
     /** Forgets every launch (the step failed). */

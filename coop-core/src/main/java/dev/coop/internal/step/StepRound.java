@@ -4,7 +4,6 @@ import dev.coop.RunStatus;
 import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.store.Counted;
 import dev.coop.internal.store.CountedOff;
-import dev.coop.internal.store.RoundEmits;
 import dev.coop.internal.store.Store;
 
 import java.sql.Connection;
@@ -21,12 +20,10 @@ import java.util.function.LongSupplier;
  * One transaction that advances several runs of a saga by one step each: the advances it defers, what waits for its
  * commit (wake-ups and completions that would otherwise follow each run's own commit), and its time budget.
  *
- * <p>The advance of a run that does not finish (it stays runnable, or waits for children or for its time) waits, and
- * goes with the others' and the COMMIT in one round trip. So does the advance of a run that finishes, with the
- * count-off at its parent when it has one: the count-offs of a round's children of one parent are one update of the
- * parent (the COMMIT then follows in a round trip of its own, after a parent committed by its children is counted off
- * at its own parent). The launches of steps that did not use their connection are held too, and written by one
- * statement for the round before the advances ({@link #holdLaunches}).
+ * <p>The advance of a run that stays runnable now waits, and goes with the others' and the COMMIT in one round trip.
+ * So does the advance of a run that finishes, with the count-off at its parent when it has one: the count-offs of a
+ * round's children of one parent are one update of the parent (the COMMIT then follows in a round trip of its own,
+ * after a parent committed by its children is counted off at its own parent).
  * It is sent earlier when a later step uses its connection: user code runs only after every step before it is
  * written whole, so that whatever it does to the transaction (even ending it by a route the guard cannot see)
  * never commits a step's writes without its advance. Steps run one after another; once the budget is spent no further
@@ -39,15 +36,12 @@ final class StepRound {
     private static final ThreadLocal<StepRound> CURRENT = new ThreadLocal<>();
 
     private final EngineContext engine;
-    private final String saga;
     private final Connection connection;
     private final LongSupplier nanos;
     private final long start;
     /** The ids of the round's runs. */
     private final Set<UUID> runs;
     private final List<Store.Move> deferred = new ArrayList<>();
-    /** The launches of steps whose runs' advances wait for them to be written (with the round's others). */
-    private final List<Held> held = new ArrayList<>();
     /** Whether a deferred advance finished a run that counts off at its parent. */
     private boolean countsOff;
     /**
@@ -60,8 +54,6 @@ final class StepRound {
     private boolean touched;
     /** Why sending the deferred advances failed (the round must be rolled back), or null. */
     private SQLException broken;
-    /** Why a held launch's step failed where only the round's rollback undoes it, or null. */
-    private RoundAborted aborted;
 
     /**
      * @param nanos the clock the budget is measured with (the engine's time source when it has one)
@@ -69,7 +61,6 @@ final class StepRound {
      */
     StepRound(EngineContext engine, Connection connection, LongSupplier nanos, List<ClaimedRun> runs) {
         this.engine = engine;
-        this.saga = runs.getFirst().saga();
         this.runs = Set.copyOf(runs.stream().map(ClaimedRun::id).toList());
         this.connection = connection;
         this.nanos = nanos;
@@ -96,70 +87,18 @@ final class StepRound {
     }
 
     /**
-     * User code of the current run is about to use the connection: the held launches and the deferred advances are
-     * sent first. Its own advance will not be deferred: it checks at once that the transaction is still the round's.
+     * User code of the current run is about to use the connection: the deferred advances are sent first. Its own
+     * advance will not be deferred: it checks at once that the transaction is still the round's.
      */
     void firstUse() throws SQLException {
-        flush();
         touched = true;
-    }
-
-    /** What follows the write of a step's held launches: the rest of that step's transaction. */
-    @FunctionalInterface
-    interface AfterLaunch {
-        void written(RoundEmits.Launched launched) throws SQLException;
-    }
-
-    /** A step's launches, held for the round's emit, and the rest of its transaction. */
-    private record Held(RoundEmits.Launch launch, AfterLaunch then) {
-    }
-
-    /**
-     * Whether the current run's launches may wait for the round's emit: no user code of the run used the connection
-     * (as for {@link #mayDefer}).
-     */
-    boolean mayHoldLaunches() {
-        return !touched;
-    }
-
-    /**
-     * Holds the current run's launches for the round's emit, which writes those of every such step in one statement;
-     * {@code then} (the strategy's barrier decision and the run's advance, deferred in turn) follows it.
-     */
-    void holdLaunches(RoundEmits.Launch launch, AfterLaunch then) {
-        held.add(new Held(launch, then));
-    }
-
-    /**
-     * Writes the held launches in one statement, then goes on with each of their steps' transactions in the order they
-     * ran, as if no user code had used the connection since (none of theirs did).
-     */
-    private void flushLaunches() throws SQLException {
-        if (held.isEmpty()) {
-            return;
-        }
-        List<Held> launches = List.copyOf(held);
-        held.clear();
-        RoundEmits.Written written = engine.store().emitRound(connection, saga, engine.engineId(),
-                launches.stream().map(Held::launch).toList());
-        if (!written.global().isEmpty()) {
-            afterCommit(() -> written.global().forEach(engine.dispatcher()::wake));
-        }
-        boolean wasTouched = touched;
-        touched = false;
-        try {
-            for (int k = 0; k < launches.size(); k++) {
-                launches.get(k).then().written(written.launches().get(k));
-            }
-        } finally {
-            touched = wasTouched;
-        }
+        flush();
     }
 
     /**
      * Whether the advance of the current run may wait: no user code of the run used the connection (so none could
-     * have ended the transaction, which the advance checks). A run that finishes may not wait to count off at a parent
-     * that is a run of this round (its own advance in the round would come first).
+     * have ended the transaction, which the advance checks), and the advance leaves the run runnable now or finishes
+     * it. Not a count-off at a parent that is a run of this round (its own advance in the round would come first).
      */
     boolean mayDefer(ClaimedRun run, Advance next) {
         if (touched) {
@@ -169,7 +108,7 @@ final class StepRound {
             return !(countsOff(run) && runs.contains(run.parentId())) && next.runnableAt() == null
                     && next.delayMillis() == 0;
         }
-        return true;
+        return next.isQuietAlone();
     }
 
     /** Whether {@code run}, finishing, counts off at its parent. */
@@ -191,17 +130,8 @@ final class StepRound {
         return !deferred.isEmpty();
     }
 
-    /** Sends the held launches and the deferred advances now (before user code uses the connection). */
+    /** Sends the deferred advances now (before user code uses the connection). */
     void flush() throws SQLException {
-        try {
-            flushLaunches();
-        } catch (SQLException e) {
-            broken = e;
-            throw e;
-        } catch (RoundAborted e) {
-            aborted = e; // thrown through user code, which may catch it: checkBroken throws it again
-            throw e;
-        }
         if (deferred.isEmpty()) {
             return;
         }
@@ -224,9 +154,6 @@ final class StepRound {
 
     /** Aborts the round when sending its deferred advances failed (whatever the user code did with that error). */
     void checkBroken() {
-        if (aborted != null) {
-            throw aborted;
-        }
         if (broken != null) {
             throw new RoundAborted(broken);
         }
@@ -282,7 +209,6 @@ final class StepRound {
      * checked, before the COMMIT.
      */
     void commit() throws SQLException {
-        flushLaunches();
         if (countsOff) {
             flush();
         }

@@ -49,20 +49,9 @@ final class Transitions {
         return engine;
     }
 
-    /**
-     * The transactions from now on are part of {@code round} (null: each commits on its own).
-     *
-     * @return the round they were part of until now, or null
-     */
-    StepRound joinRound(StepRound round) {
-        StepRound before = this.round;
+    /** The transactions from now on are part of {@code round} (null: each commits on its own). */
+    void joinRound(StepRound round) {
         this.round = round;
-        return before;
-    }
-
-    /** The round this transaction belongs to, or null. */
-    StepRound round() {
-        return round;
     }
 
     /** Whether the transaction is part of a round: a failure that needs the whole transaction rolled back aborts it. */

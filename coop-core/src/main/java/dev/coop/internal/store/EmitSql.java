@@ -9,20 +9,6 @@ final class EmitSql {
     }
 
     /**
-     * The messages of a launch ({@code input}: one row per message, {@code n} its ordinal), inserted unless their
-     * idempotency key is taken; {@code duplicate}: those not written (usually none). Shared by {@link #EMIT} and
-     * {@link #EMIT_ROUND}.
-     */
-    private static final String MESSAGES = """
-            ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
-              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
-              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-              RETURNING id, idempotency_key IS NOT NULL AS keyed
-            ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
-              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)""";
-
-    /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
      * parent waits for them. A message with an idempotency key
@@ -41,7 +27,13 @@ final class EmitSql {
                 FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
                             ?::text[])
                      WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, n)
-            {messages}
+            ), msg AS (
+              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
+              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
+              ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+              RETURNING id, idempotency_key IS NOT NULL AS keyed
+            ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
+              SELECT id, n FROM input WHERE idem IS NOT NULL AND id NOT IN (SELECT id FROM msg WHERE keyed)
             ), written AS (
               SELECT * FROM input WHERE id NOT IN (SELECT id FROM duplicate)
             ), emitted AS (
@@ -67,7 +59,7 @@ final class EmitSql {
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
             UNION ALL -- keys already taken come back as '!', with the message's ordinal
             SELECT '!', n::int FROM duplicate
-            """.replace("{messages}", EmitSql.MESSAGES);
+            """;
 
     /**
      * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
@@ -96,53 +88,4 @@ final class EmitSql {
             UNION ALL
             SELECT '#' || ?::text, 0 WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = ?)
             """;
-
-    /**
-     * The launches of a round's steps (runs of one saga), in one statement: {@link #EMIT} for several origins at once.
-     * Each message names its origin (an ordinal into the origins: the emitting run's lineage as an array literal, or
-     * null for the global scope; the parent run and its step instance, or nulls; the step named in its EMITTED).
-     * Returns the runs created per saga and parent (a scoped origin's children; null: the global scope), and as
-     * {@link #EMIT} does, {@code '#' || topic} with the origin's ordinal for a topic nobody handles and {@code '!'}
-     * with the message's ordinal for an idempotency key taken.
-     */
-    static final String EMIT_ROUND = """
-            WITH origin AS (
-              SELECT * FROM unnest(?::text[], ?::uuid[], ?::int[], ?::text[])
-                     WITH ORDINALITY AS o(scope, parent_id, parent_seq, step, n)
-            ), input AS (
-              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.idem, u.priority, u.okey,
-                     u.origin, u.n
-                FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
-                            ?::text[], ?::int[])
-                     WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, origin, n)
-            {messages}
-            ), written AS (
-              SELECT i.*, o.scope::uuid[] AS scope, o.parent_id, o.parent_seq, o.step
-                FROM input i JOIN origin o ON o.n = i.origin
-               WHERE i.id NOT IN (SELECT id FROM duplicate)
-            ), emitted AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-              SELECT id, 'EMITTED', ?, ?, step, coalesce(scope, ARRAY[id]), context FROM written ORDER BY n
-            ), runs AS (
-              INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
-                                        context, runnable_at, priority, ordering_key)
-              SELECT x.id, x.message_id, x.saga, x.version, coalesce(x.scope, ARRAY[x.message_id]) || ARRAY[x.id],
-                     x.parent_id, x.parent_seq, 'RUNNABLE', x.context, coalesce(x.due, {now}),
-                     coalesce(x.priority, 0), x.okey
-                FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, reg.saga, reg.version,
-                             written.context, written.due, written.priority, written.okey, written.scope,
-                             written.parent_id, written.parent_seq
-                        FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
-                       ORDER BY written.n, reg.saga) x
-              RETURNING saga, parent_id
-            ), quiet AS (
-              SELECT set_config('coop.local_sagas', ?, true)
-            )
-            SELECT saga, parent_id, count(*)::int FROM runs, quiet GROUP BY saga, parent_id
-            UNION ALL
-            SELECT DISTINCT '#' || written.topic, NULL::uuid, written.origin::int FROM written
-             WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
-            UNION ALL
-            SELECT '!', NULL::uuid, n::int FROM duplicate
-            """.replace("{messages}", EmitSql.MESSAGES);
 }

@@ -58,15 +58,11 @@ final class Emits {
     Map<String, Integer> emit(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
         Emitted emitted = emitAll(c, origin, emissions);
         if (!emitted.duplicates().isEmpty()) {
-            throw keyTaken(emissions.get(emitted.duplicates().get(0)));
+            Emission e = emissions.get(emitted.duplicates().get(0));
+            throw new SQLException("The idempotency key '" + e.idempotencyKey() + "' of topic '" + e.topic()
+                    + "' was taken by a launch that committed meanwhile", Store.KEY_TAKEN);
         }
         return emitted.created();
-    }
-
-    /** Why {@code e} was not written: its idempotency key was taken meanwhile (SQLSTATE {@value Store#KEY_TAKEN}). */
-    static SQLException keyTaken(Emission e) {
-        return new SQLException("The idempotency key '" + e.idempotencyKey() + "' of topic '" + e.topic()
-                + "' was taken by a launch that committed meanwhile", Store.KEY_TAKEN);
     }
 
     /** {@link #emitAll} of one message without keys: scalar parameters ({@link EmitSql#EMIT_ONE}). */
@@ -140,7 +136,7 @@ final class Emits {
      * Business keys and tags (schema version 20), in a statement of their own that only launches carrying them pay
      * for. A message not written (its idempotency key was taken) is not found by its new id: nothing changes.
      */
-    void label(Connection c, List<Emission> emissions) throws SQLException {
+    private void label(Connection c, List<Emission> emissions) throws SQLException {
         List<Emission> labelled = emissions.stream().filter(Emission::labelled).toList();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 UPDATE {schema}.message m
@@ -166,7 +162,7 @@ final class Emits {
         }
         try (PreparedStatement ps = c.prepareStatement(emitSql)) {
             Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
-            int i = bindColumns(c, ps, 0, emissions);
+            int i = bindColumns(c, ps, emissions);
             OffsetDateTime now = time.bind();
             ps.setObject(++i, now);
             ps.setString(++i, origin.saga());
@@ -186,8 +182,8 @@ final class Emits {
         }
     }
 
-    /** Binds the messages of {@link EmitSql#EMIT} after parameter {@code i}, one array per column; returns the last. */
-    static int bindColumns(Connection c, PreparedStatement ps, int i, List<Emission> emissions) throws SQLException {
+    /** Binds the messages of {@link EmitSql#EMIT} as its first parameters, one array per column; returns the last. */
+    private static int bindColumns(Connection c, PreparedStatement ps, List<Emission> emissions) throws SQLException {
         int n = emissions.size();
         UUID[] ids = new UUID[n];
         String[] topics = new String[n];
@@ -197,17 +193,18 @@ final class Emits {
         String[] idempotencyKeys = new String[n];
         Integer[] priorities = new Integer[n];
         String[] orderingKeys = new String[n];
-        for (int k = 0; k < n; k++) {
-            Emission e = emissions.get(k);
-            ids[k] = e.messageId();
-            topics[k] = e.topic();
-            payloads[k] = e.payload();
-            contexts[k] = e.context();
-            dues[k] = e.due();
-            idempotencyKeys[k] = e.idempotencyKey();
-            priorities[k] = e.priority();
-            orderingKeys[k] = e.orderingKey();
+        for (int i = 0; i < n; i++) {
+            Emission e = emissions.get(i);
+            ids[i] = e.messageId();
+            topics[i] = e.topic();
+            payloads[i] = e.payload();
+            contexts[i] = e.context();
+            dues[i] = e.due();
+            idempotencyKeys[i] = e.idempotencyKey();
+            priorities[i] = e.priority();
+            orderingKeys[i] = e.orderingKey();
         }
+        int i = 0;
         ps.setArray(++i, c.createArrayOf("uuid", ids));
         ps.setArray(++i, c.createArrayOf("text", topics));
         ps.setArray(++i, c.createArrayOf("text", payloads));
@@ -239,7 +236,7 @@ final class Emits {
         }
     }
 
-    void unhandled(List<String> topics, String saga, String step) {
+    private void unhandled(List<String> topics, String saga, String step) {
         if (topics.isEmpty()) {
             return;
         }

@@ -53,13 +53,11 @@ final class RoundAdvanceSql {
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[],
                                    ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::boolean[], ?::int[],
                                    ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[],
-                                   ?::boolean[], ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[], ?::text[],
-                                   ?::timestamptz[], ?::bigint[])
+                                   ?::boolean[], ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[])
                      WITH ORDINALITY AS i(id, message_id, lineage, claimed_at, phase, step_index, next_step, final_step,
                                           steps_done, iterations, attempt, pending, keep_failed, rollback_seq,
                                           rollback_stage, rollback_cause, context, result, finally_done, failure, xact,
-                                          check_cancellation, instance_seq, instance, iteration, finished, count_off,
-                                          status, runnable_at, delay, n)
+                                          check_cancellation, instance_seq, instance, iteration, finished, count_off, n)
             ), events AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
                                           step_seq, instance, iteration)
@@ -76,13 +74,6 @@ final class RoundAdvanceSql {
               UPDATE {schema}.run r
             {set}
             {runnable}
-            ), moved AS (
-              UPDATE {schema}.run r
-            {set},
-                     status = i.status,
-                     runnable_at = CASE WHEN i.runnable_at IS NOT NULL THEN greatest(i.runnable_at, k.now)
-                                        ELSE k.now + i.delay * interval '1 millisecond' END
-            {moved}
             ), finished AS (
               UPDATE {schema}.run r
             {set},
@@ -90,15 +81,13 @@ final class RoundAdvanceSql {
             {finished}
             )"""
             .replace("{set}", SET)
-            .replace("{runnable}", WHERE.formatted("i.finished IS NULL AND i.status IS NULL"))
-            .replace("{moved}", WHERE.formatted("i.finished IS NULL AND i.status IS NOT NULL"))
+            .replace("{runnable}", WHERE.formatted("i.finished IS NULL"))
             .replace("{finished}", WHERE.formatted("i.finished IS NOT NULL"));
 
     /** The advances of runs none of which counts off: how many runs and events they wrote. */
     static final String SQL = ADVANCES + """
 
-            SELECT (SELECT count(*) FROM runnable) + (SELECT count(*) FROM moved) + (SELECT count(*) FROM finished),
-                   (SELECT count(*) FROM events)""";
+            SELECT (SELECT count(*) FROM runnable) + (SELECT count(*) FROM finished), (SELECT count(*) FROM events)""";
 
     /**
      * Whether the last of the counted children makes the parent commit (as the count-off of that child decides it): the

@@ -11,10 +11,9 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * The deferred advances of a round (runs of one saga that stay runnable now, wait or finished) in one statement
+ * The deferred advances of a round (runs of one saga that stay runnable now or finished) in one statement
  * ({@link RoundAdvanceSql}): one insert of all their events (each run's first one carrying its executed step instance),
- * one update of the runs that stay runnable now, one of those whose status or due time changes (waiting for children
- * or for a time), one of the runs that finished, and, when finished runs count off at their
+ * one update of the runs that stay runnable, one of the runs that finished, and, when finished runs count off at their
  * parents, one update of those parents. Each run's part is what its own advance ({@link AdvanceSql#ADVANCE_ALONE};
  * quiet for a run that stays runnable) writes, each parent's what its children's count-offs would write one after
  * another; only the per-statement cost is paid once instead of once a run. Arrays travel as one parameter per column;

@@ -18,8 +18,7 @@ import java.util.UUID;
 final class RoundColumns {
     private static final String[] TYPES = {"uuid", "uuid", "text", "text", "text", "integer", "text", "text",
             "integer", "text", "integer", "integer", "boolean", "integer", "text", "text", "text", "text",
-            "integer", "text", "text", "boolean", "integer", "integer", "integer", "text", "uuid", "text",
-            "timestamptz", "bigint"};
+            "integer", "text", "text", "boolean", "integer", "integer", "integer", "text", "uuid"};
     private static final String[] EVENT_TYPES = {"integer", "text", "text", "text", "text", "boolean"};
 
     private final Object[][] runs;
@@ -36,7 +35,9 @@ final class RoundColumns {
         ClaimedRun run = move.run();
         Advance next = move.next();
         boolean finished = next.status().isFinished();
-        boolean moved = !finished && !next.isQuietAlone(); // its status or due time changes
+        if (!finished && !next.isQuietAlone()) {
+            throw new IllegalArgumentException("only advances of runs that stay runnable now or finish");
+        }
         UUID countOff = finished && run.awaited() ? run.parentId() : null;
         countsOff |= countOff != null;
         Object[] row = {run.id(), run.messageId(), literal(run.lineage()), String.valueOf(run.claimedAt()),
@@ -45,8 +46,7 @@ final class RoundColumns {
                 next.pendingChildren(), next.keepFailedChildren(), next.rollbackSeq(), next.rollbackStage(),
                 next.rollbackCause(), next.context(), next.result(), next.finallyDone(), next.failure(),
                 run.xact(), next.checkCancellation(), next.instanceSeq(), next.instance(),
-                next.instanceIteration(), finished ? next.status().name() : null, countOff,
-                moved ? next.status().name() : null, moved ? next.runnableAt() : null, next.delayMillis()};
+                next.instanceIteration(), finished ? next.status().name() : null, countOff};
         for (int k = 0; k < row.length; k++) {
             runs[k][n] = row[k];
         }
@@ -89,7 +89,7 @@ final class RoundColumns {
     }
 
     /** An array's literal ({@code {a,b}}): its elements need no quoting (uuids, integers). */
-    static String literal(UUID[] values) {
+    private static String literal(UUID[] values) {
         return "{" + String.join(",", Arrays.stream(values).map(UUID::toString).toList()) + "}";
     }
 

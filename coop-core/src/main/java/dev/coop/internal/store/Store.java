@@ -39,7 +39,6 @@ public final class Store {
     private final ClaimRows rows;
     private final Advances advances;
     private final Emits emits;
-    private final RoundEmits roundEmits;
     private final ChildQueries children;
     private final Probes probes;
 
@@ -82,7 +81,6 @@ public final class Store {
         String slim = schema.sql(ClaimSql.idleInTransaction(ClaimSql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advances = new Advances(this, new AdvanceBinding(local), gates, claims, rows, slim);
         this.emits = new Emits(schema, this.time, requireHandlers, local);
-        this.roundEmits = new RoundEmits(schema, this.time, emits, local);
         this.children = new ChildQueries(schema, this.time);
         this.probes = new Probes(schema, this.time);
     }
@@ -170,16 +168,6 @@ public final class Store {
         return emits.emitAll(c, new Emits.Origin(scope, parentId, parentSeq, saga, engine, step), emissions);
     }
 
-    /**
-     * The launches of a round's steps (runs of {@code saga}), in one statement: what each step's own {@link #emit}
-     * writes. A step whose launches could not be written as asked is named with the reason; the transaction must then
-     * be rolled back (the statement wrote the others').
-     */
-    public RoundEmits.Written emitRound(Connection c, String saga, String engine, List<RoundEmits.Launch> launches)
-            throws SQLException {
-        return roundEmits.write(c, saga, engine, launches);
-    }
-
     public UUID messageWithKey(Connection c, String topic, String idempotencyKey) throws SQLException {
         return emits.messageWithKey(c, topic, idempotencyKey);
     }
@@ -222,7 +210,7 @@ public final class Store {
     }
 
     /**
-     * The advances of runs without a parent to count off (each staying runnable, waiting, or finishing), and with
+     * The advances of runs without a parent to count off, each staying runnable now or finishing, and with
      * {@code commit} the COMMIT, in one statement and one round trip: what a round defers (to its end, or until a step
      * uses its connection). If it fails, the transaction must be rolled back.
      *
@@ -237,8 +225,8 @@ public final class Store {
     }
 
     /**
-     * The advances of runs (each staying runnable, waiting, or finishing), some finishing runs counting off at their
-     * awaited parents, and those count-offs, one update per parent for all its children (parents locked in id order), in one
+     * The advances of runs each staying runnable now or finishing, some finishing runs counting off at their awaited
+     * parents, and those count-offs, one update per parent for all its children (parents locked in id order), in one
      * statement, without committing. If it fails, the transaction must be rolled back.
      *
      * @return each parent counted off: runnable again, committed here (then count it off at its own parent, and
