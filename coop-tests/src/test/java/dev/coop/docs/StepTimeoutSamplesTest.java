@@ -38,17 +38,17 @@ class StepTimeoutSamplesTest {
         }
         // tag::step-timeout[]
         Saga<Batch> imports = Saga.on(BATCHES, "import")
-                .stepTimeout(Duration.ofSeconds(30))            // every step of the saga, unless it sets its own
+                .stepTimeout(Duration.ofSeconds(30)) // every step of the saga, unless it sets its own
                 .step("import rows", step -> {
-                    Connection c = step.connection();           // refuses every use once the timeout passed
+                    Connection c = step.connection(); // refuses every use once the timeout passed
                     for (int i = 0; i < step.payload().rows(); i++) {
-                        if (Thread.interrupted()) {             // set when the timeout passed: stop here
+                        if (Thread.interrupted()) { // set when the timeout passed: stop here
                             throw new InterruptedException("import stopped at row " + i);
                         }
                         insert(c, i);
                     }
                 })
-                .timeout(Duration.ofSeconds(5))                 // this step's own
+                .timeout(Duration.ofSeconds(5)) // this step's own
                 .retry(RetryPolicy.attempts(3).retryOn(StepTimedOutException.class))
                 .build();
         // end::step-timeout[]
