@@ -33,6 +33,9 @@ public final class Saga<P> {
     private final int concurrency;
     private final int rateLimit;
     private final java.time.Duration ratePeriod;
+    /** The steps' own timeouts, by step name, and the default of the others (null: none). */
+    private final java.util.Map<String, java.time.Duration> timeouts;
+    private final java.time.Duration stepTimeout;
 
     private Saga(Builder<P> b) {
         this.topic = b.topic;
@@ -45,6 +48,22 @@ public final class Saga<P> {
         this.concurrency = b.concurrency;
         this.rateLimit = b.rateLimit;
         this.ratePeriod = b.ratePeriod;
+        this.timeouts = java.util.Map.copyOf(b.timeouts);
+        this.stepTimeout = b.stepTimeout;
+    }
+
+    /**
+     * How long the body of step {@code stepName} may run: its own {@link Builder#timeout}, else the saga's
+     * {@link Builder#stepTimeout}; empty when neither is set (or the step is a sleep or a finally part).
+     */
+    public java.util.Optional<java.time.Duration> timeoutOf(String stepName) {
+        java.time.Duration own = timeouts.get(stepName);
+        if (own != null) {
+            return java.util.Optional.of(own);
+        }
+        boolean body = steps.stream().anyMatch(s -> s.name().equals(stepName) && s.wakeAt() == null
+                && !s.isFinallyPart());
+        return body ? java.util.Optional.ofNullable(stepTimeout) : java.util.Optional.empty();
     }
 
     /**
@@ -169,6 +188,8 @@ public final class Saga<P> {
         private int concurrency;
         private int rateLimit;
         private java.time.Duration ratePeriod;
+        private final java.util.Map<String, java.time.Duration> timeouts = new java.util.HashMap<>();
+        private java.time.Duration stepTimeout;
 
         private Builder(Topic<P> topic, String name) {
             this.topic = topic;
@@ -323,6 +344,52 @@ public final class Saga<P> {
                         + "' already has a retry policy");
             }
             return replaceLast(s.with(s.compensation(), s.childFailureHandler(), policy, s.finallyBody()));
+        }
+
+        /**
+         * How long the body of the step added last may run, from its start to its return (like a start-to-close
+         * timeout). Past it, the attempt fails with {@link dev.coop.failure.StepTimedOutException}: the step's writes
+         * are rolled back, its connection refuses every further use (so nothing it does afterwards can commit), its
+         * thread is interrupted, and its retry policy decides what follows. Measured with the JVM's clock, at least
+         * 1 ms (whole milliseconds). Overrides the saga's {@link #stepTimeout}. See docs/guide/step-timeout.md.
+         */
+        public Builder<P> timeout(java.time.Duration timeout) {
+            Step<P> s = last("timeout");
+            String option = "timeout of step '" + s.name() + "' of saga '" + name + "'";
+            if (s.wakeAt() != null) {
+                throw new CoopValidationException(option + ": a sleep step runs no code to time out");
+            }
+            if (timeouts.containsKey(s.name())) {
+                throw new CoopValidationException(option + " was already set to " + timeouts.get(s.name()));
+            }
+            timeouts.put(s.name(), validTimeout(option, timeout));
+            return this;
+        }
+
+        /**
+         * The {@link #timeout} of every step of this saga that sets none of its own (default: none, a step may run
+         * as long as it likes).
+         */
+        public Builder<P> stepTimeout(java.time.Duration timeout) {
+            String option = "stepTimeout of saga '" + name + "'";
+            if (stepTimeout != null) {
+                throw new CoopValidationException(option + " was already set to " + stepTimeout);
+            }
+            this.stepTimeout = validTimeout(option, timeout);
+            return this;
+        }
+
+        private static java.time.Duration validTimeout(String option, java.time.Duration timeout) {
+            if (timeout == null) {
+                throw new CoopValidationException(option + " must be a duration, was null");
+            }
+            if (timeout.compareTo(java.time.Duration.ofMillis(1)) < 0) {
+                throw new CoopValidationException(option + " must be at least 1 ms, was " + timeout);
+            }
+            if (timeout.compareTo(java.time.Duration.ofDays(365)) > 0) {
+                throw new CoopValidationException(option + " must be at most 365 days, was " + timeout);
+            }
+            return java.time.Duration.ofMillis(timeout.toMillis());
         }
 
         private Step<P> last(String method) {

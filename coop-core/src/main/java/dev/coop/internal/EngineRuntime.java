@@ -37,8 +37,9 @@ public final class EngineRuntime {
 
     private final EngineContext context;
     private final Topology topology;
-    private final List<Thread> workers = new ArrayList<>();
-    private final List<Worker> workerTasks = new ArrayList<>();
+    /** The worker threads and their workers, in the same order; replacements join them while the engine runs. */
+    private final List<Thread> workers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Worker> workerTasks = new java.util.concurrent.CopyOnWriteArrayList<>();
     private Thread listenerThread;
     private final ScheduleTimer timer;
     private Thread timerThread;
@@ -119,6 +120,8 @@ public final class EngineRuntime {
         if (timer != null) {
             timerThread = thread(timer, "schedules");
         }
+        context.dispatcher().replacements(new WorkerReplacements(context, config.workers(), workers, workerTasks,
+                this::thread));
         for (int i = 0; i < config.workers(); i++) {
             Worker task = new Worker(context);
             workerTasks.add(task);

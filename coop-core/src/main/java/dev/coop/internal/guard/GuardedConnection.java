@@ -47,6 +47,8 @@ public final class GuardedConnection implements InvocationHandler {
     private FirstUse firstUse;
     /** The first refusal, kept: the step fails even when it caught it. */
     private volatile Exception refusal;
+    /** The calls in flight on the connection and its statements, for {@link Guard#revoke}. */
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
 
     private GuardedConnection(Connection target) {
         this.target = target;
@@ -84,6 +86,18 @@ public final class GuardedConnection implements InvocationHandler {
         /** The connection under the guard (for Coop's own settings while user code runs). */
         public Connection target() {
             return handler.target;
+        }
+
+        /**
+         * Ends the step's use of the connection from another thread (its timeout passed while it still runs): no call
+         * starts any more, and a statement in flight is cancelled on the server and waited for, {@code graceNanos} at
+         * most.
+         *
+         * @return whether no call of the step is in flight any more (false: the connection cannot be trusted and must
+         *         be aborted)
+         */
+        public boolean revoke(long graceNanos) {
+            return handler.revoke(graceNanos);
         }
 
         /** What the step was refused (it tried to end its transaction), or null. */
@@ -146,9 +160,15 @@ public final class GuardedConnection implements InvocationHandler {
         if (name.equals("isClosed") && method.getParameterCount() == 0) {
             return !open || target.isClosed();
         }
-        if (!open) {
-            throw new IllegalStateException("This step's connection can only be used while the step runs");
+        enter();
+        try {
+            return guarded(proxy, method, args, name);
+        } finally {
+            exit();
         }
+    }
+
+    private Object guarded(Object proxy, Method method, Object[] args, String name) throws Throwable {
         if (firstUse != null && (!HARMLESS.contains(name) || name.equals("unwrap"))) {
             FirstUse action = firstUse;
             firstUse = null;
@@ -217,5 +237,47 @@ public final class GuardedConnection implements InvocationHandler {
         if (!open) {
             throw new IllegalStateException("This step's connection can only be used while the step runs");
         }
+    }
+
+    /** A call begins: refused once the step ended (counted first, so that {@link #revoke} sees it or it sees that). */
+    void enter() {
+        inFlight.incrementAndGet();
+        if (!open) {
+            exit();
+            throw new IllegalStateException("This step's connection can only be used while the step runs (it ended,"
+                    + " or ran past its timeout)");
+        }
+    }
+
+    void exit() {
+        if (inFlight.decrementAndGet() == 0 && !open) {
+            synchronized (inFlight) {
+                inFlight.notifyAll();
+            }
+        }
+    }
+
+    private boolean revoke(long graceNanos) {
+        open = false;
+        if (inFlight.get() == 0) {
+            return true;
+        }
+        try {
+            target.unwrap(org.postgresql.core.BaseConnection.class).cancelQuery(); // a cancel request: no lock taken
+        } catch (SQLException | RuntimeException e) {
+            // not a PostgreSQL connection, or gone: wait for the call as it is
+        }
+        long deadline = System.nanoTime() + graceNanos;
+        synchronized (inFlight) {
+            for (long left = graceNanos; inFlight.get() > 0 && left > 0; left = deadline - System.nanoTime()) {
+                try {
+                    java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(inFlight, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return inFlight.get() == 0;
+                }
+            }
+        }
+        return inFlight.get() == 0;
     }
 }

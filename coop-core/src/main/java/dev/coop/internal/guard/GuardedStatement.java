@@ -41,9 +41,18 @@ final class GuardedStatement implements InvocationHandler {
                 default -> "StepStatement[" + target + "]";
             };
         }
-        if (!ALWAYS.contains(name)) {
-            connection.checkOpen();
+        if (ALWAYS.contains(name)) { // closing is local: allowed after the step ended (try-with-resources)
+            return GuardedConnection.call(target, method, args);
         }
+        connection.enter();
+        try {
+            return guarded(proxy, method, args, name);
+        } finally {
+            connection.exit();
+        }
+    }
+
+    private Object guarded(Object proxy, Method method, Object[] args, String name) throws Throwable {
         if (CHECKED.contains(name) && args != null && args.length > 0 && args[0] instanceof String sql) {
             connection.check(sql);
         }

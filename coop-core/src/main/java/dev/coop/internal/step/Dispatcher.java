@@ -57,6 +57,34 @@ public final class Dispatcher {
      */
     private final java.util.concurrent.locks.Condition stopping = lock.newCondition();
 
+    /** Starts workers in place of those that stay with a slow step ({@link RoundSplit}); set by the engine. */
+    public interface Replacements {
+        /** Starts a worker in place of the calling one, unless the engine may not; whether it did. */
+        boolean replace();
+
+        /** A worker that was replaced ended. */
+        void retired();
+    }
+
+    private volatile Replacements replacements;
+
+    public void replacements(Replacements replacements) {
+        this.replacements = replacements;
+    }
+
+    /** Starts a worker in place of the calling one, which stays with a slow step; whether one was started. */
+    boolean replaceWorker() {
+        Replacements r = replacements;
+        return r != null && !stopped() && r.replace();
+    }
+
+    void workerRetired() {
+        Replacements r = replacements;
+        if (r != null) {
+            r.retired();
+        }
+    }
+
     public Dispatcher(List<String> sagas, long pollNanos) {
         this.sagas = new ReadySagas(sagas);
         this.pollNanos = pollNanos;

@@ -24,6 +24,8 @@ final class ExecuteRound {
     private final EngineContext engine;
     private final StepExecutor executor;
     private final LongSupplier nanos;
+    /** Starts a worker in this one's place when a slow step leaves its round ({@link RoundSplit}). */
+    private final Runnable replaceWorker;
 
     /**
      * The order a round executes its runs in: by parent. A run that finishes counts itself off at its parent, locking
@@ -33,9 +35,10 @@ final class ExecuteRound {
     private static final java.util.Comparator<ClaimedRun> BY_PARENT = java.util.Comparator.comparing(
             ClaimedRun::parentId, java.util.Comparator.nullsFirst(java.util.Comparator.naturalOrder()));
 
-    ExecuteRound(EngineContext engine, StepExecutor executor) {
+    ExecuteRound(EngineContext engine, StepExecutor executor, Runnable replaceWorker) {
         this.engine = engine;
         this.executor = executor;
+        this.replaceWorker = replaceWorker;
         this.nanos = clockOf(engine.store().time());
     }
 
@@ -48,9 +51,15 @@ final class ExecuteRound {
         List<ClaimedRun> runs = new java.util.ArrayList<>(claimed);
         runs.sort(BY_PARENT);
         StepRound round = new StepRound(engine, c, nanos, runs);
-        Ran ran = runSteps(c, round, runs, working);
+        RoundSplit split = new RoundSplit(engine, c, round, saga, runs, replaceWorker);
+        round.split(split);
+        Ran ran = runSteps(c, round, runs, split, working);
         if (ran.aborted() != null) {
             aborted(c, saga, runs, ran.aborted(), working);
+            return;
+        }
+        if (split.happened()) { // committed without its slow step, which then committed alone
+            engine.dispatcher().wake(saga, ran.again());
             return;
         }
         try {
@@ -70,9 +79,12 @@ final class ExecuteRound {
     private record Ran(int executed, int again, RoundAborted aborted) {
     }
 
-    /** Executes one transaction of each run, in order, until the round's time is up or the engine stops. */
-    private Ran runSteps(Connection c, StepRound round, List<ClaimedRun> runs, Consumer<String> working)
-            throws SQLException {
+    /**
+     * Executes one transaction of each run, in order, until the round's time is up or the engine stops, or a slow
+     * step left the round (then {@code again} says whether that step's run is runnable now).
+     */
+    private Ran runSteps(Connection c, StepRound round, List<ClaimedRun> runs, RoundSplit split,
+            Consumer<String> working) throws SQLException {
         int executed = 0;
         int again = 0;
         round.enter();
@@ -84,7 +96,12 @@ final class ExecuteRound {
                 working.accept("run " + run.id() + " (saga " + run.saga() + ", in a round of " + runs.size() + ")");
                 executed++;
                 round.startRun();
-                if (executor.executeInRound(c, run, round)) {
+                split.starting(run, executed, again, executor::leaveRound);
+                boolean runnable = executor.executeInRound(c, run, round);
+                if (split.happened()) {
+                    return new Ran(executed, runnable ? 1 : 0, null);
+                }
+                if (runnable) {
                     again++;
                 }
             }

@@ -22,6 +22,13 @@ final class InvokeUserCode {
      */
     static Throwable invoke(UserCode code, StepContextImpl<?> context) {
         StepRound round = StepRound.current();
+        RoundSplit split = round == null || !context.splittable ? null : round.split();
+        if (split != null && !split.open()) {
+            split = null;
+        }
+        if (split != null || context.timeout != null) {
+            return supervised(code, context, round, split);
+        }
         if (round != null) { // the steps before it are written whole before user code uses the connection
             context.beforeFirstUse(round::firstUse);
         }
@@ -49,10 +56,69 @@ final class InvokeUserCode {
         return thrown;
     }
 
+    /**
+     * Runs user code on a thread of its own while this worker waits ({@link SupervisedCall}): for a step with a
+     * timeout, and for a step of a round, which leaves the round when it is slow ({@link RoundSplit}). The log
+     * context, the listeners and the transaction hook are set on the user code's thread; Coop's network timeouts on
+     * this one.
+     */
+    private static Throwable supervised(UserCode code, StepContextImpl<?> context, StepRound round,
+            RoundSplit split) {
+        if (split != null) {
+            context.beforeFirstUse(split::firstUse);
+        } else if (round != null) {
+            context.beforeFirstUse(round::firstUse);
+        }
+        Listeners listeners = context.listeners();
+        NetworkTimeouts.forUserCode(context.rawConnection());
+        Throwable thrown;
+        try {
+            thrown = SupervisedCall.run(call -> onStepThread(code, context, listeners, call), context,
+                    context.timeout, split);
+        } finally {
+            context.close();
+        }
+        if (context.lost) {
+            return null; // the run went to another transaction: nothing of this step is written
+        }
+        NetworkTimeouts.forCoop(context.rawConnection());
+        if (round != null && (split == null || !split.happened())) {
+            round.checkBroken();
+        }
+        return thrown;
+    }
+
+    /** What a supervised step's thread runs: the user code between its log context and its listeners. */
+    private static Throwable onStepThread(UserCode code, StepContextImpl<?> context, Listeners listeners,
+            SupervisedCall call) {
+        StepLogContext.enter(context);
+        Object[] states = listeners.isEmpty() ? null : listeners.stepStarted(context, context.part());
+        long start = states == null ? 0 : System.nanoTime();
+        Throwable thrown = null;
+        try {
+            thrown = runCode(code, context, listeners);
+            thrown = context.withRefusal(thrown);
+        } finally {
+            if (states != null) {
+                Throwable reported = call.timedOut() != null ? call.timedOut() : thrown;
+                listeners.stepEnded(context, context.part(), states, context.outcome(reported),
+                        System.nanoTime() - start, reported);
+            }
+            StepLogContext.leave();
+        }
+        return thrown;
+    }
+
     /** Runs the code with the user's network timeout, in the listeners' transaction hook if there is one. */
     private static Throwable run(UserCode code, StepContextImpl<?> context, Listeners listeners) {
-        Throwable thrown = null;
         NetworkTimeouts.forUserCode(context.rawConnection()); // a slow statement of the user's is not Coop's to end
+        Throwable thrown = runCode(code, context, listeners);
+        NetworkTimeouts.forCoop(context.rawConnection());
+        return thrown;
+    }
+
+    /** Runs the code, in the listeners' transaction hook if there is one; returns what it threw, or null. */
+    private static Throwable runCode(UserCode code, StepContextImpl<?> context, Listeners listeners) {
         try {
             StepTransactionHook hook = listeners.transactionHook();
             if (hook == null) {
@@ -60,11 +126,10 @@ final class InvokeUserCode {
             } else {
                 inTransaction(hook, code, context);
             }
+            return null;
         } catch (Throwable t) {
-            thrown = t;
+            return t;
         }
-        NetworkTimeouts.forCoop(context.rawConnection());
-        return thrown;
     }
 
     /** Runs user code between the hook's begin and end: a framework's transaction on the step's connection. */

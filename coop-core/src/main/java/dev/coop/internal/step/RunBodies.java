@@ -67,6 +67,8 @@ final class RunBodies {
         StepContextImpl<P> context = new StepContextImpl<>(run, step.name(), payload, engine, c,
                 StepContextImpl.Kind.STEP, iteration, runContext, childSeqs(c, run, saga));
         context.retryPolicy = step.retryPolicy();
+        context.timeout = saga.timeoutOf(step.name()).orElse(null);
+        context.splittable = true;
         Part part = new Part(run, saga, step, step.name());
         if ("SKIP".equals(run.resolution())) {
             log.info("Run {} (saga {}): step '{}' marked done by an operator; not executing it", run.id(), run.saga(),
@@ -82,6 +84,12 @@ final class RunBodies {
                         step.wakeAt().at(context));
             }
         }, context);
+        if (context.lost) { // it left its round, and another transaction holds its run now
+            return false;
+        }
+        if (context.reclaimed != null) { // it left its round: its run is locked by a transaction of its own
+            part = new Part(context.reclaimed, saga, step, step.name());
+        }
         return stepRan(c, part, context, new Outcome(flow[0], thrown), wake[0]);
     }
 

@@ -61,6 +61,14 @@ final class StepContextImpl<P> extends StepContextForms<P> {
     final StepChildren children;
     /** The retry policy of the step this context runs, for the outcome told to listeners; null for none. */
     dev.coop.RetryPolicy retryPolicy;
+    /** How long the step's body may run ({@link SupervisedCall}), or null. */
+    java.time.Duration timeout;
+    /** Whether this is a step's body, which may leave its round when it is slow ({@link RoundSplit}). */
+    boolean splittable;
+    /** The run as locked again after its step left the round ({@link RoundSplit}), or null. */
+    volatile ClaimedRun reclaimed;
+    /** Whether the step left its round and its run could not be locked again: its outcome is discarded. */
+    volatile boolean lost;
 
     /**
      * @param childSeqs the step instances whose children {@link #childResults()} reads
@@ -366,6 +374,27 @@ final class StepContextImpl<P> extends StepContextForms<P> {
             refusal.addSuppressed(thrown);
         }
         return refusal;
+    }
+
+    /**
+     * Ends the step from the worker while its code may still run (its timeout passed, or its outcome is not wanted):
+     * nothing more can be launched or set, the connection refuses every further use, and a statement in flight is
+     * cancelled and waited for {@code graceNanos} at most.
+     *
+     * @return whether no statement of the step is in flight any more
+     */
+    boolean revoke(long graceNanos) {
+        ended = true;
+        return guard.revoke(graceNanos);
+    }
+
+    /** The step's code is stuck in a statement on its connection: the connection is aborted (its transaction dies). */
+    void abortConnection() {
+        try {
+            guard.target().abort(Runnable::run);
+        } catch (SQLException | RuntimeException e) {
+            // already gone
+        }
     }
 
     /** Ends the step: the connection handed out can no longer be used. */

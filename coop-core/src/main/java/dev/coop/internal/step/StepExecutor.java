@@ -85,6 +85,11 @@ final class StepExecutor {
         }
     }
 
+    /** The run's transaction is no longer part of a round (its slow step left it, see {@link RoundSplit}). */
+    void leaveRound() {
+        transitions.joinRound(null);
+    }
+
     /** Whether the transaction's commit began the next one and reclaimed the run in it (or found it gone). */
     boolean continuationTried() {
         return transitions.continuationTried();

@@ -54,6 +54,8 @@ final class StepRound {
     private boolean touched;
     /** Why sending the deferred advances failed (the round must be rolled back), or null. */
     private SQLException broken;
+    /** How a slow step leaves this round ({@link RoundSplit}), or null. */
+    private RoundSplit split;
 
     /**
      * @param nanos the clock the budget is measured with (the engine's time source when it has one)
@@ -74,6 +76,15 @@ final class StepRound {
 
     void leave() {
         CURRENT.remove();
+    }
+
+    /** How a slow step of this round leaves it. */
+    void split(RoundSplit split) {
+        this.split = split;
+    }
+
+    RoundSplit split() {
+        return split;
     }
 
     /** The current thread's round, or null. */

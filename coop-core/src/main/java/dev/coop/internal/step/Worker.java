@@ -35,19 +35,41 @@ public final class Worker implements Runnable {
     /** The database session of the connection this worker holds, and the run it executes; for shutdown. */
     private volatile int backendPid;
     private volatile String working;
+    /**
+     * Whether another worker took this one's place while it stays with a slow step that left its round
+     * ({@link RoundSplit}): it ends after its task.
+     */
+    private volatile boolean retired;
     /** Since when ({@link System#nanoTime()}, never 0) this worker needs a connection and got none; 0: not. */
     private volatile long starvedSince;
 
     public Worker(EngineContext engine) {
         this.engine = engine;
         this.executor = new StepExecutor(engine);
-        this.rounds = new ExecuteRound(engine, executor);
+        this.rounds = new ExecuteRound(engine, executor, this::replaced);
     }
 
     @Override
     public void run() {
         Dispatcher dispatcher = engine.dispatcher();
-        while (!dispatcher.stopped()) {
+        try {
+            loop(dispatcher);
+        } finally {
+            if (retired) {
+                dispatcher.workerRetired();
+            }
+        }
+    }
+
+    /** A slow step of this worker's round left it: a worker is started in this one's place, if the engine may. */
+    private void replaced() {
+        if (!retired && engine.dispatcher().replaceWorker()) {
+            retired = true;
+        }
+    }
+
+    private void loop(Dispatcher dispatcher) {
+        while (!dispatcher.stopped() && !retired) {
             Dispatcher.Task task;
             try {
                 task = dispatcher.next();

@@ -29,6 +29,8 @@ final class RunClaims {
     private final String roundClaimSql;
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
+    /** {@link #reclaimUnchangedSql} waiting for the run's lock a moment ({@link #reclaimHeld}). */
+    private final String reclaimHeldSql;
     private final String reclaimWaitingSql;
     private final String[] limitedReclaimWaitingSql = new String[6];
     /** How long a continuing worker waits for the lock of its run when its reclaim found it locked. */
@@ -63,6 +65,7 @@ final class RunClaims {
         this.reclaimWaitingSql = waiting(reclaimSql);
         this.reclaimUnchangedSql = schema.sql(
                 claim.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
+        this.reclaimHeldSql = waiting(reclaimUnchangedSql);
         for (int gate = 1; gate < 6; gate++) {
             limited(schema, claim, gate);
         }
@@ -255,6 +258,43 @@ final class RunClaims {
                 """))) {
             ps.setObject(1, runId);
             ps.executeUpdate();
+        }
+    }
+
+    /**
+     * Holds a run whose lock the caller's transaction is about to let go of while its step still runs (a round that
+     * commits its other runs' steps, see {@code RoundSplit}): claims by saga skip it for {@code millis}, as they skip a
+     * continuing run's reservation, so that only {@link #reclaimHeld} by the same worker locks it again. The caller
+     * commits.
+     */
+    public void hold(Connection c, UUID runId, int millis) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                "UPDATE {schema}.run SET reserved_until = clock_timestamp() + ? * interval '1 millisecond'"
+                        + " WHERE id = ?"))) {
+            ps.setInt(1, millis);
+            ps.setObject(2, runId);
+            ps.executeUpdate();
+        }
+    }
+
+    /**
+     * Locks a {@link #hold held} run again, unless another transaction moved it on meanwhile (its version changed),
+     * waiting {@link #RECLAIM_WAIT_MILLIS} at most for a claim that locked it while skipping it. Returns null (the
+     * transaction rolled back when the wait ran out) when it could not.
+     */
+    public ClaimedRun reclaimHeld(Connection c, ClaimedRun run, String engine) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(reclaimHeldSql)) {
+            ps.setObject(1, time.bind());
+            ps.setObject(2, run.id());
+            ps.setInt(3, run.version());
+            ps.setString(4, engine);
+            return rows.readCommitted(ps);
+        } catch (SQLException e) {
+            if (!"55P03".equals(e.getSQLState())) {
+                throw e;
+            }
+            c.rollback();
+            return null;
         }
     }
 

@@ -146,6 +146,16 @@ public final class Store {
         claims.release(c, runId);
     }
 
+    /** See {@link RunClaims#hold}. */
+    public void hold(Connection c, UUID runId, int millis) throws SQLException {
+        claims.hold(c, runId, millis);
+    }
+
+    /** See {@link RunClaims#reclaimHeld}. */
+    public ClaimedRun reclaimHeld(Connection c, ClaimedRun run, String engine) throws SQLException {
+        return claims.reclaimHeld(c, run, engine);
+    }
+
     public ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine) throws SQLException {
         return claims.reclaimUnchanged(c, run, engine);
     }
