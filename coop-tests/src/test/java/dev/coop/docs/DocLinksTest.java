@@ -103,7 +103,7 @@ class DocLinksTest {
         }
     }
 
-    /** GitHub's anchor of a heading: lower case, letters, digits, spaces, hyphens and underscores only, spaces as hyphens. */
+    /** GitHub's anchor of a heading: lower case; letters, digits, spaces, hyphens, underscores; spaces as hyphens. */
     static String slug(String heading) {
         String text = heading.replaceAll("\\[([^\\]]*)]\\([^)]*\\)", "$1"); // a link in a heading: its text
         return text.toLowerCase(Locale.ROOT).replaceAll("[^\\p{L}\\p{N} _-]", "").replace(' ', '-');
