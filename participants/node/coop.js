@@ -14,7 +14,9 @@
  * markStepDone it follows. Database trouble (its own statements failing, or a step's with a deadlock, a serialization
  * failure, a lost connection: trouble.js) retries the run later and never rolls it back. LISTEN/NOTIFY wakes it; a
  * poll keeps it correct. It also completes external tasks that any
- * saga opened (completeTask; complete-task.js from a shell).
+ * saga opened (completeTask; complete-task.js from a shell). It speaks the protocol of one schema version and checks
+ * it before it claims anything, at every poll, and when a statement meets a missing table (schema.js): on another
+ * version it stops claiming and resolves `halted`.
  *
  * Left out, to stay small: child-failure handlers, loops (Flow), sleeps, finally parts, results read
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
@@ -153,7 +155,10 @@ class Participant {
 
   /** Every pollMillis: the schema is still the one it speaks (schema.js), then a claim for each saga. */
   poll() {
-    checkSchema(this).then(() => this.sagas.forEach((s) => this.wake(s.name)), (e) => this.halt(e));
+    checkSchema(this).then(() => {
+      this.checkFailing = false;
+      this.sagas.forEach((s) => this.wake(s.name));
+    }, (e) => this.halt(e));
   }
 
   /**
@@ -162,8 +167,9 @@ class Participant {
    * next poll checks again.
    */
   halt(e) {
-    if (!(e instanceof SchemaVersionError)) {
-      this.log(`coop: the schema check failed (${e.message}); checking again at the next poll`);
+    if (!(e instanceof SchemaVersionError)) { // said once, until a check succeeds again
+      if (!this.checkFailing) this.log(`coop: the schema check failed (${e.message}); checking again at every poll`);
+      this.checkFailing = true;
       return;
     }
     if (this.stopped) return;
