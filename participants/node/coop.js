@@ -14,7 +14,9 @@
  * markStepDone it follows. Database trouble (its own statements failing, or a step's with a deadlock, a serialization
  * failure, a lost connection: trouble.js) retries the run later and never rolls it back. LISTEN/NOTIFY wakes it; a
  * poll keeps it correct. It also completes external tasks that any
- * saga opened (completeTask; complete-task.js from a shell).
+ * saga opened (completeTask; complete-task.js from a shell). It speaks the protocol of one schema version and checks
+ * it before it claims anything, at every poll, and when a statement meets a missing table (schema.js): on another
+ * version it stops claiming and resolves `halted`.
  *
  * Left out, to stay small: child-failure handlers, loops (Flow), sleeps, finally parts, results read
  * from children, cooperation strategies, a TimeSource (it always uses the database's clock), settling children that
@@ -32,6 +34,7 @@ const { completeTask } = require('./tasks');
 const { TYPE, failure, failureOf, deadlineMissed } = require('./documents');
 const { NAME, checkStepName, uuidV7 } = require('./names');
 const { isDatabaseTrouble, postponeOrPark } = require('./trouble');
+const { SchemaVersionError, checkSchema, mayBeSchemaChange } = require('./schema');
 
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
 
@@ -53,6 +56,8 @@ class Participant {
     this.sagas = new Map();
     this.draining = new Map(); // saga name -> { running, again }
     this.attempts = new AttemptLog(this);
+    /** Resolved with the SchemaVersionError when the participant stopped because its schema changed (see halt). */
+    this.halted = new Promise((resolve) => { this.resolveHalted = resolve; });
   }
 
   /**
@@ -80,11 +85,7 @@ class Participant {
   async start() {
     this.pool = new Pool({ max: 4, ...this.pgOptions });
     this.pool.on('error', (e) => this.log(`coop: an idle connection failed (${e.message})`)); // else it would crash
-    const schema = (await this.pool.query(this.sql('SELECT max(version) AS v FROM {schema}.schema_version'))).rows[0].v;
-    if (schema !== SCHEMA_VERSION) {
-      throw new Error(`The Coop schema '${this.schema}' is at version ${schema}; this participant speaks the protocol `
-        + `of version ${SCHEMA_VERSION} (protocol.md: schema_version)`);
-    }
+    await checkSchema(this); // before it registers or claims anything (schema.js)
     // one statement per saga, in order of saga name: participants starting together take the rows in one order
     for (const saga of [...this.sagas.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       await this.register(saga);
@@ -98,7 +99,7 @@ class Participant {
     this.listener.on('error', (e) => this.log(`coop: listener failed (${e.message}); polling only`));
     await this.listener.connect();
     await this.listener.query(`LISTEN "coop_${this.schema}"`);
-    this.poller = setInterval(() => this.sagas.forEach((s) => this.wake(s.name)), this.pollMillis);
+    this.poller = setInterval(() => this.poll(), this.pollMillis);
     this.sagas.forEach((s) => this.wake(s.name));
     return this;
   }
@@ -137,13 +138,43 @@ class Participant {
     }
   }
 
-  async stop() {
+  /** Stops claiming, ends the listener and the pool; once, however often it is called. */
+  stop() {
+    this.stopping ??= this.stopOnce();
+    return this.stopping;
+  }
+
+  async stopOnce() {
     clearInterval(this.poller);
     this.stopped = true;
     await this.listener?.end().catch(() => {});
     await this.pool?.query(this.sql('UPDATE {schema}.engine SET stopped_at = clock_timestamp() WHERE id = $1'),
       [this.engineId]).catch(() => {});
     await this.pool?.end();
+  }
+
+  /** Every pollMillis: the schema is still the one it speaks (schema.js), then a claim for each saga. */
+  poll() {
+    checkSchema(this).then(() => {
+      this.checkFailing = false;
+      this.sagas.forEach((s) => this.wake(s.name));
+    }, (e) => this.halt(e));
+  }
+
+  /**
+   * Stops claiming for good when the schema is not at the version it speaks (a migration ran under it): logs why and
+   * resolves `halted` with the error, for the process to exit. Other errors of the check are database trouble: the
+   * next poll checks again.
+   */
+  halt(e) {
+    if (!(e instanceof SchemaVersionError)) { // said once, until a check succeeds again
+      if (!this.checkFailing) this.log(`coop: the schema check failed (${e.message}); checking again at every poll`);
+      this.checkFailing = true;
+      return;
+    }
+    if (this.stopped) return;
+    this.log(`coop: stops claiming: ${e.message}`);
+    this.stop().catch(() => {}).finally(() => this.resolveHalted(e));
   }
 
   /** A notification names a saga ("<saga>") or a saga due later ("<saga> <milliseconds>"); '#...' is not ours. */
@@ -194,6 +225,13 @@ class Participant {
       if (run && (e instanceof ClaimLostError || e.code === 'CP002')) {
         await this.claimLost(c, saga, run, e);
         return true;
+      }
+      if (mayBeSchemaChange(e)) { // a migration under it is not database trouble: it stops (schema.js)
+        const changed = await checkSchema(this, c).then(() => null, (why) => why);
+        if (changed) {
+          this.halt(changed);
+          return false;
+        }
       }
       if (run && e.code !== 'CP001') { // CP001: cancelled while the step ran; the next claim gives up
         await this.troubled(c, run, e).catch((again) => this.log(`coop: run ${run.id}: ${again.message}`));
@@ -459,7 +497,9 @@ class Participant {
        WHERE parent_id = $1 AND parent_seq = $2 AND status = 'ROLLBACK_FAILED' AND awaited ORDER BY created_at`),
     [run.id, seq]);
     const causes = [...rows.map((r) => JSON.parse(r.failure)), JSON.parse(cause)];
-    const why = JSON.stringify(failure(`The rollback of ${causes.length - 1} run(s) caused by '${name}' failed`,
+    const failed = causes.length - 1; // protocol.md, "The failure document": "1 run", "2 runs"
+    const why = JSON.stringify(failure(
+      `The rollback of ${failed} ${failed === 1 ? 'run' : 'runs'} caused by '${name}' failed`,
       TYPE.childRollbackFailed, this.source(run), causes));
     return this.advance(c, run, [['ROLLBACK_FAILED', `Rollback of ${name} (rolling back child scopes)`, why]],
       { status: 'ROLLBACK_FAILED', failure: why });
@@ -642,9 +682,6 @@ class Participant {
 const VERSION = 1;
 
 /** Database trouble on this many transactions of a run in a row parks it (as Java's engine does). */
-
-/** The schema version whose protocol this participant speaks (protocol.md: schema_version); others are refused. */
-const SCHEMA_VERSION = 23;
 
 /** The claim's selections (the engine id is the last parameter of each). */
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'

@@ -76,7 +76,7 @@ class NetworkPartitionTest {
         }
     }
 
-    /** A pool through the proxy, with the settings the README recommends, short for the test. */
+    /** A pool through the proxy, with the settings docs/guide/configuration.md recommends, short for the test. */
     static HikariDataSource pool(TcpProxy proxy, int size) {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(proxy.jdbcUrl(db.jdbcUrl()));

@@ -61,7 +61,13 @@ final class NodeProcess {
 
     /** Starts a participant script that prints {@code ready} once it listens; its output lines go to {@code output}. */
     static Process start(CoopDatabase db, String script, List<String> output) throws IOException {
-        Process process = builder(db, script).start();
+        return start(db, output, script);
+    }
+
+    /** {@link #start(CoopDatabase, String, List)} with any arguments of {@code node} ({@code -e <script>}). */
+    static Process start(CoopDatabase db, List<String> output, String... arguments) throws IOException {
+        String script = arguments.length == 1 ? arguments[0] : "(an inline script)";
+        Process process = builder(db, arguments).start();
         Thread reader = new Thread(() -> {
             try (BufferedReader out = new BufferedReader(
                     new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {

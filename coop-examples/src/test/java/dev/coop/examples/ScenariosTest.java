@@ -49,6 +49,7 @@ class ScenariosTest {
         assertThat(result.checks()).extracting(Scenarios.Check::what)
                 .contains("the contract was created after crm, billing and access provisioning finished",
                         "the welcome e-mail went out after everything else had finished");
+        TreePicture.check(result.tree(), "docs/images/demo-tree.svg"); // the picture of README and the guide
     }
 
     @Test

@@ -37,7 +37,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's and docs' samples of schedules, inspection and joins, each run. */
+/** The guide's and docs' samples of schedules, inspection and joins, each run. */
 class ClientSamplesTest {
     /** A database per test: the samples reuse topic names, and a saga registered once stays registered. */
     @RegisterExtension

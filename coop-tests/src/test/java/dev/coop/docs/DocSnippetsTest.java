@@ -17,17 +17,20 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * Docs that cannot lie: every {@code ```java} block of README.md and docs/*.md is a region of a sample, copied
+ * Docs that cannot lie: every {@code ```java} block of README.md and docs/**&#47;*.md is a region of a sample, copied
  * verbatim. Samples live in the test sources of a module (Coop's own in this package), and a test runs each.
  *
  * <p>
  * In Markdown, the line right above the block names the region: {@code <!-- snippet: name -->}. In the sample (any
- * file under a module's {@code src/test/java}), the region is the lines between {@code // tag::name[]} and {@code // end::name[]} (other tag lines inside are left
- * out); the common indentation is removed. Run with {@code -Dcoop.docs.update=true} to copy every region into the
- * docs instead of checking them.
+ * file under a module's {@code src/test/java}), the region is the lines between {@code // tag::name[]} and
+ * {@code // end::name[]} (other tag lines inside are left out); the common indentation is removed. A block of any
+ * language may instead show a whole file of the repository, {@code <!-- file: path/from/the/root -->} above it (the
+ * getting-started pom and test, which {@code build/user-project/check.sh} builds as they stand). Run with
+ * {@code -Dcoop.docs.update=true} to copy every region and file into the docs instead of checking them.
  */
 class DocSnippetsTest {
     private static final Pattern MARKER = Pattern.compile("<!-- snippet: ([a-z0-9-]+) -->");
+    private static final Pattern FILE = Pattern.compile("<!-- file: ([A-Za-z0-9._/-]+) -->");
     private static final Pattern TAG = Pattern.compile("^\\s*// (tag|end)::([a-z0-9-]+)\\[]\\s*$");
     private static final boolean UPDATE = Boolean.getBoolean("coop.docs.update");
 
@@ -44,7 +47,7 @@ class DocSnippetsTest {
         List<String> problems = new ArrayList<>();
         for (Path doc : docs(root)) {
             String text = Files.readString(doc, StandardCharsets.UTF_8);
-            String checked = check(root.relativize(doc).toString(), text, regions, problems);
+            String checked = check(root, root.relativize(doc).toString(), text, regions, problems);
             if (UPDATE && !checked.equals(text)) {
                 Files.writeString(doc, checked, StandardCharsets.UTF_8);
             }
@@ -54,12 +57,34 @@ class DocSnippetsTest {
                 + " and run with -Dcoop.docs.update=true to copy regions into the docs)").isEmpty();
     }
 
-    /** Checks each Java block of one document; returns the document with every block replaced by its region. */
-    private static String check(String name, String text, Map<String, String> regions, List<String> problems) {
+    /**
+     * Checks each Java block, and each block marked as a file, of one document; returns the document with every such
+     * block replaced by its region or file.
+     */
+    private static String check(Path root, String name, String text, Map<String, String> regions,
+            List<String> problems) throws IOException {
         String[] lines = text.split("\n", -1);
         StringBuilder out = new StringBuilder();
         for (int i = 0; i < lines.length; i++) {
             String line = lines[i];
+            Matcher file = i > 0 && line.strip().startsWith("```") ? FILE.matcher(lines[i - 1].strip()) : null;
+            if (file != null && file.matches()) {
+                int end = closingFence(lines, i);
+                String block = String.join("\n", List.of(lines).subList(i + 1, end));
+                Path shown = root.resolve(file.group(1)).normalize();
+                String content = shown.startsWith(root) && Files.isRegularFile(shown)
+                        ? normalize(Files.readString(shown, StandardCharsets.UTF_8))
+                        : null;
+                if (content == null) {
+                    problems.add(name + ":" + (i + 1) + ": no file " + file.group(1) + " in the repository");
+                } else if (!normalize(block).equals(content)) {
+                    problems.add(name + ":" + (i + 1) + ": the block differs from the file " + file.group(1)
+                            + ":\n--- docs\n" + normalize(block) + "\n--- file\n" + content);
+                }
+                out.append(line).append("\n").append(content == null ? block : content).append("\n");
+                i = end - 1; // the closing fence is copied next
+                continue;
+            }
             if (!line.strip().equals("```java")) {
                 out.append(line).append(i < lines.length - 1 ? "\n" : "");
                 continue;
@@ -128,10 +153,20 @@ class DocSnippetsTest {
         return String.join("\n", lines.stream().map(l -> l.isEmpty() ? l : l.substring(indent)).toList());
     }
 
+    /** The index of the fence that closes the block opened at {@code open} (or the end of the text). */
+    private static int closingFence(String[] lines, int open) {
+        int end = open + 1;
+        while (end < lines.length && !lines[end].strip().equals("```")) {
+            end++;
+        }
+        return Math.min(end, lines.length);
+    }
+
+    /** README.md and every Markdown file below docs/, the guide's included. */
     static List<Path> docs(Path root) throws IOException {
         List<Path> docs = new ArrayList<>();
         docs.add(root.resolve("README.md"));
-        try (Stream<Path> files = Files.list(root.resolve("docs"))) {
+        try (Stream<Path> files = Files.walk(root.resolve("docs"))) {
             files.filter(f -> f.toString().endsWith(".md")).sorted().forEach(docs::add);
         }
         return docs;

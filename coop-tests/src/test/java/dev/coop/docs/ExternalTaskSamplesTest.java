@@ -26,7 +26,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's samples of external tasks, run. */
+/** The guide's samples (docs/guide) of external tasks, run. */
 class ExternalTaskSamplesTest {
     @RegisterExtension
     final CoopDatabase db = new CoopDatabase();

@@ -22,7 +22,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's samples of child-failure flows, timed steps and retention, run with a test clock. */
+/** The guide's samples (docs/guide) of child-failure flows, timed steps and retention, run with a test clock. */
 class FlowSamplesTest {
     /** A database per test: the samples reuse topic names, and a saga registered once stays registered. */
     @RegisterExtension

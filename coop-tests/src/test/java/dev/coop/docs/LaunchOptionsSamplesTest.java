@@ -16,7 +16,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's sample of launch options, run. */
+/** The guide's sample (docs/guide) of launch options, run. */
 class LaunchOptionsSamplesTest {
     @RegisterExtension
     final CoopDatabase db = new CoopDatabase();

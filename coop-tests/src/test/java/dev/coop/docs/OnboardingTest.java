@@ -16,7 +16,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's "Testing your sagas" sample. */
+/** The testing sample of README.md and docs/guide/testing.md. */
 // tag::testing[]
 class OnboardingTest {
     record Onboarding(String email) {

@@ -20,7 +20,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's rolling deploy: a saga's new version beside the old one, which drains and is retired. */
+/** The guide's rolling deploy (docs/guide/versions-and-retention.md): a saga's new version beside the old one, which drains and is retired. */
 class RollingDeploysTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();

@@ -26,7 +26,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's samples of failures, context, results, loops and finally parts, each run to completion. */
+/** The guide's samples (docs/guide) of failures, context, results, loops and finally parts, each run to completion. */
 class SagaSamplesTest {
     /** A database per test: the samples reuse topic names, and a saga registered once stays registered. */
     @RegisterExtension

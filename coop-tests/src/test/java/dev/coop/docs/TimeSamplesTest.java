@@ -22,7 +22,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** The README's samples of sleeps, delayed launches and deadlines, run with a test clock. */
+/** The guide's samples (docs/guide) of sleeps, delayed launches and deadlines, run with a test clock. */
 class TimeSamplesTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The README's "Time in tests" sample: a day of saga time (a 24-hour sleep, a missed 1-hour deadline, a retry after
+ * The "Time in tests" sample of docs/guide/testing.md: a day of saga time (a 24-hour sleep, a missed 1-hour deadline, a retry after
  * 10 minutes, a cron schedule for tomorrow, a join that times out after an hour) passes in milliseconds, through the
  * same statements as in production, because the engine reads the time from a {@link TestClock}. How long it took is
  * printed, not asserted.

@@ -258,8 +258,9 @@ final class CompensateInstance {
             }
         }
         causes.add(Failure.fromJson(run.rollbackCause()));
-        Failure failure = new Failure("The rollback of " + (causes.size() - 1) + " run(s) caused by '" + name
-                + "' failed", ChildRollbackFailedException.TYPE, transitions.source(run), List.of(), causes);
+        int failed = causes.size() - 1;
+        Failure failure = new Failure("The rollback of " + failed + (failed == 1 ? " run" : " runs") + " caused by '"
+                + name + "' failed", ChildRollbackFailedException.TYPE, transitions.source(run), List.of(), causes);
         transitions.commit(c, run,
                 List.of(new LogEntry(EventType.ROLLBACK_FAILED, Transitions.childRollbackOf(name), failure.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
