@@ -30,7 +30,6 @@ class DocLinksTest {
      */
     private static final Set<String> PENDING = Set.of(
             "docs/guide/step-connection.md", // what a step may do to its connection (issue 34)
-            "docs/guide/step-timeout.md", // the step timeout (issue 34)
             "docs/guide/cancellation-guarantees.md"); // cancellation racing steps and compensations (issue 34)
 
     private static final Pattern LINK = Pattern.compile("\\]\\(([^)\\s]+)(?:\\s+\"[^\"]*\")?\\)");
