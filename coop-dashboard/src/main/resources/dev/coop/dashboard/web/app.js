@@ -191,7 +191,7 @@
       else if (r.page === 'schedules') await schedulesPage(main, token);
       else if (r.page === 'counts') await countsPage(main, r.params, token);
       else if (r.page === 'joins') await joinsPage(main, r.params, token);
-      else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, token);
+      else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, r.params, token);
       else await runsPage(main, r.params, token);
     } catch (e) {
       if (token !== renderToken) return;
@@ -978,25 +978,39 @@
 
   // ---- search
 
-  /** Messages found by what was typed (an idempotency key, ...): one match opens it, several are listed. */
-  async function searchPage(main, text, token) {
-    const found = await api('search?q=' + q(text));
+  /**
+   * Messages found by what was typed (an id, an idempotency or business key, a tag, an external task's key or token):
+   * one match opens it, several are listed newest first, 50 a page.
+   */
+  async function searchPage(main, text, params, token) {
+    const before = params.get('before') || '';
+    const found = await api('search?q=' + q(text) + '&limit=50' + (before ? '&before=' + q(before) : ''));
     if (!current(token)) return;
     document.title = 'Search · Coop';
-    if (found.matches.length === 1) {
+    if (found.matches.length === 1 && !before && !found.next) {
       location.replace('#/h/' + q(found.matches[0].messageId));
       return;
     }
     clear(main).appendChild(h('h1', { text: 'Search: ' + text }));
     if (!found.matches.length) {
-      main.appendChild(h('p', { class: 'muted', text: 'No message has this id or idempotency key.' }));
+      main.appendChild(h('p', { class: 'muted', text: before
+        ? 'No older message matches.'
+        : 'No message has this id, idempotency key, business key or tag, and no external task this key or token.' }));
       return;
     }
+    main.appendChild(h('p', { class: 'muted', id: 'search-count',
+      text: found.matches.length + (found.next ? '+' : '') + ' match' + (found.matches.length === 1 ? '' : 'es') + ', newest first' }));
     main.appendChild(h('div', { class: 'scroll' }, h('table', { class: 'search' },
       h('thead', null, h('tr', null, ['Message', 'Topic', 'Launched', 'Matched by'].map(t => h('th', { text: t })))),
       h('tbody', null, found.matches.map(m => h('tr', null,
         h('td', null, h('a', { href: '#/h/' + q(m.messageId) }, idSpan(m.messageId)), copyButton(m.messageId)),
         h('td', { text: m.topic }), h('td', { class: 'mono', text: time(m.launchedAt) }), h('td', { text: m.matchedBy })))))));
+    const pager = h('div', { class: 'toolbar' });
+    const path = '#/search/' + q(text);
+    if (before) pager.appendChild(h('button', { type: 'button', onclick: () => { location.hash = path; } }, '⇤ Newest'));
+    if (found.next) pager.appendChild(h('button', { type: 'button', id: 'older',
+      onclick: () => { location.hash = path + '?before=' + q(found.next); } }, 'Older →'));
+    main.appendChild(pager);
   }
 
   // ---- counts over time
@@ -1146,10 +1160,8 @@
       if (!v) return;
       const ids = v.split(/[.,]/);
       const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-      if (!ids.every(id => uuid.test(id))) { // a business key, a task's key or token, else an idempotency key
-        api('find?q=' + encodeURIComponent(raw))
-          .then(r => { location.hash = '#/h/' + q(r.messageId) + '?run=' + q(r.runId); })
-          .catch(() => { location.hash = '#/search/' + q(raw); });
+      if (!ids.every(id => uuid.test(id))) { // a key, a tag, a task's key or token: every match, newest first
+        location.hash = '#/search/' + q(raw);
         return;
       }
       location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
