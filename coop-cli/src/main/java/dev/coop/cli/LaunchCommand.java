@@ -27,8 +27,8 @@ import picocli.CommandLine.Parameters;
  */
 @Command(name = "launch", mixinStandardHelpOptions = true, description = {
         "Launch a message on a topic with a JSON payload; print its message id.",
-        "With --wait, wait until the whole hierarchy finished and print its tree (exit 1 unless it committed)."},
-        footer = {"%nExamples:",
+        "With --wait, wait until the whole hierarchy finished and print its tree (exit 1 unless it committed)."}, footer = {
+                "%nExamples:",
                 "  coop launch orders '{\"order\": \"o-17\"}' --business-key customer/1 --tag vip --wait",
                 "  coop launch reminders '{\"to\": \"ada\"}' --delay 15m --idempotency-key reminder/ada/1"})
 final class LaunchCommand extends Commands.Base {
@@ -60,8 +60,7 @@ final class LaunchCommand extends Commands.Base {
     @Option(names = "--wait", description = "Wait until the hierarchy finished, then print its tree")
     boolean await;
 
-    @Option(names = "--timeout", paramLabel = "<age>", converter = Converters.AgeConverter.class,
-            defaultValue = "5m", description = "With --wait: give up waiting after this long (default ${DEFAULT-VALUE})")
+    @Option(names = "--timeout", paramLabel = "<age>", converter = Converters.AgeConverter.class, defaultValue = "5m", description = "With --wait: give up waiting after this long (default ${DEFAULT-VALUE})")
     Duration timeout;
 
     @Override

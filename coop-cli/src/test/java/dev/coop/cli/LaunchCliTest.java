@@ -69,6 +69,8 @@ class LaunchCliTest {
             String scheduled = run(0, "launch", "cli-launch", "{}", "--at", at.toString())[0].strip();
             assertThat(MessageId.parse(scheduled)).isNotNull();
 
+            assertThat(run(0, "runs", "--topic", "cli-launch", "--summary", "--limit", "1")[0])
+                    .as("--summary counts every run, not the first --limit").startsWith("4 runs: ");
             assertThat(run(CoopCli.EXIT_USAGE, "launch", "cli-launch", "{not json")[1]).contains("not JSON");
             assertThat(run(CoopCli.EXIT_USAGE, "launch", "cli-launch", "{}", "--at", "tomorrow")[1])
                     .contains("--at");

@@ -91,7 +91,8 @@ final class JsonReading {
         return list(parse(json), n -> new RunSummary(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
                 text(n, "topic"), text(n, "saga"), readLineage(n.get("lineage")),
                 RunStatus.valueOf(text(n, "status")), readTime(n, "createdAt"), readTime(n, "finishedAt"),
-                text(n, "failureMessage"), n.path("sagaVersion").asInt(1)));
+                text(n, "failureMessage"), n.path("sagaVersion").asInt(1),
+                n.hasNonNull("running") ? readRunning(n.get("running")) : null));
     }
 
     /** Reads {@link #renderParked(List)} back. */

@@ -230,6 +230,9 @@ public final class JsonRenderer {
             n.put("createdAt", time(r.createdAt()));
             n.put("finishedAt", time(r.finishedAt()));
             n.put("failureMessage", r.failureMessage());
+            if (r.running() != null) { // only while an engine executes one of its steps
+                n.set("running", running(r.running()));
+            }
         }
         return write(a);
     }

@@ -97,7 +97,8 @@ class DashboardTaskTest {
             assertThat(firstPage.get("matches")).extracting(m -> m.get("messageId").asText())
                     .containsExactly(newer.toString());
             JsonNode secondPage = JSON.readTree(get(server, "api/search?q=order/3&limit=1&before="
-                    + java.net.URLEncoder.encode(firstPage.get("next").asText(), java.nio.charset.StandardCharsets.UTF_8),
+                    + java.net.URLEncoder.encode(firstPage.get("next").asText(),
+                            java.nio.charset.StandardCharsets.UTF_8),
                     "viewer-token-0123456789").body());
             assertThat(secondPage.get("matches")).extracting(m -> m.get("messageId").asText())
                     .containsExactly(keyed.toString());

@@ -248,7 +248,9 @@
       const root = run.lineage[0];
       body.appendChild(h('tr', null,
         h('td', { class: 'mono', text: time(run.createdAt) }),
-        h('td', null, badge(run.status)),
+        h('td', null, badge(run.running ? 'RUNNING' : run.status),
+          run.running ? h('span', { class: 'muted running-now', text: ' ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
+            + ' since ' + time(run.running.since) }) : null),
         h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: sagaLabel(run) })),
         h('td', { text: run.topic }),
         h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
@@ -1015,20 +1017,26 @@
 
   // ---- counts over time
 
-  const WINDOWS = [['1h', 60], ['3h', 180], ['12h', 720], ['24h', 1440], ['7d', 10080]];
+  const WINDOWS = [['15m', 15], ['1h', 60], ['3h', 180], ['12h', 720], ['24h', 1440], ['7d', 10080]];
+  const FIT_FROM = 180; // without a chosen window: the last 3 hours, narrowed to the smallest window that holds them
   const OUTCOMES = [['committed', 'COMMITTED', 'committed'], ['rolledBack', 'ROLLED_BACK', 'rolled back'],
     ['rollbackFailed', 'ROLLBACK_FAILED', 'rollback failed'], ['parked', 'PARKED', 'parked']];
 
   /** Launched, committed, rolled back and parked runs per saga and minute, over the chosen window. */
   async function countsPage(main, params, token) {
-    const minutes = Number(params.get('minutes')) || 180;
-    const data = await api('counts?minutes=' + minutes);
+    const chosen = Number(params.get('minutes')) || 0;
+    const data = await api('counts?minutes=' + (chosen || FIT_FROM));
     if (!current(token)) return;
+    const minutes = chosen || fittedWindow(data);
     document.title = 'Counts · Coop';
     clear(main).appendChild(h('h1', { text: 'Counts over time' }));
     main.appendChild(h('div', { class: 'chips', role: 'group', 'aria-label': 'Window' }, WINDOWS.map(([label, m]) =>
       h('button', { type: 'button', 'aria-pressed': String(m === minutes), onclick: () => go('counts', { minutes: String(m) }) },
         'last ' + label))));
+    if (!chosen) {
+      main.appendChild(h('p', { class: 'muted', id: 'counts-fitted', text: 'The window fits the activity of the last 3 hours: the last '
+        + minutes + ' minutes (choose another above).' }));
+    }
     const bySaga = new Map();
     for (const row of data.counts) {
       if (!bySaga.has(row.saga)) bySaga.set(row.saga, []);
@@ -1058,7 +1066,16 @@
     main.appendChild(h('div', { class: 'legend' }, legendBox('launched', 'launched (line)'),
       OUTCOMES.map(([k, status, label]) => legendBox(status, label))));
     main.appendChild(h('p', { class: 'muted', text: 'Minutes of the database\'s clock, newest on the right; counted as runs are launched and finish (a rollup kept by the database, never a scan of the log).' }));
+    main.appendChild(h('p', { class: 'muted', id: 'counts-both', text: 'A run rolled back after it committed (an operator\'s rollback, or a failure above it undoing it) is counted twice: as committed in the minute it committed, and as rolled back in the minute its compensations finished.' }));
     main.appendChild(h('div', { class: 'toolbar' }, h('button', { type: 'button', onclick: render }, '↻ Refresh')));
+  }
+
+  /** The smallest window that holds every minute of the rows (the last 3 hours), 15 minutes at least. */
+  function fittedWindow(data) {
+    const now = Math.floor(new Date(data.now).getTime() / 60000);
+    const oldest = data.counts.reduce((a, r) => Math.max(a, now - Math.floor(new Date(r.minute).getTime() / 60000)), 0);
+    const fits = WINDOWS.map(([, m]) => m).filter(m => m <= FIT_FROM).find(m => m > oldest);
+    return fits || FIT_FROM;
   }
 
   function legendBox(cls, label) {
