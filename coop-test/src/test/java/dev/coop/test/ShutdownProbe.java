@@ -21,7 +21,7 @@ public final class ShutdownProbe {
     public static void main(String[] args) throws Exception {
         CoopPostgres server = CoopPostgres.startEmbedded(java.util.Map.of());
         String database = server.createDatabase("shutdown_probe");
-        var dataSource = server.dataSource(database, 4, "probe");
+        var dataSource = server.dataSource(database, 12, "probe");
         Topic<Ping> topic = Topic.of("probe", Ping.class);
         CoopEngine engine = Coop.engine(dataSource).register(Saga.on(topic, "probe-saga").step("s", step -> {
         }).build()).start();

@@ -318,7 +318,7 @@
         : 'Every committed run of the selection rolls back its whole history, children first, running compensations.',
       effects: ['Done in batches of 1,000 runs, each its own transaction; runs that match by then are acted on too.',
         'Each hierarchy gets an audit entry with your name and this reason; each run an event in its log.'],
-      ok: (cancel ? 'Cancel ' : 'Roll back ') + count + ' runs', body: { action, selection },
+      ok: (cancel ? 'Cancel ' : 'Roll back ') + count + ' run' + (count === 1 ? '' : 's'), body: { action, selection },
     });
   }
 
@@ -346,7 +346,7 @@
       h('td', { class: 'mono', text: time(p.createdAt) })));
     const sagas = [...new Set(parked.map(p => p.saga))];
     return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
-      h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
+      h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? ' waits' : 's wait') + ' for an operator'),
       operator() ? h('div', { class: 'actions bulk' }, sagas.map(saga => h('button', { type: 'button', class: 'small retry-all',
         onclick: () => confirmRetryAll(saga).catch(e => flash(e.message, true)) }, '↻ Retry all parked runs of ' + saga))) : null,
       h('div', { class: 'scroll' }, h('table', null,
@@ -365,26 +365,24 @@
         h('button', { type: 'button', class: 'complete-task', onclick: () => confirmTask('complete-task', t) }, '✓ Complete'),
         h('button', { type: 'button', class: 'fail-task', onclick: () => confirmTask('fail-task', t) }, '✗ Fail')] : '')));
     return h('section', { class: 'tasks', 'aria-label': 'Open external tasks' },
-      h('h2', null, '⧗ ' + tasks.length + ' open external task' + (tasks.length === 1 ? '' : 's') + ' wait for the outside world'),
+      h('h2', { id: 'tasks-title' }, h('span', { 'aria-hidden': 'true', text: '◷ ' }), tasks.length + ' open external task'
+        + (tasks.length === 1 ? ' waits' : 's wait') + ' for the outside world'),
       h('div', { class: 'scroll' }, h('table', null,
         h('thead', null, h('tr', null, ['Task', 'Key', 'Age', 'Deadline', ''].map(c => h('th', { text: c })))),
         h('tbody', null, rows))));
   }
 
+  /** Complete (with a JSON result typed in the dialog, checked as it is typed and repeated as sent) or fail a task. */
   function confirmTask(action, task) {
-    let result;
-    if (action === 'complete-task') {
-      const text = window.prompt('The result of task ' + task.name + ' (JSON, e.g. "approved" or {"ok": true}):', '"approved"');
-      if (text === null) return;
-      try { result = JSON.parse(text); } catch (e) { flash('The result is not JSON: ' + e.message, true); return; }
-    }
+    const complete = action === 'complete-task';
     openDialog({
-      title: (action === 'complete-task' ? 'Complete ' : 'Fail ') + task.name + (task.key ? ' (' + task.key + ')' : '') + '?',
-      what: action === 'complete-task'
-        ? 'The run that waits for this task goes on with this result, as if the outside world had completed it.'
+      title: (complete ? 'Complete ' : 'Fail ') + task.name + (task.key ? ' (' + task.key + ')' : '') + '?',
+      what: complete
+        ? 'The run that waits for this task goes on with the result below, as if the outside world had completed it.'
         : 'The task fails: a child failure of the step that opened it (its handler may recover; otherwise the run rolls back).',
-      effects: [], ok: action === 'complete-task' ? 'Complete it' : 'Fail it',
-      body: action === 'complete-task' ? { action, task: task.token, result } : { action, task: task.token },
+      effects: [], ok: complete ? 'Complete it' : 'Fail it',
+      result: complete ? '"approved"' : null,
+      body: complete ? { action, task: task.token } : { action, task: task.token },
     });
   }
 
@@ -930,11 +928,11 @@
   async function confirmRetryAll(saga) {
     const count = await api('parked-count?saga=' + q(saga));
     openDialog({
-      title: 'Retry all ' + count.parked + ' parked runs of ' + saga + '?',
+      title: 'Retry all ' + count.parked + ' parked run' + (count.parked === 1 ? '' : 's') + ' of ' + saga + '?',
       what: 'Run the parked step of each of the ' + count.parked + ' parked runs of saga ' + saga + ' again now, from attempt 1.',
       effects: ['Done in batches of 1,000 runs, each its own transaction.',
         'Each hierarchy gets an audit entry with your name and this reason; each run a RETRIED event in its log.'],
-      ok: 'Retry ' + count.parked + ' runs', body: { action: 'retry-parked', saga },
+      ok: 'Retry ' + count.parked + ' run' + (count.parked === 1 ? '' : 's'), body: { action: 'retry-parked', saga },
     });
   }
 
@@ -945,6 +943,10 @@
     return [...counts].map(([s, n]) => n > 1 ? s + ' ×' + n : s).join(', ');
   }
 
+  /**
+   * The confirmation of an action: what it does, a reason, and for a task's completion its JSON result, checked as
+   * it is typed and repeated as it will be sent. {@code spec.bodies}: one action per selected run, each audited.
+   */
   function openDialog(spec) {
     const dialog = document.getElementById('confirm');
     document.getElementById('confirm-title').textContent = spec.title;
@@ -954,20 +956,55 @@
     const reason = document.getElementById('confirm-reason');
     const ok = document.getElementById('confirm-ok');
     const error = document.getElementById('confirm-error');
+    const resultBox = document.getElementById('confirm-result-box');
+    const resultText = document.getElementById('confirm-result');
+    const resultCheck = document.getElementById('confirm-result-check');
+    const wantsResult = spec.result !== null && spec.result !== undefined;
+    resultBox.hidden = !wantsResult;
+    resultText.value = wantsResult ? spec.result : '';
+    let parsed = { valid: !wantsResult, value: undefined };
+    const checkResult = () => {
+      if (!wantsResult) return;
+      try {
+        parsed = { valid: true, value: JSON.parse(resultText.value) };
+        resultCheck.className = 'muted';
+        resultCheck.textContent = 'Sends the result: ' + JSON.stringify(parsed.value);
+      } catch (err) {
+        parsed = { valid: false, value: undefined };
+        resultCheck.className = 'error';
+        resultCheck.textContent = 'Not JSON yet: ' + err.message;
+      }
+    };
+    const enable = () => { ok.disabled = !reason.value.trim() || !parsed.valid; };
+    checkResult();
     reason.value = '';
     error.textContent = '';
     ok.textContent = spec.ok;
     ok.disabled = true;
-    reason.oninput = () => { ok.disabled = !reason.value.trim(); };
+    reason.oninput = enable;
+    resultText.oninput = () => { checkResult(); enable(); };
     document.getElementById('confirm-cancel').onclick = () => dialog.close();
     document.getElementById('confirm-form').onsubmit = async e => {
       e.preventDefault();
-      if (!reason.value.trim()) return;
+      if (!reason.value.trim() || !parsed.valid) return;
       ok.disabled = true;
+      const bodies = spec.bodies || [spec.body];
+      const extra = wantsResult ? { result: parsed.value } : {};
       try {
-        const result = await post('action', { ...spec.body, reason: reason.value.trim() });
+        const outcomes = [];
+        for (const body of bodies) {
+          try {
+            outcomes.push((await post('action', { ...body, ...extra, reason: reason.value.trim() })).outcome);
+          } catch (err) {
+            if (bodies.length === 1) throw err;
+            outcomes.push('not done: ' + err.message);
+          }
+        }
         dialog.close();
-        flash((result.ok ? 'Done: ' : 'Not done: ') + spec.body.action + ' → ' + result.outcome + ' (recorded in the audit)', !result.ok);
+        const action = bodies[0].action;
+        flash(bodies.length === 1
+          ? 'Done: ' + action + ' → ' + outcomes[0] + ' (recorded in the audit)'
+          : 'Done: ' + action + ' for ' + bodies.length + ' runs → ' + tally(outcomes) + ' (each recorded in the audit)');
         render();
       } catch (err) {
         error.textContent = err.message;
@@ -975,7 +1012,14 @@
       }
     };
     dialog.showModal();
-    reason.focus();
+    (wantsResult ? resultText : reason).focus();
+  }
+
+  /** Outcomes counted: "REQUESTED ×3, ALREADY_FINISHED". */
+  function tally(outcomes) {
+    const counts = new Map();
+    for (const o of outcomes) counts.set(o, (counts.get(o) || 0) + 1);
+    return [...counts].map(([o, n]) => n > 1 ? o + ' ×' + n : o).join(', ');
   }
 
   // ---- search
