@@ -241,12 +241,18 @@
     if (!current(token)) return;
     if (tasks && tasks.tasks.length) main.appendChild(tasksPanel(tasks.tasks));
 
+    const checked = new Map(); // run id -> run: the rows ticked for an action on them
+    const picked = operator() ? checkedBar(checked) : null;
+    if (picked) main.appendChild(picked.bar);
     const table = h('table', { class: 'runs' },
-      h('thead', null, h('tr', null, ['Created', 'Status', 'Saga', 'Topic', 'Failure', 'Run'].map(t => h('th', { text: t })))));
+      h('thead', null, h('tr', null, operator() ? h('th', null, h('span', { class: 'sr', text: 'Select' })) : null,
+        ['Created', 'Status', 'Saga', 'Topic', 'Failure', 'Run'].map(t => h('th', { text: t })))));
     const body = h('tbody');
     for (const run of data.runs) {
       const root = run.lineage[0];
       body.appendChild(h('tr', null,
+        picked ? h('td', null, h('input', { type: 'checkbox', class: 'pick', 'aria-label': 'Select run ' + run.runId,
+          onchange: e => { if (e.target.checked) checked.set(run.runId, run); else checked.delete(run.runId); picked.update(); } })) : null,
         h('td', { class: 'mono', text: time(run.createdAt) }),
         h('td', null, badge(run.running ? 'RUNNING' : run.status),
           run.running ? h('span', { class: 'muted running-now', text: ' ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
@@ -256,7 +262,7 @@
         h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
         h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)), copyButton(run.runId))));
     }
-    if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: '6', class: 'muted', text: 'No runs match.' })));
+    if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: operator() ? '7' : '6', class: 'muted', text: 'No runs match.' })));
     table.appendChild(body);
     main.appendChild(h('div', { class: 'scroll' }, table));
 
@@ -307,6 +313,41 @@
         onclick: () => confirmSelection('cancel-selection', selection, words, cancellable) }, '✗ Cancel ' + cancellable + ' unfinished'),
       h('button', { type: 'button', class: 'small', id: 'rollback-selection', disabled: !committed,
         onclick: () => confirmSelection('rollback-selection', selection, words, committed) }, '↺ Roll back ' + committed + ' committed'));
+  }
+
+  /** The ticked rows as a whole: cancel the unfinished ones or roll back the committed ones, one audited action each. */
+  function checkedBar(checked) {
+    const cancel = h('button', { type: 'button', class: 'small', id: 'cancel-checked', disabled: true });
+    const rollback = h('button', { type: 'button', class: 'small', id: 'rollback-checked', disabled: true });
+    const bar = h('div', { class: 'actions bulk', id: 'checked', role: 'group', 'aria-label': 'Act on the ticked runs' },
+      h('span', { class: 'muted', text: 'Ticked runs: ' }), cancel, rollback);
+    const plural = n => n + ' run' + (n === 1 ? '' : 's');
+    const update = () => {
+      const runs = [...checked.values()];
+      const open = runs.filter(r => !FINISHED.has(r.status));
+      const committed = runs.filter(r => r.status === 'COMMITTED');
+      cancel.textContent = '✗ Cancel ' + plural(open.length) + ' ticked';
+      rollback.textContent = '↺ Roll back ' + plural(committed.length) + ' ticked';
+      cancel.disabled = !open.length;
+      rollback.disabled = !committed.length;
+      cancel.onclick = () => confirmChecked('cancel', open);
+      rollback.onclick = () => confirmChecked('rollback', committed);
+    };
+    update();
+    return { bar, update };
+  }
+
+  function confirmChecked(action, runs) {
+    const cancel = action === 'cancel';
+    const n = runs.length + ' run' + (runs.length === 1 ? '' : 's');
+    openDialog({
+      title: (cancel ? 'Cancel ' : 'Roll back ') + n + ' (' + names(runs) + ')?',
+      what: cancel
+        ? 'Each ticked run gives up at its next step boundary and rolls back, running its compensations, with everything it caused.'
+        : 'Each ticked run rolls back its whole history, children first, running compensations.',
+      effects: ['One action per run, each with an audit entry with your name and this reason.'],
+      ok: (cancel ? 'Cancel ' : 'Roll back ') + n, bodies: runs.map(r => ({ action, lineage: r.lineage })),
+    });
   }
 
   function confirmSelection(action, selection, words, count) {
