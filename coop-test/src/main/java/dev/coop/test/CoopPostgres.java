@@ -188,6 +188,7 @@ public final class CoopPostgres {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setPGStartupWait(Duration.ofSeconds(60))
+                    .setRegisterShutdownHook(false) // ours stops it, after the actions of beforeStopping
                     .setServerConfig("max_connections", "400")
                     .setServerConfig("fsync", "off")
                     .setServerConfig("synchronous_commit", "off")
