@@ -54,7 +54,14 @@ final class JsonReading {
                 new RunOrdering(n.path("priority").asInt(0),
                         n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
                         n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null),
-                n.hasNonNull("running") ? readRunning(n.get("running")) : null);
+                n.hasNonNull("running") ? readRunning(n.get("running")) : null,
+                n.hasNonNull("task") ? readTask(n.get("task")) : null);
+    }
+
+    private static dev.coop.inspect.TaskSummary readTask(JsonNode n) {
+        return new dev.coop.inspect.TaskSummary(text(n, "name"), text(n, "key"),
+                dev.coop.TaskState.valueOf(text(n, "state")), text(n, "settledBy"), readTime(n, "openedAt"),
+                readTime(n, "settledAt"));
     }
 
     private static RunningStep readRunning(JsonNode n) {

@@ -297,11 +297,13 @@ class DashboardBrowserTest {
         await(By.cssSelector("table.runs"));
         browser.findElement(By.tagName("body")).sendKeys("/");
         browser.switchTo().activeElement().sendKeys("customer/1\n");
-        WebElement found = await(By.cssSelector("table.search"));
-        List<WebElement> rows = found.findElements(By.cssSelector("tbody tr"));
-        assertThat(rows).as("every match, newest first").hasSize(2);
-        assertThat(rows.get(0).getText()).contains(newer.toString(), "business key");
-        assertThat(rows.get(1).getText()).contains(older.toString(), "business key");
+        await(By.cssSelector("table.search"));
+        waitUntil(() -> { // every match, newest first (found again: the page may still replace what it drew)
+            List<String> rows = browser.findElements(By.cssSelector("table.search tbody tr")).stream()
+                    .map(WebElement::getText).toList();
+            return rows.size() == 2 && rows.get(0).contains(newer.toString()) && rows.get(0).contains("business key")
+                    && rows.get(1).contains(older.toString());
+        });
         assertThat(browser.findElement(By.id("search-count")).getText()).contains("2 matches");
 
         open("#/search/no-such-key");
@@ -459,6 +461,13 @@ class DashboardBrowserTest {
             dev.coop.inspect.TaskView task = engine.client().externalTask("browser-approval/1").orElseThrow();
             assertThat(task.result()).hasValueSatisfying(r -> assertThat(r).contains("\"approved\"", "\"ada\""));
             assertThat(task.settledBy()).contains("olga");
+
+            open("#/h/" + id); // the task's story: key, state, who settled it, the wait; a bar; the settlement
+            String tree = await(By.cssSelector("#tree .task-story")).getText();
+            assertThat(tree).contains("key browser-approval/1", "completed by olga", "opened", "settled", "waited");
+            assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-TASK"))).hasSize(1);
+            assertThat(await(By.id("task-settlements")).getText()).contains("olga", "approval",
+                    "browser-approval/1", "completed");
         }
     }
 

@@ -529,7 +529,7 @@
     }
 
     main.appendChild(h('h2', { id: 'audit-title' }, 'Audit'));
-    main.appendChild(auditTable(data.audit || []));
+    main.appendChild(auditTable(data.audit || [], all.filter(r => r.task && r.task.settledBy)));
 
     main.appendChild(h('h2', { id: 'events-title' }, 'Events'));
     main.appendChild(eventsSection(view.messageId, events));
@@ -614,6 +614,7 @@
       run.running ? h('span', { class: 'running-now', text: '▶ ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
         + ', attempt ' + run.running.attempt }) : null,
       run.waitingFor ? h('span', { class: 'muted waiting-for', text: '(' + run.waitingFor + ')' }) : null,
+      run.task ? h('span', { class: 'task-story', text: taskStory(run.task, ctx.now) }) : null,
       run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
       h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId)), copyButton(run.runId)));
     let built = false;
@@ -832,7 +833,7 @@
       legend('k-STEP', 'step'), legend('k-CHILD_FAILURE_HANDLER', 'child-failure handler'),
       legend('k-ROLLBACK_CHILDREN', 'rolling back children'), legend('k-COMPENSATION', 'compensation'),
       legend('k-failed', 'failed'), legend('k-ATTEMPT_FAILED', 'failed attempt (retried)'), legend('k-PARKED', 'parked'),
-      legend('k-running', 'running now'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
+      legend('k-running', 'running now'), legend('k-TASK', 'external task waiting'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
       h('span', { class: 'muted', text: 'total ' + duration(span) })));
     const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
     const lane = h('div', { class: 'tl-lane' });
@@ -866,6 +867,12 @@
         l.appendChild(h('div', { class: 'tl-seg ' + (s.failure && !OWN_STYLE.has(s.kind) ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
           title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + (s.attempt ? ' ' + s.attempt : '') + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
       });
+      if (r.task && r.task.openedAt) { // an external task: a bar from its opening to its settling (or now)
+        const a = ms(r.task.openedAt);
+        const b = ms(r.task.settledAt) || end || hi;
+        l.appendChild(h('div', { class: 'tl-seg k-TASK', style: { left: pct(a), width: width(a, b) },
+          title: 'external task ' + r.task.name + (r.task.key ? ' (' + r.task.key + ')' : '') + ': ' + taskWords(r.task) + ', waited ' + duration(b - a) }));
+      }
       if (r.running && r.running.since) { // the step in flight: a bar up to now, growing with each refresh
         const a = ms(r.running.since);
         const b = Math.max(end || hi, a);
@@ -885,14 +892,38 @@
 
   // ---- audit and events
 
-  function auditTable(entries) {
-    if (!entries.length) return h('p', { class: 'muted', id: 'audit', text: 'No operator action was taken on this hierarchy.' });
-    return h('div', { class: 'scroll' }, h('table', { id: 'audit' },
+  /** An external task's state and who settled it: "completed by ops:ada". */
+  function taskWords(t) {
+    return t.state.toLowerCase().replace('_', ' ') + (t.settledBy ? ' by ' + t.settledBy : '');
+  }
+
+  /** An external task in the tree: key, state, who settled it, opened and settled, how long it waited. */
+  function taskStory(t, now) {
+    const waited = (Date.parse(t.settledAt || now) - Date.parse(t.openedAt));
+    return (t.key ? 'key ' + t.key + ' · ' : '') + taskWords(t) + ' · opened ' + time(t.openedAt)
+      + (t.settledAt ? ', settled ' + time(t.settledAt) + ', waited ' : ', waiting for ') + duration(waited);
+  }
+
+  /** The operators' actions, and who settled the hierarchy's external tasks (outside the dashboard too). */
+  function auditTable(entries, settled) {
+    const tasks = (settled || []).length ? h('div', { class: 'scroll' }, h('table', { id: 'task-settlements' },
+      h('thead', null, h('tr', null, ['Settled', 'Who', 'Task', 'Key', 'State', 'Waited'].map(t => h('th', { text: t })))),
+      h('tbody', null, settled.map(r => h('tr', null,
+        h('td', { class: 'mono', text: time(r.task.settledAt) }), h('td', { class: 'actor', text: r.task.settledBy }),
+        h('td', { text: r.task.name }), h('td', { class: 'mono', text: r.task.key || '–' }),
+        h('td', { text: r.task.state.toLowerCase().replace('_', ' ') }),
+        h('td', { text: duration(r.task.waitedMs) })))))) : null;
+    if (!entries.length) {
+      return h('div', null, h('p', { class: 'muted', id: 'audit', text: tasks
+        ? 'No operator action was taken on this hierarchy in the dashboard; its external tasks were settled as follows.'
+        : 'No operator action was taken on this hierarchy.' }), tasks);
+    }
+    return h('div', null, tasks, h('div', { class: 'scroll' }, h('table', { id: 'audit' },
       h('thead', null, h('tr', null, ['When', 'Who', 'Action', 'Scope', 'Why', 'Outcome'].map(t => h('th', { text: t })))),
       h('tbody', null, entries.map(e => h('tr', null,
         h('td', { class: 'mono', text: time(e.createdAt) }), h('td', { class: 'actor', text: e.actor }),
         h('td', { text: e.action }), h('td', null, e.scope.length ? idSpan(e.scope[e.scope.length - 1]) : 'whole message'),
-        h('td', { class: 'msg reason', text: e.reason }), h('td', { class: 'msg', text: e.outcome }))))));
+        h('td', { class: 'msg reason', text: e.reason }), h('td', { class: 'msg', text: e.outcome })))))));
   }
 
   function eventsSection(message, first) {
