@@ -58,7 +58,8 @@ class TaskStoryTest {
                     "\"settledBy\" : \"ops:ada\"", "\"waitedMs\"");
             assertThat(new JsonRenderer(true).readHierarchy(json).runs().getFirst().children().getFirst().task())
                     .satisfies(t -> assertThat(t.settledBy()).isEqualTo("ops:ada"))
-                    .satisfies(t -> assertThat(t.settledAt().toInstant()).isEqualTo(task.task().settledAt().toInstant()));
+                    .satisfies(
+                            t -> assertThat(t.settledAt().toInstant()).isEqualTo(task.task().settledAt().toInstant()));
         }
     }
 }

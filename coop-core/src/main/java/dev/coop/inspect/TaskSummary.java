@@ -22,7 +22,8 @@ public record TaskSummary(String name, String key, TaskState state, String settl
     /** How long it waited for the outside world: until it was settled, or until {@code now} while it is open. */
     public Duration waited(OffsetDateTime now) {
         OffsetDateTime end = settledAt != null ? settledAt : now;
-        return openedAt == null || end == null || end.isBefore(openedAt) ? Duration.ZERO
+        return openedAt == null || end == null || end.isBefore(openedAt)
+                ? Duration.ZERO
                 : Duration.between(openedAt, end);
     }
 }

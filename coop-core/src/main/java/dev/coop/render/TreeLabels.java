@@ -83,7 +83,8 @@ final class TreeLabels {
         if (t.key() != null) {
             s.append(style.dim("key '" + t.key() + "'")).append("  ");
         }
-        s.append(style.colorStatus(t.state() == dev.coop.TaskState.COMPLETED ? "COMPLETED"
+        s.append(style.colorStatus(t.state() == dev.coop.TaskState.COMPLETED
+                ? "COMPLETED"
                 : t.state() == dev.coop.TaskState.OPEN ? "OPEN" : "ROLLED_BACK " + t.state().name()));
         if (t.settledBy() != null) {
             s.append(" by ").append(t.settledBy());

@@ -465,7 +465,7 @@ class DashboardBrowserTest {
             open("#/h/" + id); // the task's story: key, state, who settled it, the wait; a bar; the settlement
             String tree = await(By.cssSelector("#tree .task-story")).getText();
             assertThat(tree).contains("key browser-approval/1", "completed by olga", "opened", "settled", "waited");
-            assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-TASK"))).hasSize(1);
+            assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-TASK"))).hasSize(1);
             assertThat(await(By.id("task-settlements")).getText()).contains("olga", "approval",
                     "browser-approval/1", "completed");
         }

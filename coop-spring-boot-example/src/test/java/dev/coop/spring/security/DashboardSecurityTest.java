@@ -30,8 +30,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * ({@link DashboardSecuritySample}): anonymous requests are refused, a COOP_VIEWER reads and may not act, a
  * COOP_OPERATOR acts with the dashboard's own CSRF token, Spring Security's CSRF filter skipping /coop/**.
  */
-@SpringBootTest(classes = DashboardSecurityTest.App.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {"coop.engine.enabled=false", "coop.dashboard.enabled=true"})
+@SpringBootTest(classes = DashboardSecurityTest.App.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
+        "coop.engine.enabled=false", "coop.dashboard.enabled=true"})
 class DashboardSecurityTest {
     @SpringBootConfiguration
     @EnableAutoConfiguration
@@ -68,7 +68,7 @@ class DashboardSecurityTest {
                 .isEqualTo(403);
 
         HttpResponse<String> viewer = get("/coop/api/session", basic("vic", "viewer-pass"));
-        assertThat(viewer.statusCode()).isEqualTo(200);
+        assertThat(viewer.statusCode()).as(viewer.body()).isEqualTo(200);
         assertThat(JSON.readTree(viewer.body()).get("role").asText()).isEqualTo("VIEWER");
         assertThat(action(viewer, basic("vic", "viewer-pass")).statusCode()).as("a viewer's action").isEqualTo(403);
 
