@@ -335,11 +335,22 @@ public final class CoopClient {
     }
 
     /**
-     * The messages {@code text} names, newest first, at most 100: the message with that id, and the messages
-     * launched with that idempotency key (of topics a saga is registered for, whatever the topic).
+     * The messages {@code text} names, newest first, at most 100: the message with that id, the messages launched
+     * with that idempotency key (of topics a saga is registered for, whatever the topic), business key or tag, and
+     * the hierarchies holding an external task of that key or token. Each match says what it matched by; a message
+     * matched two ways is listed once. Text with control characters is refused ({@link CoopValidationException}).
      */
     public List<dev.coop.inspect.MessageMatch> search(String text) {
-        return reads.search(text);
+        return reads.search(text, null, 100);
+    }
+
+    /**
+     * The next page of {@link #search(String)}: the matches launched strictly before {@code before} (the
+     * {@code launchedAt} of the last match seen; null: the first page), newest first, at most {@code limit} (1 to
+     * 100).
+     */
+    public List<dev.coop.inspect.MessageMatch> search(String text, java.time.OffsetDateTime before, int limit) {
+        return reads.search(text, before, limit);
     }
 
     /** How many runs of {@code saga} are parked now (what {@link #retryParked} would retry). */

@@ -70,6 +70,17 @@ class HostileQueryTest {
                 .hasMessageContaining("RunQuery.saga");
         assertThatThrownBy(() -> RunQuery.newest().failureType("Bad\0Type")).isInstanceOf(
                 CoopValidationException.class).hasMessageContaining("RunQuery.failureType");
+        assertThatThrownBy(() -> RunQuery.newest().businessKey("order\0/1")).isInstanceOf(
+                CoopValidationException.class).hasMessageContaining("RunQuery.businessKey")
+                .hasMessageContaining("U+0000");
+        assertThatThrownBy(() -> RunQuery.newest().tag("vip\0")).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("RunQuery.tag").hasMessageContaining("U+0000");
+        assertThatThrownBy(() -> RunQuery.newest().tag("x".repeat(101))).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("RunQuery.tag").hasMessageContaining("100");
+        assertThatThrownBy(() -> RunQuery.newest().businessKey(" ")).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("RunQuery.businessKey");
+        assertThatThrownBy(() -> client.search("a\0b")).isInstanceOf(CoopValidationException.class)
+                .hasMessageContaining("control characters");
         assertThat(client.countRuns(RunQuery.newest().failureType("%_' OR true --"))).as("a value, never SQL")
                 .isEmpty();
         assertThatThrownBy(() -> client.joins().byKey("\0", 10)).isInstanceOf(CoopValidationException.class)

@@ -38,6 +38,19 @@ class SearchTest {
                 assertThat(m.launchedAt()).isNotNull();
             });
             assertThat(client.search("no-such-key")).isEmpty();
+
+            // a business key or a tag: every match, newest first, in pages; a message matched two ways once
+            MessageId older = client.launch(orders, new Empty(), LaunchOptions.none().businessKey("customer/1"));
+            MessageId newer = client.launch(refunds, new Empty(),
+                    LaunchOptions.none().businessKey("customer/1").tags("customer/1", "vip"));
+            assertThat(client.search("customer/1")).extracting(MessageMatch::messageId).containsExactly(newer, older);
+            assertThat(client.search("customer/1").getFirst().matchedBy()).isEqualTo("business key, tag");
+            assertThat(client.search("vip")).singleElement().satisfies(m -> assertThat(m.matchedBy()).isEqualTo("tag"));
+            var first = client.search("customer/1", null, 1);
+            assertThat(first).extracting(MessageMatch::messageId).containsExactly(newer);
+            assertThat(client.search("customer/1", first.getLast().launchedAt(), 1)).extracting(MessageMatch::messageId)
+                    .containsExactly(older);
+            assertThatThrownBy(() -> client.search("x", null, 0)).isInstanceOf(CoopValidationException.class);
             assertThatThrownBy(() -> client.search(" ")).isInstanceOf(CoopValidationException.class);
         }
     }

@@ -36,7 +36,7 @@ import picocli.CommandLine.TypeConversionException;
         ToolCommands.Dashboard.class,
         ToolCommands.Completion.class, ToolCommands.Migrate.class,
         Sagas.class, Tasks.ListTasks.class, Tasks.Complete.class,
-        Tasks.Fail.class, Counts.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
+        Tasks.Fail.class, Counts.class, LaunchCommand.class}, exitCodeListHeading = "%nExit codes:%n", exitCodeList = {
                 "0:done",
                 "1:the request failed (unknown id, refused, no Coop schema, ...)",
                 "2:wrong usage (unknown option, malformed id or value, no --url)",

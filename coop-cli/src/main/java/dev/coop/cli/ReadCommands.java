@@ -137,7 +137,7 @@ final class ReadCommands {
                 + RunQuery.MAX_LIMIT + " (default: ${DEFAULT-VALUE})")
         int limit;
 
-        @Option(names = "--summary", description = "One line: how many runs match, by status (of at most --limit runs)")
+        @Option(names = "--summary", description = "One line: how many runs match, by status (all of them, whatever --limit)")
         boolean summary;
 
         @Option(names = "--key", paramLabel = "<business-key>", description = "Only runs of messages launched with"
@@ -162,16 +162,24 @@ final class ReadCommands {
             query = before == null ? query : query.before(before);
             query = businessKey == null ? query : query.businessKey(businessKey);
             query = tag == null ? query : query.tag(tag);
-            List<RunSummary> runs = database().client.runs(query);
-            if (summary) {
-                java.util.Map<RunStatus, Long> counts = new java.util.EnumMap<>(RunStatus.class);
-                runs.forEach(r -> counts.merge(r.status(), 1L, Long::sum));
-                cli.out().println(runs.size() + (runs.size() == limit ? "+" : "") + " runs" + (counts.isEmpty()
+            if (summary) { // every matching run, counted by the database: not only the first --limit
+                java.util.Map<RunStatus, Long> counts = database().client.countRuns(query);
+                long total = counts.values().stream().mapToLong(Long::longValue).sum();
+                if (cli.json) {
+                    ObjectNode n = JsonNodeFactory.instance.objectNode();
+                    n.put("total", total);
+                    ObjectNode by = n.putObject("byStatus");
+                    counts.forEach((s, c) -> by.put(s.name(), c));
+                    cli.out().println(cli.jsonRenderer().write(n));
+                    return;
+                }
+                cli.out().println(total + " run" + (total == 1 ? "" : "s") + (counts.isEmpty()
                         ? ""
                         : ": " + String.join(", ", counts.entrySet().stream().map(e -> e.getValue() + " "
                                 + e.getKey().name().toLowerCase(Locale.ROOT).replace('_', ' ')).toList())));
                 return;
             }
+            List<RunSummary> runs = database().client.runs(query);
             if (cli.json) {
                 cli.out().println(cli.jsonRenderer().renderRuns(runs));
                 return;

@@ -172,7 +172,7 @@ class HostileCliTest {
             assertThat(byRun.out()).contains("cli-comfort-item").doesNotContain("fan-out");
             assertThat(database("tree").exit()).isEqualTo(CoopCli.EXIT_USAGE);
             Result summary = database("runs", "--saga", "cli-comfort-item", "--summary");
-            assertThat(summary.out().strip()).isEqualTo("1 runs: 1 committed");
+            assertThat(summary.out().strip()).isEqualTo("1 run: 1 committed");
         }
         Result version = coopWith(Map.of(), "--version");
         assertThat(version.exit()).isZero();

@@ -18,7 +18,8 @@ import java.util.Objects;
  * seen. The same filters, without the limit, select the runs that {@link CoopClient#countRuns(RunQuery)} counts and
  * that {@link CoopClient#cancel(RunQuery, String, String)} and {@link CoopClient#rollback(RunQuery, String, String)}
  * act on.
- * Immutable; each method returns a changed copy. Saga and topic are 1 to 255 characters without control characters;
+ * Immutable; each method returns a changed copy. Saga, topic, failure type and business key are 1 to 255
+ * characters without control characters (a tag: 1 to 100, as launches take them);
  * times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
  * {@link CoopValidationException} naming the parameter.
  */
@@ -36,6 +37,18 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
         since = since == null ? null : time("RunQuery.since", since);
         before = before == null ? null : time("RunQuery.before", before);
         failureType = failureType == null ? null : Limits.key("RunQuery.failureType", failureType);
+        businessKey = businessKey == null ? null : Limits.key("RunQuery.businessKey", businessKey);
+        tag = tag == null ? null : validTag(tag);
+    }
+
+    /** A tag as launches take it ({@link dev.coop.LaunchOptions#tags}): a key of at most 100 characters. */
+    private static String validTag(String t) {
+        Limits.key("RunQuery.tag", t);
+        if (t.length() > dev.coop.LaunchOptions.MAX_TAG_LENGTH) {
+            throw new CoopValidationException("RunQuery.tag must be at most " + dev.coop.LaunchOptions.MAX_TAG_LENGTH
+                    + " characters (as launch tags), was " + t.length());
+        }
+        return t;
     }
 
     /** A query without a failure type. */

@@ -25,15 +25,26 @@ import java.util.UUID;
  *        ({@code "waiting for a slot (3 of 3 busy)"}, {@code "rate limited until <instant>"}); null otherwise
  * @param ordering its priority and ordering key, and the run it is held behind ({@link RunOrdering#NONE}: none)
  * @param running the step an engine executes right now, or null (none, or the read could not tell)
+ * @param task for the run of an external task ({@code saga} {@code ~external-task}): its key, state, who settled
+ *        it and when; null for other runs
  */
 public record RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
         boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
         Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
-        int sagaVersion, String waitingFor, RunOrdering ordering, RunningStep running) {
+        int sagaVersion, String waitingFor, RunOrdering ordering, RunningStep running, TaskSummary task) {
 
     public RunView {
         collapsed = collapsed == null ? List.of() : List.copyOf(collapsed);
         ordering = ordering == null ? RunOrdering.NONE : ordering;
+    }
+
+    /** A run that is not an external task's. */
+    public RunView(UUID runId, MessageId messageId, String topic, String saga, Lineage lineage, RunStatus status,
+            boolean rollingBack, OffsetDateTime createdAt, OffsetDateTime startedAt, OffsetDateTime finishedAt,
+            Failure failure, List<StepView> steps, List<RunView> children, List<CollapsedRuns> collapsed,
+            int sagaVersion, String waitingFor, RunOrdering ordering, RunningStep running) {
+        this(runId, messageId, topic, saga, lineage, status, rollingBack, createdAt, startedAt, finishedAt, failure,
+                steps, children, collapsed, sagaVersion, waitingFor, ordering, running, null);
     }
 
     /** A run that no engine executes right now. */

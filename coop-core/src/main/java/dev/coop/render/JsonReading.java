@@ -54,7 +54,14 @@ final class JsonReading {
                 new RunOrdering(n.path("priority").asInt(0),
                         n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,
                         n.path("heldBehind").isTextual() ? UUID.fromString(n.get("heldBehind").asText()) : null),
-                n.hasNonNull("running") ? readRunning(n.get("running")) : null);
+                n.hasNonNull("running") ? readRunning(n.get("running")) : null,
+                n.hasNonNull("task") ? readTask(n.get("task")) : null);
+    }
+
+    private static dev.coop.inspect.TaskSummary readTask(JsonNode n) {
+        return new dev.coop.inspect.TaskSummary(text(n, "name"), text(n, "key"),
+                dev.coop.TaskState.valueOf(text(n, "state")), text(n, "settledBy"), readTime(n, "openedAt"),
+                readTime(n, "settledAt"));
     }
 
     private static RunningStep readRunning(JsonNode n) {
@@ -91,7 +98,8 @@ final class JsonReading {
         return list(parse(json), n -> new RunSummary(uuid(n, "runId"), new MessageId(uuid(n, "messageId")),
                 text(n, "topic"), text(n, "saga"), readLineage(n.get("lineage")),
                 RunStatus.valueOf(text(n, "status")), readTime(n, "createdAt"), readTime(n, "finishedAt"),
-                text(n, "failureMessage"), n.path("sagaVersion").asInt(1)));
+                text(n, "failureMessage"), n.path("sagaVersion").asInt(1),
+                n.hasNonNull("running") ? readRunning(n.get("running")) : null));
     }
 
     /** Reads {@link #renderParked(List)} back. */

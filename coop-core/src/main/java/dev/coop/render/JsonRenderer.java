@@ -88,7 +88,10 @@ public final class JsonRenderer {
         n.put("topic", r.topic());
         n.put("saga", r.saga());
         if (dev.coop.ExternalTask.SAGA.equals(r.saga())) {
-            n.put("externalTask", true); // its topic is the task's name; see CoopClient.externalTask for its state
+            n.put("externalTask", true); // its topic is the task's name
+            if (r.task() != null) {
+                n.set("task", task(r.task()));
+            }
         }
         n.put("sagaVersion", r.sagaVersion());
         n.set("lineage", lineage(r.lineage()));
@@ -137,6 +140,19 @@ public final class JsonRenderer {
             g.byStatus().entrySet().stream().sorted(Map.Entry.comparingByKey())
                     .forEach(e -> byStatus.put(e.getKey().name(), e.getValue()));
         }
+    }
+
+    /** An external task's story: {@code name, key, state, settledBy, openedAt, settledAt, waitedMs}. */
+    public ObjectNode task(dev.coop.inspect.TaskSummary t) {
+        ObjectNode n = NODES.objectNode();
+        n.put("name", t.name());
+        n.put("key", t.key());
+        n.put("state", t.state().name());
+        n.put("settledBy", t.settledBy());
+        n.put("openedAt", time(t.openedAt()));
+        n.put("settledAt", time(t.settledAt()));
+        n.put("waitedMs", t.settledAt() == null ? null : t.waited(null).toMillis());
+        return n;
     }
 
     public ObjectNode running(RunningStep s) {
@@ -230,6 +246,9 @@ public final class JsonRenderer {
             n.put("createdAt", time(r.createdAt()));
             n.put("finishedAt", time(r.finishedAt()));
             n.put("failureMessage", r.failureMessage());
+            if (r.running() != null) { // only while an engine executes one of its steps
+                n.set("running", running(r.running()));
+            }
         }
         return write(a);
     }

@@ -122,13 +122,16 @@ public final class TextRenderer {
         return table(rows, 2, style::colorEvent);
     }
 
-    /** A run listing as a table: created, status, saga, topic, run id, message id, failure message. */
+    /**
+     * A run listing as a table: created, status ({@code RUNNING} while an engine executes a step of a runnable
+     * run), saga, topic, run id, message id, failure message.
+     */
     public String renderRuns(List<RunSummary> runs) {
         Objects.requireNonNull(runs, "runs");
         List<List<String>> rows = new ArrayList<>();
         rows.add(List.of("CREATED", "STATUS", "SAGA", "TOPIC", "RUN", "MESSAGE", "FAILURE"));
         for (RunSummary r : runs) {
-            rows.add(List.of(TextFormat.time(r.createdAt()), r.status().name(),
+            rows.add(List.of(TextFormat.time(r.createdAt()), r.running() != null ? "RUNNING" : r.status().name(),
                     TextFormat.sagaName(r.saga(), r.sagaVersion()), r.topic(),
                     r.runId().toString(),
                     r.messageId().toString(),

@@ -29,6 +29,10 @@ final class TreeLabels {
         StringBuilder s = new StringBuilder();
         if (dev.coop.ExternalTask.SAGA.equals(run.saga())) { // a task waits for the outside world, not a saga
             s.append(style.bold("external task " + run.topic())).append("  ");
+            if (run.task() != null) {
+                return s.append(taskStory(run.task()))
+                        .append(options.ids() ? style.dim("  run " + run.runId()) : "").toString();
+            }
         } else {
             s.append(style.bold(TextFormat.sagaName(run.saga(), run.sagaVersion())))
                     .append(style.dim(" on " + run.topic())).append("  ");
@@ -66,6 +70,29 @@ final class TreeLabels {
         }
         if (o.priority() != 0) {
             s.append(style.dim("  priority " + o.priority()));
+        }
+        return s.toString();
+    }
+
+    /**
+     * An external task's line: key, state, who settled it, when it was opened and settled, how long it waited
+     * ({@code key 'approval/1'  COMPLETED by ops:ada  opened 10:00:00.000, settled 10:01:41.000, waited 1 min 41 s}).
+     */
+    private String taskStory(dev.coop.inspect.TaskSummary t) {
+        StringBuilder s = new StringBuilder();
+        if (t.key() != null) {
+            s.append(style.dim("key '" + t.key() + "'")).append("  ");
+        }
+        s.append(style.colorStatus(t.state() == dev.coop.TaskState.COMPLETED
+                ? "COMPLETED"
+                : t.state() == dev.coop.TaskState.OPEN ? "OPEN" : "ROLLED_BACK " + t.state().name()));
+        if (t.settledBy() != null) {
+            s.append(" by ").append(t.settledBy());
+        }
+        s.append(style.dim("  opened " + TextFormat.time(t.openedAt())));
+        if (t.settledAt() != null) {
+            s.append(style.dim(", settled " + TextFormat.time(t.settledAt())));
+            s.append(style.dim(", waited " + TextFormat.duration(t.openedAt(), t.settledAt())));
         }
         return s.toString();
     }

@@ -245,8 +245,10 @@ class DashboardHttpTest {
                     .POST(HttpRequest.BodyPublishers.ofString("{\"action\":\"" + action + "\",\"lineage\":[\"" + a
                             + "\",\"" + runOfB + "\"],\"reason\":\"try\"}"))
                     .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as("a refusal is a 4xx, not 200 with ok:false").isEqualTo(400);
             assertThat(JSON.readTree(r.body()).get("outcome").asText()).as(action).startsWith("REFUSED")
                     .contains("does not name a run");
+            assertThat(JSON.readTree(r.body()).get("error").asText()).contains("does not name a run");
         }
         assertThat(client.audit(a)).hasSize(3).allSatisfy(e -> assertThat(e.outcome()).startsWith("REFUSED"));
         assertThat(client.audit(b)).as("nothing happened to b").isEmpty();

@@ -149,7 +149,28 @@ class DashboardServerLimitsTest {
                         .header("Authorization", "Basic " + basic).build(), HttpResponse.BodyHandlers.ofString());
                 assertThat(r.statusCode()).isEqualTo(401);
             }
-            assertThat(login(server, "vic", "viewer-pass").statusCode()).isEqualTo(429);
+            assertThat(login(server, "vic", "wrong-pass").statusCode()).as("failing credentials wait")
+                    .isEqualTo(429);
+            HttpResponse<String> badToken = http.send(HttpRequest.newBuilder(server.uri().resolve("api/session"))
+                    .header("Authorization", "Bearer not-a-valid-token-at-all").build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(badToken.statusCode()).isEqualTo(429);
+            assertThat(badToken.headers().firstValue("Retry-After")).isPresent();
+            // behind a proxy every operator has this address: valid credentials and sessions still pass
+            HttpResponse<String> session = login(server, "vic", "viewer-pass");
+            assertThat(session.statusCode()).as("a valid password").isEqualTo(303);
+            String cookie = session.headers().firstValue("Set-Cookie").orElseThrow().split(";")[0];
+            assertThat(http.send(HttpRequest.newBuilder(server.uri().resolve("api/session")).header("Cookie", cookie)
+                    .build(), HttpResponse.BodyHandlers.ofString()).statusCode()).as("a session").isEqualTo(200);
+            for (int i = 0; i < 20; i++) { // lock it again (the valid login cleared the address's count)
+                login(server, "user" + i, "guess");
+            }
+            assertThat(login(server, "vic", "wrong-pass").statusCode()).isEqualTo(429);
+            assertThat(http.send(HttpRequest.newBuilder(server.uri().resolve("api/session"))
+                    .header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString())
+                    .statusCode()).as("a valid bearer token").isEqualTo(200);
+            assertThat(http.send(HttpRequest.newBuilder(server.uri().resolve("api/session")).header("Cookie", cookie)
+                    .build(), HttpResponse.BodyHandlers.ofString()).statusCode()).as("a session").isEqualTo(200);
         }
     }
 

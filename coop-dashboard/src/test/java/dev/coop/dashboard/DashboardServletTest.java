@@ -130,7 +130,7 @@ class DashboardServletTest {
         withToken.headers.put("Content-Type", "application/json");
         withToken.headers.put("X-Coop-Csrf", (String) operator.session.values().iterator().next());
         withToken.requestBody = act.requestBody;
-        assertThat(withToken.run().status).as(withToken.body()).isEqualTo(200); // past CSRF: refused, and audited
+        assertThat(withToken.run().status).as(withToken.body()).isEqualTo(400); // past CSRF: refused, and audited
         assertThat(withToken.body()).contains("\"ok\":false", "REFUSED", "01a20287-0000-7000-8000-000000000000");
     }
 

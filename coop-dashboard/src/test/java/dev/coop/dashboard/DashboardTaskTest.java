@@ -65,6 +65,7 @@ class DashboardTaskTest {
             assertThat(done.body()).contains("\"outcome\":\"SETTLED\"");
             HttpResponse<String> again = post(server, complete.replace("approved", "rejected"),
                     "operator-token-0123456789");
+            assertThat(again.statusCode()).as("settled already: refused with 409").isEqualTo(409);
             assertThat(again.body()).contains("\"ok\":false", "REFUSED");
             assertThat(post(server, "{\"action\":\"fail-task\",\"task\":\"approval/2\",\"reason\":\"budget\"}",
                     "operator-token-0123456789").body()).contains("SETTLED");
@@ -80,15 +81,37 @@ class DashboardTaskTest {
             assertThat(client.audit(yes).get(1).outcome()).isEqualTo("SETTLED");
             assertThat(client.audit(no)).extracting(AuditEntry::outcome).containsExactly("SETTLED");
 
-            // the search box finds a hierarchy by an external task's key, or by a business key
+            // the search box finds every hierarchy by an external task's key, a business key or a tag, newest first
             assertThat(JSON.readTree(get(server, "api/find?q=approval/1", "viewer-token-0123456789").body())
-                    .get("messageId").asText()).isEqualTo(yes.toString());
+                    .get("matches").get(0).get("messageId").asText()).isEqualTo(yes.toString());
             MessageId keyed = client.launch(topic, new Request("3"),
+                    dev.coop.LaunchOptions.none().businessKey("order/3").tags("vip"));
+            MessageId newer = client.launch(topic, new Request("4"),
                     dev.coop.LaunchOptions.none().businessKey("order/3"));
-            assertThat(JSON.readTree(get(server, "api/find?q=order/3", "viewer-token-0123456789").body())
-                    .get("messageId").asText()).isEqualTo(keyed.toString());
-            assertThat(get(server, "api/find?q=nothing-here", "viewer-token-0123456789").statusCode())
-                    .isEqualTo(404);
+            JsonNode byKey = JSON.readTree(get(server, "api/find?q=order/3", "viewer-token-0123456789").body());
+            assertThat(byKey.get("matches")).extracting(m -> m.get("messageId").asText())
+                    .containsExactly(newer.toString(), keyed.toString());
+            assertThat(byKey.get("matches").get(0).get("matchedBy").asText()).isEqualTo("business key");
+            JsonNode firstPage = JSON.readTree(get(server, "api/search?q=order/3&limit=1",
+                    "viewer-token-0123456789").body());
+            assertThat(firstPage.get("matches")).extracting(m -> m.get("messageId").asText())
+                    .containsExactly(newer.toString());
+            JsonNode secondPage = JSON.readTree(get(server, "api/search?q=order/3&limit=1&before="
+                    + java.net.URLEncoder.encode(firstPage.get("next").asText(),
+                            java.nio.charset.StandardCharsets.UTF_8),
+                    "viewer-token-0123456789").body());
+            assertThat(secondPage.get("matches")).extracting(m -> m.get("messageId").asText())
+                    .containsExactly(keyed.toString());
+            assertThat(JSON.readTree(get(server, "api/search?q=vip", "viewer-token-0123456789").body())
+                    .get("matches")).extracting(m -> m.get("matchedBy").asText()).containsExactly("tag");
+            assertThat(JSON.readTree(get(server, "api/find?q=nothing-here", "viewer-token-0123456789").body())
+                    .get("matches")).isEmpty();
+            // a NUL cannot reach PostgreSQL: 400 naming the parameter, not 503
+            HttpResponse<String> nul = get(server, "api/runs?key=a%00b", "viewer-token-0123456789");
+            assertThat(nul.statusCode()).isEqualTo(400);
+            assertThat(nul.body()).contains("'key'", "control characters");
+            assertThat(get(server, "api/runs?tag=a%00b", "viewer-token-0123456789").body()).contains("'tag'");
+            assertThat(get(server, "api/search?q=a%00b", "viewer-token-0123456789").statusCode()).isEqualTo(400);
             assertThat(get(server, "api/runs?key=order/3", "viewer-token-0123456789").body())
                     .contains(keyed.toString());
         }

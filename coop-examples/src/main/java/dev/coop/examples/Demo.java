@@ -44,8 +44,30 @@ public final class Demo {
         System.exit(ok ? 0 : 1);
     }
 
+    /** Counted down when {@link #run(PrintStream, RenderOptions)} closed its engines and dropped its database. */
+    private static final CountDownLatch FINISHED = new CountDownLatch(1);
+
+    /** In the JVM's shutdown: waits (a while) until the demo closed everything, while the database still runs. */
+    private static void awaitFinished() {
+        try {
+            if (!FINISHED.await(60, java.util.concurrent.TimeUnit.SECONDS)) {
+                System.err.println("The demo did not finish closing within 60 s; stopping anyway");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** Runs every scenario on a fresh database of the shared server; true when all ended as designed. */
     static boolean run(PrintStream out, RenderOptions options) throws Exception {
+        try {
+            return runOnce(out, options);
+        } finally {
+            FINISHED.countDown();
+        }
+    }
+
+    private static boolean runOnce(PrintStream out, RenderOptions options) throws Exception {
         CoopPostgres server = CoopPostgres.shared();
         String database = server.createDatabase("coop_demo");
         try (Scenarios scenarios = Scenarios.start((service, size) -> server.dataSource(database, size, service),
@@ -83,7 +105,10 @@ public final class Demo {
             out.println("Press Ctrl-C to stop.");
             out.flush();
             CountDownLatch stopped = new CountDownLatch(1);
-            Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown));
+            CoopPostgres.beforeStopping(() -> { // SIGTERM, Ctrl-C: the engines stop before the embedded PostgreSQL
+                stopped.countDown();
+                awaitFinished();
+            });
             stopped.await();
         }
     }

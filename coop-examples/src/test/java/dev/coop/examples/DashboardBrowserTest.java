@@ -139,6 +139,10 @@ class DashboardBrowserTest {
         assertThat(Long.parseLong(cells.get(2)) + Long.parseLong(cells.get(3))).as("committed + rolled back")
                 .isPositive();
         assertThat(onboarding.findElements(By.cssSelector(".cchart .cbar"))).as("bars in the chart").isNotEmpty();
+        assertThat(browser.findElement(By.id("counts-fitted")).getText()).contains("fits the activity");
+        assertThat(onboarding.findElements(By.cssSelector(".cchart .ccol"))).as("a window fitted to minutes of"
+                + " activity, not 180 columns of which one has bars").hasSizeLessThanOrEqualTo(60);
+        assertThat(browser.findElement(By.id("counts-both")).getText()).contains("counted twice");
         assertThat(browser.findElement(By.cssSelector("table#counts")).getText()).contains("access-provisioning",
                 "support-portal");
         screenshot("dashboard-counts.png");
@@ -205,6 +209,10 @@ class DashboardBrowserTest {
                     .equals(soFar)); // the page refreshes itself while the step runs
             browser.executeScript("document.querySelector('tr.running-step').scrollIntoView({block: 'center'})");
             screenshot("dashboard-running.png");
+
+            open("#/runs"); // the runs list says running too, with the step, not runnable
+            waitUntil(() -> browser.findElements(By.cssSelector("table.runs tbody tr")).stream()
+                    .anyMatch(r -> r.getText().contains("running") && r.getText().contains("schedule-invoices")));
         }
     }
 
@@ -276,9 +284,31 @@ class DashboardBrowserTest {
         waitUntil(() -> browser.getCurrentUrl().endsWith("#/h/" + id));
         assertThat(await(By.id("message-id")).getText()).isEqualTo(id.toString());
 
+        MessageId older;
+        MessageId newer;
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            older = engine.client().launch(topic, new Flaky("c-1"),
+                    dev.coop.LaunchOptions.none().businessKey("customer/1"));
+            newer = engine.client().launch(topic, new Flaky("c-2"),
+                    dev.coop.LaunchOptions.none().businessKey("customer/1").tags("vip"));
+            engine.client().awaitCompletion(newer, WAIT);
+        }
+        open("#/runs");
+        await(By.cssSelector("table.runs"));
+        browser.findElement(By.tagName("body")).sendKeys("/");
+        browser.switchTo().activeElement().sendKeys("customer/1\n");
+        await(By.cssSelector("table.search"));
+        waitUntil(() -> { // every match, newest first (found again: the page may still replace what it drew)
+            List<String> rows = browser.findElements(By.cssSelector("table.search tbody tr")).stream()
+                    .map(WebElement::getText).toList();
+            return rows.size() == 2 && rows.get(0).contains(newer.toString()) && rows.get(0).contains("business key")
+                    && rows.get(1).contains(older.toString());
+        });
+        assertThat(browser.findElement(By.id("search-count")).getText()).contains("2 matches");
+
         open("#/search/no-such-key");
         assertThat(await(By.cssSelector("main p.muted")).getText())
-                .contains("No message has this id or idempotency key");
+                .contains("No message has this id, idempotency key, business key or tag");
     }
 
     @Test
@@ -387,6 +417,99 @@ class DashboardBrowserTest {
         assertThat(client.audit(succeeded)).as("refused, and the refusal audited").singleElement()
                 .satisfies(e -> assertThat(e.outcome()).startsWith("REFUSED").contains("may only read"));
         assertThat(client.statuses(succeeded)).allMatch(s -> s.name().equals("COMMITTED"));
+    }
+
+    /** The payload of the task test's saga. */
+    record Ask(String id) {
+    }
+
+    @Test
+    void a_task_is_completed_in_a_dialog_that_checks_its_json_and_repeats_it() throws Exception {
+        dev.coop.Topic<Ask> topic = dev.coop.Topic.of("browser-task", Ask.class);
+        dev.coop.Saga<Ask> saga = dev.coop.Saga.on(topic, "browser-task-saga")
+                .step("ask", step -> step.openTask("approval", step.payload(),
+                        dev.coop.TaskOptions.none().key("browser-approval/" + step.payload().id())))
+                .build();
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            MessageId id = engine.client().launch(topic, new Ask("1"));
+            dev.coop.test.Await.until("the task is open", WAIT,
+                    () -> engine.client().externalTask("browser-approval/1").isPresent());
+            login("olga", "operator-pass");
+            open("#/runs");
+            WebElement heading = await(By.id("tasks-title"));
+            assertThat(heading.getText()).matches("◷ \\d+ open external tasks? waits? for the outside world");
+            if (heading.getText().contains(" 1 open")) {
+                assertThat(heading.getText()).contains("1 open external task waits");
+            }
+            WebElement row = browser.findElements(By.cssSelector("section.tasks tbody tr")).stream()
+                    .filter(r -> r.getText().contains("browser-approval/1")).findFirst().orElseThrow();
+            row.findElement(By.cssSelector("button.complete-task")).click();
+            WebElement result = await(By.id("confirm-result"));
+            browser.findElement(By.id("confirm-reason")).sendKeys("The manager said yes (browser test)");
+            result.clear();
+            result.sendKeys("{\"approved\": tru");
+            WebElement check = browser.findElement(By.id("confirm-result-check"));
+            assertThat(check.getText()).contains("Not JSON yet");
+            assertThat(browser.findElement(By.id("confirm-ok")).isEnabled()).isFalse();
+            result.sendKeys("e, \"by\": \"ada\"}");
+            assertThat(check.getText()).contains("Sends the result: {\"approved\":true,\"by\":\"ada\"}");
+            assertThat(browser.findElement(By.id("confirm-ok")).isEnabled()).isTrue();
+            screenshot("dashboard-task-complete.png");
+            browser.findElement(By.id("confirm-ok")).click();
+            waitUntil(() -> browser.findElement(By.id("flash")).getText().contains("SETTLED"));
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            dev.coop.inspect.TaskView task = engine.client().externalTask("browser-approval/1").orElseThrow();
+            assertThat(task.result()).hasValueSatisfying(r -> assertThat(r).contains("\"approved\"", "\"ada\""));
+            assertThat(task.settledBy()).contains("olga");
+
+            open("#/h/" + id); // the task's story: key, state, who settled it, the wait; a bar; the settlement
+            String tree = await(By.cssSelector("#tree .task-story")).getText();
+            assertThat(tree).contains("key browser-approval/1", "completed by olga", "opened", "settled", "waited");
+            assertThat(browser.findElements(By.cssSelector("#timeline .tl-lane .tl-seg.k-TASK"))).hasSize(1);
+            assertThat(await(By.id("task-settlements")).getText()).contains("olga", "approval",
+                    "browser-approval/1", "completed");
+        }
+    }
+
+    @Test
+    void ticked_rows_are_cancelled_after_one_confirmation_each_run_audited() throws Exception {
+        dev.coop.Topic<Flaky> topic = dev.coop.Topic.of("browser-ticked", Flaky.class);
+        dev.coop.Saga<Flaky> saga = dev.coop.Saga.on(topic, "browser-ticked-saga")
+                .step("call-partner", step -> {
+                    throw new IOException("the partner is gone");
+                })
+                .retry(dev.coop.RetryPolicy.attempts(1).parkWhenExhausted())
+                .build();
+        try (dev.coop.CoopEngine engine = dev.coop.Coop.engine(db.dataSource()).register(saga).start()) {
+            MessageId ticked = engine.client().launch(topic, new Flaky("t-1"));
+            MessageId left = engine.client().launch(topic, new Flaky("t-2"));
+            dev.coop.test.Await.until("two parked runs", WAIT,
+                    () -> engine.client().countParked("browser-ticked-saga") == 2);
+            login("olga", "operator-pass");
+            open("#/runs?saga=browser-ticked-saga");
+            await(By.cssSelector("table.runs input.pick"));
+            assertThat(browser.findElement(By.id("cancel-checked")).isEnabled()).isFalse();
+            WebElement row = browser.findElements(By.cssSelector("table.runs tbody tr")).stream()
+                    .filter(r -> r.findElements(By.cssSelector("a")).stream()
+                            .anyMatch(a -> a.getAttribute("href").contains(ticked.toString())))
+                    .findFirst().orElseThrow();
+            row.findElement(By.cssSelector("input.pick")).click();
+            assertThat(browser.findElement(By.id("cancel-checked")).getText()).isEqualTo("✗ Cancel 1 run ticked");
+            browser.findElement(By.id("cancel-checked")).click();
+            WebElement dialog = await(By.id("confirm"));
+            assertThat(dialog.getText()).contains("Cancel 1 run (browser-ticked-saga)?");
+            assertThat(browser.findElement(By.id("confirm-ok")).getText()).isEqualTo("Cancel 1 run");
+            browser.findElement(By.id("confirm-reason")).sendKeys("Only this one (browser test)");
+            browser.findElement(By.id("confirm-ok")).click();
+            waitUntil(() -> browser.findElement(By.id("flash")).getText().contains("REQUESTED"));
+            assertThat(engine.client().awaitCompletion(ticked, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            assertThat(engine.client().audit(ticked)).singleElement().satisfies(a -> {
+                assertThat(a.actor()).isEqualTo("olga");
+                assertThat(a.action()).isEqualTo("cancel");
+            });
+            assertThat(engine.client().statuses(left)).containsExactly(dev.coop.RunStatus.PARKED);
+            assertThat(engine.client().audit(left)).isEmpty();
+        }
     }
 
     // ---- helpers

@@ -138,6 +138,38 @@ public final class CoopPostgres {
         return new CoopPostgres(null, URL_SCHEME + authority + "/", query, admin, user, password);
     }
 
+    private static final java.util.Deque<Runnable> BEFORE_STOPPING = new java.util.ArrayDeque<>();
+
+    /**
+     * Runs {@code action} when the JVM shuts down (System.exit, SIGTERM, Ctrl-C), before any embedded server stops:
+     * where a program closes its engines, so that they do not lose their database while they stop (shutdown hooks
+     * run in no particular order). Actions run once, the last registered first; where no server is embedded, they
+     * run from a shutdown hook of their own.
+     */
+    public static void beforeStopping(Runnable action) {
+        java.util.Objects.requireNonNull(action, "action");
+        synchronized (BEFORE_STOPPING) {
+            if (BEFORE_STOPPING.isEmpty()) {
+                Runtime.getRuntime().addShutdownHook(new Thread(CoopPostgres::runBeforeStopping,
+                        "coop-before-stopping"));
+            }
+            BEFORE_STOPPING.push(action);
+        }
+    }
+
+    /** The actions of {@link #beforeStopping}, each once; a second caller waits until the first ran them. */
+    private static void runBeforeStopping() {
+        synchronized (BEFORE_STOPPING) {
+            while (!BEFORE_STOPPING.isEmpty()) {
+                try {
+                    BEFORE_STOPPING.pop().run();
+                } catch (RuntimeException e) {
+                    System.err.println("[coop-test] an action before stopping failed: " + e);
+                }
+            }
+        }
+    }
+
     private static CoopPostgres startEmbedded() {
         return startEmbedded(java.util.Map.of());
     }
@@ -156,6 +188,7 @@ public final class CoopPostgres {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setPGStartupWait(Duration.ofSeconds(60))
+                    .setRegisterShutdownHook(false) // ours stops it, after the actions of beforeStopping
                     .setServerConfig("max_connections", "400")
                     .setServerConfig("fsync", "off")
                     .setServerConfig("synchronous_commit", "off")
@@ -167,6 +200,7 @@ public final class CoopPostgres {
             throw new UncheckedIOException("Could not start the embedded PostgreSQL server", e);
         }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            runBeforeStopping();
             try {
                 postgres.close();
             } catch (IOException | RuntimeException e) {

@@ -180,11 +180,24 @@ public final class Reads {
         return client.inTransaction("read the counts of the last " + window, c -> counts.read(c, window));
     }
 
-    public List<MessageMatch> search(String text) {
+    public List<MessageMatch> search(String text, java.time.OffsetDateTime before, int limit) {
         if (text == null || text.isBlank() || text.length() > 1_000) {
             throw new CoopValidationException("Search for 1 to 1000 characters, was "
                     + (text == null ? "null" : text.length() + " characters"));
         }
-        return client.inTransaction("search for '" + text + "'", c -> search.find(c, text.strip()));
+        String wanted = text.strip();
+        for (int i = 0; i < wanted.length(); i++) {
+            if (Character.isISOControl(wanted.charAt(i))) { // NUL cannot reach PostgreSQL; the rest garble logs
+                throw new CoopValidationException("The search text must not contain control characters, found U+"
+                        + String.format("%04X", (int) wanted.charAt(i)) + " at index " + i);
+            }
+        }
+        if (limit < 1 || limit > Search.MAX) {
+            throw new CoopValidationException("A search returns 1 to " + Search.MAX + " matches, limit was " + limit);
+        }
+        java.time.OffsetDateTime page = before == null
+                ? null
+                : new dev.coop.inspect.RunQuery(null, null, null, null, before, 1).before();
+        return client.inTransaction("search for '" + wanted + "'", c -> search.find(c, wanted, page, limit));
     }
 }

@@ -64,7 +64,8 @@ public final class Inspection {
         }
         LoadedTree read = reader.load(c, "r.message_id = ?", message.value(), scope);
         return new Hierarchy(message, topic, launched,
-                TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows())));
+                TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows()),
+                        new TaskStories(schema).read(c, read.rows())));
     }
 
     /** The tree below one run. */
@@ -77,7 +78,8 @@ public final class Inspection {
             Operations.requireLineage(lineage, anchor.getFirst().lineage());
         }
         LoadedTree read = reader.load(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
-        return TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows())).getFirst();
+        return TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows()),
+                new TaskStories(schema).read(c, read.rows())).getFirst();
     }
 
     /**

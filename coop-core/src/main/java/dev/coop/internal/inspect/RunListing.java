@@ -108,8 +108,25 @@ public final class RunListing {
                             rs.getObject(8, OffsetDateTime.class), rs.getString(9), rs.getInt(10)));
                 }
             }
+            return withRunning(c, runs);
+        }
+    }
+
+    /**
+     * The page's runs an engine executes now marked with their step ({@link RunningSteps}: one statement over the
+     * page's runnable runs, none when it has none).
+     */
+    private List<RunSummary> withRunning(Connection c, List<RunSummary> runs) throws SQLException {
+        List<UUID> runnable = runs.stream().filter(r -> r.status() == RunStatus.RUNNABLE).map(RunSummary::runId)
+                .toList();
+        Map<UUID, RunningSteps.Live> live = new RunningSteps(schema).read(c, runnable);
+        if (live.isEmpty()) {
             return runs;
         }
+        return runs.stream().map(r -> {
+            RunningSteps.Live l = live.get(r.runId());
+            return l == null ? r : r.withRunning(l.view(List.of()));
+        }).toList();
     }
 
     /** How many runs match the query's status, saga, topic and age (its limit does not apply), by status. */

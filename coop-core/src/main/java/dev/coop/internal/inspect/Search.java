@@ -10,13 +10,17 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
- * Finds messages by what an operator has at hand: a message id, or the idempotency key it was launched with. Each way
- * is one indexed statement; further keys (a business key of the outside world, say) are one more method here and one
- * more line in {@link #find}.
+ * Finds messages by what an operator has at hand: a message id, the idempotency key, business key or tag it was
+ * launched with, or the key or token of an external task in its hierarchy. Each way is one indexed statement, newest
+ * first and bounded; the matches of all ways are merged newest first, a message matched two ways listed once with
+ * both. A page ends at {@code limit} matches; the next page is the matches launched before the last one's time.
  */
 public final class Search {
     /** Matches returned at most. */
@@ -28,38 +32,72 @@ public final class Search {
         this.schema = schema;
     }
 
-    /** The messages {@code text} names: as a message id, then as an idempotency key; newest first. */
+    /** The messages {@code text} names, newest first, at most {@link #MAX}. */
     public List<MessageMatch> find(Connection c, String text) throws SQLException {
-        List<MessageMatch> found = new ArrayList<>(byId(c, text));
-        found.addAll(byIdempotencyKey(c, text));
-        return found.size() > MAX ? found.subList(0, MAX) : found;
+        return find(c, text, null, MAX);
     }
 
-    private List<MessageMatch> byId(Connection c, String text) throws SQLException {
+    /**
+     * The messages {@code text} names launched before {@code before} (null: any time), newest first, at most
+     * {@code limit}.
+     */
+    public List<MessageMatch> find(Connection c, String text, OffsetDateTime before, int limit) throws SQLException {
+        Map<MessageId, MessageMatch> found = new LinkedHashMap<>();
+        add(found, byId(c, text, before));
+        add(found, read(c, """
+                SELECT m.id, m.topic, m.created_at FROM {schema}.message m
+                 WHERE m.topic IN (SELECT DISTINCT topic FROM {schema}.saga_registration) AND m.idempotency_key = ?
+                """, text, before, limit, "idempotency key"));
+        add(found, read(c, """
+                SELECT m.id, m.topic, m.created_at FROM {schema}.message m WHERE m.business_key = ?
+                """, text, before, limit, "business key"));
+        add(found, read(c, """
+                SELECT m.id, m.topic, m.created_at FROM {schema}.message m WHERE m.tags @> ARRAY[?::text]
+                """, text, before, limit, "tag"));
+        add(found, read(c, """
+                SELECT DISTINCT m.id, m.topic, m.created_at FROM {schema}.external_task t
+                  JOIN {schema}.message m ON m.id = t.root_id
+                 WHERE t.task_key = ?
+                """, text, before, limit, "task key"));
+        add(found, read(c, """
+                SELECT m.id, m.topic, m.created_at FROM {schema}.external_task t
+                  JOIN {schema}.message m ON m.id = t.root_id
+                 WHERE t.token = ?
+                """, text, before, limit, "task token"));
+        List<MessageMatch> all = new ArrayList<>(found.values());
+        all.sort(Comparator.comparing(MessageMatch::launchedAt).reversed()
+                .thenComparing(m -> m.messageId().toString()));
+        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+    }
+
+    private static void add(Map<MessageId, MessageMatch> found, List<MessageMatch> matches) {
+        for (MessageMatch m : matches) {
+            found.merge(m.messageId(), m, (a, b) -> new MessageMatch(a.messageId(), a.topic(), a.launchedAt(),
+                    a.matchedBy() + ", " + b.matchedBy()));
+        }
+    }
+
+    private List<MessageMatch> byId(Connection c, String text, OffsetDateTime before) throws SQLException {
         UUID id;
         try {
             id = UUID.fromString(text);
         } catch (IllegalArgumentException notAnId) {
             return List.of();
         }
-        return read(c, "SELECT id, topic, created_at FROM {schema}.message WHERE id = ?", id, "message id");
+        return read(c, "SELECT m.id, m.topic, m.created_at FROM {schema}.message m WHERE m.id = ?", id, before, 1,
+                "message id");
     }
 
-    /**
-     * By idempotency key, whatever the topic: one probe of the key's index ({@code (topic, idempotency_key)}) per
-     * topic a saga is registered for, so messages of topics nobody handles are not found this way.
-     */
-    private List<MessageMatch> byIdempotencyKey(Connection c, String key) throws SQLException {
-        return read(c, """
-                SELECT m.id, m.topic, m.created_at FROM {schema}.message m
-                 WHERE m.topic IN (SELECT DISTINCT topic FROM {schema}.saga_registration) AND m.idempotency_key = ?
-                 ORDER BY m.created_at DESC LIMIT %d
-                """.formatted(MAX), key, "idempotency key");
-    }
-
-    private List<MessageMatch> read(Connection c, String sql, Object value, String matchedBy) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
+    /** One way of matching: {@code sql} selects (id, topic, created_at) of {@code m} for the one bound value. */
+    private List<MessageMatch> read(Connection c, String sql, Object value, OffsetDateTime before, int limit,
+            String matchedBy) throws SQLException {
+        String page = sql.strip() + (before == null ? "" : " AND m.created_at < ?")
+                + " ORDER BY m.created_at DESC LIMIT " + limit;
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(page))) {
             ps.setObject(1, value);
+            if (before != null) {
+                ps.setObject(2, before);
+            }
             List<MessageMatch> found = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

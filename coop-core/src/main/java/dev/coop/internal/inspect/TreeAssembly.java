@@ -26,6 +26,12 @@ final class TreeAssembly {
     /** The views of the tree's top runs, each with its steps and, recursively, the runs it caused. */
     static List<RunView> assemble(LoadedTree read, Map<UUID, String> waitingFor,
             Map<UUID, RunningSteps.Live> running) {
+        return assemble(read, waitingFor, running, Map.of());
+    }
+
+    /** The same, with the stories of the tree's external tasks, by their runs. */
+    static List<RunView> assemble(LoadedTree read, Map<UUID, String> waitingFor,
+            Map<UUID, RunningSteps.Live> running, Map<UUID, dev.coop.inspect.TaskSummary> tasks) {
         List<TreeRow> rows = read.rows();
         Map<UUID, List<Event>> byRun = byRun(read.events());
         Map<UUID, List<TreeRow>> children = new LinkedHashMap<>();
@@ -53,7 +59,7 @@ final class TreeAssembly {
             } else {
                 built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList(),
                         read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq(),
-                        waitingFor.get(r.id()), running.get(r.id())));
+                        waitingFor.get(r.id()), running.get(r.id()), tasks.get(r.id())));
             }
         }
         return roots.stream().map(r -> built.get(r.id())).toList();
@@ -72,14 +78,14 @@ final class TreeAssembly {
 
     private static RunView view(TreeRow r, Map<UUID, List<Event>> byRun, List<RunView> kids,
             List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor,
-            RunningSteps.Live live) {
+            RunningSteps.Live live, dev.coop.inspect.TaskSummary task) {
         List<StepView> steps = counted(StepViews.steps(byRun.getOrDefault(r.id(), List.of())),
                 launchedBySeq.get(r.id()));
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()), steps,
                 kids, collapsed, r.sagaVersion(), live == null ? waitingFor : null, r.ordering(),
-                live == null ? null : live.view(steps));
+                live == null ? null : live.view(steps), task);
     }
 
     /**

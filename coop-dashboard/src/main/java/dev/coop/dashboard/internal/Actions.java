@@ -61,14 +61,31 @@ final class Actions {
             throw new Handler.BadRequest(refusal.status(), refusal.why());
         }
         String outcome = act(action, message, lineage, reason);
-        boolean ok = !outcome.startsWith(REFUSED);
         AuditEntry entry = client.recordAudit(message, lineage, action, caller.name(), reason, outcome);
         ObjectNode o = mapper.createObjectNode();
-        o.put("ok", ok && !outcome.equals("NOT_PARKED"));
+        o.put("ok", !outcome.startsWith(REFUSED) && !outcome.equals("NOT_PARKED"));
         o.put("outcome", outcome);
         o.put("auditId", entry.id());
         o.put("messageId", message.toString());
+        return notDone(o, outcome.startsWith(REFUSED) ? 400 : 409);
+    }
+
+    /**
+     * An answer that did not do what was asked says so with its HTTP status ({@code status}: 400 for a refused
+     * request, 409 for one the state refused, e.g. a run no longer parked) and an {@code error} the page shows;
+     * its audit entry is written already.
+     */
+    static ObjectNode notDone(ObjectNode o, int status) {
+        if (!o.path("ok").asBoolean(true)) {
+            o.put("status", status);
+            o.put("error", o.path("outcome").asText());
+        }
         return o;
+    }
+
+    /** The HTTP status of an action's answer. */
+    static int status(JsonNode answer) {
+        return answer.path("ok").asBoolean(true) ? 200 : answer.path("status").asInt(400);
     }
 
     private static final String REFUSED = "REFUSED: ";

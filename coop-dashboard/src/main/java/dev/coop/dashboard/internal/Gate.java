@@ -11,7 +11,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The standalone dashboard's front door: its login form and logout, and who a request comes from (a session
- * cookie, a bearer token or basic credentials); failed logins are throttled per user and per address.
+ * cookie, a bearer token or basic credentials); failed logins are throttled per user and per address, and a
+ * locked address refuses only failing credentials.
  * Authenticated requests go on to the {@link Handler}.
  */
 public final class Gate {
@@ -76,9 +77,10 @@ public final class Gate {
             return null;
         }
         String user = Accounts.basicUser(authorization);
-        checkThrottle(ex, user);
+        checkUser(ex, user);
         Caller who = accounts.authorization(authorization);
         if (who == null) {
+            checkAddress(ex, user);
             refused(ex, user, "credentials in the Authorization header");
         } else {
             throttle.succeeded(user, ex.remoteAddress());
@@ -93,9 +95,9 @@ public final class Gate {
                 ex.send(200, Assets.type("login.html"), Assets.bytes("login.html"));
                 return;
             }
-            checkThrottle(ex, null);
             Caller byLink = accounts.token(token);
             if (byLink == null) { // a stale link: the form, and a failure counted against the address
+                checkAddress(ex, null);
                 refused(ex, null, "a login link");
                 Responses.redirect(ex, "/login?failed=1");
                 return;
@@ -111,9 +113,10 @@ public final class Gate {
         String token = form.get("token");
         boolean byToken = token != null && !token.isEmpty();
         String user = byToken ? null : form.get("user");
-        checkThrottle(ex, user);
+        checkUser(ex, user);
         Caller who = byToken ? accounts.token(token) : accounts.password(user, form.get("password"));
         if (who == null) {
+            checkAddress(ex, user);
             refused(ex, user, byToken ? "a token" : "a password");
             Responses.redirect(ex, "/login?failed=1");
             return;
@@ -121,8 +124,21 @@ public final class Gate {
         startSession(ex, who, user);
     }
 
-    private void checkThrottle(Exchange ex, String user) {
-        Duration wait = throttle.wait(user, ex.remoteAddress());
+    /** A name locked by its failures waits before its password is even checked. */
+    private void checkUser(Exchange ex, String user) {
+        tooMany(ex, throttle.userWait(user));
+    }
+
+    /** Failing credentials from a locked address are answered 429 (and counted); valid ones got in before. */
+    private void checkAddress(Exchange ex, String user) {
+        Duration wait = throttle.addressWait(ex.remoteAddress());
+        if (!wait.isZero()) {
+            throttle.failed(user, ex.remoteAddress());
+        }
+        tooMany(ex, wait);
+    }
+
+    private static void tooMany(Exchange ex, Duration wait) {
         if (!wait.isZero()) {
             long seconds = Math.max(1, (wait.toMillis() + 999) / 1000);
             ex.responseHeader("Retry-After", Long.toString(seconds));

@@ -104,7 +104,7 @@ public final class Handler {
             case "schedules" -> outside.schedules();
             case "joins" -> outside.joins(ex);
             case "tasks" -> outside.tasks(ex);
-            case "find" -> listings.find(Params.text(ex, "q"));
+            case "find" -> listings.search(ex);
             case "io" -> io.read(ex);
             case "parked-count" -> listings.parkedCount(ex);
             case "search" -> listings.search(ex);
@@ -140,7 +140,8 @@ public final class Handler {
         if (body == null || !body.isObject()) {
             throw new BadRequest(400, "The action must be a JSON object");
         }
-        json(ex, actions.take(body, caller, mapper));
+        JsonNode answer = actions.take(body, caller, mapper);
+        ex.send(Actions.status(answer), "application/json; charset=utf-8", mapper.writeValueAsBytes(answer));
     }
 
     /** A cookie session's action must echo its CSRF token, and come from this origin when the browser says so. */

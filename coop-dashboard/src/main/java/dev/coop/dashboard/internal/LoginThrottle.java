@@ -6,10 +6,11 @@ import java.util.Map;
 import java.util.function.LongSupplier;
 
 /**
- * Failed logins, counted per user name and per client address. After {@link #PER_USER} failures for a name (or
- * {@link #PER_ADDRESS} from an address) further attempts are refused without checking the secret, for one second,
- * then twice as long after each further failure, up to {@link #MAX_LOCK}; a successful login clears the name's and the
- * address's count. Bounded: the least recently used of more than {@link #TRACKED} names or addresses are forgotten.
+ * Failed logins, counted per user name and per client address. After {@link #PER_USER} failures for a name,
+ * further passwords for it are refused without checking them; after {@link #PER_ADDRESS} failures from an address,
+ * its failing credentials are answered 429 (valid ones pass: an address may be a proxy's, shared by every operator).
+ * Each lock lasts one second, then twice as long after each further failure, up to {@link #MAX_LOCK}; a successful
+ * login clears the name's and the address's count. Bounded: the least recently used of more than {@link #TRACKED} names or addresses are forgotten.
  */
 public final class LoginThrottle {
     public static final int PER_USER = 5;
@@ -38,9 +39,28 @@ public final class LoginThrottle {
 
     /** How long this user (null: unknown) from this address must wait before trying again; zero when it may try. */
     public synchronized Duration wait(String user, String address) {
+        return Duration.ofNanos(Math.max(userWait(user).toNanos(), addressWait(address).toNanos()));
+    }
+
+    /**
+     * How long a password for this user (null: none) must wait before it is checked at all: the lock that keeps a
+     * guesser from trying one name's password faster, from any address.
+     */
+    public synchronized Duration userWait(String user) {
+        if (user == null) {
+            return Duration.ZERO;
+        }
         long now = nanoTime.getAsLong();
-        long until = Math.max(lockedUntil("a:" + address, now), user == null ? now : lockedUntil("u:" + user, now));
-        return Duration.ofNanos(Math.max(0, until - now));
+        return Duration.ofNanos(Math.max(0, lockedUntil("u:" + user, now) - now));
+    }
+
+    /**
+     * How long this address is locked: its failing credentials are answered 429 until then. Valid ones pass: behind
+     * a proxy, every operator shares the address of the one who mistyped.
+     */
+    public synchronized Duration addressWait(String address) {
+        long now = nanoTime.getAsLong();
+        return Duration.ofNanos(Math.max(0, lockedUntil("a:" + address, now) - now));
     }
 
     public synchronized void failed(String user, String address) {

@@ -89,6 +89,18 @@ final class Params {
                 + v + "'");
     }
 
+    /**
+     * {@code q} narrowed by the parameter's value, or a 400 naming the parameter (the query type names its own
+     * field, which the caller did not send).
+     */
+    static <Q> Q valid(String name, Q q, String value, java.util.function.BiFunction<Q, String, Q> narrow) {
+        try {
+            return narrow.apply(q, value);
+        } catch (dev.coop.failure.CoopValidationException e) {
+            throw new Handler.BadRequest(400, "Parameter '" + name + "' is refused: " + e.getMessage());
+        }
+    }
+
     private static String required(Exchange ex, String name) {
         String v = text(ex, name);
         if (v == null) {

@@ -54,23 +54,23 @@ final class RunListings {
         }
         String saga = Params.text(ex, "saga");
         if (saga != null) {
-            q = q.saga(saga);
+            q = Params.valid("saga", q, saga, RunQuery::saga);
         }
         String topic = Params.text(ex, "topic");
         if (topic != null) {
-            q = q.topic(topic);
+            q = Params.valid("topic", q, topic, RunQuery::topic);
         }
         String businessKey = Params.text(ex, "key");
         if (businessKey != null) {
-            q = q.businessKey(businessKey);
+            q = Params.valid("key", q, businessKey, RunQuery::businessKey);
         }
         String tag = Params.text(ex, "tag");
         if (tag != null) {
-            q = q.tag(tag);
+            q = Params.valid("tag", q, tag, RunQuery::tag);
         }
         String failureType = Params.text(ex, "failureType");
         if (failureType != null) {
-            q = q.failureType(failureType);
+            q = Params.valid("failureType", q, failureType, RunQuery::failureType);
         }
         OffsetDateTime since = Params.time(ex, "since");
         if (since != null) {
@@ -95,55 +95,38 @@ final class RunListings {
     }
 
     /**
-     * The messages the text names: by id, by idempotency key ({@link CoopClient#search}); more kinds of keys (the
-     * business keys of the outside world, say) come through the same call and show their own {@code matchedBy}.
+     * The search box ({@code api/search}, and {@code api/find}, its older name): every message the text names
+     * ({@link CoopClient#search(String, OffsetDateTime, int)}: by id, idempotency key, business key, tag, or an
+     * external task's key or token), newest first, {@code limit} (default 50) a page; {@code next} is the
+     * {@code before} of the next page, present while a page is full.
      */
     ObjectNode search(Exchange ex) {
         String text = Params.text(ex, "q");
         if (text == null) {
-            throw new Handler.BadRequest(400, "Missing parameter 'q': what to search for");
+            throw new Handler.BadRequest(400, "Missing parameter 'q': what to search for (a message id, an"
+                    + " idempotency or business key, a tag, an external task's key or token)");
+        }
+        OffsetDateTime before = Params.time(ex, "before");
+        int limit = (int) Params.integer(ex, "limit", 50, 1, 100);
+        java.util.List<MessageMatch> found;
+        try {
+            found = client.search(text, before, limit);
+        } catch (CoopValidationException e) {
+            throw new Handler.BadRequest(400, "Parameter 'q' is refused: " + e.getMessage());
         }
         ObjectNode o = mapper.createObjectNode();
         o.put("query", text);
         ArrayNode matches = o.putArray("matches");
-        for (MessageMatch m : client.search(text)) {
+        for (MessageMatch m : found) {
             ObjectNode n = matches.addObject();
             n.put("messageId", m.messageId().toString());
             n.put("topic", m.topic());
             n.put("launchedAt", JsonText.str(m.launchedAt()));
             n.put("matchedBy", m.matchedBy());
         }
-        return o;
-    }
-
-    /**
-     * The search box: a business key (the newest hierarchy launched with it) or an external task's key or token (its
-     * hierarchy), found through indexes; message ids and lineages are opened by the page itself.
-     */
-    ObjectNode find(String q) {
-        if (q == null) {
-            throw new Handler.BadRequest(400,
-                    "Search for what? 'q' is a business key or an external task's key or token");
+        if (found.size() == limit) {
+            o.put("next", JsonText.str(found.getLast().launchedAt()));
         }
-        ObjectNode o = mapper.createObjectNode();
-        try {
-            var task = client.externalTask(q);
-            if (task.isPresent()) {
-                o.put("messageId", task.get().lineage().getFirst().toString());
-                o.put("runId", task.get().runId().toString());
-                o.put("found", "external task");
-                return o;
-            }
-        } catch (CoopValidationException e) {
-            // not a task key or token (a business key may still match)
-        }
-        var runs = client.runs(RunQuery.newest().businessKey(q).limit(1));
-        if (runs.isEmpty()) {
-            throw new Handler.BadRequest(404, "Nothing has the business key, task key or token '" + q + "'");
-        }
-        o.put("messageId", runs.getFirst().lineage().root().toString());
-        o.put("runId", runs.getFirst().runId().toString());
-        o.put("found", "business key");
         return o;
     }
 }

@@ -52,11 +52,16 @@ final class TaskActions {
         }
         String outcome;
         boolean ok = true;
+        int status = 409;
         try {
             outcome = (COMPLETE.equals(action)
                     ? client.complete(view.token(), result, actor)
                     : client.fail(view.token(), reason, actor)).name();
-        } catch (CoopValidationException | TaskRefusedException e) {
+        } catch (CoopValidationException e) {
+            ok = false;
+            status = 400;
+            outcome = "REFUSED: " + e.getMessage();
+        } catch (TaskRefusedException e) {
             ok = false;
             outcome = "REFUSED: " + e.getMessage();
         }
@@ -67,6 +72,6 @@ final class TaskActions {
         o.put("outcome", outcome);
         o.put("auditId", entry.id());
         o.put("messageId", message.toString());
-        return o;
+        return Actions.notDone(o, status);
     }
 }

@@ -191,7 +191,7 @@
       else if (r.page === 'schedules') await schedulesPage(main, token);
       else if (r.page === 'counts') await countsPage(main, r.params, token);
       else if (r.page === 'joins') await joinsPage(main, r.params, token);
-      else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, token);
+      else if (r.page === 'search' && r.arg) await searchPage(main, r.arg, r.params, token);
       else await runsPage(main, r.params, token);
     } catch (e) {
       if (token !== renderToken) return;
@@ -241,20 +241,28 @@
     if (!current(token)) return;
     if (tasks && tasks.tasks.length) main.appendChild(tasksPanel(tasks.tasks));
 
+    const checked = new Map(); // run id -> run: the rows ticked for an action on them
+    const picked = operator() ? checkedBar(checked) : null;
+    if (picked) main.appendChild(picked.bar);
     const table = h('table', { class: 'runs' },
-      h('thead', null, h('tr', null, ['Created', 'Status', 'Saga', 'Topic', 'Failure', 'Run'].map(t => h('th', { text: t })))));
+      h('thead', null, h('tr', null, operator() ? h('th', null, h('span', { class: 'sr', text: 'Select' })) : null,
+        ['Created', 'Status', 'Saga', 'Topic', 'Failure', 'Run'].map(t => h('th', { text: t })))));
     const body = h('tbody');
     for (const run of data.runs) {
       const root = run.lineage[0];
       body.appendChild(h('tr', null,
+        picked ? h('td', null, h('input', { type: 'checkbox', class: 'pick', 'aria-label': 'Select run ' + run.runId,
+          onchange: e => { if (e.target.checked) checked.set(run.runId, run); else checked.delete(run.runId); picked.update(); } })) : null,
         h('td', { class: 'mono', text: time(run.createdAt) }),
-        h('td', null, badge(run.status)),
+        h('td', null, badge(run.running ? 'RUNNING' : run.status),
+          run.running ? h('span', { class: 'muted running-now', text: ' ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
+            + ' since ' + time(run.running.since) }) : null),
         h('td', null, h('a', { href: '#/h/' + q(root) + '?run=' + q(run.runId), text: sagaLabel(run) })),
         h('td', { text: run.topic }),
         h('td', { class: 'msg', text: firstLine(run.failureMessage) }),
         h('td', null, h('a', { href: '#/run/' + run.lineage.join('.'), title: 'This run and what it caused' }, idSpan(run.runId)), copyButton(run.runId))));
     }
-    if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: '6', class: 'muted', text: 'No runs match.' })));
+    if (!data.runs.length) body.appendChild(h('tr', null, h('td', { colspan: operator() ? '7' : '6', class: 'muted', text: 'No runs match.' })));
     table.appendChild(body);
     main.appendChild(h('div', { class: 'scroll' }, table));
 
@@ -307,6 +315,41 @@
         onclick: () => confirmSelection('rollback-selection', selection, words, committed) }, '↺ Roll back ' + committed + ' committed'));
   }
 
+  /** The ticked rows as a whole: cancel the unfinished ones or roll back the committed ones, one audited action each. */
+  function checkedBar(checked) {
+    const cancel = h('button', { type: 'button', class: 'small', id: 'cancel-checked', disabled: true });
+    const rollback = h('button', { type: 'button', class: 'small', id: 'rollback-checked', disabled: true });
+    const bar = h('div', { class: 'actions bulk', id: 'checked', role: 'group', 'aria-label': 'Act on the ticked runs' },
+      h('span', { class: 'muted', text: 'Ticked runs: ' }), cancel, rollback);
+    const plural = n => n + ' run' + (n === 1 ? '' : 's');
+    const update = () => {
+      const runs = [...checked.values()];
+      const open = runs.filter(r => !FINISHED.has(r.status));
+      const committed = runs.filter(r => r.status === 'COMMITTED');
+      cancel.textContent = '✗ Cancel ' + plural(open.length) + ' ticked';
+      rollback.textContent = '↺ Roll back ' + plural(committed.length) + ' ticked';
+      cancel.disabled = !open.length;
+      rollback.disabled = !committed.length;
+      cancel.onclick = () => confirmChecked('cancel', open);
+      rollback.onclick = () => confirmChecked('rollback', committed);
+    };
+    update();
+    return { bar, update };
+  }
+
+  function confirmChecked(action, runs) {
+    const cancel = action === 'cancel';
+    const n = runs.length + ' run' + (runs.length === 1 ? '' : 's');
+    openDialog({
+      title: (cancel ? 'Cancel ' : 'Roll back ') + n + ' (' + names(runs) + ')?',
+      what: cancel
+        ? 'Each ticked run gives up at its next step boundary and rolls back, running its compensations, with everything it caused.'
+        : 'Each ticked run rolls back its whole history, children first, running compensations.',
+      effects: ['One action per run, each with an audit entry with your name and this reason.'],
+      ok: (cancel ? 'Cancel ' : 'Roll back ') + n, bodies: runs.map(r => ({ action, lineage: r.lineage })),
+    });
+  }
+
   function confirmSelection(action, selection, words, count) {
     const cancel = action === 'cancel-selection';
     openDialog({
@@ -316,7 +359,7 @@
         : 'Every committed run of the selection rolls back its whole history, children first, running compensations.',
       effects: ['Done in batches of 1,000 runs, each its own transaction; runs that match by then are acted on too.',
         'Each hierarchy gets an audit entry with your name and this reason; each run an event in its log.'],
-      ok: (cancel ? 'Cancel ' : 'Roll back ') + count + ' runs', body: { action, selection },
+      ok: (cancel ? 'Cancel ' : 'Roll back ') + count + ' run' + (count === 1 ? '' : 's'), body: { action, selection },
     });
   }
 
@@ -344,7 +387,7 @@
       h('td', { class: 'mono', text: time(p.createdAt) })));
     const sagas = [...new Set(parked.map(p => p.saga))];
     return h('section', { class: 'parked', 'aria-label': 'Parked runs' },
-      h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? '' : 's') + ' wait for an operator'),
+      h('h2', null, '‖ ' + parked.length + ' parked run' + (parked.length === 1 ? ' waits' : 's wait') + ' for an operator'),
       operator() ? h('div', { class: 'actions bulk' }, sagas.map(saga => h('button', { type: 'button', class: 'small retry-all',
         onclick: () => confirmRetryAll(saga).catch(e => flash(e.message, true)) }, '↻ Retry all parked runs of ' + saga))) : null,
       h('div', { class: 'scroll' }, h('table', null,
@@ -363,26 +406,24 @@
         h('button', { type: 'button', class: 'complete-task', onclick: () => confirmTask('complete-task', t) }, '✓ Complete'),
         h('button', { type: 'button', class: 'fail-task', onclick: () => confirmTask('fail-task', t) }, '✗ Fail')] : '')));
     return h('section', { class: 'tasks', 'aria-label': 'Open external tasks' },
-      h('h2', null, '⧗ ' + tasks.length + ' open external task' + (tasks.length === 1 ? '' : 's') + ' wait for the outside world'),
+      h('h2', { id: 'tasks-title' }, h('span', { 'aria-hidden': 'true', text: '◷ ' }), tasks.length + ' open external task'
+        + (tasks.length === 1 ? ' waits' : 's wait') + ' for the outside world'),
       h('div', { class: 'scroll' }, h('table', null,
         h('thead', null, h('tr', null, ['Task', 'Key', 'Age', 'Deadline', ''].map(c => h('th', { text: c })))),
         h('tbody', null, rows))));
   }
 
+  /** Complete (with a JSON result typed in the dialog, checked as it is typed and repeated as sent) or fail a task. */
   function confirmTask(action, task) {
-    let result;
-    if (action === 'complete-task') {
-      const text = window.prompt('The result of task ' + task.name + ' (JSON, e.g. "approved" or {"ok": true}):', '"approved"');
-      if (text === null) return;
-      try { result = JSON.parse(text); } catch (e) { flash('The result is not JSON: ' + e.message, true); return; }
-    }
+    const complete = action === 'complete-task';
     openDialog({
-      title: (action === 'complete-task' ? 'Complete ' : 'Fail ') + task.name + (task.key ? ' (' + task.key + ')' : '') + '?',
-      what: action === 'complete-task'
-        ? 'The run that waits for this task goes on with this result, as if the outside world had completed it.'
+      title: (complete ? 'Complete ' : 'Fail ') + task.name + (task.key ? ' (' + task.key + ')' : '') + '?',
+      what: complete
+        ? 'The run that waits for this task goes on with the result below, as if the outside world had completed it.'
         : 'The task fails: a child failure of the step that opened it (its handler may recover; otherwise the run rolls back).',
-      effects: [], ok: action === 'complete-task' ? 'Complete it' : 'Fail it',
-      body: action === 'complete-task' ? { action, task: task.token, result } : { action, task: task.token },
+      effects: [], ok: complete ? 'Complete it' : 'Fail it',
+      result: complete ? '"approved"' : null,
+      body: complete ? { action, task: task.token } : { action, task: task.token },
     });
   }
 
@@ -488,7 +529,7 @@
     }
 
     main.appendChild(h('h2', { id: 'audit-title' }, 'Audit'));
-    main.appendChild(auditTable(data.audit || []));
+    main.appendChild(auditTable(data.audit || [], all.filter(r => r.task && r.task.settledBy)));
 
     main.appendChild(h('h2', { id: 'events-title' }, 'Events'));
     main.appendChild(eventsSection(view.messageId, events));
@@ -573,6 +614,7 @@
       run.running ? h('span', { class: 'running-now', text: '▶ ' + run.running.step + (run.running.engine ? ' on ' + run.running.engine : '')
         + ', attempt ' + run.running.attempt }) : null,
       run.waitingFor ? h('span', { class: 'muted waiting-for', text: '(' + run.waitingFor + ')' }) : null,
+      run.task ? h('span', { class: 'task-story', text: taskStory(run.task, ctx.now) }) : null,
       run.failure ? h('span', { class: 'error', text: failed + ' ' + shortType(run.failure.type) }) : null,
       h('a', { href: '#/run/' + run.lineage.join('.'), title: 'Open this run (deep link by lineage)' }, idSpan(run.runId)), copyButton(run.runId)));
     let built = false;
@@ -791,7 +833,7 @@
       legend('k-STEP', 'step'), legend('k-CHILD_FAILURE_HANDLER', 'child-failure handler'),
       legend('k-ROLLBACK_CHILDREN', 'rolling back children'), legend('k-COMPENSATION', 'compensation'),
       legend('k-failed', 'failed'), legend('k-ATTEMPT_FAILED', 'failed attempt (retried)'), legend('k-PARKED', 'parked'),
-      legend('k-running', 'running now'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
+      legend('k-running', 'running now'), legend('k-TASK', 'external task waiting'), h('span', null, h('span', { class: 'tl-wait' }), 'waiting for its children'),
       h('span', { class: 'muted', text: 'total ' + duration(span) })));
     const axis = h('div', { class: 'tl-row tl-axis', 'aria-hidden': 'true' }, h('div', { class: 'tl-label muted', text: 'run' }));
     const lane = h('div', { class: 'tl-lane' });
@@ -825,6 +867,12 @@
         l.appendChild(h('div', { class: 'tl-seg ' + (s.failure && !OWN_STYLE.has(s.kind) ? 'k-failed' : 'k-' + s.kind), style: { left: pct(a), width: width(a, b) },
           title: r.saga + ': ' + s.name + ' (' + (KIND[s.kind] || {}).label + (s.attempt ? ' ' + s.attempt : '') + ') ' + duration(b - a) + (s.failure ? ' ✗ ' + firstLine(s.failure.message) : '') }));
       });
+      if (r.task && r.task.openedAt) { // an external task: a bar from its opening to its settling (or now)
+        const a = ms(r.task.openedAt);
+        const b = ms(r.task.settledAt) || end || hi;
+        l.appendChild(h('div', { class: 'tl-seg k-TASK', style: { left: pct(a), width: width(a, b) },
+          title: 'external task ' + r.task.name + (r.task.key ? ' (' + r.task.key + ')' : '') + ': ' + taskWords(r.task) + ', waited ' + duration(b - a) }));
+      }
       if (r.running && r.running.since) { // the step in flight: a bar up to now, growing with each refresh
         const a = ms(r.running.since);
         const b = Math.max(end || hi, a);
@@ -844,14 +892,38 @@
 
   // ---- audit and events
 
-  function auditTable(entries) {
-    if (!entries.length) return h('p', { class: 'muted', id: 'audit', text: 'No operator action was taken on this hierarchy.' });
-    return h('div', { class: 'scroll' }, h('table', { id: 'audit' },
+  /** An external task's state and who settled it: "completed by ops:ada". */
+  function taskWords(t) {
+    return t.state.toLowerCase().replace('_', ' ') + (t.settledBy ? ' by ' + t.settledBy : '');
+  }
+
+  /** An external task in the tree: key, state, who settled it, opened and settled, how long it waited. */
+  function taskStory(t, now) {
+    const waited = (Date.parse(t.settledAt || now) - Date.parse(t.openedAt));
+    return (t.key ? 'key ' + t.key + ' · ' : '') + taskWords(t) + ' · opened ' + time(t.openedAt)
+      + (t.settledAt ? ', settled ' + time(t.settledAt) + ', waited ' : ', waiting for ') + duration(waited);
+  }
+
+  /** The operators' actions, and who settled the hierarchy's external tasks (outside the dashboard too). */
+  function auditTable(entries, settled) {
+    const tasks = (settled || []).length ? h('div', { class: 'scroll' }, h('table', { id: 'task-settlements' },
+      h('thead', null, h('tr', null, ['Settled', 'Who', 'Task', 'Key', 'State', 'Waited'].map(t => h('th', { text: t })))),
+      h('tbody', null, settled.map(r => h('tr', null,
+        h('td', { class: 'mono', text: time(r.task.settledAt) }), h('td', { class: 'actor', text: r.task.settledBy }),
+        h('td', { text: r.task.name }), h('td', { class: 'mono', text: r.task.key || '–' }),
+        h('td', { text: r.task.state.toLowerCase().replace('_', ' ') }),
+        h('td', { text: duration(r.task.waitedMs) })))))) : null;
+    if (!entries.length) {
+      return h('div', null, h('p', { class: 'muted', id: 'audit', text: tasks
+        ? 'No operator action was taken on this hierarchy in the dashboard; its external tasks were settled as follows.'
+        : 'No operator action was taken on this hierarchy.' }), tasks);
+    }
+    return h('div', null, tasks, h('div', { class: 'scroll' }, h('table', { id: 'audit' },
       h('thead', null, h('tr', null, ['When', 'Who', 'Action', 'Scope', 'Why', 'Outcome'].map(t => h('th', { text: t })))),
       h('tbody', null, entries.map(e => h('tr', null,
         h('td', { class: 'mono', text: time(e.createdAt) }), h('td', { class: 'actor', text: e.actor }),
         h('td', { text: e.action }), h('td', null, e.scope.length ? idSpan(e.scope[e.scope.length - 1]) : 'whole message'),
-        h('td', { class: 'msg reason', text: e.reason }), h('td', { class: 'msg', text: e.outcome }))))));
+        h('td', { class: 'msg reason', text: e.reason }), h('td', { class: 'msg', text: e.outcome })))))));
   }
 
   function eventsSection(message, first) {
@@ -928,11 +1000,11 @@
   async function confirmRetryAll(saga) {
     const count = await api('parked-count?saga=' + q(saga));
     openDialog({
-      title: 'Retry all ' + count.parked + ' parked runs of ' + saga + '?',
+      title: 'Retry all ' + count.parked + ' parked run' + (count.parked === 1 ? '' : 's') + ' of ' + saga + '?',
       what: 'Run the parked step of each of the ' + count.parked + ' parked runs of saga ' + saga + ' again now, from attempt 1.',
       effects: ['Done in batches of 1,000 runs, each its own transaction.',
         'Each hierarchy gets an audit entry with your name and this reason; each run a RETRIED event in its log.'],
-      ok: 'Retry ' + count.parked + ' runs', body: { action: 'retry-parked', saga },
+      ok: 'Retry ' + count.parked + ' run' + (count.parked === 1 ? '' : 's'), body: { action: 'retry-parked', saga },
     });
   }
 
@@ -943,6 +1015,10 @@
     return [...counts].map(([s, n]) => n > 1 ? s + ' ×' + n : s).join(', ');
   }
 
+  /**
+   * The confirmation of an action: what it does, a reason, and for a task's completion its JSON result, checked as
+   * it is typed and repeated as it will be sent. {@code spec.bodies}: one action per selected run, each audited.
+   */
   function openDialog(spec) {
     const dialog = document.getElementById('confirm');
     document.getElementById('confirm-title').textContent = spec.title;
@@ -952,20 +1028,55 @@
     const reason = document.getElementById('confirm-reason');
     const ok = document.getElementById('confirm-ok');
     const error = document.getElementById('confirm-error');
+    const resultBox = document.getElementById('confirm-result-box');
+    const resultText = document.getElementById('confirm-result');
+    const resultCheck = document.getElementById('confirm-result-check');
+    const wantsResult = spec.result !== null && spec.result !== undefined;
+    resultBox.hidden = !wantsResult;
+    resultText.value = wantsResult ? spec.result : '';
+    let parsed = { valid: !wantsResult, value: undefined };
+    const checkResult = () => {
+      if (!wantsResult) return;
+      try {
+        parsed = { valid: true, value: JSON.parse(resultText.value) };
+        resultCheck.className = 'muted';
+        resultCheck.textContent = 'Sends the result: ' + JSON.stringify(parsed.value);
+      } catch (err) {
+        parsed = { valid: false, value: undefined };
+        resultCheck.className = 'error';
+        resultCheck.textContent = 'Not JSON yet: ' + err.message;
+      }
+    };
+    const enable = () => { ok.disabled = !reason.value.trim() || !parsed.valid; };
+    checkResult();
     reason.value = '';
     error.textContent = '';
     ok.textContent = spec.ok;
     ok.disabled = true;
-    reason.oninput = () => { ok.disabled = !reason.value.trim(); };
+    reason.oninput = enable;
+    resultText.oninput = () => { checkResult(); enable(); };
     document.getElementById('confirm-cancel').onclick = () => dialog.close();
     document.getElementById('confirm-form').onsubmit = async e => {
       e.preventDefault();
-      if (!reason.value.trim()) return;
+      if (!reason.value.trim() || !parsed.valid) return;
       ok.disabled = true;
+      const bodies = spec.bodies || [spec.body];
+      const extra = wantsResult ? { result: parsed.value } : {};
       try {
-        const result = await post('action', { ...spec.body, reason: reason.value.trim() });
+        const outcomes = [];
+        for (const body of bodies) {
+          try {
+            outcomes.push((await post('action', { ...body, ...extra, reason: reason.value.trim() })).outcome);
+          } catch (err) {
+            if (bodies.length === 1) throw err;
+            outcomes.push('not done: ' + err.message);
+          }
+        }
         dialog.close();
-        flash((result.ok ? 'Done: ' : 'Not done: ') + spec.body.action + ' → ' + result.outcome + ' (recorded in the audit)', !result.ok);
+        const action = bodies[0].action;
+        flash(bodies.length === 1
+          ? 'Done: ' + action + ' → ' + outcomes[0] + ' (recorded in the audit)'
+          : 'Done: ' + action + ' for ' + bodies.length + ' runs → ' + tally(outcomes) + ' (each recorded in the audit)');
         render();
       } catch (err) {
         error.textContent = err.message;
@@ -973,48 +1084,75 @@
       }
     };
     dialog.showModal();
-    reason.focus();
+    (wantsResult ? resultText : reason).focus();
+  }
+
+  /** Outcomes counted: "REQUESTED ×3, ALREADY_FINISHED". */
+  function tally(outcomes) {
+    const counts = new Map();
+    for (const o of outcomes) counts.set(o, (counts.get(o) || 0) + 1);
+    return [...counts].map(([o, n]) => n > 1 ? o + ' ×' + n : o).join(', ');
   }
 
   // ---- search
 
-  /** Messages found by what was typed (an idempotency key, ...): one match opens it, several are listed. */
-  async function searchPage(main, text, token) {
-    const found = await api('search?q=' + q(text));
+  /**
+   * Messages found by what was typed (an id, an idempotency or business key, a tag, an external task's key or token):
+   * one match opens it, several are listed newest first, 50 a page.
+   */
+  async function searchPage(main, text, params, token) {
+    const before = params.get('before') || '';
+    const found = await api('search?q=' + q(text) + '&limit=50' + (before ? '&before=' + q(before) : ''));
     if (!current(token)) return;
     document.title = 'Search · Coop';
-    if (found.matches.length === 1) {
+    if (found.matches.length === 1 && !before && !found.next) {
       location.replace('#/h/' + q(found.matches[0].messageId));
       return;
     }
     clear(main).appendChild(h('h1', { text: 'Search: ' + text }));
     if (!found.matches.length) {
-      main.appendChild(h('p', { class: 'muted', text: 'No message has this id or idempotency key.' }));
+      main.appendChild(h('p', { class: 'muted', text: before
+        ? 'No older message matches.'
+        : 'No message has this id, idempotency key, business key or tag, and no external task this key or token.' }));
       return;
     }
+    main.appendChild(h('p', { class: 'muted', id: 'search-count',
+      text: found.matches.length + (found.next ? '+' : '') + ' match' + (found.matches.length === 1 ? '' : 'es') + ', newest first' }));
     main.appendChild(h('div', { class: 'scroll' }, h('table', { class: 'search' },
       h('thead', null, h('tr', null, ['Message', 'Topic', 'Launched', 'Matched by'].map(t => h('th', { text: t })))),
       h('tbody', null, found.matches.map(m => h('tr', null,
         h('td', null, h('a', { href: '#/h/' + q(m.messageId) }, idSpan(m.messageId)), copyButton(m.messageId)),
         h('td', { text: m.topic }), h('td', { class: 'mono', text: time(m.launchedAt) }), h('td', { text: m.matchedBy })))))));
+    const pager = h('div', { class: 'toolbar' });
+    const path = '#/search/' + q(text);
+    if (before) pager.appendChild(h('button', { type: 'button', onclick: () => { location.hash = path; } }, '⇤ Newest'));
+    if (found.next) pager.appendChild(h('button', { type: 'button', id: 'older',
+      onclick: () => { location.hash = path + '?before=' + q(found.next); } }, 'Older →'));
+    main.appendChild(pager);
   }
 
   // ---- counts over time
 
-  const WINDOWS = [['1h', 60], ['3h', 180], ['12h', 720], ['24h', 1440], ['7d', 10080]];
+  const WINDOWS = [['15m', 15], ['1h', 60], ['3h', 180], ['12h', 720], ['24h', 1440], ['7d', 10080]];
+  const FIT_FROM = 180; // without a chosen window: the last 3 hours, narrowed to the smallest window that holds them
   const OUTCOMES = [['committed', 'COMMITTED', 'committed'], ['rolledBack', 'ROLLED_BACK', 'rolled back'],
     ['rollbackFailed', 'ROLLBACK_FAILED', 'rollback failed'], ['parked', 'PARKED', 'parked']];
 
   /** Launched, committed, rolled back and parked runs per saga and minute, over the chosen window. */
   async function countsPage(main, params, token) {
-    const minutes = Number(params.get('minutes')) || 180;
-    const data = await api('counts?minutes=' + minutes);
+    const chosen = Number(params.get('minutes')) || 0;
+    const data = await api('counts?minutes=' + (chosen || FIT_FROM));
     if (!current(token)) return;
+    const minutes = chosen || fittedWindow(data);
     document.title = 'Counts · Coop';
     clear(main).appendChild(h('h1', { text: 'Counts over time' }));
     main.appendChild(h('div', { class: 'chips', role: 'group', 'aria-label': 'Window' }, WINDOWS.map(([label, m]) =>
       h('button', { type: 'button', 'aria-pressed': String(m === minutes), onclick: () => go('counts', { minutes: String(m) }) },
         'last ' + label))));
+    if (!chosen) {
+      main.appendChild(h('p', { class: 'muted', id: 'counts-fitted', text: 'The window fits the activity of the last 3 hours: the last '
+        + minutes + ' minutes (choose another above).' }));
+    }
     const bySaga = new Map();
     for (const row of data.counts) {
       if (!bySaga.has(row.saga)) bySaga.set(row.saga, []);
@@ -1044,7 +1182,16 @@
     main.appendChild(h('div', { class: 'legend' }, legendBox('launched', 'launched (line)'),
       OUTCOMES.map(([k, status, label]) => legendBox(status, label))));
     main.appendChild(h('p', { class: 'muted', text: 'Minutes of the database\'s clock, newest on the right; counted as runs are launched and finish (a rollup kept by the database, never a scan of the log).' }));
+    main.appendChild(h('p', { class: 'muted', id: 'counts-both', text: 'A run rolled back after it committed (an operator\'s rollback, or a failure above it undoing it) is counted twice: as committed in the minute it committed, and as rolled back in the minute its compensations finished.' }));
     main.appendChild(h('div', { class: 'toolbar' }, h('button', { type: 'button', onclick: render }, '↻ Refresh')));
+  }
+
+  /** The smallest window that holds every minute of the rows (the last 3 hours), 15 minutes at least. */
+  function fittedWindow(data) {
+    const now = Math.floor(new Date(data.now).getTime() / 60000);
+    const oldest = data.counts.reduce((a, r) => Math.max(a, now - Math.floor(new Date(r.minute).getTime() / 60000)), 0);
+    const fits = WINDOWS.map(([, m]) => m).filter(m => m <= FIT_FROM).find(m => m > oldest);
+    return fits || FIT_FROM;
   }
 
   function legendBox(cls, label) {
@@ -1146,10 +1293,8 @@
       if (!v) return;
       const ids = v.split(/[.,]/);
       const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-      if (!ids.every(id => uuid.test(id))) { // a business key, a task's key or token, else an idempotency key
-        api('find?q=' + encodeURIComponent(raw))
-          .then(r => { location.hash = '#/h/' + q(r.messageId) + '?run=' + q(r.runId); })
-          .catch(() => { location.hash = '#/search/' + q(raw); });
+      if (!ids.every(id => uuid.test(id))) { // a key, a tag, a task's key or token: every match, newest first
+        location.hash = '#/search/' + q(raw);
         return;
       }
       location.hash = ids.length > 1 ? '#/run/' + ids.join('.') : '#/h/' + q(v);
