@@ -30,10 +30,10 @@ final class TaskSql {
               RETURNING 1
             ), runs AS ( -- a task that took a kept signal is completed at once (result set)
               INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
-                                        runnable_at, result, started_at, finished_at)
+                                        runnable_at, result, started_at, finished_at, cancel_from)
               SELECT rid, mid, '~external-task', ?::uuid[] || ARRAY[rid], ?::uuid, ?::int,
                      CASE WHEN result IS NULL THEN 'WAITING' ELSE 'COMMITTED' END, ?, {now}, result,
-                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END
+                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END, ?::int
                 FROM input ORDER BY n
             ), taken AS (
               INSERT INTO {schema}.event (message_id, type, saga, lineage)
