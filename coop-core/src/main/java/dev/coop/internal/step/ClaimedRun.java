@@ -77,6 +77,6 @@ public record ClaimedRun(
      * rollback path ({@code forRollback}: the launch is work of the rollback), else this run's.
      */
     public Integer childCancelFrom(boolean forRollback) {
-        return forRollback ? lineage.length + 1 : cancelFrom;
+        return forRollback ? Integer.valueOf(lineage.length + 1) : cancelFrom; // boxed: null stays null
     }
 }
