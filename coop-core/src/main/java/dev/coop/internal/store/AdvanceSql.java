@@ -13,7 +13,7 @@ public final class AdvanceSql {
      * that a run launched by a rollback, and the runs below it, are not reached by a cancellation of a scope above it
      * (the one its rollback answers). {@code alias}: the run's table alias with its dot, or empty.
      */
-    public static String cancelScope(String alias) {
+    private static String cancelScope(String alias) {
         return alias + "lineage[coalesce(" + alias + "cancel_from, 1):]";
     }
 
@@ -84,7 +84,9 @@ public final class AdvanceSql {
     /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
-     * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
+     * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise); an advance
+     * that commits the run reads that under the hierarchy's operator lock ({@code commit_allowed}, schema version 24),
+     * so that a cancellation deciding at the same time sees the commit, or the commit sees the cancellation.
      */
     static final String ADVANCE = AdvanceSql.ADVANCE_RUN + ", " + AdvanceSql.COUNT_OFF_PARENT.formatted(
             "AND (SELECT count(*) FROM events) >= 0");

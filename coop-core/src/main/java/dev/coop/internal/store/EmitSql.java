@@ -11,7 +11,8 @@ final class EmitSql {
     /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
-     * parent waits for them. {@code cancel_from}: from where in their lineage cancellations reach them (version 24). A message with an idempotency key
+     * parent waits for them; {@code cancel_from} says from where in their lineage cancellations reach them (version
+     * 24). A message with an idempotency key
      * that another message of its topic already holds is not written (nor its event and runs); it comes back as
      * {@code '!' || n} (its ordinal) so that the caller can look the holder up. A run with an ordering key may be
      * created HELD instead of RUNNABLE (trigger {@code run_keyed_hold}, schema version 10).
