@@ -63,7 +63,7 @@ class RollbackUnderCancellationTest {
         try (CoopEngine engine = Coop.engine(db.dataSource()).register(order, refund, receipt).start()) {
             CoopClient client = engine.client();
             MessageId id = client.launch(orders, new Order("o-1"));
-            String token = Await.value("the payment task", WAIT, () -> tokens.get("o-1"));
+            String token = openTask(client, "o-1");
             client.complete(token, Map.of("charge", "ch_1"));
             shipping.awaitArrivals(1, WAIT);
             assertThat(client.cancel(id, "customer withdrew")).isEqualTo(CancelResult.REQUESTED);
@@ -143,7 +143,7 @@ class RollbackUnderCancellationTest {
         try (CoopEngine engine = Coop.engine(db.dataSource()).register(order, refund).start()) {
             CoopClient client = engine.client();
             MessageId id = client.launch(orders, new Order("o-2"));
-            client.complete(Await.value("the payment task", WAIT, () -> tokens.get("o-2")), Map.of("charge", "x"));
+            client.complete(openTask(client, "o-2"), Map.of("charge", "x"));
             refunding.awaitArrivals(1, WAIT);
             assertThat(client.cancel(id, "too late")).as("the root's cancellation does not reach the refund")
                     .isEqualTo(CancelResult.ALREADY_FINISHED);
@@ -161,6 +161,14 @@ class RollbackUnderCancellationTest {
                     && "own-scope-refunder".equals(e.saga()));
             assertThat(outcome).as(log).isIn(Outcome.ROLLED_BACK, Outcome.ROLLBACK_FAILED);
         }
+    }
+
+    /** The token of the order's task, once the step that opened it committed. */
+    private String openTask(CoopClient client, String order) {
+        String token = Await.value("the payment task", WAIT, () -> tokens.get(order));
+        Await.until("the payment task open", WAIT, () -> client.externalTask(token)
+                .filter(t -> t.state() == TaskState.OPEN).isPresent());
+        return token;
     }
 
     private static void assertCommitted(List<Event> events, String saga, String log) {
