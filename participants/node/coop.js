@@ -527,7 +527,7 @@ class Participant {
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
                r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
                r.resolution, r.retries,
-               r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at
+               r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at, r.cancel_from
           FROM {schema}.run r
          WHERE ${selection}
          LIMIT 1
@@ -538,7 +538,8 @@ class Participant {
          WHERE NOT started AND {schema}.seen_missing(message_id, saga) -- a fresh snapshot, after the lock (v16)
       )
       SELECT c.*, m.topic, m.payload::text AS payload, pg_current_xact_id()::text AS xact,
-             (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
+             (SELECT x.failure::text FROM {schema}.cancellation x -- the scopes that reach it (v24: cancel_from)
+               WHERE x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
                ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
         FROM claimed c JOIN {schema}.message m ON m.id = c.message_id`), params);
     return rows[0] || null;
@@ -546,8 +547,9 @@ class Participant {
 
   async cancellation(c, run) {
     const { rows } = await c.query(this.sql(`
-      SELECT failure::text AS failure FROM {schema}.cancellation WHERE scope_id = ANY($1::uuid[])
-       ORDER BY cardinality(lineage) LIMIT 1`), [run.lineage]);
+      SELECT failure::text AS failure FROM {schema}.cancellation
+       WHERE scope_id = ANY(($1::uuid[])[coalesce($2::int, 1):])
+       ORDER BY cardinality(lineage) LIMIT 1`), [run.lineage, run.cancel_from]);
     return rows[0] ? JSON.parse(rows[0].failure) : null;
   }
 
@@ -572,14 +574,16 @@ class Participant {
           VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8)
         ), runs AS (
           INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status, context,
-                                    runnable_at)
-          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp()
+                                    runnable_at, cancel_from)
+          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp(),
+                 $11::int /* launched on the happy path: the launching run's (v24) */
             FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
           RETURNING 1
         )
         SELECT count(*)::int AS n FROM runs`),
-      [m.id, m.topic, m.payload, saga.name, this.engineId, stepName, run.lineage, run.context, run.id, run.steps_done]);
+      [m.id, m.topic, m.payload, saga.name, this.engineId, stepName, run.lineage, run.context, run.id, run.steps_done,
+        run.cancel_from]);
       runs += rows[0].n;
     }
     return runs;
@@ -623,12 +627,15 @@ class Participant {
              retries = 0, reserved_until = NULL, version = version + 1
        WHERE id = $1
          AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
-         AND CASE WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(lineage))
-                  THEN {schema}.assert_not_cancelled(lineage) ELSE true END`),
+         AND CASE WHEN $22 /* it commits: excludes a cancellation (v24) */
+                  THEN {schema}.commit_allowed(lineage[1], lineage[coalesce(cancel_from, 1):], true)
+                  WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                        WHERE x.scope_id = ANY(lineage[coalesce(cancel_from, 1):]))
+                  THEN {schema}.assert_not_cancelled(lineage[coalesce(cancel_from, 1):]) ELSE true END`),
     [run.id, next.status, next.phase, next.step_index, next.next_step, next.final_step, next.steps_done,
       next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
       next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation, next.attempt,
-      next.keepFailedChildren, next.delayMillis]);
+      next.keepFailedChildren, next.delayMillis, next.status === 'COMMITTED']);
     if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
     if (finished) await this.finished(c, run, next.status);
   }

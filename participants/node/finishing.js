@@ -8,7 +8,7 @@
 /** A parent whose last step already ran commits with its last child (cascading completion). */
 const PARENT_COMMITS = `p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
   AND $1::text = 'COMMITTED'
-  AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x WHERE x.scope_id = ANY(p.lineage))`;
+  AND {schema}.commit_allowed(p.lineage[1], p.lineage[coalesce(p.cancel_from, 1):], false)`; // v24: under the lock
 
 /**
  * Counts a finished run off at its parent, and each parent that this commits at its own parent, and so on up

@@ -21,8 +21,9 @@ async function completeTask(participant, tokenOrKey, result, actor) {
   try {
     await c.query('BEGIN');
     const { rows } = await c.query(participant.sql(`
-      WITH target AS (
-        SELECT t.run_id FROM {schema}.external_task t
+      WITH target AS ( -- the hierarchy's operator lock first, shared (v24: a cancellation deciding waits for us)
+        SELECT t.run_id, pg_advisory_xact_lock_shared(x'636f6f70'::int, hashtext(t.root_id::text)) AS turn
+          FROM {schema}.external_task t
          WHERE ${byToken ? 't.token = $1' : "t.task_key = $1 AND t.state = 'OPEN'"}
       ), locked AS (
         SELECT r.id FROM {schema}.run r

@@ -20,13 +20,15 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The Node participant checks the schema version before it claims anything (protocol.md, "The schema and its
  * version"): it refuses to start on another version, and stops claiming when a migration changes the version under
  * it, instead of retrying the statements that now fail as database trouble for ever. Each test moves the schema to
- * version 24 (a row of schema_version, as a newer Coop's migration would write) and puts it back afterwards.
+ * the version after this build's (a row of schema_version, as a newer Coop's migration would write) and puts it back afterwards.
  */
 class NodeSchemaVersionTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
 
     static CoopClient client;
+    /** The schema version this build migrates to, which the participant speaks. */
+    static int known;
     Process node;
 
     /**
@@ -46,7 +48,8 @@ class NodeSchemaVersionTest {
 
     @BeforeAll
     static void migrate() {
-        client = Coop.client(db.dataSource()); // migrates to the version this build knows, 23
+        client = Coop.client(db.dataSource()); // migrates to the version this build knows
+        known = (int) count("SELECT max(version) FROM coop.schema_version");
     }
 
     @BeforeEach
@@ -57,7 +60,7 @@ class NodeSchemaVersionTest {
     @AfterEach
     void putTheSchemaBack() throws Exception {
         NodeProcess.stop(node);
-        sql("DELETE FROM coop.schema_version WHERE version = 24");
+        sql("DELETE FROM coop.schema_version WHERE version = " + (known + 1));
         sql("ALTER TABLE IF EXISTS coop.cancellation_v23 RENAME TO cancellation");
     }
 
@@ -68,8 +71,8 @@ class NodeSchemaVersionTest {
         NodeProcess.Ran ran = NodeProcess.run(db, "-e", script("node-schema-refused", 1000));
 
         assertThat(ran.exitCode()).as(ran.output()).isEqualTo(1);
-        assertThat(ran.output()).isEqualTo("The Coop schema 'coop' is at version 24; this participant speaks the"
-                + " protocol of version 23 (protocol.md: schema_version)");
+        assertThat(ran.output()).isEqualTo("The Coop schema 'coop' is at version " + (known + 1)
+                + "; this participant speaks the protocol of version " + known + " (protocol.md: schema_version)");
         assertThat(count("SELECT count(*) FROM coop.saga_registration WHERE saga = 'node-schema-refused'")).isZero();
         assertThat(count("SELECT count(*) FROM coop.engine WHERE id = 'node-schema-refused'")).isZero();
     }
@@ -109,8 +112,8 @@ class NodeSchemaVersionTest {
         assertThat(node.waitFor(NodeProcess.WAIT.toSeconds(), TimeUnit.SECONDS)).as("stopped: %s", output).isTrue();
         assertThat(node.exitValue()).as("%s", output).isEqualTo(3);
         Await.until("its last words", NodeProcess.WAIT, () -> output.stream().anyMatch(l -> l.startsWith("halted")));
-        assertThat(output).contains("halted: The Coop schema 'coop' is at version 24; this participant speaks the"
-                + " protocol of version 23 (protocol.md: schema_version)");
+        assertThat(output).contains("halted: The Coop schema 'coop' is at version " + (known + 1)
+                + "; this participant speaks the protocol of version " + known + " (protocol.md: schema_version)");
     }
 
     /** The run is as its launch left it: never claimed, never postponed or parked as database trouble. */
@@ -127,7 +130,7 @@ class NodeSchemaVersionTest {
     }
 
     private static void newerSchema(Connection c) throws SQLException {
-        sql(c, "INSERT INTO coop.schema_version (version, name) VALUES (24, 'a_later_protocol')");
+        sql(c, "INSERT INTO coop.schema_version (version, name) VALUES (" + (known + 1) + ", 'a_later_protocol')");
     }
 
     private static void sql(String statement) throws SQLException {

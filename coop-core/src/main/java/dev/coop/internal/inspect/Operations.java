@@ -110,6 +110,7 @@ public final class Operations {
                                AND (status IN ('RUNNABLE', 'PARKED', 'HELD')
                                     OR (status = 'WAITING' AND phase = 'HAPPY'))
                                AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                               AND coalesce(cancel_from, 1) <= cardinality(?::uuid[]) -- runs it reaches
                                AND EXISTS (SELECT 1 FROM requested)
                                FOR UPDATE SKIP LOCKED)
               RETURNING saga
@@ -122,7 +123,11 @@ public final class Operations {
     /**
      * Records cancellation requests for the scope; runs in it give up at their next step boundary. Runs waiting for
      * their children on the happy path are woken too: they give up at once, settling children that never started
-     * (whose engine may be down), and roll back when the children that started finished.
+     * (whose engine may be down), and roll back when the children that started finished. The checks run under the
+     * hierarchy's operator lock, which a transaction that commits a run takes shared ({@code commit_allowed}, schema
+     * version 24): a commit either finished before the check (ALREADY_FINISHED) or sees the cancellation and gives up
+     * (REQUESTED). Runs launched by a rollback, and those below them, are not reached by a cancellation of a scope
+     * above them (they are work of the rollback it answers), so they do not count as running here.
      */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
         serialise(c, scopes(c, message, lineage, false).getFirst().lineage()[0]);
@@ -153,7 +158,8 @@ public final class Operations {
             ps.setObject(8, scope.lineage()[0]);
             ps.setArray(9, array);
             ps.setArray(10, array);
-            ps.setString(11, schema.value());
+            ps.setArray(11, array);
+            ps.setString(12, schema.value());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getLong(1) > 0;
@@ -166,13 +172,16 @@ public final class Operations {
                 SELECT EXISTS (SELECT 1 FROM {schema}.run
                                 WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
                                   AND (? OR phase = 'HAPPY')
-                                  AND lineage[1:cardinality(?::uuid[])] = ?::uuid[])
+                                  AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                                  AND (? OR coalesce(cancel_from, 1) <= cardinality(?::uuid[])))
                 """))) {
             var array = c.createArrayOf("uuid", scope.lineage());
             ps.setObject(1, scope.lineage()[0]);
             ps.setBoolean(2, countRollbacks);
             ps.setArray(3, array);
             ps.setArray(4, array);
+            ps.setBoolean(5, countRollbacks); // a cancellation counts only the runs it reaches (version 24)
+            ps.setArray(6, array);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);

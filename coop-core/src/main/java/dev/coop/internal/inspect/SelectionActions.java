@@ -57,6 +57,7 @@ public final class SelectionActions {
                              WHERE (w.status IN ('RUNNABLE', 'PARKED', 'HELD')
                                     OR (w.status = 'WAITING' AND w.phase = 'HAPPY'))
                                AND w.lineage[1:cardinality(q.lineage)] = q.lineage
+                               AND coalesce(w.cancel_from, 1) <= cardinality(q.lineage) -- runs it reaches
                                FOR UPDATE OF w SKIP LOCKED)
               RETURNING saga
             ), notified AS (

@@ -26,6 +26,9 @@ import java.util.UUID;
  * @param waitingSince when the run started waiting for its pending children
  * @param xact the id of the transaction that claimed the run; advancing the run in another one fails (CP002)
  * @param runnableAt when the run became runnable (for the scheduling latency reported to listeners)
+ * @param cancelFrom from which position of its lineage (1-based) cancellations reach this run, null for 1: a run
+ *        launched by a rollback, and the runs below it, are not reached by the cancellation that rollback answers
+ *        (schema version 24)
  */
 public record ClaimedRun(
         UUID id,
@@ -60,5 +63,20 @@ public record ClaimedRun(
         java.time.OffsetDateTime messageCreatedAt,
         java.time.OffsetDateTime claimedAt,
         String xact,
-        java.time.OffsetDateTime runnableAt) {
+        java.time.OffsetDateTime runnableAt,
+        Integer cancelFrom) {
+    /** The scopes of its lineage whose cancellation reaches this run: from {@link #cancelFrom} on. */
+    public UUID[] cancelScope() {
+        return cancelFrom == null || cancelFrom <= 1
+                ? lineage
+                : java.util.Arrays.copyOfRange(lineage, Math.min(cancelFrom, lineage.length) - 1, lineage.length);
+    }
+
+    /**
+     * What a run launched in this run's scope gets as its {@link #cancelFrom}: its own depth when this run is on its
+     * rollback path ({@code forRollback}: the launch is work of the rollback), else this run's.
+     */
+    public Integer childCancelFrom(boolean forRollback) {
+        return forRollback ? Integer.valueOf(lineage.length + 1) : cancelFrom; // boxed: null stays null
+    }
 }

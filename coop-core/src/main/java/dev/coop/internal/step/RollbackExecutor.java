@@ -136,7 +136,8 @@ final class RollbackExecutor {
 
     /**
      * The external tasks the instance opened that completed are compensated: each declared compensation is launched
-     * in this run's scope (as a child of the instance), and the rollback waits for its runs like for any child.
+     * in this run's scope (as a child of the instance), and the rollback waits for its runs like for any child. A
+     * cancellation of a scope above them (the one this rollback may answer) does not reach them: they run to their end.
      *
      * @return how many runs the compensations created
      */
@@ -152,8 +153,8 @@ final class RollbackExecutor {
         if (launches.isEmpty()) {
             return 0;
         }
-        Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), seq, run.saga(),
-                engine.engineId(), step, launches);
+        Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), seq,
+                run.childCancelFrom(true), run.saga(), engine.engineId(), step, launches); // runs to its end
         wake.addAll(created.keySet());
         return created.values().stream().mapToInt(Integer::intValue).sum();
     }

@@ -192,7 +192,7 @@ final class StepFailures {
             transitions.retryLater(c, run, part.name(), thrown, true);
             return false;
         }
-        String cancellation = engine.store().cancellation(c, run.lineage());
+        String cancellation = engine.store().cancellation(c, run.cancelScope());
         if (cancellation != null) {
             Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
             engine.store().attempts().ended(c, run, engine.engineId(), part.name());

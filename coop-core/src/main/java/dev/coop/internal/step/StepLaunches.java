@@ -24,10 +24,14 @@ import java.util.UUID;
  */
 final class StepLaunches {
     /**
-     * Who writes the launches: the run (its lineage and id), its saga, the part named in the EMITTED events, and the
-     * step instance whose children the runs in the run's scope are.
+     * Who writes the launches: the run (its lineage and id), its saga, the part named in the EMITTED events, the
+     * step instance whose children the runs in the run's scope are, and whether they are work of the run's rollback
+     * (a finally part that runs as the run rolls back): a cancellation that rollback answers does not reach them.
      */
-    record Origin(ClaimedRun run, String saga, String step, int parentSeq) {
+    record Origin(ClaimedRun run, String saga, String step, int parentSeq, boolean forRollback) {
+        Origin(ClaimedRun run, String saga, String step, int parentSeq) {
+            this(run, saga, step, parentSeq, false);
+        }
     }
 
     final List<Emission> scoped = new ArrayList<>();
@@ -110,7 +114,8 @@ final class StepLaunches {
         int children = 0;
         if (!scoped.isEmpty()) {
             Map<String, Integer> created = engine.store().emit(c, origin.run().lineage(), origin.run().id(),
-                    origin.parentSeq(), origin.saga(), engine.engineId(), origin.step(), scoped);
+                    origin.parentSeq(), origin.run().childCancelFrom(origin.forRollback()), origin.saga(),
+                    engine.engineId(), origin.step(), scoped);
             children = created.values().stream().mapToInt(Integer::intValue).sum();
             created.forEach((saga, n) -> runs.merge(saga, n, Integer::sum));
         }

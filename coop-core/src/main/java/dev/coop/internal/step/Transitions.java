@@ -297,7 +297,9 @@ final class Transitions {
 
     /**
      * Writes what a finally part launched, in this run's scope (as children of step instance {@code parentSeq}) and
-     * on the global scope; wakes nothing before the commit.
+     * on the global scope; wakes nothing before the commit. The finally part runs as the run starts or goes on with
+     * its rollback, so what it launched in the scope is work of the rollback: the cancellation the rollback answers
+     * does not reach it.
      *
      * @return how many runs in this run's scope were created (to wait for)
      */
@@ -306,7 +308,8 @@ final class Transitions {
         if (part == null) {
             return 0;
         }
-        return part.launches.write(c, new StepLaunches.Origin(run, saga.name(), part.step(), parentSeq), woken);
+        return part.launches.write(c, new StepLaunches.Origin(run, saga.name(), part.step(), parentSeq, true),
+                woken);
     }
 
     /**

@@ -135,6 +135,7 @@ final class AdvanceBinding {
         ps.setString(++i, next.failure());
         ps.setObject(++i, run.id());
         ps.setString(++i, run.xact());
+        ps.setBoolean(++i, next.status() == dev.coop.RunStatus.COMMITTED); // excludes a cancellation (version 24)
         ps.setBoolean(++i, next.checkCancellation());
         ps.setString(++i, localSagas);
         return i;

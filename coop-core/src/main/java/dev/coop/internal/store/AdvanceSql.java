@@ -9,6 +9,15 @@ public final class AdvanceSql {
     }
 
     /**
+     * The part of a run's lineage whose cancellations reach it (schema version 24): from {@code cancel_from} on, so
+     * that a run launched by a rollback, and the runs below it, are not reached by a cancellation of a scope above it
+     * (the one its rollback answers). {@code alias}: the run's table alias with its dot, or empty.
+     */
+    private static String cancelScope(String alias) {
+        return alias + "lineage[coalesce(" + alias + "cancel_from, 1):]";
+    }
+
+    /**
      * The advance's setting of {@code status} (one parameter) and of {@code runnable_at} (seven parameters), which
      * {@link #quiet} removes.
      */
@@ -63,18 +72,21 @@ public final class AdvanceSql {
                      finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
                      reserved_until = {reserve}, version = version + 1
                WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
-                 AND CASE WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                         WHERE x.scope_id = ANY(lineage))
-                                     THEN {schema}.assert_not_cancelled(lineage) ELSE true END
+                 AND CASE WHEN ? THEN {schema}.commit_allowed(lineage[1], {cancelScope}, true) -- it commits
+                          WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                              WHERE x.scope_id = ANY({cancelScope}))
+                          THEN {schema}.assert_not_cancelled({cancelScope}) ELSE true END
                  AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
             )
             """
-            .replace("{runnableAt}", SET_RUNNABLE_AT);
+            .replace("{runnableAt}", SET_RUNNABLE_AT).replace("{cancelScope}", cancelScope(""));
 
     /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
-     * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise).
+     * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise); an advance
+     * that commits the run reads that under the hierarchy's operator lock ({@code commit_allowed}, schema version 24),
+     * so that a cancellation deciding at the same time sees the commit, or the commit sees the cancellation.
      */
     static final String ADVANCE = AdvanceSql.ADVANCE_RUN + ", " + AdvanceSql.COUNT_OFF_PARENT.formatted(
             "AND (SELECT count(*) FROM events) >= 0");
@@ -104,7 +116,9 @@ public final class AdvanceSql {
      * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
      * parent in turn: the parent id returned is null when there is none to count off at (no parent, or one that
      * stopped awaiting it). Parameters: the child's final status four times, the parent id, the engine, the start time.
-     * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it.
+     * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it. Whether
+     * the parent's scope was cancelled is read under the hierarchy's operator lock, taken shared ({@code
+     * commit_allowed}, schema version 24), so that a cancellation deciding at the same time cannot miss the commit.
      */
     private static final String COUNT_OFF_PARENT = """
             parent AS (
@@ -116,13 +130,13 @@ public final class AdvanceSql {
                      status = CASE WHEN p.pending_children > 1 THEN p.status
                                    WHEN p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
                                         AND ?::text = 'COMMITTED'
-                                        AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                         WHERE x.scope_id = ANY(p.lineage))
+                                        AND {schema}.commit_allowed(p.lineage[1],
+                                                                    p.lineage[coalesce(p.cancel_from, 1):], false)
                                    THEN 'COMMITTED' ELSE 'RUNNABLE' END,
                      finished_at = CASE WHEN p.pending_children = 1 AND p.final_step IS NOT NULL
                                          AND p.phase = 'HAPPY' AND p.failed_children = 0 AND ?::text = 'COMMITTED'
-                                         AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                          WHERE x.scope_id = ANY(p.lineage))
+                                         AND {schema}.commit_allowed(p.lineage[1],
+                                                                     p.lineage[coalesce(p.cancel_from, 1):], false)
                                         THEN {now} ELSE p.finished_at END,
                      runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
                      version = p.version + 1

@@ -49,7 +49,7 @@ final class ClaimRows {
                 rs.getString("topic"), rs.getString("payload"),
                 rs.getObject("message_created_at", OffsetDateTime.class),
                 rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"),
-                rs.getObject("runnable_at", OffsetDateTime.class));
+                rs.getObject("runnable_at", OffsetDateTime.class), rs.getObject("cancel_from", Integer.class));
     }
 
     /**
@@ -150,7 +150,8 @@ final class ClaimRows {
                 rs.getString(11), rs.getInt(12), rs.getInt(13), rs.getString(14), rs.getString(15),
                 ints(rs.getArray(16)), rs.getInt(17), rs.getBoolean(18), rs.getObject(19, OffsetDateTime.class),
                 rs.getString(22), run.topic(), run.payload(), run.messageCreatedAt(),
-                rs.getObject(21, OffsetDateTime.class), rs.getString(23), rs.getObject(20, OffsetDateTime.class));
+                rs.getObject(21, OffsetDateTime.class), rs.getString(23), rs.getObject(20, OffsetDateTime.class),
+                run.cancelFrom());
     }
 
     ClaimedRun readCommitted(PreparedStatement ps, ClaimReader reader) throws SQLException {

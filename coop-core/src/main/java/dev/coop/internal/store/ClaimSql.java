@@ -44,7 +44,7 @@ public final class ClaimSql {
                      r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                     r.waiting_since, r.runnable_at, {now} AS claimed_at
+                     r.waiting_since, r.runnable_at, {now} AS claimed_at, r.cancel_from
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -59,7 +59,8 @@ public final class ClaimSql {
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
                    set_config('application_name', {runningAs} || me.engine, true) AS running_as, -- see RUNNING_AS
                    t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
-                   (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(c.lineage)
+                   (SELECT x.failure::text FROM {schema}.cancellation x -- the scopes that reach it (version 24)
+                     WHERE x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact, {idleInTransaction} AS idle_in_transaction
               FROM claimed c CROSS JOIN me JOIN {schema}.message m ON m.id = c.message_id
@@ -115,7 +116,8 @@ public final class ClaimSql {
                    r.failed_children, r.rollback_seq, r.rollback_stage, r.rollback_cause::text, r.resolution, r.retries,
                    r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
                    r.waiting_since, r.runnable_at, {now},
-                   (SELECT x.failure::text FROM {schema}.cancellation x WHERE x.scope_id = ANY(r.lineage)
+                   (SELECT x.failure::text FROM {schema}.cancellation x
+                     WHERE x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):])
                      ORDER BY cardinality(x.lineage) LIMIT 1),
                    pg_current_xact_id()::text, {idleInTransaction},
                    set_config('application_name', {runningAs} || ?::text, true) -- as the claim does

@@ -11,7 +11,8 @@ final class EmitSql {
     /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
-     * parent waits for them. A message with an idempotency key
+     * parent waits for them; {@code cancel_from} says from where in their lineage cancellations reach them (version
+     * 24). A message with an idempotency key
      * that another message of its topic already holds is not written (nor its event and runs); it comes back as
      * {@code '!' || n} (its ordinal) so that the caller can look the holder up. A run with an ordering key may be
      * created HELD instead of RUNNABLE (trigger {@code run_keyed_hold}, schema version 10).
@@ -41,10 +42,10 @@ final class EmitSql {
               SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM written ORDER BY n
             ), runs AS (
               INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
-                                        context, runnable_at, priority, ordering_key)
+                                        context, runnable_at, priority, ordering_key, cancel_from)
               SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || ARRAY[x.id],
                      ?::uuid,
-                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey
+                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey, ?::int
                 FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, reg.saga, reg.version,
                              written.context, written.due, written.priority, written.okey
                         FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
@@ -65,7 +66,7 @@ final class EmitSql {
      * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
      * child): {@link #EMIT} with scalar parameters, without its arrays and its key handling. Returns the same rows.
      * Parameters: id, topic, payload, {now}, id, saga, engine, step, scope, id, context, id, scope, id, parent id,
-     * parent seq, context, due, {now}, priority, topic, local sagas, topic, topic.
+     * parent seq, context, due, {now}, priority, cancel from, topic, local sagas, topic, topic.
      */
     static final String EMIT_ONE = """
             WITH msg AS (
@@ -75,9 +76,9 @@ final class EmitSql {
               VALUES (?::uuid, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[?::uuid]), ?)
             ), runs AS (
               INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
-                                        context, runnable_at, priority)
+                                        context, runnable_at, priority, cancel_from)
               SELECT x.id, ?::uuid, x.saga, x.version, coalesce(?::uuid[], ARRAY[?::uuid]) || ARRAY[x.id], ?::uuid,
-                     ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int
+                     ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int, ?::int
                 FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version
                         FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
               RETURNING saga

@@ -21,9 +21,11 @@ import java.util.UUID;
 final class Emits {
     /**
      * Who launches: the emitting run's lineage (null for the global scope), the run and step instance its children
-     * belong to (or nulls), and the saga, engine and step named in the EMITTED events (or nulls).
+     * belong to (or nulls), the saga, engine and step named in the EMITTED events (or nulls), and the children's
+     * {@code cancel_from} (null: from the root).
      */
-    record Origin(UUID[] scope, UUID parentId, Integer parentSeq, String saga, String engine, String step) {
+    record Origin(UUID[] scope, UUID parentId, Integer parentSeq, String saga, String engine, String step,
+            Integer cancelFrom) {
     }
 
     private final SchemaName schema;
@@ -91,6 +93,7 @@ final class Emits {
             ps.setObject(++i, e.due());
             ps.setObject(++i, now);
             ps.setInt(++i, e.priority());
+            Store.setInteger(ps, ++i, origin.cancelFrom());
             ps.setString(++i, e.topic());
             ps.setString(++i, localSagas);
             ps.setString(++i, e.topic());
@@ -177,6 +180,7 @@ final class Emits {
                 ps.setInt(++i, origin.parentSeq());
             }
             ps.setObject(++i, now);
+            Store.setInteger(ps, ++i, origin.cancelFrom());
             ps.setString(++i, localSagas);
             return emitted(ps, origin.saga(), origin.step());
         }

@@ -36,9 +36,11 @@ final class RoundAdvanceSql {
               FROM input i, clock k
              WHERE r.id = i.id AND %s
                AND CASE WHEN pg_current_xact_id() = i.xact::xid8 THEN true ELSE {schema}.claim_lost() END
-               AND CASE WHEN i.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                               WHERE x.scope_id = ANY(r.lineage))
-                        THEN {schema}.assert_not_cancelled(r.lineage) ELSE true END
+               AND CASE WHEN i.finished = 'COMMITTED' -- it commits: excludes a cancellation (version 24)
+                        THEN {schema}.commit_allowed(r.lineage[1], r.lineage[coalesce(r.cancel_from, 1):], true)
+                        WHEN i.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                        WHERE x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):]))
+                        THEN {schema}.assert_not_cancelled(r.lineage[coalesce(r.cancel_from, 1):]) ELSE true END
             RETURNING 1""";
 
     /**
@@ -96,8 +98,8 @@ final class RoundAdvanceSql {
      */
     private static final String COMMITS = """
             p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0 AND c.failed = 0
-                                        AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                         WHERE x.scope_id = ANY(p.lineage))""";
+                                        AND {schema}.commit_allowed(p.lineage[1],
+                                                                    p.lineage[coalesce(p.cancel_from, 1):], false)""";
 
     /**
      * The advances, then the count-offs of the runs that finished at their parents, one update per parent. The parents

@@ -169,13 +169,19 @@ public final class Store {
     /** As {@link #emitAll}, failing with {@value #KEY_TAKEN} when an idempotency key was taken meanwhile. */
     public Map<String, Integer> emit(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
-        return emits.emit(c, new Emits.Origin(scope, parentId, parentSeq, saga, engine, step), emissions);
+        return emit(c, scope, parentId, parentSeq, null, saga, engine, step, emissions);
+    }
+
+    /** As {@link #emit}, the runs in {@code scope} reached by cancellations from {@code cancelFrom} on (version 24). */
+    public Map<String, Integer> emit(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, Integer cancelFrom,
+            String saga, String engine, String step, List<Emission> emissions) throws SQLException {
+        return emits.emit(c, new Emits.Origin(scope, parentId, parentSeq, saga, engine, step, cancelFrom), emissions);
     }
 
     /** Writes messages, their EMITTED events and one run per saga for each topic (scope null: the global one). */
     public Emitted emitAll(Connection c, UUID[] scope, UUID parentId, Integer parentSeq, String saga,
             String engine, String step, List<Emission> emissions) throws SQLException {
-        return emits.emitAll(c, new Emits.Origin(scope, parentId, parentSeq, saga, engine, step), emissions);
+        return emits.emitAll(c, new Emits.Origin(scope, parentId, parentSeq, saga, engine, step, null), emissions);
     }
 
     public UUID messageWithKey(Connection c, String topic, String idempotencyKey) throws SQLException {
@@ -258,7 +264,7 @@ public final class Store {
     /** The SQLSTATE raised when a step would commit in a cancelled scope. */
     public static final String CANCELLED = "CP001";
 
-    static void setInteger(PreparedStatement ps, int index, Integer value) throws SQLException {
+    public static void setInteger(PreparedStatement ps, int index, Integer value) throws SQLException {
         if (value == null) {
             ps.setNull(index, Types.INTEGER);
         } else {

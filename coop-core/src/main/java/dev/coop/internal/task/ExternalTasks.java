@@ -158,6 +158,7 @@ public final class ExternalTasks {
         for (int k = 0; k < 3; k++) {
             ps.setObject(++i, now);
         }
+        dev.coop.internal.store.Store.setInteger(ps, ++i, o.run().childCancelFrom(false)); // as the opener's
         ps.setArray(++i, lineage); // taken
         ps.setObject(++i, o.run().id()); // tasks
         ps.setInt(++i, o.seq());

@@ -30,10 +30,10 @@ final class TaskSql {
               RETURNING 1
             ), runs AS ( -- a task that took a kept signal is completed at once (result set)
               INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
-                                        runnable_at, result, started_at, finished_at)
+                                        runnable_at, result, started_at, finished_at, cancel_from)
               SELECT rid, mid, '~external-task', ?::uuid[] || ARRAY[rid], ?::uuid, ?::int,
                      CASE WHEN result IS NULL THEN 'WAITING' ELSE 'COMMITTED' END, ?, {now}, result,
-                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END
+                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END, ?::int
                 FROM input ORDER BY n
             ), taken AS (
               INSERT INTO {schema}.event (message_id, type, saga, lineage)
@@ -105,15 +105,18 @@ final class TaskSql {
     static final String BY_KEY = "t.task_key = ? AND t.state = 'OPEN'";
 
     /**
-     * Settles an open task (complete or fail) in one statement: locks its run (first, as the parent's give-up does,
-     * so the two meet in one order), marks the task and the run, logs it, and counts the run off at its parent, which
+     * Settles an open task (complete or fail) in one statement: waits for its hierarchy's operator lock, shared (an
+     * operator action holds it for a moment; the count-off that may commit the parent then finds it held: see
+     * {@code commit_allowed}, schema version 24), then locks its run (first, as the parent's give-up does, so the two
+     * meet in one order), marks the task and the run, logs it, and counts the run off at its parent, which
      * becomes runnable when it waited for nothing else. Returns one row: whether it settled, then the parent as
      * {@link AdvanceSql#COUNT_OFF} returns it (nulls when the parent was not counted off). {@code %s}: {@link #BY_TOKEN} or
      * {@link #BY_KEY}; {@code {alone}}: nothing, or {@link #ALONE}.
      */
     static final String SETTLE = """
-            WITH target AS (
-              SELECT t.run_id FROM {schema}.external_task t WHERE %s
+            WITH target AS ( -- first the hierarchy's operator lock, shared (version 24; before any row lock)
+              SELECT t.run_id, pg_advisory_xact_lock_shared(x'636f6f70'::int, hashtext(t.root_id::text)) AS turn
+                FROM {schema}.external_task t WHERE %s
             ), locked AS (
               SELECT r.id FROM {schema}.run r
                WHERE r.id = (SELECT run_id FROM target) AND r.started_at IS NULL AND r.phase = 'HAPPY'
