@@ -47,7 +47,7 @@ class NodeSchemaVersionTest {
     }
 
     @BeforeAll
-    static void migrate() {
+    static void migrate() throws SQLException {
         client = Coop.client(db.dataSource()); // migrates to the version this build knows
         known = (int) count("SELECT max(version) FROM coop.schema_version");
     }
