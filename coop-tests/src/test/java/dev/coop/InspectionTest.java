@@ -126,7 +126,7 @@ class InspectionTest {
             List<RunSummary> all = client.runs(RunQuery.newest().topic("listing"));
             assertThat(all).hasSize(10);
             assertThat(all).extracting(RunSummary::createdAt).isSortedAccordingTo((a, b) -> b.compareTo(a));
-            assertThat(client.runs(RunQuery.newest().status(RunStatus.ROLLED_BACK)))
+            assertThat(client.runs(RunQuery.newest().topic("listing").status(RunStatus.ROLLED_BACK)))
                     .hasSize(5).allSatisfy(r -> {
                         assertThat(r.saga()).isEqualTo("listing-bad");
                         assertThat(r.failureMessage()).isEqualTo("no");
