@@ -124,7 +124,8 @@ class DashboardBrowserTest {
                 "create-portal-user").doesNotContain("request-portal-user");
         // request-portal-user declares no compensation: the rollback of its children has a row, no compensation
         Object[] rows = {rollbackRows("child scopes"), rollbackRows("compensation")};
-        assertThat(rows).as("rows of 'Rollback of request-portal-user': children, compensation").containsExactly(1L, 0L);
+        assertThat(rows).as("rows of 'Rollback of request-portal-user': children, compensation").containsExactly(1L,
+                0L);
         assertThat(browser.findElement(By.id("outcome")).getText()).contains("rolled back");
         screenshot("dashboard-hierarchy.png");
         browser.findElement(By.cssSelector("#events > summary")).click();
