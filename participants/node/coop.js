@@ -117,13 +117,16 @@ class Participant {
          WHERE saga_registration.topic = EXCLUDED.topic
         RETURNING topic, version, concurrency, rate_limit, rate_period_ms
       ), ver AS ( -- the version of the steps this participant implements (protocol.md: saga_version)
-        INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
-        SELECT $1, $4::int, $3, $5 WHERE EXISTS (SELECT 1 FROM reg)
+        INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step, compensating_steps)
+        SELECT $1, $4::int, $3, $5, $6::text[] WHERE EXISTS (SELECT 1 FROM reg)
         ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-               last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
+               last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step,
+               compensating_steps = EXCLUDED.compensating_steps
       )
       SELECT topic, version, concurrency, rate_limit, rate_period_ms FROM reg`),
-    [saga.name, saga.topic, this.engineId, VERSION, saga.steps[0].name]);
+    [saga.name, saga.topic, this.engineId, VERSION, saga.steps[0].name,
+      // the steps whose rollback runs code (no finally parts here): trees leave out the others' 'Rollback of' rows
+      saga.steps.filter((s) => s.compensate).map((s) => s.name)]);
     if (rows.length === 0) {
       const taken = (await this.pool.query(this.sql('SELECT topic FROM {schema}.saga_registration WHERE saga = $1'),
         [saga.name])).rows[0];

@@ -27,10 +27,11 @@ public final class Topology {
                WHERE saga_registration.topic = EXCLUDED.topic
               RETURNING topic, version
             ), ver AS (
-              INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step)
-              SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
+              INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step, compensating_steps)
+              SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
               ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-                 last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step
+                 last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step,
+                 compensating_steps = EXCLUDED.compensating_steps
             )
             SELECT topic, version FROM reg
             """;
@@ -93,6 +94,7 @@ public final class Topology {
             ps.setInt(6, saga.version());
             ps.setString(7, engine);
             ps.setString(8, saga.steps().getFirst().name()); // inspection names a run's running first step
+            ps.setArray(9, c.createArrayOf("text", compensatingSteps(saga))); // and leaves out empty rollbacks
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     throw new CoopValidationException("Saga '" + saga.name()
@@ -105,6 +107,15 @@ public final class Topology {
                 return rs.getInt(2);
             }
         }
+    }
+
+    /**
+     * The saga's steps whose rollback runs code of theirs, a compensation or a finally part: inspection leaves the
+     * {@code Rollback of <step>} rows of the others out of trees.
+     */
+    private static String[] compensatingSteps(Saga<?> saga) {
+        return saga.steps().stream().filter(s -> s.compensation() != null || s.finallyBody() != null)
+                .map(Saga.Step::name).distinct().toArray(String[]::new);
     }
 
     private static Saga<?> newest(List<Saga<?>> ordered, String name) {

@@ -19,8 +19,11 @@ import dev.coop.inspect.RunningStep;
 import dev.coop.inspect.StepView;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.EnumMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -44,12 +47,43 @@ final class JsonReading {
         return readRun(parse(json));
     }
 
-    private static RunView readRun(JsonNode n) {
+    /** A run whose children are being read: its JSON, the children not read yet, and those read. */
+    private record Pending(JsonNode node, Iterator<JsonNode> unread, List<RunView> read) {
+        Pending(JsonNode node) {
+            this(node, node.path("children").iterator(), new ArrayList<>());
+        }
+    }
+
+    /**
+     * Reads a run and the runs below it without recursion, children first: a hierarchy thousands of levels deep
+     * (a saga that launches itself) would overflow a thread's stack (1,000 levels needed more than the default 1 MB
+     * when each level took a few frames).
+     */
+    private static RunView readRun(JsonNode root) {
+        Deque<Pending> stack = new ArrayDeque<>();
+        stack.push(new Pending(root));
+        while (true) {
+            Pending top = stack.peek();
+            if (top.unread().hasNext()) {
+                stack.push(new Pending(top.unread().next()));
+                continue;
+            }
+            stack.pop();
+            RunView run = readRun(top.node(), top.read());
+            if (stack.isEmpty()) {
+                return run;
+            }
+            stack.peek().read().add(run);
+        }
+    }
+
+    /** One run, its children already read. */
+    private static RunView readRun(JsonNode n, List<RunView> children) {
         return new RunView(uuid(n, "runId"), new MessageId(uuid(n, "messageId")), text(n, "topic"),
                 text(n, "saga"), readLineage(n.get("lineage")), RunStatus.valueOf(text(n, "status")),
                 n.path("rollingBack").asBoolean(), readTime(n, "createdAt"), readTime(n, "startedAt"),
                 readTime(n, "finishedAt"), readFailure(n.get("failure")), list(n.get("steps"), JsonReading::readStep),
-                list(n.get("children"), JsonReading::readRun), list(n.get("collapsed"), JsonReading::readCollapsed),
+                List.copyOf(children), list(n.get("collapsed"), JsonReading::readCollapsed),
                 n.path("sagaVersion").asInt(1), n.hasNonNull("waitingFor") ? n.get("waitingFor").asText() : null,
                 new RunOrdering(n.path("priority").asInt(0),
                         n.path("orderingKey").isTextual() ? n.get("orderingKey").asText() : null,

@@ -23,6 +23,8 @@ import dev.coop.inspect.StepView;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -81,7 +83,28 @@ public final class JsonRenderer {
         return n;
     }
 
+    /**
+     * A run and the runs below it, without recursion (a hierarchy may be thousands of levels deep: a saga that
+     * launches itself; a few frames per level overflowed the default 1 MB thread stack at about 1,000 levels).
+     */
     public ObjectNode run(RunView r) {
+        ObjectNode root = runFields(r);
+        Deque<Map.Entry<RunView, ObjectNode>> todo = new ArrayDeque<>();
+        todo.push(Map.entry(r, root));
+        while (!todo.isEmpty()) {
+            Map.Entry<RunView, ObjectNode> next = todo.pop();
+            ArrayNode children = (ArrayNode) next.getValue().get("children");
+            for (RunView child : next.getKey().children()) {
+                ObjectNode c = runFields(child);
+                children.add(c);
+                todo.push(Map.entry(child, c));
+            }
+        }
+        return root;
+    }
+
+    /** A run's own fields, its {@code children} still empty. */
+    private ObjectNode runFields(RunView r) {
         ObjectNode n = NODES.objectNode();
         n.put("runId", r.runId().toString());
         n.put("messageId", r.messageId().toString());
@@ -111,8 +134,7 @@ public final class JsonRenderer {
         n.set("failure", failure(r.failure()));
         ArrayNode steps = n.putArray("steps");
         r.steps().forEach(s -> steps.add(step(s)));
-        ArrayNode children = n.putArray("children");
-        r.children().forEach(c -> children.add(run(c)));
+        n.putArray("children");
         collapsed(n.putArray("collapsed"), r.collapsed());
         return n;
     }

@@ -46,6 +46,46 @@ class JsonRendererTest {
         assertThat(TextRendererTest.PLAIN.render(waiting)).contains("RUNNABLE (waiting for a slot (3 of 3 busy))");
     }
 
+    /**
+     * Reading a tree, and building its JSON nodes, do not recurse: 5,000 levels (a saga that launches itself) on a
+     * 256 KB stack. Recursive reading needed more than the default 1 MB for 1,000 levels once the JIT compiled it
+     * (HostileCliTest overflowed once); Jackson's own writing of the nodes recurses, 1,000 levels in 512 KB.
+     */
+    @Test
+    void trees_thousands_of_levels_deep_are_read_without_recursion() throws Exception {
+        int levels = 5_000;
+        StringBuilder open = new StringBuilder();
+        for (int i = 0; i < levels; i++) {
+            open.append("{\"runId\":\"").append(java.util.UUID.randomUUID()).append("\",\"messageId\":\"")
+                    .append(java.util.UUID.randomUUID()).append("\",\"topic\":\"t\",\"saga\":\"s\",\"lineage\":[\"")
+                    .append(java.util.UUID.randomUUID()).append("\"],\"status\":\"COMMITTED\",\"steps\":[],")
+                    .append("\"collapsed\":[],\"children\":[");
+        }
+        String json = "{\"messageId\":\"" + java.util.UUID.randomUUID() + "\",\"topic\":\"t\",\"runs\":[" + open
+                + "]}".repeat(levels) + "]}";
+        Hierarchy[] read = new Hierarchy[1];
+        JsonNode[] built = new JsonNode[1];
+        Throwable[] thrown = new Throwable[1];
+        Thread small = new Thread(null, () -> {
+            try {
+                read[0] = JSON.readHierarchy(json);
+                built[0] = JSON.run(read[0].runs().getFirst());
+            } catch (Throwable t) {
+                thrown[0] = t;
+            }
+        }, "small-stack", 256 * 1024);
+        small.start();
+        small.join();
+        assertThat(thrown[0]).isNull();
+        assertThat(read[0].runs().getFirst().flatten()).hasSize(levels);
+        JsonNode deepest = built[0];
+        for (int i = 1; i < levels; i++) {
+            assertThat(deepest.get("children")).hasSize(1);
+            deepest = deepest.get("children").get(0);
+        }
+        assertThat(deepest.get("children")).isEmpty();
+    }
+
     @Test
     void the_hierarchy_form_is_as_documented() {
         Golden.assertMatches("tree-rollback.json", Masking.mask(JSON.render(Fixtures.rollback())));

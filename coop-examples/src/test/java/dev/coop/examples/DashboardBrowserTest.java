@@ -99,6 +99,14 @@ class DashboardBrowserTest {
                 .allMatch(r -> r.getText().contains("access-provisioning")));
     }
 
+    /** The tree's rows of the rollback of step request-portal-user whose text has {@code what}. */
+    private long rollbackRows(String what) {
+        return (Long) browser.executeScript("""
+                return [...document.querySelectorAll('#tree tr')].filter(r =>
+                    r.textContent.includes('Rollback of request-portal-user') && r.textContent.includes(arguments[0])
+                    && (arguments[0] !== 'compensation' || !r.textContent.includes('child scopes'))).length""", what);
+    }
+
     @Test
     void the_failed_onboarding_shows_its_tree_timeline_and_stack_trace() throws IOException {
         login("olga", "operator-pass");
@@ -113,7 +121,11 @@ class DashboardBrowserTest {
         assertThat(browser.findElements(By.cssSelector("#timeline .tl-seg.k-COMPENSATION"))).isNotEmpty();
         assertThat(browser.findElements(By.cssSelector("#timeline .tl-wait"))).isNotEmpty();
         assertThat(browser.findElement(By.id("compensations")).getText()).contains("support-portal",
-                "create-portal-user");
+                "create-portal-user").doesNotContain("request-portal-user");
+        // request-portal-user declares no compensation: the rollback of its children has a row, no compensation
+        Object[] rows = {rollbackRows("child scopes"), rollbackRows("compensation")};
+        assertThat(rows).as("rows of 'Rollback of request-portal-user': children, compensation").containsExactly(1L,
+                0L);
         assertThat(browser.findElement(By.id("outcome")).getText()).contains("rolled back");
         screenshot("dashboard-hierarchy.png");
         browser.findElement(By.cssSelector("#events > summary")).click();

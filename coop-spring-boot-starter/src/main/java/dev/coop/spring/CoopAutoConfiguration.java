@@ -133,6 +133,11 @@ public class CoopAutoConfiguration {
      * The web dashboard (module {@code coop-dashboard}) mounted at {@code coop.dashboard.path} when
      * {@code coop.dashboard.enabled=true} in a servlet web application. Authentication and roles come from the
      * container (Spring Security when present); the dashboard's own CSRF token protects its actions.
+     *
+     * <p>It backs off for the application's own {@code ServletRegistrationBean<DashboardServlet>} (or
+     * {@code DashboardServlet} bean), by type: a condition on the bean name {@code coopDashboard} backed off, without
+     * a word, for any bean of that name, such as a {@code SecurityFilterChain coopDashboard(...)} for the dashboard's
+     * path. Its own bean name is one an application is unlikely to give a bean of another type.
      */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"dev.coop.dashboard.DashboardServlet", "jakarta.servlet.http.HttpServlet"})
@@ -140,8 +145,8 @@ public class CoopAutoConfiguration {
     @ConditionalOnProperty(prefix = "coop.dashboard", name = "enabled", havingValue = "true")
     static class Dashboard {
         @Bean
-        @ConditionalOnMissingBean(name = "coopDashboard")
-        org.springframework.boot.web.servlet.ServletRegistrationBean<dev.coop.dashboard.DashboardServlet> coopDashboard(
+        @ConditionalOnMissingBean(value = dev.coop.dashboard.DashboardServlet.class, parameterizedContainer = org.springframework.boot.web.servlet.ServletRegistrationBean.class)
+        org.springframework.boot.web.servlet.ServletRegistrationBean<dev.coop.dashboard.DashboardServlet> coopDashboardServletRegistration(
                 CoopClient client, CoopProperties properties) {
             CoopProperties.Dashboard d = properties.getDashboard();
             var bean = new org.springframework.boot.web.servlet.ServletRegistrationBean<>(

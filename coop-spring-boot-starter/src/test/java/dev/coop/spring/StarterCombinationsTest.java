@@ -147,8 +147,9 @@ class StarterCombinationsTest {
                         "spring.datasource.password=" + CoopPostgres.shared().password(),
                         "coop.engine.poll-interval=200ms", "coop.dashboard.enabled=true")
                 .withUserConfiguration(Sagas.class).run(context -> {
-                    assertThat(context).hasNotFailed().hasBean("coopDashboard");
-                    assertThat(context.getBean("coopDashboard")).isInstanceOf(ServletRegistrationBean.class);
+                    assertThat(context).hasNotFailed().hasBean("coopDashboardServletRegistration");
+                    assertThat(context.getBean("coopDashboardServletRegistration"))
+                            .isInstanceOf(ServletRegistrationBean.class);
                     assertWrites(context, DataSourceTransactionManager.class);
                 });
     }
@@ -165,7 +166,7 @@ class StarterCombinationsTest {
                         "coop.engine.poll-interval=200ms", "coop.dashboard.enabled=true")
                 .withUserConfiguration(Sagas.class);
         web.withPropertyValues("coop.dashboard.mask=password,*token*").run(context -> {
-            assertThat(context).hasNotFailed().hasBean("coopDashboard");
+            assertThat(context).hasNotFailed().hasBean("coopDashboardServletRegistration");
             assertThat(context.getBean(CoopProperties.class).getDashboard().getMask())
                     .containsExactly("password", "*token*");
         });

@@ -6,7 +6,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-/** The runs read and, for collapsed runs, their children's counts. */
+/**
+ * The runs read and, for collapsed runs, their children's counts; which of their sagas' steps have a compensation to
+ * show.
+ */
 record LoadedTree(List<TreeRow> rows, Map<UUID, List<CollapsedRuns>> collapsed,
-        Map<UUID, Map<Integer, Integer>> launchedBySeq, List<Event> events) {
+        Map<UUID, Map<Integer, Integer>> launchedBySeq, List<Event> events, CompensatingSteps compensating) {
 }

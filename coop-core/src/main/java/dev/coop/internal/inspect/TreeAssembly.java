@@ -59,7 +59,7 @@ final class TreeAssembly {
             } else {
                 built.put(r.id(), view(r, byRun, kids.stream().map(k -> built.get(k.id())).toList(),
                         read.collapsed().getOrDefault(r.id(), List.of()), read.launchedBySeq(),
-                        waitingFor.get(r.id()), running.get(r.id()), tasks.get(r.id())));
+                        waitingFor.get(r.id()), running.get(r.id()), tasks.get(r.id()), read.compensating()));
             }
         }
         return roots.stream().map(r -> built.get(r.id())).toList();
@@ -78,9 +78,11 @@ final class TreeAssembly {
 
     private static RunView view(TreeRow r, Map<UUID, List<Event>> byRun, List<RunView> kids,
             List<CollapsedRuns> collapsed, Map<UUID, Map<Integer, Integer>> launchedBySeq, String waitingFor,
-            RunningSteps.Live live, dev.coop.inspect.TaskSummary task) {
+            RunningSteps.Live live, dev.coop.inspect.TaskSummary task, CompensatingSteps compensating) {
         List<StepView> steps = counted(StepViews.steps(byRun.getOrDefault(r.id(), List.of())),
-                launchedBySeq.get(r.id()));
+                launchedBySeq.get(r.id())).stream()
+                .filter(s -> compensating.shows(r.saga(), r.sagaVersion(), s)) // none declared: no row
+                .toList();
         return new RunView(r.id(), r.message(), r.topic(), r.saga(), new Lineage(Arrays.asList(r.lineage())),
                 r.status(), r.rollingBack(), r.created(), r.started(), r.finished(),
                 r.failure() == null ? null : Failure.fromJson(r.failure()), steps,

@@ -50,11 +50,13 @@ final class TreeReader {
         if (treeSize(c, anchor, value) <= Inspection.SMALL_TREE) {
             List<TreeRow> rows = recursiveRows(c, anchor, value);
             boolean smallLog = logSize(c, scope[0]) <= Inspection.SMALL_LOG;
-            return new LoadedTree(rows, Map.of(), Map.of(), smallLog ? events(c, scope) : eventsOf(c, rows, scope));
+            return new LoadedTree(rows, Map.of(), Map.of(), smallLog ? events(c, scope) : eventsOf(c, rows, scope),
+                    CompensatingSteps.of(c, schema, rows));
         }
         Map<UUID, List<CollapsedRuns>> collapsed = new HashMap<>();
         List<TreeRow> rows = walk(c, rows(c, anchor, value), collapsed);
-        return new LoadedTree(rows, collapsed, launchedBySeq(c, collapsed.keySet()), eventsOf(c, rows, scope));
+        return new LoadedTree(rows, collapsed, launchedBySeq(c, collapsed.keySet()), eventsOf(c, rows, scope),
+                CompensatingSteps.of(c, schema, rows));
     }
 
     /** How many runs the tree has, counting no further than one past {@link Inspection#SMALL_TREE}. */

@@ -32,11 +32,48 @@ class DashboardMountTest {
                 .withPropertyValues("coop.engine.enabled=false", "coop.dashboard.enabled=true",
                         "coop.dashboard.path=/ops/coop")
                 .run(context -> {
-                    assertThat(context).hasNotFailed().hasBean("coopDashboard");
-                    ServletRegistrationBean<?> bean = context.getBean("coopDashboard", ServletRegistrationBean.class);
+                    assertThat(context).hasNotFailed().hasBean("coopDashboardServletRegistration");
+                    ServletRegistrationBean<?> bean = context.getBean("coopDashboardServletRegistration",
+                            ServletRegistrationBean.class);
                     assertThat(bean.getServlet()).isInstanceOf(DashboardServlet.class);
                     assertThat(bean.getUrlMappings()).containsExactly("/ops/coop/*");
                 });
+    }
+
+    /**
+     * The starter backs off by type, not by the name {@code coopDashboard}: the documented security chain for the
+     * dashboard's path is a bean of that name (DashboardSecuritySample), and once silently unmounted the dashboard.
+     */
+    @Test
+    void a_bean_named_coopDashboard_of_another_type_leaves_the_dashboard_mounted() {
+        new WebApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(CoopAutoConfiguration.class))
+                .withBean(DataSource.class, DashboardMountTest::dataSource)
+                .withBean("coopDashboard", String.class, () -> "a security chain, say")
+                .withPropertyValues("coop.engine.enabled=false", "coop.dashboard.enabled=true")
+                .run(context -> assertThat(context).hasNotFailed().hasBean("coopDashboardServletRegistration"));
+    }
+
+    @Test
+    void the_applications_own_registration_of_the_servlet_replaces_the_starters() {
+        new WebApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(CoopAutoConfiguration.class))
+                .withBean(DataSource.class, DashboardMountTest::dataSource)
+                .withUserConfiguration(OwnRegistration.class)
+                .withPropertyValues("coop.engine.enabled=false", "coop.dashboard.enabled=true")
+                .run(context -> {
+                    assertThat(context).hasNotFailed().doesNotHaveBean("coopDashboardServletRegistration");
+                    assertThat(context.getBean("mine", ServletRegistrationBean.class).getUrlMappings())
+                            .containsExactly("/mine/*");
+                });
+    }
+
+    @org.springframework.context.annotation.Configuration(proxyBeanMethods = false)
+    static class OwnRegistration {
+        @org.springframework.context.annotation.Bean
+        ServletRegistrationBean<DashboardServlet> mine(dev.coop.CoopClient client) {
+            return new ServletRegistrationBean<>(new DashboardServlet(client), "/mine/*");
+        }
     }
 
     @Test
@@ -45,12 +82,12 @@ class DashboardMountTest {
                 .withConfiguration(AutoConfigurations.of(CoopAutoConfiguration.class))
                 .withBean(DataSource.class, DashboardMountTest::dataSource)
                 .withPropertyValues("coop.engine.enabled=false")
-                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean("coopDashboard"));
+                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean("coopDashboardServletRegistration"));
         new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(CoopAutoConfiguration.class))
                 .withBean(DataSource.class, DashboardMountTest::dataSource)
                 .withPropertyValues("coop.engine.enabled=false", "coop.dashboard.enabled=true")
-                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean("coopDashboard"));
+                .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean("coopDashboardServletRegistration"));
     }
 
     @Test
