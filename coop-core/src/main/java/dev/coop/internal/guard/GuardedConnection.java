@@ -42,6 +42,8 @@ public final class GuardedConnection implements InvocationHandler {
     private final Connection target;
     private volatile boolean open = true;
     private Savepoint savepoint;
+    /** Whether the step used the connection (then its session is reset after it: {@link SessionReset}). */
+    private boolean used;
     private Connection proxy;
     /** What runs before the step's first use of the connection, once (null: nothing). */
     private FirstUse firstUse;
@@ -84,6 +86,14 @@ public final class GuardedConnection implements InvocationHandler {
         /** The connection under the guard (for Coop's own settings while user code runs). */
         public Connection target() {
             return handler.target;
+        }
+
+        /**
+         * Whether the step used the connection (anything but asking whether it is closed, read-only or in
+         * auto-commit): then what it may have left on it is reset ({@link SessionReset}).
+         */
+        public boolean used() {
+            return handler.used;
         }
 
         /** What the step was refused (it tried to end its transaction), or null. */
@@ -148,6 +158,9 @@ public final class GuardedConnection implements InvocationHandler {
         }
         if (!open) {
             throw new IllegalStateException("This step's connection can only be used while the step runs");
+        }
+        if (!HARMLESS.contains(name) || name.equals("unwrap")) {
+            used = true;
         }
         if (firstUse != null && (!HARMLESS.contains(name) || name.equals("unwrap"))) {
             FirstUse action = firstUse;

@@ -32,6 +32,9 @@ final class InvokeUserCode {
         Throwable thrown = run(code, context, listeners);
         try {
             thrown = context.withRefusal(thrown); // a refused statement fails the part, even when it was caught
+            if (thrown == null) { // a part that failed is reset after its writes are undone (discardWrites)
+                thrown = resetSession(context);
+            }
         } finally {
             if (states != null) {
                 listeners.stepEnded(context, context.part(), states, context.outcome(thrown),
@@ -47,6 +50,20 @@ final class InvokeUserCode {
             round.checkBroken(); // the deferred advances could not be sent: not this step's failure
         }
         return thrown;
+    }
+
+    /**
+     * Gives the connection back as Coop had it when the code used it, before Coop's own statements: what the code
+     * set cannot change how they run, nor reach another run. A reset that fails fails the part: the code left its
+     * transaction unusable (aborted, or under a limit Coop's statement could not meet).
+     */
+    private static Throwable resetSession(StepContextImpl<?> context) {
+        try {
+            context.resetSession();
+            return null;
+        } catch (java.sql.SQLException e) {
+            return e;
+        }
     }
 
     /** Runs the code with the user's network timeout, in the listeners' transaction hook if there is one. */

@@ -380,6 +380,40 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         children.tasks.clear();
         context = initialContext;
         result = null;
-        guard.discardWrites();
+        try {
+            guard.discardWrites();
+        } catch (SQLException e) {
+            if (guard.used()) {
+                dev.coop.internal.guard.SessionReset.failed(); // the session is in a state nobody knows
+            }
+            throw e;
+        }
+        resetSession(); // what the rollback to the savepoint does not undo (session locks, SQL PREPARE)
+    }
+
+    /**
+     * After user code that used the connection: gives it back as Coop had it ({@link
+     * dev.coop.internal.guard.SessionReset}), before Coop's own statements; in a round, a transaction that keeps what
+     * only its end lets go ends the round's shared part. Nothing when the code did not use the connection.
+     *
+     * @throws SQLException when the reset failed (the code left its transaction unusable, say)
+     */
+    void resetSession() throws SQLException {
+        if (!guard.used()) {
+            return;
+        }
+        boolean holds;
+        try {
+            holds = engine.store().sessionReset().reset(guard.target(),
+                    dev.coop.internal.store.ClaimSql.RUNNING_AS + engine.engineId());
+        } catch (SQLException e) {
+            dev.coop.internal.guard.SessionReset.failed();
+            throw e;
+        }
+        dev.coop.internal.guard.SessionReset.succeeded();
+        StepRound round = StepRound.current();
+        if (holds && round != null) {
+            round.endShare();
+        }
     }
 }
