@@ -33,6 +33,17 @@ public final class SessionReset {
     /** The reset, and the read of what only the transaction's end undoes (after the session locks were let go). */
     private final String sql;
 
+    /**
+     * The first key of the two-key advisory lock a launch with an ordering key takes ({@code 'coop'},
+     * {@code launch_ordered}, schema version 10).
+     *
+     * <p>USER_LOCKS: the transaction-level advisory locks a step may have taken are told from Coop's own by their
+     * shape: Coop's earlier statements in a round take the join checks' locks shared, and a launch's ordering key
+     * lock under this first key; every other exclusive one counts as the step's (Coop's rarer ones, a join's attach
+     * or a signal's key, then end a round early: a round that ends early is only slower).
+     */
+    static final String LAUNCH_LOCK_CLASS = "x'636f6f71'::int::oid";
+
     /** The deallocation of what SQL {@code PREPARE} left, run only when there is some. */
     static final String DEALLOCATE = """
             DO $coop$
@@ -66,11 +77,12 @@ public final class SessionReset {
                 DISCARD SEQUENCES;
                 SELECT pg_catalog.pg_advisory_unlock_all();
                 SELECT pg_catalog.set_config('application_name', ?, true), {idle},
-                       EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-                                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid())
+                       EXISTS (SELECT 1 FROM pg_catalog.pg_locks l -- see USER_LOCKS
+                                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
+                                  AND l.mode = 'ExclusiveLock' AND (l.objsubid = 1 OR l.classid <> {launch}))
                          OR pg_catalog.current_setting('transaction_read_only') = 'on' AS holds,
                        EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements p WHERE p.from_sql) AS prepared
-                """.replace("{idle}", idle);
+                """.replace("{idle}", idle).replace("{launch}", LAUNCH_LOCK_CLASS);
     }
 
     /**
