@@ -172,6 +172,39 @@ class StepPoisonTest {
         }
     }
 
+    /**
+     * The reset costs one round trip (one statement prepared), and only after a step that used its connection: a
+     * saga of two steps, the first using its connection and the second not, gets one reset per run.
+     */
+    @org.junit.jupiter.api.Test
+    void only_a_step_that_used_its_connection_gets_it_reset_in_one_round_trip() throws Exception {
+        Saga<String> saga = Saga.on(Topic.of("poison-count", String.class), "poison-count")
+                .step("uses", step -> {
+                    try (Statement st = step.connection().createStatement()) {
+                        st.execute("SELECT 1");
+                    }
+                })
+                .step("not", step -> {
+                })
+                .build();
+        List<String> sent = new CopyOnWriteArrayList<>();
+        try (var pool = db.newDataSource(3)) {
+            DataSource recording = RecordingDataSource.of(pool, sent);
+            try (CoopEngine engine = Coop.engine(recording).workers(1).pollInterval(Duration.ofMillis(100))
+                    .clock(CLOCK).register(saga).start()) {
+                List<MessageId> ids = new ArrayList<>();
+                for (int i = 0; i < 5; i++) {
+                    ids.add(engine.client().launch(saga.topic(), "r" + i));
+                }
+                for (MessageId id : ids) {
+                    assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+                }
+            }
+        }
+        assertThat(sent.stream().filter(sql -> sql.contains("RESET ALL")).count())
+                .as("one reset per run: after its first step, not after its second").isEqualTo(5);
+    }
+
     private static void awaitCommitted(CoopClient client, Map<String, MessageId> ids) {
         for (var e : ids.entrySet()) {
             assertThat(client.awaitCompletion(e.getValue(), WAIT)).as(e.getKey()).isEqualTo(Outcome.COMMITTED);

@@ -26,23 +26,13 @@ import java.sql.Statement;
  * <p>Settings come back to the connection's reset values: those it was opened with (startup options, the role's and
  * the database's settings), not what a pool's initialization SQL set with {@code SET}.
  *
- * <p>What only the transaction's end lets go is reported, not undone: transaction-level advisory locks and a
- * transaction made read-only. A round then commits before another run's step starts.
+ * <p>What only the transaction's end undoes is reported, not undone: a transaction made read-only (the guard
+ * reports transaction-level advisory locks, {@link GuardedConnection.Guard#tookTransactionLocks()}). A round then
+ * commits before another run's step starts.
  */
 public final class SessionReset {
-    /** The reset, and the read of what only the transaction's end undoes (after the session locks were let go). */
+    /** The reset, and the read of what only the transaction's end undoes. */
     private final String sql;
-
-    /**
-     * The first key of the two-key advisory lock a launch with an ordering key takes ({@code 'coop'},
-     * {@code launch_ordered}, schema version 10).
-     *
-     * <p>USER_LOCKS: the transaction-level advisory locks a step may have taken are told from Coop's own by their
-     * shape: Coop's earlier statements in a round take the join checks' locks shared, and a launch's ordering key
-     * lock under this first key; every other exclusive one counts as the step's (Coop's rarer ones, a join's attach
-     * or a signal's key, then end a round early: a round that ends early is only slower).
-     */
-    static final String LAUNCH_LOCK_CLASS = "x'636f6f71'::int::oid";
 
     /** The deallocation of what SQL {@code PREPARE} left, run only when there is some. */
     static final String DEALLOCATE = """
@@ -77,20 +67,17 @@ public final class SessionReset {
                 DISCARD SEQUENCES;
                 SELECT pg_catalog.pg_advisory_unlock_all();
                 SELECT pg_catalog.set_config('application_name', ?, true), {idle},
-                       EXISTS (SELECT 1 FROM pg_catalog.pg_locks l -- see USER_LOCKS
-                                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
-                                  AND l.mode = 'ExclusiveLock' AND (l.objsubid = 1 OR l.classid <> {launch}))
-                         OR pg_catalog.current_setting('transaction_read_only') = 'on' AS holds,
+                       pg_catalog.current_setting('transaction_read_only') = 'on' AS holds,
                        EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements p WHERE p.from_sql) AS prepared
-                """.replace("{idle}", idle).replace("{launch}", LAUNCH_LOCK_CLASS);
+                """.replace("{idle}", idle);
     }
 
     /**
      * Resets {@code c} (the step's connection under its guard) after a step used it.
      *
      * @param applicationName what the transaction's {@code application_name} is set to again (the engine's)
-     * @return whether the transaction keeps what only its end lets go (transaction-level advisory locks, read-only):
-     *         no other run's step may run in it
+     * @return whether the transaction keeps what only its end undoes (it was made read-only): no other run's step
+     *         may run in it
      * @throws SQLException when the reset failed: the transaction is unusable (the step left it aborted, say), and the
      *         connection should not serve another step before the reset succeeded
      */

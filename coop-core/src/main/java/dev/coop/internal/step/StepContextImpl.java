@@ -412,7 +412,7 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         }
         dev.coop.internal.guard.SessionReset.succeeded();
         StepRound round = StepRound.current();
-        if (holds && round != null) {
+        if ((holds || guard.tookTransactionLocks()) && round != null) {
             round.endShare();
         }
     }
