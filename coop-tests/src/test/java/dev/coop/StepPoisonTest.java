@@ -205,6 +205,55 @@ class StepPoisonTest {
                 .as("one reset per run: after its first step, not after its second").isEqualTo(5);
     }
 
+    /**
+     * A connection whose session defaults make Coop's own statements fail (read-only here, set before Coop got it, as
+     * no step can leave it now) is evicted from its pool, not handed back: the worker's next claim gets a fresh one
+     * and every run commits, where such a connection once failed every later claim.
+     */
+    @org.junit.jupiter.api.Test
+    void a_connection_whose_session_fails_coops_statements_is_evicted_not_handed_back() throws Exception {
+        Saga<String> saga = Saga.on(Topic.of("poison-evict", String.class), "poison-evict")
+                .step("work", step -> {
+                    try (PreparedStatement ps = step.connection()
+                            .prepareStatement("INSERT INTO obs_target (what) VALUES (?)")) {
+                        ps.setString(1, "evict:" + step.payload());
+                        ps.executeUpdate();
+                    }
+                })
+                .build();
+        List<Integer> poisoned = new CopyOnWriteArrayList<>();
+        try (var pool = db.newDataSource(3)) {
+            // the first connection a worker takes comes read-only by default
+            DataSource poisoning = (DataSource) java.lang.reflect.Proxy.newProxyInstance(
+                    DataSource.class.getClassLoader(), new Class<?>[]{DataSource.class}, (proxy, method, args) -> {
+                        Object result = method.invoke(pool, args);
+                        if (result instanceof Connection c && poisoned.isEmpty()
+                                && Thread.currentThread().getName().contains("-worker-")) {
+                            try (Statement st = c.createStatement()) {
+                                st.execute("SET default_transaction_read_only = on");
+                                try (ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+                                    rs.next();
+                                    poisoned.add(rs.getInt(1));
+                                }
+                            }
+                        }
+                        return result;
+                    });
+            CoopClient client = CoopClient.builder(db.dataSource()).clock(CLOCK).build();
+            try (CoopEngine engine = Coop.engine(poisoning).workers(1).pollInterval(Duration.ofMillis(100))
+                    .clock(CLOCK).register(saga).start()) {
+                Map<String, MessageId> ids = new LinkedHashMap<>();
+                for (int i = 0; i < 8; i++) {
+                    ids.put("e" + i, client.launch(saga.topic(), "e" + i));
+                }
+                awaitCommitted(client, ids);
+                assertThat(poisoned).as("a worker got the read-only connection").hasSize(1);
+                dev.coop.test.Await.until("the read-only connection is closed", WAIT,
+                        () -> connected(poisoned.getFirst()) == 0);
+            }
+        }
+    }
+
     private static void awaitCommitted(CoopClient client, Map<String, MessageId> ids) {
         for (var e : ids.entrySet()) {
             assertThat(client.awaitCompletion(e.getValue(), WAIT)).as(e.getKey()).isEqualTo(Outcome.COMMITTED);
@@ -228,6 +277,15 @@ class StepPoisonTest {
         try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery(OBSERVE)) {
             rs.next();
             return rs.getString(1);
+        }
+    }
+
+    /** How many sessions of the server have the backend process {@code pid} (1 or 0). */
+    static int connected(int pid) {
+        try {
+            return rows("SELECT count(*) FROM pg_stat_activity WHERE pid = ?::text::int", String.valueOf(pid));
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
         }
     }
 

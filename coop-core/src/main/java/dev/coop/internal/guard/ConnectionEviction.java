@@ -45,17 +45,24 @@ public final class ConnectionEviction {
         }
     }
 
-    /** Aborts {@code c}: its pool drops it instead of handing it out again. Never throws. */
+    /**
+     * Aborts {@code c}: its pool drops it instead of handing it out again. When the driver cannot abort (pgjdbc's
+     * {@code abort} checks a permission that Java 24 and later refuse to check), the driver's own connection under the
+     * pool's is closed instead: a pool then finds it closed when it is given back, and drops it. Never throws.
+     */
     static void evict(Connection c, String engineId, String why) {
         log.warn("Engine {} closes a database connection instead of giving it back to its pool: {}", engineId, why);
         try {
             c.abort(Runnable::run);
+            return;
         } catch (SQLException | RuntimeException | AbstractMethodError e) {
-            try {
-                c.close();
-            } catch (SQLException | RuntimeException ignored) {
-                // broken already: the pool drops it
-            }
+            log.debug("Engine {} could not abort the connection ({}); closing the driver's", engineId, e.toString());
+        }
+        try {
+            ((Connection) c.unwrap(org.postgresql.PGConnection.class)).close();
+        } catch (SQLException | RuntimeException e) {
+            log.warn("Engine {} could not close the connection ({}); it goes back to its pool", engineId,
+                    e.toString());
         }
     }
 }

@@ -89,6 +89,9 @@ public final class Worker implements Runnable {
                 due = engine.store().probe(c, engine.sagas());
                 // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
                 engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
+            } catch (Throwable e) {
+                ConnectionEviction.ifNeeded(c, engine.engineId(), e);
+                throw e;
             } finally {
                 NetworkTimeouts.set(c, own);
             }
