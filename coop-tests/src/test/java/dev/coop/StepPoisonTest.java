@@ -173,6 +173,51 @@ class StepPoisonTest {
     }
 
     /**
+     * A step that makes its transaction read-only cannot be committed: it fails alone, as its own failure (no retry
+     * policy here: its run rolls back), its write undone; the round's other runs commit in the same transaction, and
+     * nothing loops.
+     */
+    @org.junit.jupiter.api.Test
+    void a_step_that_makes_its_transaction_read_only_fails_alone_and_the_round_commits() throws Exception {
+        Map<String, AtomicInteger> ran = new ConcurrentHashMap<>();
+        Saga<String> saga = Saga.on(Topic.of("poison-read-only", String.class), "poison-read-only")
+                .step("work", step -> {
+                    ran.computeIfAbsent(step.payload(), p -> new AtomicInteger()).incrementAndGet();
+                    Connection c = step.connection();
+                    try (PreparedStatement ps = c.prepareStatement("INSERT INTO obs_target (what) VALUES (?)")) {
+                        ps.setString(1, "read-only:" + step.payload());
+                        ps.executeUpdate();
+                    }
+                    if (step.payload().equals("poisoner")) {
+                        try (Statement st = c.createStatement()) {
+                            st.execute("SET TRANSACTION READ ONLY");
+                        }
+                    }
+                })
+                .build();
+        try (var pool = db.newDataSource(3)) {
+            CoopClient client = CoopClient.builder(pool).clock(CLOCK).build();
+            Coop.engine(pool).workers(1).clock(CLOCK).register(saga).start().close();
+            Map<String, MessageId> ids = new LinkedHashMap<>();
+            for (String payload : List.of("a0", "a1", "a2", "poisoner", "a4", "a5", "a6", "a7")) {
+                ids.put(payload, client.launch(saga.topic(), payload));
+                CLOCK.advance(Duration.ofMillis(1));
+            }
+            Rounds rounds = new Rounds();
+            try (CoopEngine engine = Coop.engine(pool).workers(1).maxRunsPerTransaction(8)
+                    .pollInterval(Duration.ofMillis(100)).clock(CLOCK).listener(rounds).register(saga).start()) {
+                assertThat(client.awaitCompletion(ids.remove("poisoner"), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+                awaitCommitted(client, ids);
+            }
+            assertThat(rows("SELECT count(*) FROM obs_target WHERE what = ?", "read-only:poisoner"))
+                    .as("the failed step's write was undone").isZero();
+            assertThat(rows("SELECT count(*) FROM obs_target WHERE what LIKE ?", "read-only:a%")).isEqualTo(7);
+            assertThat(ran.values()).as("every step's code ran once").allMatch(n -> n.get() == 1);
+            assertThat(rounds.committed.getFirst()).as("one round of 8").containsExactly(8, 8);
+        }
+    }
+
+    /**
      * The reset costs one round trip (one statement prepared), and only after a step that used its connection: a
      * saga of two steps, the first using its connection and the second not, gets one reset per run.
      */

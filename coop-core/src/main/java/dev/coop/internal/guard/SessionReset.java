@@ -26,9 +26,9 @@ import java.sql.Statement;
  * <p>Settings come back to the connection's reset values: those it was opened with (startup options, the role's and
  * the database's settings), not what a pool's initialization SQL set with {@code SET}.
  *
- * <p>What only the transaction's end undoes is reported, not undone: a transaction made read-only (the guard
- * reports transaction-level advisory locks, {@link GuardedConnection.Guard#tookTransactionLocks()}). A round then
- * commits before another run's step starts.
+ * <p>What only the transaction's end undoes is reported, not undone: a transaction made read-only, which fails the
+ * step (its rollback to its savepoint undoes that too). The guard reports transaction-level advisory locks
+ * ({@link GuardedConnection.Guard#tookTransactionLocks()}): a round then commits before another run's step starts.
  */
 public final class SessionReset {
     /** The reset, and the read of what only the transaction's end undoes. */
@@ -67,7 +67,7 @@ public final class SessionReset {
                 DISCARD SEQUENCES;
                 SELECT pg_catalog.pg_advisory_unlock_all();
                 SELECT pg_catalog.set_config('application_name', ?, true), {idle},
-                       pg_catalog.current_setting('transaction_read_only') = 'on' AS holds,
+                       pg_catalog.current_setting('transaction_read_only') = 'on' AS read_only,
                        EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements p WHERE p.from_sql) AS prepared
                 """.replace("{idle}", idle);
     }
@@ -76,19 +76,18 @@ public final class SessionReset {
      * Resets {@code c} (the step's connection under its guard) after a step used it.
      *
      * @param applicationName what the transaction's {@code application_name} is set to again (the engine's)
-     * @return whether the transaction keeps what only its end undoes (it was made read-only): no other run's step
-     *         may run in it
+     * @return whether the transaction is read-only now (the step made it so): nothing can be written in it
      * @throws SQLException when the reset failed: the transaction is unusable (the step left it aborted, say), and the
      *         connection should not serve another step before the reset succeeded
      */
     public boolean reset(Connection c, String applicationName) throws SQLException {
-        boolean holds;
+        boolean readOnly;
         boolean prepared;
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setString(1, applicationName);
             ResultSet rs = lastResult(ps);
             rs.next();
-            holds = rs.getBoolean("holds");
+            readOnly = rs.getBoolean("read_only");
             prepared = rs.getBoolean("prepared");
         }
         if (prepared) {
@@ -96,7 +95,7 @@ public final class SessionReset {
                 st.execute(DEALLOCATE);
             }
         }
-        return holds;
+        return readOnly;
     }
 
     /** Whether a reset on this thread's step connection failed since the last one that succeeded. */

@@ -53,8 +53,8 @@ final class StepRound {
     /** Whether user code of the current run used the connection (then its advance is not deferred). */
     private boolean touched;
     /**
-     * Whether a step left the transaction holding what only its end lets go (transaction-level advisory locks, a
-     * read-only transaction; see {@link dev.coop.internal.guard.SessionReset}): no other run's step may start in it.
+     * Whether a step left the transaction holding what only its end lets go (transaction-level advisory locks; see
+     * {@link dev.coop.internal.guard.SessionReset}): no other run's step may start in it.
      */
     private boolean shareEnded;
     /** Why sending the deferred advances failed (the round must be rolled back), or null. */
