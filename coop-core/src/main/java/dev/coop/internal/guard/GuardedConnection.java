@@ -42,6 +42,12 @@ public final class GuardedConnection implements InvocationHandler {
     private final Connection target;
     private volatile boolean open = true;
     private Savepoint savepoint;
+    /** Whether the step used the connection (then its session is reset after it: {@link SessionReset}). */
+    private boolean used;
+    /** What names the functions that take transaction-level advisory locks ({@code pg_advisory_xact_lock} and kin). */
+    private static final String XACT_LOCK = "advisory_xact_lock";
+    /** Whether SQL the step sent names them: the locks it took then last until its transaction ends. */
+    private boolean transactionLocks;
     private Connection proxy;
     /** What runs before the step's first use of the connection, once (null: nothing). */
     private FirstUse firstUse;
@@ -100,6 +106,24 @@ public final class GuardedConnection implements InvocationHandler {
             return handler.revoke(graceNanos);
         }
 
+        /**
+         * Whether the step used the connection (anything but asking whether it is closed, read-only or in
+         * auto-commit): then what it may have left on it is reset ({@link SessionReset}).
+         */
+        public boolean used() {
+            return handler.used;
+        }
+
+        /**
+         * Whether SQL the step sent takes transaction-level advisory locks ({@code pg_advisory_xact_lock},
+         * {@code pg_try_advisory_xact_lock} and their shared forms, called by name): they last until the transaction
+         * ends, which no reset changes. Read from the text the step sent, not from {@code pg_locks} (a read of the
+         * whole lock table costs about a millisecond); a lock taken inside a function the step calls is not seen.
+         */
+        public boolean tookTransactionLocks() {
+            return handler.transactionLocks;
+        }
+
         /** What the step was refused (it tried to end its transaction), or null. */
         public Exception refusal() {
             return handler.refusal;
@@ -139,6 +163,9 @@ public final class GuardedConnection implements InvocationHandler {
 
     /** Refuses {@code sql} when it would end or split the transaction. */
     void check(String sql) throws SQLException {
+        if (sql != null && !transactionLocks && sql.toLowerCase(java.util.Locale.ROOT).contains(XACT_LOCK)) {
+            transactionLocks = true;
+        }
         String found = TransactionEnds.find(sql);
         if (found != null) {
             SQLException e = new SQLException("A step must not end its transaction with " + found + ": Coop commits"
@@ -169,6 +196,9 @@ public final class GuardedConnection implements InvocationHandler {
     }
 
     private Object guarded(Object proxy, Method method, Object[] args, String name) throws Throwable {
+        if (!HARMLESS.contains(name) || name.equals("unwrap")) {
+            used = true;
+        }
         if (firstUse != null && (!HARMLESS.contains(name) || name.equals("unwrap"))) {
             FirstUse action = firstUse;
             firstUse = null;

@@ -90,7 +90,7 @@ final class ExecuteRound {
         round.enter();
         try {
             for (ClaimedRun run : runs) {
-                if (executed > 0 && (round.budgetSpent() || engine.dispatcher().stopped())) {
+                if (executed > 0 && (round.budgetSpent() || round.shareEnded() || engine.dispatcher().stopped())) {
                     break; // the rest are released unexecuted by the commit
                 }
                 working.accept("run " + run.id() + " (saga " + run.saga() + ", in a round of " + runs.size() + ")");

@@ -39,6 +39,9 @@ final class InvokeUserCode {
         Throwable thrown = run(code, context, listeners);
         try {
             thrown = context.withRefusal(thrown); // a refused statement fails the part, even when it was caught
+            if (thrown == null) { // a part that failed is reset after its writes are undone (discardWrites)
+                thrown = resetSession(context);
+            }
         } finally {
             if (states != null) {
                 listeners.stepEnded(context, context.part(), states, context.outcome(thrown),
@@ -82,6 +85,9 @@ final class InvokeUserCode {
             return null; // the run went to another transaction: nothing of this step is written
         }
         NetworkTimeouts.forCoop(context.rawConnection());
+        if (thrown == null) { // as on the worker's own thread: before Coop's statements (a failed part: discardWrites)
+            thrown = resetSession(context);
+        }
         if (round != null && (split == null || !split.happened())) {
             round.checkBroken();
         }
@@ -107,6 +113,20 @@ final class InvokeUserCode {
             StepLogContext.leave();
         }
         return thrown;
+    }
+
+    /**
+     * Gives the connection back as Coop had it when the code used it, before Coop's own statements: what the code
+     * set cannot change how they run, nor reach another run. A reset that fails fails the part: the code left its
+     * transaction unusable (aborted, or under a limit Coop's statement could not meet).
+     */
+    private static Throwable resetSession(StepContextImpl<?> context) {
+        try {
+            context.resetSession();
+            return null;
+        } catch (java.sql.SQLException e) {
+            return e;
+        }
     }
 
     /** Runs the code with the user's network timeout, in the listeners' transaction hook if there is one. */

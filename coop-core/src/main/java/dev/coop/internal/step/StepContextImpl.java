@@ -409,6 +409,46 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         children.tasks.clear();
         context = initialContext;
         result = null;
-        guard.discardWrites();
+        try {
+            guard.discardWrites();
+        } catch (SQLException e) {
+            if (guard.used()) {
+                dev.coop.internal.guard.SessionReset.failed(); // the session is in a state nobody knows
+            }
+            throw e;
+        }
+        resetSession(); // what the rollback to the savepoint does not undo (session locks, SQL PREPARE)
+    }
+
+    /**
+     * After user code that used the connection: gives it back as Coop had it ({@link
+     * dev.coop.internal.guard.SessionReset}), before Coop's own statements; in a round, a step whose SQL took
+     * transaction-level advisory locks ends the round's shared part. Nothing when the code did not use the connection.
+     *
+     * @throws SQLException when the reset failed (the code left its transaction unusable, say), or the code made its
+     *         transaction read-only (SQLSTATE 25006): the part fails
+     */
+    void resetSession() throws SQLException {
+        if (!guard.used()) {
+            return;
+        }
+        boolean readOnly;
+        try {
+            readOnly = engine.store().sessionReset().reset(guard.target(),
+                    dev.coop.internal.store.ClaimSql.RUNNING_AS + engine.engineId());
+        } catch (SQLException e) {
+            dev.coop.internal.guard.SessionReset.failed();
+            throw e;
+        }
+        dev.coop.internal.guard.SessionReset.succeeded();
+        if (readOnly) { // undone with the step's writes, back to its savepoint: the failure can then be written
+            throw new SQLException("The step made its transaction read-only (SET TRANSACTION READ ONLY), so it"
+                    + " cannot be committed: Coop writes the step's log rows and its run's advance in that"
+                    + " transaction", "25006");
+        }
+        StepRound round = StepRound.current();
+        if (guard.tookTransactionLocks() && round != null) {
+            round.endShare();
+        }
     }
 }

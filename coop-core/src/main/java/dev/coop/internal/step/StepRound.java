@@ -52,6 +52,11 @@ final class StepRound {
     private final List<Runnable> afterCommit = new ArrayList<>();
     /** Whether user code of the current run used the connection (then its advance is not deferred). */
     private boolean touched;
+    /**
+     * Whether a step left the transaction holding what only its end lets go (transaction-level advisory locks; see
+     * {@link dev.coop.internal.guard.SessionReset}): no other run's step may start in it.
+     */
+    private boolean shareEnded;
     /** Why sending the deferred advances failed (the round must be rolled back), or null. */
     private SQLException broken;
     /** How a slow step leaves this round ({@link RoundSplit}), or null. */
@@ -246,6 +251,19 @@ final class StepRound {
 
     void afterCommit(Runnable action) {
         afterCommit.add(action);
+    }
+
+    /**
+     * The current run's step left the transaction what no reset undoes: the round commits after this run, and the
+     * runs not started are released to be claimed again.
+     */
+    void endShare() {
+        shareEnded = true;
+    }
+
+    /** Whether no further step may start in this transaction ({@link #endShare()}). */
+    boolean shareEnded() {
+        return shareEnded;
     }
 
     /** Whether the round's time is up: no further step starts in it. */

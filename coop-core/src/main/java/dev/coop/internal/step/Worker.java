@@ -1,6 +1,7 @@
 package dev.coop.internal.step;
 
 import dev.coop.internal.guard.ConnectionWatch;
+import dev.coop.internal.guard.ConnectionEviction;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Due;
@@ -110,6 +111,9 @@ public final class Worker implements Runnable {
                 due = engine.store().probe(c, engine.sagas());
                 // limits are part of a saga's definition, kept in the registry: follow what the last engine registered
                 engine.store().limited(engine.limits().limited(c, engine.sagas().names()));
+            } catch (Throwable e) {
+                ConnectionEviction.ifNeeded(c, engine.engineId(), e);
+                throw e;
             } finally {
                 NetworkTimeouts.set(c, own);
             }
@@ -122,6 +126,7 @@ public final class Worker implements Runnable {
             int own = NetworkTimeouts.bound(c, engine.databaseTimeoutMillis());
             NetworkTimeouts.stepConnection(own, engine.databaseTimeoutMillis());
             c.setAutoCommit(false);
+            Throwable failed = null;
             try {
                 engine.store().refillLease(c, task.saga()); // rate tokens ahead, in a transaction of their own
                 List<ClaimedRun> runs = claim(c, task);
@@ -133,6 +138,7 @@ public final class Worker implements Runnable {
                 }
                 executeClaimed(c, task, runs);
             } catch (Throwable e) {
+                failed = e;
                 rollbackQuietly(c);
                 throw e;
             } finally {
@@ -143,6 +149,7 @@ public final class Worker implements Runnable {
                 c.setAutoCommit(true);
                 NetworkTimeouts.noStepConnection();
                 NetworkTimeouts.set(c, own);
+                ConnectionEviction.ifNeeded(c, engine.engineId(), failed); // before the pool gets it back
             }
         }
     }

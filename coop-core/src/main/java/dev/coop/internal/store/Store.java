@@ -41,6 +41,7 @@ public final class Store {
     private final Emits emits;
     private final ChildQueries children;
     private final Probes probes;
+    private final dev.coop.internal.guard.SessionReset sessionReset;
 
     public Store(SchemaName schema, Time time) {
         this(schema, false, time);
@@ -83,6 +84,13 @@ public final class Store {
         this.emits = new Emits(schema, this.time, requireHandlers, local);
         this.children = new ChildQueries(schema, this.time);
         this.probes = new Probes(schema, this.time);
+        this.sessionReset = new dev.coop.internal.guard.SessionReset(
+                idleInTransaction == null ? 0 : idleInTransaction.toMillis());
+    }
+
+    /** What gives a step's connection back as Coop had it, after a step used it (as the claims set it up). */
+    public dev.coop.internal.guard.SessionReset sessionReset() {
+        return sessionReset;
     }
 
     public SchemaName schema() {
