@@ -74,7 +74,7 @@ class ProtocolStatementsTest {
                 .as("the version protocol.md describes").containsExactly(latest);
         assertThat(numbers(doc, "\\((\\d+) for this document"))
                 .as("the version a participant checks (Writing a participant)").containsExactly(latest);
-        Path node = DocSnippetsTest.projectRoot().resolve("participants/node/coop.js");
+        Path node = DocSnippetsTest.projectRoot().resolve("participants/node/schema.js");
         assertThat(numbers(Files.readString(node, StandardCharsets.UTF_8), "const SCHEMA_VERSION = (\\d+);"))
                 .as("the version the Node.js participant requires").containsExactly(latest);
     }
