@@ -105,7 +105,7 @@ class StepLogMigrationTest {
                         + "(SELECT max(version) FROM " + SCHEMA + ".schema_version)")) {
             rs.next();
             assertThat(rs.getBoolean(1)).as("run_step dropped").isTrue();
-            assertThat(rs.getInt(2)).isEqualTo(24);
+            assertThat(rs.getInt(2)).isEqualTo(25);
         }
     }
 
