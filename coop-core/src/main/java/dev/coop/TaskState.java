@@ -1,6 +1,6 @@
 package dev.coop;
 
-/** Where an external task stands; every state but {@link #OPEN} is final. */
+/** Where an external task stands; every state but {@link #OPEN} and {@link #COMPENSATING} is final. */
 public enum TaskState {
     /** Waiting for the outside world to complete or fail it. */
     OPEN,
@@ -12,6 +12,19 @@ public enum TaskState {
     TIMED_OUT,
     /** Settled by Coop: its scope was cancelled (or gave up otherwise) before anyone completed it. */
     CANCELLED,
-    /** It had completed, then its scope rolled back: its compensation message (if it declared one) was launched. */
-    COMPENSATED
+    /**
+     * It had completed, then its scope rolled back: the compensation it declared was launched and its runs are under
+     * way. It becomes {@link #COMPENSATED} or {@link #COMPENSATION_FAILED} when they finished.
+     */
+    COMPENSATING,
+    /**
+     * It had completed, then its scope rolled back: every run of the compensation it declared committed (or it
+     * declared none, or nothing handles its topic).
+     */
+    COMPENSATED,
+    /**
+     * It had completed, then its scope rolled back, and a run of its compensation did not commit (it failed, or its
+     * own scope was cancelled): the rollback that launched it ends {@code ROLLBACK_FAILED}, for an operator.
+     */
+    COMPENSATION_FAILED
 }

@@ -5,6 +5,7 @@ import dev.coop.inspect.EventType;
 import dev.coop.inspect.Outcome;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.coop.Payloads.Empty;
 import dev.coop.test.Await;
@@ -143,8 +144,11 @@ class RollbackUnderCancellationTest {
         try (CoopEngine engine = Coop.engine(db.dataSource()).register(order, refund).start()) {
             CoopClient client = engine.client();
             MessageId id = client.launch(orders, new Order("o-2"));
-            client.complete(openTask(client, "o-2"), Map.of("charge", "x"));
+            String token = openTask(client, "o-2");
+            client.complete(token, Map.of("charge", "x"));
             refunding.awaitArrivals(1, WAIT);
+            assertThat(client.externalTask(token).orElseThrow().state()).as("launched, not yet committed")
+                    .isEqualTo(TaskState.COMPENSATING);
             assertThat(client.cancel(id, "too late")).as("the root's cancellation does not reach the refund")
                     .isEqualTo(CancelResult.ALREADY_FINISHED);
             Lineage refundRun = Await.value("the refund's run", WAIT, () -> client.tree(id).runs().getFirst()
@@ -159,7 +163,58 @@ class RollbackUnderCancellationTest {
             assertThat(ran).as(log).isEmpty();
             assertThat(events).as(log).anyMatch(e -> e.type() == EventType.ROLLED_BACK
                     && "own-scope-refunder".equals(e.saga()));
-            assertThat(outcome).as(log).isIn(Outcome.ROLLED_BACK, Outcome.ROLLBACK_FAILED);
+            // the refund never committed: the task does not say it was compensated, and the rollback fails
+            assertThat(client.externalTask(token).orElseThrow().state()).as(log)
+                    .isEqualTo(TaskState.COMPENSATION_FAILED);
+            assertThat(outcome).as(log).isEqualTo(Outcome.ROLLBACK_FAILED);
+            assertThat(events).as(log).anyMatch(e -> e.type() == EventType.ROLLBACK_FAILED
+                    && "own-scope-order-saga".equals(e.saga()) && e.exception() != null
+                    && e.exception().contains("compensation 'own-scope-refund' of external task 'payment'"));
+            dev.coop.test.Invariants.assertAll(events);
+        }
+    }
+
+    @Test
+    void a_compensation_that_fails_leaves_the_task_compensation_failed_and_the_rollback_failed() {
+        Topic<Order> orders = Topic.of("failed-refund-order", Order.class);
+        Topic<Refund> refunds = Topic.of("failed-refund-refund", Refund.class);
+        StepGate shipping = new StepGate();
+        Saga<Order> order = Saga.on(orders, "failed-refund-order-saga")
+                .step("pay", step -> tokens.put(step.payload().id(), step.openTask("payment", step.payload(),
+                        TaskOptions.none().compensation(refunds, new Refund(step.payload().id()))).token()))
+                .step("ship", step -> shipping.pass())
+                .build();
+        Saga<Refund> refund = Saga.on(refunds, "failed-refund-refunder")
+                .step("refund", step -> {
+                    ran.add("refund tried");
+                    throw new IllegalStateException("card expired");
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).register(order, refund).start()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(orders, new Order("o-3"));
+            String token = openTask(client, "o-3");
+            client.complete(token, Map.of("charge", "ch_3"));
+            shipping.awaitArrivals(1, WAIT);
+            assertThat(client.cancel(id, "customer withdrew")).isEqualTo(CancelResult.REQUESTED);
+            shipping.open();
+
+            Outcome outcome = client.awaitCompletion(id, WAIT);
+            List<Event> events = client.events(id);
+            String log = EventLog.table(events);
+            assertThat(ran).as(log).contains("refund tried");
+            assertThat(client.externalTask(token).orElseThrow().state()).as(log)
+                    .isEqualTo(TaskState.COMPENSATION_FAILED);
+            assertThat(outcome).as(log).isEqualTo(Outcome.ROLLBACK_FAILED);
+            assertThat(events).as("the rollback names the compensation and why it failed\n%s", log)
+                    .anyMatch(e -> e.type() == EventType.ROLLBACK_FAILED && "failed-refund-order-saga".equals(e.saga())
+                            && e.exception() != null && e.exception().contains("external task 'payment'")
+                            && e.exception().contains("card expired"));
+            // a late completion of the task is refused, naming what happened
+            assertThatThrownBy(() -> client.complete(token, Map.of("charge", "again")))
+                    .isInstanceOf(dev.coop.failure.TaskRefusedException.class)
+                    .hasMessageContaining("compensation failed");
+            dev.coop.test.Invariants.assertAll(events);
         }
     }
 

@@ -3,6 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.store.ChildFailure;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;
+import dev.coop.internal.task.TaskCompensations;
 
 import dev.coop.failure.ChildRollbackFailedException;
 import dev.coop.failure.CooperationException;
@@ -30,10 +31,12 @@ final class CompensateInstance {
 
     private final Transitions transitions;
     private final EngineContext engine;
+    private final TaskCompensations tasks;
 
-    CompensateInstance(Transitions transitions) {
+    CompensateInstance(Transitions transitions, TaskCompensations tasks) {
         this.transitions = transitions;
         this.engine = transitions.engine();
+        this.tasks = tasks;
     }
 
     /** The instance being undone: the run, its saga, the instance's seq and step index, its name in the log. */
@@ -59,8 +62,10 @@ final class CompensateInstance {
         int seq = run.rollbackSeq();
         int instance = RollbackExecutor.instance(run);
         String name = Transitions.instanceName(saga, instance);
-        if (run.failedChildren() > 0) {
-            return childRollbacksFailed(c, run, seq, name);
+        // the compensations of the instance's completed tasks finished with its children: they say how
+        List<TaskCompensations.Failed> failedTasks = instance >= 0 ? tasks.settle(c, run.id(), seq) : List.of();
+        if (run.failedChildren() > 0 || !failedTasks.isEmpty()) {
+            return childRollbacksFailed(c, run, seq, name, failedTasks);
         }
         if (instance < 0) {
             // a handler run has nothing of its own to undo
@@ -250,16 +255,36 @@ final class CompensateInstance {
                 r.runnableAt(), r.cancelFrom());
     }
 
-    private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name) throws SQLException {
+    /**
+     * Runs the instance caused could not be undone: children whose rollback failed, or tasks whose compensation did
+     * not commit. The run ends ROLLBACK_FAILED without compensating the instance, whose effects stay for an operator.
+     */
+    private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name,
+            List<TaskCompensations.Failed> failedTasks) throws SQLException {
         List<Failure> causes = new ArrayList<>();
         for (ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
             if (child.status() == RunStatus.ROLLBACK_FAILED) {
                 causes.add(Failure.fromJson(child.failure()));
             }
         }
+        int failed = causes.size();
+        for (TaskCompensations.Failed task : failedTasks) {
+            causes.add(new Failure("The compensation '" + task.topic() + "' of external task '" + task.task()
+                    + "' did not commit (" + task.outcomes() + ")", ChildRollbackFailedException.TYPE,
+                    transitions.source(run), List.of(), task.failures().stream().map(Failure::fromJson).toList()));
+        }
         causes.add(Failure.fromJson(run.rollbackCause()));
-        int failed = causes.size() - 1;
-        Failure failure = new Failure("The rollback of " + failed + (failed == 1 ? " run" : " runs") + " caused by '"
+        List<String> what = new ArrayList<>(2);
+        if (failed > 0) {
+            what.add("the rollback of " + failed + (failed == 1 ? " run" : " runs"));
+        }
+        if (!failedTasks.isEmpty()) {
+            what.add("the compensation of " + failedTasks.size() + " external task" + (failedTasks.size() == 1
+                    ? ""
+                    : "s"));
+        }
+        String text = String.join(" and ", what);
+        Failure failure = new Failure(Character.toUpperCase(text.charAt(0)) + text.substring(1) + " caused by '"
                 + name + "' failed", ChildRollbackFailedException.TYPE, transitions.source(run), List.of(), causes);
         transitions.commit(c, run,
                 List.of(new LogEntry(EventType.ROLLBACK_FAILED, Transitions.childRollbackOf(name), failure.toJson())),

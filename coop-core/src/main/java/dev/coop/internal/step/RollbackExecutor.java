@@ -3,7 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.store.Emission;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.Uuids;
-import dev.coop.internal.task.ExternalTasks;
+import dev.coop.internal.task.TaskCompensations;
 
 import dev.coop.Compensation;
 
@@ -16,8 +16,10 @@ import dev.coop.Saga;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,15 +36,15 @@ final class RollbackExecutor {
     private final EngineContext engine;
 
     private final Decisions decisions;
-    private final ExternalTasks tasks;
+    private final TaskCompensations tasks;
     private final CompensateInstance compensation;
 
     RollbackExecutor(Transitions transitions, Decisions decisions) {
         this.transitions = transitions;
         this.engine = transitions.engine();
         this.decisions = decisions;
-        this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
-        this.compensation = new CompensateInstance(transitions);
+        this.tasks = new TaskCompensations(engine.store().schema(), engine.store().time());
+        this.compensation = new CompensateInstance(transitions, tasks);
     }
 
     /** @return true when the rollback continues at once */
@@ -89,6 +91,9 @@ final class RollbackExecutor {
         String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0
                 ? Transitions.rollbackOf(Transitions.instanceName(saga, instance(run)))
                 : null;
+        if (run.rollbackSeq() != null && run.rollbackSeq() >= 0) {
+            tasks.settle(c, run.id(), run.rollbackSeq()); // what finished says so; the run fails anyway
+        }
         transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(missed.toJson()));
         return false;
@@ -138,21 +143,26 @@ final class RollbackExecutor {
      * The external tasks the instance opened that completed are compensated: each declared compensation is launched
      * in this run's scope (as a child of the instance), and the rollback waits for its runs like for any child. A
      * cancellation of a scope above them (the one this rollback may answer) does not reach them: they run to their end.
+     * The tasks read COMPENSATING until stage COMPENSATE settles them ({@link CompensateInstance}).
      *
      * @return how many runs the compensations created
      */
     private int compensateTasks(Connection c, ClaimedRun run, int seq, String step, CooperationContext context,
             String cause, List<String> wake) throws SQLException {
         List<Emission> launches = new ArrayList<>();
-        for (ExternalTasks.Compensation compensation : tasks.compensate(c, run, seq, engine.engineId(), cause)) {
+        Map<UUID, UUID> messages = new LinkedHashMap<>();
+        for (TaskCompensations.Compensation compensation : tasks.compensate(c, run, seq, engine.engineId(), cause)) {
             if (compensation.topic() != null) {
-                launches.add(new Emission(Uuids.v7(), compensation.topic(), compensation.payload(),
+                UUID message = Uuids.v7();
+                messages.put(compensation.taskRun(), message);
+                launches.add(new Emission(message, compensation.topic(), compensation.payload(),
                         engine.json().writeContext(context), null));
             }
         }
         if (launches.isEmpty()) {
             return 0;
         }
+        tasks.launched(c, messages);
         Map<String, Integer> created = engine.store().emit(c, run.lineage(), run.id(), seq,
                 run.childCancelFrom(true), run.saga(), engine.engineId(), step, launches); // runs to its end
         wake.addAll(created.keySet());

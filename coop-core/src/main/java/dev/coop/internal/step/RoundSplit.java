@@ -21,6 +21,11 @@ import org.slf4j.LoggerFactory;
  * about to lapse), the step's outcome is discarded: its connection is revoked, its thread interrupted, and the run
  * left to whoever holds it; the step never committed, so running it again is allowed. A crash in between leaves the
  * run held until the hold lapses ({@link #HOLD_MILLIS}), then another engine runs the step again.
+ *
+ * <p>The hold is not renewed: it only bridges the gap until the reclaim, whose transaction then holds the run's row
+ * lock for as long as the step runs, which every claim skips. A crash ends that transaction (the run is then free once
+ * the hold lapsed), and so does the transaction's idle timeout; either way nothing of the step commits (tests:
+ * DetachedStepTest, DetachedStepKillTest).
  */
 final class RoundSplit {
     private static final Logger log = LoggerFactory.getLogger(RoundSplit.class);

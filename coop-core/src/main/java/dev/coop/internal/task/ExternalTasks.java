@@ -298,35 +298,6 @@ public final class ExternalTasks {
                         rs.getObject(6, UUID.class)));
     }
 
-    /** A compensation to launch: the task it undoes, and what to launch (null topic: none was declared). */
-    public record Compensation(String task, String topic, String payload) {
-    }
-
-    /**
-     * The rollback of step instance {@code seq} of {@code run} reaches its completed tasks: they become COMPENSATED;
-     * returns what they declared to launch.
-     */
-    public List<Compensation> compensate(Connection c, ClaimedRun run, int seq, String engine, String cause)
-            throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.COMPENSATE))) {
-            OffsetDateTime now = time.bind();
-            ps.setObject(1, run.id());
-            ps.setInt(2, seq);
-            ps.setObject(3, now);
-            ps.setString(4, cause);
-            ps.setObject(5, now);
-            ps.setString(6, engine);
-            ps.setString(7, cause);
-            List<Compensation> found = new ArrayList<>();
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    found.add(new Compensation(rs.getString(1), rs.getString(2), rs.getString(3)));
-                }
-            }
-            return found;
-        }
-    }
-
     /**
      * The runs of the external tasks named {@code name} that the newest of the given instances to open any opened (a
      * child-failure handler that opened a task again supersedes the step's).

@@ -150,7 +150,9 @@ public final class TaskSettlement {
                     + task.failure().orElse("") + ")";
             case TIMED_OUT -> "timed out (" + task.failure().orElse("") + ")";
             case CANCELLED -> "was cancelled (" + task.failure().orElse("") + ")";
+            case COMPENSATING -> "was completed, and is being compensated since its scope rolled back";
             case COMPENSATED -> "was completed, then compensated when its scope rolled back";
+            case COMPENSATION_FAILED -> "was completed, then its scope rolled back and its compensation failed";
         };
         throw new TaskRefusedException("External task '" + task.name() + "'"
                 + task.key().map(k -> " (key '" + k + "')").orElse("") + " " + first

@@ -211,36 +211,6 @@ final class TaskSql {
              GROUP BY name ORDER BY name
             """;
 
-    /**
-     * The completed tasks of a step instance being rolled back, locked: each becomes COMPENSATED and its run
-     * ROLLED_BACK (it is asked to roll back: the ROLLBACK_EMITTED is the child rollback's), and its compensation
-     * comes back to be launched.
-     */
-    static final String COMPENSATE = """
-            WITH done AS (
-              SELECT t.run_id FROM {schema}.external_task t
-               WHERE t.parent_id = ? AND t.parent_seq = ? AND t.state = 'COMPLETED'
-               ORDER BY t.run_id
-               FOR UPDATE
-            ), task AS (
-              UPDATE {schema}.external_task t SET state = 'COMPENSATED', settled_at = {now}
-                FROM done WHERE t.run_id = done.run_id
-              RETURNING t.run_id, t.name, t.compensation_topic, t.compensation_payload
-            ), runs AS (
-              UPDATE {schema}.run r SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb,
-                                        finished_at = {now}, version = r.version + 1
-                FROM task WHERE r.id = task.run_id
-              RETURNING r.id, r.message_id, r.lineage
-            ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
-              SELECT r.message_id, e.type, '~external-task', ?, NULL, r.lineage, e.exception::jsonb
-                FROM runs r
-               CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text)) AS e(n, type, exception)
-               ORDER BY r.id, e.n
-            )
-            SELECT name, compensation_topic, compensation_payload FROM task ORDER BY run_id
-            """;
-
     /** The external tasks named so among the children of the given step instances of a run, newest instance first. */
     static final String TASK_RUNS = """
             SELECT r.id, r.message_id, r.saga, r.status, r.result, r.failure::text, t.parent_seq
