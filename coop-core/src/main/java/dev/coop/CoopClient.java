@@ -1,6 +1,5 @@
 package dev.coop;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.coop.failure.CoopTimeoutException;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
@@ -24,7 +23,6 @@ import dev.coop.internal.client.OperatorActions;
 import dev.coop.internal.client.Reads;
 import dev.coop.internal.client.TaskActions;
 import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Migrations;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Time;
@@ -611,112 +609,20 @@ public final class CoopClient {
         return new dev.coop.internal.join.JoinService(client.dataSource(), client.store(), client.json());
     }
 
-    /** Settings of a client; each is validated as it is set. */
-    public static final class Builder {
-        private final DataSource dataSource;
-        private String schema = Coop.DEFAULT_SCHEMA;
-        private ObjectMapper objectMapper;
-        private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
-        private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
-        private boolean migrate = true;
-        private boolean requireHandlers;
-        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
-        private TimeSource clock;
-        private Duration databaseTimeout = Coop.DEFAULT_DATABASE_TIMEOUT;
-
+    /**
+     * Settings of a client; each is validated as it is set. They are the {@linkplain ClientSettings settings every
+     * client has}, which an engine's builder has too.
+     */
+    public static final class Builder extends ClientSettings<Builder> {
         private Builder(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            super(dataSource);
         }
 
-        /** The PostgreSQL schema of Coop's tables (default {@value Coop#DEFAULT_SCHEMA}). */
-        public Builder schema(String schema) {
-            this.schema = new SchemaName(schema).value();
-            return this;
-        }
-
-        /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
-        public Builder objectMapper(ObjectMapper objectMapper) {
-            this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
-            return this;
-        }
-
-        /**
-         * Packages (or class name prefixes, e.g. {@code "com.acme.orders."}) whose classes payloads may name as their
-         * type ({@code @JsonTypeInfo(use = Id.CLASS)}). By default none: a type id naming a class is refused, so that
-         * no producer can make Coop instantiate an arbitrary class. Type ids by name ({@code Id.NAME} with
-         * {@code @JsonSubTypes}) need nothing here. Ignored when your mapper has a validator of its own.
-         */
-        public Builder allowPolymorphicTypes(String... prefixes) {
-            for (String prefix : prefixes) {
-                if (prefix == null || prefix.isBlank()) {
-                    throw new CoopValidationException("A polymorphic type prefix cannot be empty: it would allow"
-                            + " every class");
-                }
-                polymorphicPrefixes.add(prefix);
-            }
-            return this;
-        }
-
-        /** The largest payload accepted, in bytes of JSON (default 1 MiB). */
-        public Builder maxPayloadBytes(int bytes) {
-            this.maxPayloadBytes = Coop.checkPayloadLimit(bytes);
-            return this;
-        }
-
-        /**
-         * Whether launching a message on a topic that no saga is registered for fails with a
-         * {@link CoopValidationException} (default false: the message is stored, nothing handles it, and a warning is
-         * logged once per topic). A misspelt topic then fails at once instead of vanishing.
-         */
-        public Builder requireHandlers(boolean requireHandlers) {
-            this.requireHandlers = requireHandlers;
-            return this;
-        }
-
-        /** Whether to apply schema migrations when built (default true). */
-        public Builder migrate(boolean migrate) {
-            this.migrate = migrate;
-            return this;
-        }
-
-        /** Adds a listener told of this client's launches (to count them, or to carry a trace with them). */
-        public Builder listener(EngineListener listener) {
-            listeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
-        }
-
-        /**
-         * Where the client reads the time for delayed launches, schedules, join timeouts and operator actions
-         * (default: the database's clock); the same source as the engines of the schema. See {@link TimeSource}.
-         */
-        public Builder clock(TimeSource clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * How long each statement of this client may wait for the database on a connection it takes from its
-         * {@code DataSource} (default {@link Coop#DEFAULT_DATABASE_TIMEOUT}; {@link Duration#ZERO}: no bound): a
-         * launch, an await or an operator action on a dead connection then fails within that time with a
-         * {@link dev.coop.failure.CoopStoreException} that says so, instead of hanging. Statements on a connection
-         * you pass in (a launch in your transaction) keep that connection's settings.
-         */
-        public Builder databaseTimeout(Duration timeout) {
-            this.databaseTimeout = Coop.checkDatabaseTimeout(timeout);
-            return this;
-        }
-
+        /** Migrates (unless turned off) and builds the client. */
         public CoopClient build() {
-            SchemaName name = new SchemaName(schema);
-            if (migrate) {
-                Migrations.apply(dataSource, name);
-            }
-            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
-                    List.copyOf(polymorphicPrefixes));
-            return new CoopClient(dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource,
-                    (int) databaseTimeout.toMillis()), name, json, new Completions(), (saga, runs) -> {
-                    }, false, requireHandlers, Time.of(clock),
-                    listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
+            SchemaName schema = migratedSchema();
+            return new CoopClient(boundedDataSource(), schema, json(), new Completions(), (saga, runs) -> {
+            }, false, requiresHandlers(), time(), listeners());
         }
     }
 }
