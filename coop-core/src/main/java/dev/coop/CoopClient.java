@@ -1,7 +1,5 @@
 package dev.coop;
 
-import dev.coop.failure.CoopTimeoutException;
-import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.Hierarchy;
@@ -104,8 +102,8 @@ public final class CoopClient {
     }
 
     /**
-     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before: a delayed
-     * launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
+     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before:
+     * a delayed launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
      */
     public <P> MessageId launch(Topic<P> topic, P payload, Instant at) {
         return launch(topic, payload, CooperationContext.empty(), Objects.requireNonNull(at, "at"));
@@ -157,8 +155,8 @@ public final class CoopClient {
     /**
      * Waits until every run of the message, and so everything those runs caused, finished.
      *
-     * @throws CoopTimeoutException when that takes longer than {@code timeout}
-     * @throws CoopValidationException when no such message exists
+     * @throws dev.coop.failure.CoopTimeoutException when that takes longer than {@code timeout}
+     * @throws dev.coop.failure.CoopValidationException when no such message exists
      */
     public Outcome awaitCompletion(MessageId message, Duration timeout) {
         return completionWait.await(message, timeout);
@@ -195,7 +193,7 @@ public final class CoopClient {
      * The result of the one run of a message, read as {@code type}.
      *
      * @throws RunResult.NoResultException when the run did not commit (the message says why) or set no result
-     * @throws CoopValidationException when several sagas handle the message (use {@link #results})
+     * @throws dev.coop.failure.CoopValidationException when several sagas handle the message (use {@link #results})
      */
     public <T> T result(MessageId message, Class<T> type) {
         return reads.result(message, type);
@@ -204,7 +202,7 @@ public final class CoopClient {
     /**
      * The payload a message was launched with, as stored (JSON text), for inspection: steps read it typed.
      *
-     * @throws CoopValidationException when there is no such message
+     * @throws dev.coop.failure.CoopValidationException when there is no such message
      */
     public String payloadJson(MessageId message) {
         return reads.payloadJson(message);
@@ -213,7 +211,7 @@ public final class CoopClient {
     /**
      * What a run returned ({@link RunResult}), as stored (JSON text); null when it returned nothing, or not yet.
      *
-     * @throws CoopValidationException when there is no such run
+     * @throws dev.coop.failure.CoopValidationException when there is no such run
      */
     public String resultJson(UUID runId) {
         return reads.resultJson(runId);
@@ -235,9 +233,10 @@ public final class CoopClient {
 
     /**
      * The event log of the hierarchy below a message, in the order it was written, whole: at most
-     * {@value #MAX_EVENTS_AT_ONCE} events. A larger log is refused with a {@link CoopValidationException} (having read no
-     * more than one event past the bound) that says to read it in pages with {@link #events(MessageId, long, int)}, so
-     * that no call loads an unbounded log into memory and none returns part of it as if it were all.
+     * {@value #MAX_EVENTS_AT_ONCE} events. A larger log is refused with a
+     * {@link dev.coop.failure.CoopValidationException} (having read no more than one event past the bound) that says to
+     * read it in pages with {@link #events(MessageId, long, int)}, so that no call loads an unbounded log into memory
+     * and none returns part of it as if it were all.
      */
     public List<Event> events(MessageId message) {
         return reads.events(message);
@@ -259,8 +258,8 @@ public final class CoopClient {
 
     /**
      * Undoes a finished hierarchy: every (committed) run of the message rolls back its whole history, children
-     * first, running compensations. Refused, with a {@link CoopValidationException}, while anything in the scope or
-     * above it still runs, or when it already rolled back.
+     * first, running compensations. Refused, with a {@link dev.coop.failure.CoopValidationException}, while anything in
+     * the scope or above it still runs, or when it already rolled back.
      */
     public void rollback(MessageId message, String reason) {
         actions.rollback(message, reason);
@@ -336,7 +335,8 @@ public final class CoopClient {
      * The messages {@code text} names, newest first, at most 100: the message with that id, the messages launched
      * with that idempotency key (of topics a saga is registered for, whatever the topic), business key or tag, and
      * the hierarchies holding an external task of that key or token. Each match says what it matched by; a message
-     * matched two ways is listed once. Text with control characters is refused ({@link CoopValidationException}).
+     * matched two ways is listed once. Text with control characters is refused
+     * ({@link dev.coop.failure.CoopValidationException}).
      */
     public List<dev.coop.inspect.MessageMatch> search(String text) {
         return reads.search(text, null, 100);
@@ -374,8 +374,8 @@ public final class CoopClient {
 
     /**
      * {@link #retryNow(UUID)} for the run of a lineage; a lineage that is not its run's own (another hierarchy's
-     * root, say) is refused with a {@link CoopValidationException}, so that what is recorded about the action (an
-     * audit entry under the lineage's root) names the hierarchy it changed.
+     * root, say) is refused with a {@link dev.coop.failure.CoopValidationException}, so that what is recorded about the
+     * action (an audit entry under the lineage's root) names the hierarchy it changed.
      */
     public boolean retryNow(Lineage run) {
         return actions.retryNow(run);
@@ -394,10 +394,10 @@ public final class CoopClient {
      * run, is completed in a transaction (three round trips: the first statement finds it so).
      *
      * @return {@link TaskOutcome#ALREADY_SETTLED} when the task was completed before with an equal result
-     * @throws dev.coop.failure.TaskRefusedException when it was settled otherwise (another result, failed, timed
-     *         out, cancelled, compensated); the message names the first settlement
-     * @throws CoopValidationException for a malformed token or key, one no task has, or a result over the payload
-     *         limit
+     * @throws dev.coop.failure.TaskRefusedException when it was settled otherwise (another result, failed, timed out,
+     *         cancelled, compensated); the message names the first settlement
+     * @throws dev.coop.failure.CoopValidationException for a malformed token or key, one no task has, or a result over
+     *         the payload limit
      */
     public TaskOutcome complete(String tokenOrKey, Object result) {
         return complete(tokenOrKey, result, TaskSettlement.CLIENT);
@@ -526,10 +526,10 @@ public final class CoopClient {
     /**
      * Deletes every hierarchy whose root message's runs all finished more than {@code olderThan} ago (database time)
      * and of which no run is runnable (also sleeping or due to retry), waiting or parked: its messages, events, runs
-     * and cancellations, whole, in one transaction per {@value dev.coop.internal.retention.Retention#BATCH} hierarchies. A
-     * hierarchy an operator is acting on at that moment is left for the next time. What is deleted is gone from trees,
-     * logs, results and listings; a join that counted one of its messages keeps its counters, and a message id attached
-     * to a join afterwards stays pending until reported. Engines do the same by themselves with
+     * and cancellations, whole, in one transaction per {@value dev.coop.internal.retention.Retention#BATCH}
+     * hierarchies. A hierarchy an operator is acting on at that moment is left for the next time. What is deleted is
+     * gone from trees, logs, results and listings; a join that counted one of its messages keeps its counters, and a
+     * message id attached to a join afterwards stays pending until reported. Engines do the same by themselves with
      * {@link CoopEngine.Builder#retention(Duration)}.
      *
      * @param olderThan zero or positive; zero deletes every finished hierarchy
@@ -560,8 +560,8 @@ public final class CoopClient {
      * last version retires the saga. Engines that start with the version register it again.
      *
      * @return false when that version of the saga is not registered
-     * @throws CoopValidationException while runs of that version are unfinished (runnable, waiting, sleeping,
-     *         parked or rolling back): the message says how many, by status
+     * @throws dev.coop.failure.CoopValidationException while runs of that version are unfinished (runnable, waiting,
+     *         sleeping, parked or rolling back): the message says how many, by status
      */
     public boolean retireSagaVersion(String saga, int version) {
         return housekeeping.retireSagaVersion(saga, version);

@@ -1,6 +1,5 @@
 package dev.coop.inspect;
 
-import dev.coop.CoopClient;
 import dev.coop.RunStatus;
 
 import dev.coop.failure.CoopValidationException;
@@ -13,14 +12,14 @@ import java.time.ZoneOffset;
 import java.util.Objects;
 
 /**
- * Which runs {@link CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by status,
- * saga, topic, age and failure type; page on with {@link #before(OffsetDateTime)} set to the last {@code createdAt}
- * seen. The same filters, without the limit, select the runs that {@link CoopClient#countRuns(RunQuery)} counts and
- * that {@link CoopClient#cancel(RunQuery, String, String)} and {@link CoopClient#rollback(RunQuery, String, String)}
- * act on.
- * Immutable; each method returns a changed copy. Saga, topic, failure type and business key are 1 to 255
- * characters without control characters (a tag: 1 to 100, as launches take them);
- * times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
+ * Which runs {@link dev.coop.CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by
+ * status, saga, topic, age and failure type; page on with {@link #before(OffsetDateTime)} set to the last
+ * {@code createdAt} seen. The same filters, without the limit, select the runs that
+ * {@link dev.coop.CoopClient#countRuns(RunQuery)} counts and that
+ * {@link dev.coop.CoopClient#cancel(RunQuery, String, String)} and
+ * {@link dev.coop.CoopClient#rollback(RunQuery, String, String)} act on. Immutable; each method returns a changed copy.
+ * Saga, topic, failure type and business key are 1 to 255 characters without control characters (a tag: 1 to 100, as
+ * launches take them); times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
  * {@link CoopValidationException} naming the parameter.
  */
 public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,

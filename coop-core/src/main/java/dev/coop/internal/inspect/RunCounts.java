@@ -1,6 +1,5 @@
 package dev.coop.internal.inspect;
 
-import dev.coop.internal.retention.Retention;
 import dev.coop.internal.store.SchemaName;
 
 import dev.coop.inspect.RunCount;

@@ -6,8 +6,6 @@ import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Tx;
 
-import dev.coop.Coop;
-import dev.coop.CoopClient;
 import dev.coop.MessageId;
 import dev.coop.join.AttachResult;
 import dev.coop.join.JoinId;
@@ -15,7 +13,6 @@ import dev.coop.join.JoinSpec;
 import dev.coop.join.JoinView;
 import dev.coop.join.Joins;
 import dev.coop.join.ReportResult;
-import dev.coop.Topic;
 
 import dev.coop.failure.CoopValidationException;
 

@@ -3,8 +3,6 @@ package dev.coop.internal.step;
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Store;
 
-import dev.coop.Coop;
-
 import dev.coop.failure.CooperationException;
 import dev.coop.failure.Failure;
 import dev.coop.failure.GaveUpException;

@@ -1,6 +1,5 @@
 package dev.coop.internal.step;
 
-import dev.coop.internal.guard.ConnectionWatch;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Due;
@@ -346,7 +345,7 @@ public final class Worker implements Runnable {
 
     /**
      * A connection for this worker's work; while it does not come (the pool is exhausted, the database unreachable),
-     * the worker counts as starving ({@link ConnectionWatch}) until one does.
+     * the worker counts as starving ({@link dev.coop.internal.guard.ConnectionWatch}) until one does.
      */
     private Connection connection() throws SQLException {
         if (starvedSince == 0) {

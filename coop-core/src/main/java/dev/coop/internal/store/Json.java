@@ -7,11 +7,7 @@ import dev.coop.Deadline;
 import dev.coop.Deadlines;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.Topic;
 import java.nio.charset.StandardCharsets;

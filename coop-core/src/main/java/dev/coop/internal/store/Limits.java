@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.Coop;
-
 import dev.coop.failure.CoopValidationException;
 import java.time.Duration;
 import java.time.Instant;
