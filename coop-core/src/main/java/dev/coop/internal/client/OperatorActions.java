@@ -11,7 +11,7 @@ import dev.coop.internal.inspect.AuditLog;
 import dev.coop.internal.inspect.BulkActions;
 import dev.coop.internal.inspect.Operations;
 import dev.coop.internal.inspect.SelectionActions;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
@@ -148,7 +148,7 @@ public final class OperatorActions {
         String why = Arguments.reason(reason);
         String result = outcome == null ? "" : outcome.substring(0, Math.min(outcome.length(), 2_000));
         return client.inTransaction("record an audit entry", c -> audit.record(c, message, scope, what, who, why,
-                Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
+                InputLimits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
     }
 
     public List<AuditEntry> audit(MessageId message) {

@@ -6,7 +6,7 @@ import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.OpenTaskCount;
 import dev.coop.inspect.TaskView;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.Tx;
 import dev.coop.internal.task.TaskReads;
 import dev.coop.internal.task.TaskSettlement;
@@ -74,7 +74,7 @@ public final class TaskActions {
     }
 
     public SignalOutcome signal(String key, Object payload, Duration keepFor) {
-        long keep = Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
+        long keep = InputLimits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
         if (keep < 1) {
             throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
         }

@@ -1,7 +1,7 @@
 package dev.coop.internal.join;
 
 import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Tx;
@@ -136,9 +136,9 @@ public final class JoinService implements Joins {
         if (key == null) {
             throw new CoopValidationException("A join key is required (null)");
         }
-        if (key.isEmpty() || key.length() > Limits.MAX_KEY_LENGTH || key.indexOf('\0') >= 0
-                || Limits.loneSurrogateAt(key) >= 0) {
-            throw new CoopValidationException("Joins.byKey key must be 1 to " + Limits.MAX_KEY_LENGTH
+        if (key.isEmpty() || key.length() > InputLimits.MAX_KEY_LENGTH || key.indexOf('\0') >= 0
+                || InputLimits.loneSurrogateAt(key) >= 0) {
+            throw new CoopValidationException("Joins.byKey key must be 1 to " + InputLimits.MAX_KEY_LENGTH
                     + " characters without NUL or unpaired surrogates (as a join's key), was "
                     + (key.length() > 40 ? key.length() + " characters" : "'" + TerminalText.escape(key) + "'"));
         }

@@ -2,7 +2,7 @@ package dev.coop.internal.step;
 
 import dev.coop.internal.step.CommitInstance.Instance;
 import dev.coop.internal.store.ChildFailure;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 
 import dev.coop.failure.ChildRollbackFailedException;
 import dev.coop.failure.ChildRolledBackException;
@@ -80,7 +80,7 @@ final class RunBodies {
         Throwable thrown = InvokeUserCode.invoke(() -> {
             flow[0] = step.body().run(context);
             if (step.wakeAt() != null) {
-                wake[0] = Limits.instant("The wake-up time of step '" + step.name() + "'",
+                wake[0] = InputLimits.instant("The wake-up time of step '" + step.name() + "'",
                         step.wakeAt().at(context));
             }
         }, context);

@@ -80,7 +80,7 @@ public final class Json {
                             + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(),
                     e);
         }
-        int surrogate = Limits.loneSurrogateAt(json);
+        int surrogate = InputLimits.loneSurrogateAt(json);
         if (surrogate >= 0) {
             throw new CoopValidationException("Payload for topic '" + topic.name() + "' contains an unpaired UTF-16"
                     + " surrogate (\\u" + Integer.toHexString(json.charAt(surrogate)).toUpperCase(java.util.Locale.ROOT)
