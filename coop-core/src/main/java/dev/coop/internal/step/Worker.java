@@ -314,7 +314,7 @@ public final class Worker implements Runnable {
 
     private void backOff(Dispatcher.Task task, Throwable e) {
         consecutiveFailures++;
-        if (Failures.isInfrastructure(e)) {
+        if (Throwables.isInfrastructure(e)) {
             engine.listeners().databaseRetry(task.isProbe() ? null : task.saga(), e);
         }
         long nanos = backoffNanos();

@@ -12,8 +12,8 @@ import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 
 /** Tells Coop's own infrastructure failures (retry later) from failures of user code (the step failed). */
-public final class Failures {
-    private Failures() {
+public final class Throwables {
+    private Throwables() {
     }
 
     /**
