@@ -19,7 +19,7 @@ import dev.coop.internal.client.Housekeeping;
 import dev.coop.internal.client.Launches;
 import dev.coop.internal.client.OperatorActions;
 import dev.coop.internal.client.Reads;
-import dev.coop.internal.client.TaskActions;
+import dev.coop.internal.client.ClientTasks;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
@@ -54,7 +54,7 @@ public final class CoopClient {
     private final CompletionWait completionWait;
     private final Reads reads;
     private final OperatorActions actions;
-    private final TaskActions tasks;
+    private final ClientTasks tasks;
     private final ClientSchedules schedules;
     private final Housekeeping housekeeping;
 
@@ -78,7 +78,7 @@ public final class CoopClient {
         this.reads = new Reads(client);
         this.completionWait = new CompletionWait(client, reads, completions, signalled);
         this.actions = new OperatorActions(client);
-        this.tasks = new TaskActions(client);
+        this.tasks = new ClientTasks(client);
         this.schedules = new ClientSchedules(client);
         this.housekeeping = new Housekeeping(client);
     }

@@ -19,12 +19,12 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 
 /** A client's side of external tasks and signals: settling tasks, sending signals, reading open tasks. */
-public final class TaskActions {
+public final class ClientTasks {
     private final ClientContext client;
     private final TaskSettlement tasks;
     private final TaskReads reads;
 
-    public TaskActions(ClientContext client) {
+    public ClientTasks(ClientContext client) {
         this.client = client;
         this.tasks = new TaskSettlement(client.schema(), client.time(), client.json());
         this.reads = new TaskReads(client.schema());
