@@ -7,7 +7,7 @@ import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopTimeoutException;
 import dev.coop.inspect.Outcome;
 import dev.coop.internal.Completions;
-import dev.coop.internal.inspect.Unfinished;
+import dev.coop.internal.read.Unfinished;
 import dev.coop.internal.store.InputLimits;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,8 +1,8 @@
 package dev.coop.internal.retention;
 
-import dev.coop.internal.inspect.RunCountRollup;
+import dev.coop.internal.read.RunCountRollup;
 
-import dev.coop.internal.inspect.Operations;
+import dev.coop.internal.operate.Operations;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
 import dev.coop.internal.store.Tx;

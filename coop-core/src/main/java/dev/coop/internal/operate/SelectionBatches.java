@@ -1,5 +1,6 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.operate;
 
+import dev.coop.internal.read.RunListing;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
 
