@@ -1,7 +1,5 @@
 package dev.coop;
 
-import dev.coop.failure.ChildRollbackFailedException;
-import dev.coop.failure.ChildRolledBackException;
 import dev.coop.failure.CooperationException;
 
 /**
@@ -14,8 +12,8 @@ import dev.coop.failure.CooperationException;
 public interface ChildFailureHandler<P> {
     /**
      * @param step the step whose children failed; {@code launch} works as in the step
-     * @param failure a {@link ChildRolledBackException} or {@link ChildRollbackFailedException} whose causes are
-     *        every child failure of that step
+     * @param failure a {@link dev.coop.failure.ChildRolledBackException} or
+     *         {@link dev.coop.failure.ChildRollbackFailedException} whose causes are every child failure of that step
      */
     void handle(StepContext<P> step, CooperationException failure) throws Exception;
 }

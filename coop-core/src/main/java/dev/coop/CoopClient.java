@@ -1,8 +1,5 @@
 package dev.coop;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.coop.failure.CoopTimeoutException;
-import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.Hierarchy;
@@ -22,9 +19,8 @@ import dev.coop.internal.client.Housekeeping;
 import dev.coop.internal.client.Launches;
 import dev.coop.internal.client.OperatorActions;
 import dev.coop.internal.client.Reads;
-import dev.coop.internal.client.TaskActions;
+import dev.coop.internal.client.ClientTasks;
 import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Migrations;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Time;
@@ -58,7 +54,7 @@ public final class CoopClient {
     private final CompletionWait completionWait;
     private final Reads reads;
     private final OperatorActions actions;
-    private final TaskActions tasks;
+    private final ClientTasks tasks;
     private final ClientSchedules schedules;
     private final Housekeeping housekeeping;
 
@@ -82,7 +78,7 @@ public final class CoopClient {
         this.reads = new Reads(client);
         this.completionWait = new CompletionWait(client, reads, completions, signalled);
         this.actions = new OperatorActions(client);
-        this.tasks = new TaskActions(client);
+        this.tasks = new ClientTasks(client);
         this.schedules = new ClientSchedules(client);
         this.housekeeping = new Housekeeping(client);
     }
@@ -106,8 +102,8 @@ public final class CoopClient {
     }
 
     /**
-     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before: a delayed
-     * launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
+     * Launches a message now whose runs start at {@code at} (by the engine's time, see {@link TimeSource}), not before:
+     * a delayed launch. The message exists at once (it can be cancelled or inspected); the wait holds no thread.
      */
     public <P> MessageId launch(Topic<P> topic, P payload, Instant at) {
         return launch(topic, payload, CooperationContext.empty(), Objects.requireNonNull(at, "at"));
@@ -159,8 +155,8 @@ public final class CoopClient {
     /**
      * Waits until every run of the message, and so everything those runs caused, finished.
      *
-     * @throws CoopTimeoutException when that takes longer than {@code timeout}
-     * @throws CoopValidationException when no such message exists
+     * @throws dev.coop.failure.CoopTimeoutException when that takes longer than {@code timeout}
+     * @throws dev.coop.failure.CoopValidationException when no such message exists
      */
     public Outcome awaitCompletion(MessageId message, Duration timeout) {
         return completionWait.await(message, timeout);
@@ -197,7 +193,7 @@ public final class CoopClient {
      * The result of the one run of a message, read as {@code type}.
      *
      * @throws RunResult.NoResultException when the run did not commit (the message says why) or set no result
-     * @throws CoopValidationException when several sagas handle the message (use {@link #results})
+     * @throws dev.coop.failure.CoopValidationException when several sagas handle the message (use {@link #results})
      */
     public <T> T result(MessageId message, Class<T> type) {
         return reads.result(message, type);
@@ -206,7 +202,7 @@ public final class CoopClient {
     /**
      * The payload a message was launched with, as stored (JSON text), for inspection: steps read it typed.
      *
-     * @throws CoopValidationException when there is no such message
+     * @throws dev.coop.failure.CoopValidationException when there is no such message
      */
     public String payloadJson(MessageId message) {
         return reads.payloadJson(message);
@@ -215,7 +211,7 @@ public final class CoopClient {
     /**
      * What a run returned ({@link RunResult}), as stored (JSON text); null when it returned nothing, or not yet.
      *
-     * @throws CoopValidationException when there is no such run
+     * @throws dev.coop.failure.CoopValidationException when there is no such run
      */
     public String resultJson(UUID runId) {
         return reads.resultJson(runId);
@@ -237,9 +233,10 @@ public final class CoopClient {
 
     /**
      * The event log of the hierarchy below a message, in the order it was written, whole: at most
-     * {@value #MAX_EVENTS_AT_ONCE} events. A larger log is refused with a {@link CoopValidationException} (having read no
-     * more than one event past the bound) that says to read it in pages with {@link #events(MessageId, long, int)}, so
-     * that no call loads an unbounded log into memory and none returns part of it as if it were all.
+     * {@value #MAX_EVENTS_AT_ONCE} events. A larger log is refused with a
+     * {@link dev.coop.failure.CoopValidationException} (having read no more than one event past the bound) that says to
+     * read it in pages with {@link #events(MessageId, long, int)}, so that no call loads an unbounded log into memory
+     * and none returns part of it as if it were all.
      */
     public List<Event> events(MessageId message) {
         return reads.events(message);
@@ -261,8 +258,8 @@ public final class CoopClient {
 
     /**
      * Undoes a finished hierarchy: every (committed) run of the message rolls back its whole history, children
-     * first, running compensations. Refused, with a {@link CoopValidationException}, while anything in the scope or
-     * above it still runs, or when it already rolled back.
+     * first, running compensations. Refused, with a {@link dev.coop.failure.CoopValidationException}, while anything in
+     * the scope or above it still runs, or when it already rolled back.
      */
     public void rollback(MessageId message, String reason) {
         actions.rollback(message, reason);
@@ -338,7 +335,8 @@ public final class CoopClient {
      * The messages {@code text} names, newest first, at most 100: the message with that id, the messages launched
      * with that idempotency key (of topics a saga is registered for, whatever the topic), business key or tag, and
      * the hierarchies holding an external task of that key or token. Each match says what it matched by; a message
-     * matched two ways is listed once. Text with control characters is refused ({@link CoopValidationException}).
+     * matched two ways is listed once. Text with control characters is refused
+     * ({@link dev.coop.failure.CoopValidationException}).
      */
     public List<dev.coop.inspect.MessageMatch> search(String text) {
         return reads.search(text, null, 100);
@@ -376,8 +374,8 @@ public final class CoopClient {
 
     /**
      * {@link #retryNow(UUID)} for the run of a lineage; a lineage that is not its run's own (another hierarchy's
-     * root, say) is refused with a {@link CoopValidationException}, so that what is recorded about the action (an
-     * audit entry under the lineage's root) names the hierarchy it changed.
+     * root, say) is refused with a {@link dev.coop.failure.CoopValidationException}, so that what is recorded about the
+     * action (an audit entry under the lineage's root) names the hierarchy it changed.
      */
     public boolean retryNow(Lineage run) {
         return actions.retryNow(run);
@@ -396,10 +394,10 @@ public final class CoopClient {
      * run, is completed in a transaction (three round trips: the first statement finds it so).
      *
      * @return {@link TaskOutcome#ALREADY_SETTLED} when the task was completed before with an equal result
-     * @throws dev.coop.failure.TaskRefusedException when it was settled otherwise (another result, failed, timed
-     *         out, cancelled, compensated); the message names the first settlement
-     * @throws CoopValidationException for a malformed token or key, one no task has, or a result over the payload
-     *         limit
+     * @throws dev.coop.failure.TaskRefusedException when it was settled otherwise (another result, failed, timed out,
+     *         cancelled, compensated); the message names the first settlement
+     * @throws dev.coop.failure.CoopValidationException for a malformed token or key, one no task has, or a result over
+     *         the payload limit
      */
     public TaskOutcome complete(String tokenOrKey, Object result) {
         return complete(tokenOrKey, result, TaskSettlement.CLIENT);
@@ -528,10 +526,10 @@ public final class CoopClient {
     /**
      * Deletes every hierarchy whose root message's runs all finished more than {@code olderThan} ago (database time)
      * and of which no run is runnable (also sleeping or due to retry), waiting or parked: its messages, events, runs
-     * and cancellations, whole, in one transaction per {@value dev.coop.internal.retention.Retention#BATCH} hierarchies. A
-     * hierarchy an operator is acting on at that moment is left for the next time. What is deleted is gone from trees,
-     * logs, results and listings; a join that counted one of its messages keeps its counters, and a message id attached
-     * to a join afterwards stays pending until reported. Engines do the same by themselves with
+     * and cancellations, whole, in one transaction per {@value dev.coop.internal.retention.Retention#BATCH}
+     * hierarchies. A hierarchy an operator is acting on at that moment is left for the next time. What is deleted is
+     * gone from trees, logs, results and listings; a join that counted one of its messages keeps its counters, and a
+     * message id attached to a join afterwards stays pending until reported. Engines do the same by themselves with
      * {@link CoopEngine.Builder#retention(Duration)}.
      *
      * @param olderThan zero or positive; zero deletes every finished hierarchy
@@ -562,8 +560,8 @@ public final class CoopClient {
      * last version retires the saga. Engines that start with the version register it again.
      *
      * @return false when that version of the saga is not registered
-     * @throws CoopValidationException while runs of that version are unfinished (runnable, waiting, sleeping,
-     *         parked or rolling back): the message says how many, by status
+     * @throws dev.coop.failure.CoopValidationException while runs of that version are unfinished (runnable, waiting,
+     *         sleeping, parked or rolling back): the message says how many, by status
      */
     public boolean retireSagaVersion(String saga, int version) {
         return housekeeping.retireSagaVersion(saga, version);
@@ -611,112 +609,20 @@ public final class CoopClient {
         return new dev.coop.internal.join.JoinService(client.dataSource(), client.store(), client.json());
     }
 
-    /** Settings of a client; each is validated as it is set. */
-    public static final class Builder {
-        private final DataSource dataSource;
-        private String schema = Coop.DEFAULT_SCHEMA;
-        private ObjectMapper objectMapper;
-        private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
-        private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
-        private boolean migrate = true;
-        private boolean requireHandlers;
-        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
-        private TimeSource clock;
-        private Duration databaseTimeout = Coop.DEFAULT_DATABASE_TIMEOUT;
-
+    /**
+     * Settings of a client; each is validated as it is set. They are the {@linkplain ClientSettings settings every
+     * client has}, which an engine's builder has too.
+     */
+    public static final class Builder extends ClientSettings<Builder> {
         private Builder(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            super(dataSource);
         }
 
-        /** The PostgreSQL schema of Coop's tables (default {@value Coop#DEFAULT_SCHEMA}). */
-        public Builder schema(String schema) {
-            this.schema = new SchemaName(schema).value();
-            return this;
-        }
-
-        /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
-        public Builder objectMapper(ObjectMapper objectMapper) {
-            this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
-            return this;
-        }
-
-        /**
-         * Packages (or class name prefixes, e.g. {@code "com.acme.orders."}) whose classes payloads may name as their
-         * type ({@code @JsonTypeInfo(use = Id.CLASS)}). By default none: a type id naming a class is refused, so that
-         * no producer can make Coop instantiate an arbitrary class. Type ids by name ({@code Id.NAME} with
-         * {@code @JsonSubTypes}) need nothing here. Ignored when your mapper has a validator of its own.
-         */
-        public Builder allowPolymorphicTypes(String... prefixes) {
-            for (String prefix : prefixes) {
-                if (prefix == null || prefix.isBlank()) {
-                    throw new CoopValidationException("A polymorphic type prefix cannot be empty: it would allow"
-                            + " every class");
-                }
-                polymorphicPrefixes.add(prefix);
-            }
-            return this;
-        }
-
-        /** The largest payload accepted, in bytes of JSON (default 1 MiB). */
-        public Builder maxPayloadBytes(int bytes) {
-            this.maxPayloadBytes = Coop.checkPayloadLimit(bytes);
-            return this;
-        }
-
-        /**
-         * Whether launching a message on a topic that no saga is registered for fails with a
-         * {@link CoopValidationException} (default false: the message is stored, nothing handles it, and a warning is
-         * logged once per topic). A misspelt topic then fails at once instead of vanishing.
-         */
-        public Builder requireHandlers(boolean requireHandlers) {
-            this.requireHandlers = requireHandlers;
-            return this;
-        }
-
-        /** Whether to apply schema migrations when built (default true). */
-        public Builder migrate(boolean migrate) {
-            this.migrate = migrate;
-            return this;
-        }
-
-        /** Adds a listener told of this client's launches (to count them, or to carry a trace with them). */
-        public Builder listener(EngineListener listener) {
-            listeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
-        }
-
-        /**
-         * Where the client reads the time for delayed launches, schedules, join timeouts and operator actions
-         * (default: the database's clock); the same source as the engines of the schema. See {@link TimeSource}.
-         */
-        public Builder clock(TimeSource clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * How long each statement of this client may wait for the database on a connection it takes from its
-         * {@code DataSource} (default {@link Coop#DEFAULT_DATABASE_TIMEOUT}; {@link Duration#ZERO}: no bound): a
-         * launch, an await or an operator action on a dead connection then fails within that time with a
-         * {@link dev.coop.failure.CoopStoreException} that says so, instead of hanging. Statements on a connection
-         * you pass in (a launch in your transaction) keep that connection's settings.
-         */
-        public Builder databaseTimeout(Duration timeout) {
-            this.databaseTimeout = Coop.checkDatabaseTimeout(timeout);
-            return this;
-        }
-
+        /** Migrates (unless turned off) and builds the client. */
         public CoopClient build() {
-            SchemaName name = new SchemaName(schema);
-            if (migrate) {
-                Migrations.apply(dataSource, name);
-            }
-            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
-                    List.copyOf(polymorphicPrefixes));
-            return new CoopClient(dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource,
-                    (int) databaseTimeout.toMillis()), name, json, new Completions(), (saga, runs) -> {
-                    }, false, requireHandlers, Time.of(clock),
-                    listeners.isEmpty() ? Listeners.NONE : new Listeners(listeners));
+            SchemaName schema = migratedSchema();
+            return new CoopClient(boundedDataSource(), schema, json(), new Completions(), (saga, runs) -> {
+            }, false, requiresHandlers(), time(), listeners());
         }
     }
 }

@@ -2,13 +2,11 @@ package dev.coop;
 
 import dev.coop.failure.CoopValidationException;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.coop.internal.EngineRuntime;
 import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Migrations;
-import dev.coop.internal.store.Time;
 import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Time;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -55,38 +53,32 @@ public final class CoopEngine implements AutoCloseable {
         }
     }
 
-    /** Settings of an engine. Each is validated as it is set; nothing can change after {@link #start()}. */
-    public static final class Builder {
+    /**
+     * Settings of an engine. Each is validated as it is set; nothing can change after {@link #start()}. Besides its
+     * own, an engine has the {@linkplain ClientSettings settings of a client}, which it applies to itself and to its
+     * {@link CoopEngine#client() client}.
+     */
+    public static final class Builder extends ClientSettings<Builder> {
         private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
 
-        private final DataSource dataSource;
         private final Map<String, Saga<?>> sagas = new LinkedHashMap<>();
         private String name = "coop";
-        private String schema = Coop.DEFAULT_SCHEMA;
         private int workers = Coop.DEFAULT_WORKERS;
         private int maxRunsPerTransaction = Coop.DEFAULT_MAX_RUNS_PER_TRANSACTION;
         private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
         private boolean notifications = true;
         private boolean schedules = true;
-        private boolean migrate = true;
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
-        private int maxPayloadBytes = Coop.DEFAULT_MAX_PAYLOAD_BYTES;
-        private ObjectMapper objectMapper;
-        private boolean requireHandlers;
         private Duration retention;
-        private Duration databaseTimeout = Coop.DEFAULT_DATABASE_TIMEOUT;
         private Duration idleInTransactionTimeout = Coop.DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT;
         /** HikariCP's maximumPoolSize when none is set. */
         private static final int HIKARI_DEFAULT_POOL_SIZE = 10;
         /** How long {@link #start()} waits for the connections it needs from a pool whose size it cannot read. */
         private static final Duration POOL_CHECK_TIMEOUT = Duration.ofSeconds(5);
-        private final java.util.List<String> polymorphicPrefixes = new java.util.ArrayList<>();
         private CooperationStrategy strategy = Strategies.standard();
-        private final java.util.List<EngineListener> listeners = new java.util.ArrayList<>();
-        private TimeSource clock;
 
         Builder(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            super(dataSource);
         }
 
         /**
@@ -122,12 +114,6 @@ public final class CoopEngine implements AutoCloseable {
                         + "': use 1 to 63 letters, digits, '.', '_' or '-'");
             }
             this.name = name;
-            return this;
-        }
-
-        /** The PostgreSQL schema of Coop's tables (default {@value Coop#DEFAULT_SCHEMA}). */
-        public Builder schema(String schema) {
-            this.schema = new SchemaName(schema).value();
             return this;
         }
 
@@ -180,19 +166,6 @@ public final class CoopEngine implements AutoCloseable {
         }
 
         /**
-         * How long each of the engine's own statements may wait for the database (default
-         * {@link Coop#DEFAULT_DATABASE_TIMEOUT}; {@link Duration#ZERO}: no bound): a socket read timeout on the
-         * connections it uses for claims, advances, commits and probes, and on its listener's connection, which is
-         * verified once per poll interval. A statement that times out is database trouble (retried, never a step
-         * failure). It does not bound user statements in steps (they run under the connection's own settings), nor
-         * taking a connection from the pool (the pool's own timeout). Its client's launches are bounded by it too.
-         */
-        public Builder databaseTimeout(Duration timeout) {
-            this.databaseTimeout = Coop.checkDatabaseTimeout(timeout);
-            return this;
-        }
-
-        /**
          * The {@code idle_in_transaction_session_timeout} each step's transaction sets on the server (default
          * {@link Coop#DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT}; {@link Duration#ZERO}: the server's own): when a
          * transaction stays idle that long (the engine died, or the network between them failed), the server ends the
@@ -235,57 +208,12 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
-        /** Whether to apply schema migrations at start (default true). Off for teams that run them themselves. */
-        public Builder migrate(boolean migrate) {
-            this.migrate = migrate;
-            return this;
-        }
-
         /** How long {@link CoopEngine#close()} waits for steps in flight (default 30 s). */
         public Builder shutdownTimeout(Duration timeout) {
             if (timeout == null || timeout.isNegative()) {
                 throw new CoopValidationException("shutdownTimeout must be zero or positive, was " + timeout);
             }
             this.shutdownTimeout = timeout;
-            return this;
-        }
-
-        /** The largest payload accepted, in bytes of JSON (default 1 MiB). */
-        public Builder maxPayloadBytes(int bytes) {
-            this.maxPayloadBytes = Coop.checkPayloadLimit(bytes);
-            return this;
-        }
-
-        /**
-         * Whether a step (or this engine's client) that launches a message on a topic no saga is registered for fails
-         * (default false: the message is stored, nothing handles it, and a warning is logged once per topic). With it
-         * on, a misspelt topic fails the step instead of vanishing.
-         */
-        public Builder requireHandlers(boolean requireHandlers) {
-            this.requireHandlers = requireHandlers;
-            return this;
-        }
-
-        /** The Jackson mapper for payloads (default: java.time support, unknown properties ignored). */
-        public Builder objectMapper(ObjectMapper objectMapper) {
-            this.objectMapper = Objects.requireNonNull(objectMapper, "objectMapper");
-            return this;
-        }
-
-        /**
-         * Packages (or class name prefixes, e.g. {@code "com.acme.orders."}) whose classes payloads may name as their
-         * type ({@code @JsonTypeInfo(use = Id.CLASS)}). By default none: a type id naming a class is refused, so that
-         * no producer can make Coop instantiate an arbitrary class. Type ids by name ({@code Id.NAME} with
-         * {@code @JsonSubTypes}) need nothing here. Ignored when your mapper has a validator of its own.
-         */
-        public Builder allowPolymorphicTypes(String... prefixes) {
-            for (String prefix : prefixes) {
-                if (prefix == null || prefix.isBlank()) {
-                    throw new CoopValidationException("A polymorphic type prefix cannot be empty: it would allow"
-                            + " every class");
-                }
-                polymorphicPrefixes.add(prefix);
-            }
             return this;
         }
 
@@ -298,25 +226,6 @@ public final class CoopEngine implements AutoCloseable {
             return this;
         }
 
-        /**
-         * Adds a listener that observes steps, claims, retries and launches (metrics, traces); listeners are called
-         * in the order added. The engine's {@link CoopEngine#client() client} reports its launches to them too.
-         */
-        public Builder listener(EngineListener listener) {
-            listeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
-        }
-
-        /**
-         * Where the engine reads the time for due times, sleeps, retries, deadlines, barrier timers, schedules and
-         * join timeouts (default: the database's clock, read by the statements themselves). Every engine and client
-         * of a schema must use the same source; see {@link TimeSource}. Its {@link #client()} uses it too.
-         */
-        public Builder clock(TimeSource clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
         /** Migrates (unless turned off), registers the sagas, and starts the threads. */
         public CoopEngine start() {
             if (sagas.isEmpty()) {
@@ -325,40 +234,29 @@ public final class CoopEngine implements AutoCloseable {
                                 + " use Coop.client(dataSource)");
             }
             checkPoolSize();
-            SchemaName schemaName = new SchemaName(schema);
-            if (migrate) {
-                Migrations.apply(dataSource, schemaName);
-            }
+            SchemaName schema = migratedSchema();
             String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
-            Json json = new Json(objectMapper == null ? Json.defaultMapper() : objectMapper, maxPayloadBytes,
-                    java.util.List.copyOf(polymorphicPrefixes));
-            Time time = Time.of(clock);
+            Json json = json();
+            Time time = time();
             EngineRuntime runtime = new EngineRuntime(
-                    new EngineRuntime.Config(id, name, dataSource, schemaName, json,
+                    new EngineRuntime.Config(id, name, dataSource(), schema, json,
                             new dev.coop.internal.EngineSagas(sagas.values()), workers, pollInterval, notifications,
                             strategy, schedules,
-                            requireHandlers, retention, time, listenersOf(listeners), databaseTimeout,
+                            requiresHandlers(), retention, time, listeners(), databaseTimeoutValue(),
                             idleInTransactionTimeout, maxRunsPerTransaction));
             runtime.start();
-            CoopClient client = new CoopClient(
-                    dev.coop.internal.guard.NetworkTimeouts.bounding(dataSource, (int) databaseTimeout.toMillis()),
-                    schemaName, json, runtime.completions(),
-                    runtime::wake, true, requireHandlers, time, java.util.Set.copyOf(sagas.keySet()), // <saga>@<version>
-                    listenersOf(listeners));
+            CoopClient client = new CoopClient(boundedDataSource(), schema, json, runtime.completions(),
+                    runtime::wake, true, requiresHandlers(), time,
+                    java.util.Set.copyOf(sagas.keySet()), // <saga>@<version>
+                    listeners());
             return new CoopEngine(id, runtime, client, shutdownTimeout);
-        }
-
-        private static dev.coop.internal.Listeners listenersOf(java.util.List<EngineListener> listeners) {
-            return listeners.isEmpty()
-                    ? dev.coop.internal.Listeners.NONE
-                    : new dev.coop.internal.Listeners(listeners);
         }
 
         private void checkPoolSize() {
             int needed = workers + (notifications ? 1 : 0) + 1;
-            HikariDataSource hikari = hikari(dataSource);
+            HikariDataSource hikari = hikari(dataSource());
             if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
-                dev.coop.internal.guard.PoolCheck.require(dataSource, needed, workers + " workers"
+                dev.coop.internal.guard.PoolCheck.require(dataSource(), needed, workers + " workers"
                         + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
                 return;
             }

@@ -1,7 +1,6 @@
 package dev.coop;
 
 import dev.coop.failure.Failure;
-import dev.coop.failure.GaveUpException;
 
 import java.util.Optional;
 
@@ -38,9 +37,10 @@ public interface CooperationStrategy {
     /**
      * 3. Whether a run gives up its happy path before its next step (and when a step calls
      * {@link StepContext#giveUpIfRequested()}, and while the run waits for its children: when a cancellation wakes it,
-     * at its deadline, and when a barrier timer fires): the reason becomes the cause of a {@link GaveUpException} and
-     * the run rolls back. A waiting run that gives up settles its children that have not started without running
-     * them. Default: a cancellation of its scope, or its happy-path (or absolute) deadline passed.
+     * at its deadline, and when a barrier timer fires): the reason becomes the cause of a
+     * {@link dev.coop.failure.GaveUpException} and the run rolls back. A waiting run that gives up settles its children
+     * that have not started without running them. Default: a cancellation of its scope, or its happy-path (or absolute)
+     * deadline passed.
      */
     default Optional<Failure> giveUpOnHappyPath(RunFacts run) {
         return run.cancellation().or(() -> run.missedDeadline(false));

@@ -49,7 +49,7 @@ public sealed interface Flow {
     /** Run the same step again after {@code delay}. */
     record RepeatAfter(java.time.Duration delay) implements Flow {
         public RepeatAfter {
-            dev.coop.internal.store.Limits.delay("The delay of Flow.repeatAfter", delay);
+            dev.coop.internal.store.InputLimits.delay("The delay of Flow.repeatAfter", delay);
         }
     }
 

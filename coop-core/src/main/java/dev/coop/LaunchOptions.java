@@ -1,7 +1,7 @@
 package dev.coop;
 
 import dev.coop.failure.CoopValidationException;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
@@ -27,13 +27,13 @@ import java.util.Optional;
  */
 public final class LaunchOptions {
     /** The lowest priority. */
-    public static final int MIN_PRIORITY = Limits.MIN_PRIORITY;
+    public static final int MIN_PRIORITY = InputLimits.MIN_PRIORITY;
     /** The highest priority. */
-    public static final int MAX_PRIORITY = Limits.MAX_PRIORITY;
+    public static final int MAX_PRIORITY = InputLimits.MAX_PRIORITY;
     /** The priority of a launch that sets none. */
     public static final int DEFAULT_PRIORITY = 0;
     /** The longest idempotency or ordering key, in characters. */
-    public static final int MAX_KEY_LENGTH = Limits.MAX_KEY_LENGTH;
+    public static final int MAX_KEY_LENGTH = InputLimits.MAX_KEY_LENGTH;
 
     private static final LaunchOptions NONE = new LaunchOptions(null, null, null, null, null, null, null);
 
@@ -67,8 +67,8 @@ public final class LaunchOptions {
      */
     public LaunchOptions idempotencyKey(String key) {
         once("idempotencyKey", idempotencyKey);
-        return new LaunchOptions(Limits.key("An idempotency key", key), priority, orderingKey, at, context, businessKey,
-                tags);
+        return new LaunchOptions(InputLimits.key("An idempotency key", key), priority, orderingKey, at, context,
+                businessKey, tags);
     }
 
     /** These options with a priority between {@value #MIN_PRIORITY} and {@value #MAX_PRIORITY}; higher runs first. */
@@ -87,16 +87,16 @@ public final class LaunchOptions {
      */
     public LaunchOptions orderingKey(String key) {
         once("orderingKey", orderingKey);
-        return new LaunchOptions(idempotencyKey, priority, Limits.key("An ordering key", key), at, context, businessKey,
-                tags);
+        return new LaunchOptions(idempotencyKey, priority, InputLimits.key("An ordering key", key), at, context,
+                businessKey, tags);
     }
 
     /** These options with a start time: the runs start at {@code at}, not before (a delayed launch). */
     public LaunchOptions at(Instant at) {
         once("at", this.at);
         Objects.requireNonNull(at, "at");
-        return new LaunchOptions(idempotencyKey, priority, orderingKey, Limits.instant("A start time", at), context,
-                businessKey, tags);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, InputLimits.instant("A start time", at),
+                context, businessKey, tags);
     }
 
     /** These options with context the runs start with (added to the launching run's own, for a step's launch). */
@@ -113,8 +113,8 @@ public final class LaunchOptions {
      */
     public LaunchOptions businessKey(String key) {
         once("businessKey", businessKey);
-        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context, Limits.key("A business key", key),
-                tags);
+        return new LaunchOptions(idempotencyKey, priority, orderingKey, at, context,
+                InputLimits.key("A business key", key), tags);
     }
 
     /** The most tags a launch carries. */
@@ -135,7 +135,7 @@ public final class LaunchOptions {
         }
         java.util.LinkedHashSet<String> distinct = new java.util.LinkedHashSet<>();
         for (String tag : tags) {
-            Limits.key("A tag", tag);
+            InputLimits.key("A tag", tag);
             if (tag.length() > MAX_TAG_LENGTH) {
                 throw new CoopValidationException("A tag must be at most " + MAX_TAG_LENGTH + " characters, was "
                         + tag.length());

@@ -47,7 +47,7 @@ public final class RetryPolicy {
 
     /** The wait before the second attempt. */
     public RetryPolicy initialDelay(Duration delay) {
-        dev.coop.internal.store.Limits.delay("initialDelay", delay);
+        dev.coop.internal.store.InputLimits.delay("initialDelay", delay);
         return new RetryPolicy(maxAttempts, delay, multiplier, maxDelay, retryOn, abortOn, park);
     }
 
@@ -61,7 +61,7 @@ public final class RetryPolicy {
 
     /** No wait is longer than this. */
     public RetryPolicy maxDelay(Duration delay) {
-        dev.coop.internal.store.Limits.delay("maxDelay", delay);
+        dev.coop.internal.store.InputLimits.delay("maxDelay", delay);
         return new RetryPolicy(maxAttempts, initialDelay, multiplier, delay, retryOn, abortOn, park);
     }
 

@@ -1,7 +1,6 @@
 package dev.coop;
 
 import dev.coop.failure.AbsoluteDeadlineMissedException;
-import dev.coop.failure.DeadlineMissedException;
 import dev.coop.failure.HappyPathDeadlineMissedException;
 import dev.coop.failure.RollbackPathDeadlineMissedException;
 import dev.coop.failure.Failure;
@@ -27,8 +26,8 @@ public record RunFacts(UUID runId, String saga, MessageId message, Lineage linea
 
     /**
      * The deadline of the path (happy or rollback; the absolute one applies to both) when it passed, as a
-     * {@link DeadlineMissedException} failure naming it, its source and its trace. Its type says which deadline it
-     * was: {@link HappyPathDeadlineMissedException}, {@link RollbackPathDeadlineMissedException} or
+     * {@link dev.coop.failure.DeadlineMissedException} failure naming it, its source and its trace. Its type says which
+     * deadline it was: {@link HappyPathDeadlineMissedException}, {@link RollbackPathDeadlineMissedException} or
      * {@link AbsoluteDeadlineMissedException}.
      */
     public Optional<Failure> missedDeadline(boolean rollbackPath) {

@@ -224,7 +224,7 @@ public final class Saga<P> {
          */
         public Builder<P> periodic(String stepName, java.time.Duration period, int times, StepBody<P> body) {
             Objects.requireNonNull(body, "body of periodic step '" + stepName + "'");
-            dev.coop.internal.store.Limits.delay("The period of step '" + stepName + "' of saga '" + name + "'",
+            dev.coop.internal.store.InputLimits.delay("The period of step '" + stepName + "' of saga '" + name + "'",
                     period);
             if (times < 1) {
                 throw new CoopValidationException("Periodic step '" + stepName + "' of saga '" + name
@@ -242,8 +242,8 @@ public final class Saga<P> {
          */
         public Builder<P> sleep(String stepName, java.time.Duration duration) {
             Objects.requireNonNull(duration, "duration of sleep step '" + stepName + "'");
-            dev.coop.internal.store.Limits.delay("The duration of sleep step '" + stepName + "' of saga '" + name + "'",
-                    duration);
+            dev.coop.internal.store.InputLimits.delay(
+                    "The duration of sleep step '" + stepName + "' of saga '" + name + "'", duration);
             return sleepUntil(stepName, step -> step.startedAt().plus(duration));
         }
 
@@ -279,7 +279,7 @@ public final class Saga<P> {
         private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
             if (stepName == null || stepName.isBlank() || stepName.length() > MAX_STEP_NAME
                     || stepName.chars().anyMatch(Character::isISOControl)
-                    || dev.coop.internal.store.Limits.loneSurrogateAt(stepName) >= 0) {
+                    || dev.coop.internal.store.InputLimits.loneSurrogateAt(stepName) >= 0) {
                 throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
                         + "': use 1 to " + MAX_STEP_NAME + " printable characters (no control characters, no unpaired"
                         + " UTF-16 surrogates)");

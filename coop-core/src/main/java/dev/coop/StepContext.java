@@ -1,8 +1,5 @@
 package dev.coop;
 
-import dev.coop.failure.CoopValidationException;
-import dev.coop.failure.GaveUpException;
-
 import java.sql.Connection;
 import java.time.Instant;
 import java.util.List;
@@ -82,8 +79,8 @@ public interface StepContext<P> {
      * The result of the one run handling {@code message} among {@link #childResults()}, read as {@code type}.
      *
      * @throws RunResult.NoResultException when that run rolled back (the message says why) or set no result
-     * @throws CoopValidationException when the message was not launched by the previous step, or several sagas
-     *         handled it (name the saga then)
+     * @throws dev.coop.failure.CoopValidationException when the message was not launched by the previous step, or
+     *         several sagas handled it (name the saga then)
      */
     <T> T childResult(MessageId message, Class<T> type);
 
@@ -132,14 +129,14 @@ public interface StepContext<P> {
      * handler's), read as {@code type}.
      *
      * @throws RunResult.NoResultException when the task failed, timed out or was cancelled (the message says why)
-     * @throws CoopValidationException when the previous step opened no task, or several, of that name
+     * @throws dev.coop.failure.CoopValidationException when the previous step opened no task, or several, of that name
      */
     <T> T taskResult(String name, Class<T> type);
 
     /**
-     * Throws a {@link GaveUpException} when this run's scope (or one above it) was cancelled, so a long step can
-     * stop early. The step's transaction then rolls back and the run rolls back. Coop also checks at every step
-     * boundary.
+     * Throws a {@link dev.coop.failure.GaveUpException} when this run's scope (or one above it) was cancelled, so a
+     * long step can stop early. The step's transaction then rolls back and the run rolls back. Coop also checks at
+     * every step boundary.
      */
     void giveUpIfRequested();
 

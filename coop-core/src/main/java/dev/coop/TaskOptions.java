@@ -1,7 +1,7 @@
 package dev.coop;
 
 import dev.coop.failure.CoopValidationException;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -15,7 +15,7 @@ import java.util.Optional;
  */
 public final class TaskOptions {
     /** The longest correlation key, in characters. */
-    public static final int MAX_KEY_LENGTH = Limits.MAX_KEY_LENGTH;
+    public static final int MAX_KEY_LENGTH = InputLimits.MAX_KEY_LENGTH;
     /** Correlation keys may not start with this: it is how tokens start. */
     public static final String TOKEN_PREFIX = "ct_";
 
@@ -48,7 +48,7 @@ public final class TaskOptions {
         if (this.key != null) {
             throw new CoopValidationException("key was already set to '" + this.key + "'");
         }
-        Limits.key("An external task's key", key);
+        InputLimits.key("An external task's key", key);
         if (key.startsWith(TOKEN_PREFIX)) {
             throw new CoopValidationException("An external task's key must not start with '" + TOKEN_PREFIX
                     + "' (tokens do), was '" + key + "'");
@@ -80,7 +80,7 @@ public final class TaskOptions {
         if (this.timeout != null) {
             throw new CoopValidationException("timeout was already set to " + this.timeout);
         }
-        Limits.delay("An external task's timeout", Objects.requireNonNull(timeout, "timeout"));
+        InputLimits.delay("An external task's timeout", Objects.requireNonNull(timeout, "timeout"));
         if (timeout.isZero()) {
             throw new CoopValidationException("An external task's timeout must be positive, was " + timeout);
         }

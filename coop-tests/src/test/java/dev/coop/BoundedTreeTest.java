@@ -133,7 +133,7 @@ class BoundedTreeTest {
         CoopClient client = CoopClient.builder(db.dataSource()).build();
         Hierarchy tree = client.tree(id);
         RunView root = tree.runs().getFirst();
-        assertThat(root.children()).hasSize(dev.coop.internal.inspect.Inspection.LISTED_MAX);
+        assertThat(root.children()).hasSize(dev.coop.internal.read.Inspection.LISTED_MAX);
         List<java.time.OffsetDateTime> created = root.children().stream().map(RunView::createdAt).toList();
         assertThat(created).isSorted();
         assertThat(new TextRenderer(RenderOptions.ascii()).render(tree))

@@ -1,7 +1,5 @@
 package dev.coop.failure;
 
-import dev.coop.Coop;
-
 /** The root of every exception Coop throws. Unchecked. */
 public class CoopException extends RuntimeException {
     private static final long serialVersionUID = 1L;

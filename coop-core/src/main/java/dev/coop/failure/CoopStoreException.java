@@ -1,7 +1,5 @@
 package dev.coop.failure;
 
-import dev.coop.Coop;
-
 /** Coop's own bookkeeping in PostgreSQL failed (connection lost, database restarting, ...). */
 public class CoopStoreException extends CoopException {
     private static final long serialVersionUID = 1L;

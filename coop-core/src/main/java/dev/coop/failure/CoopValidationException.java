@@ -1,7 +1,5 @@
 package dev.coop.failure;
 
-import dev.coop.Coop;
-
 /** Bad input: a name, payload, saga definition or setting that Coop refuses. The message names the problem. */
 public class CoopValidationException extends CoopException {
     private static final long serialVersionUID = 1L;

@@ -1,7 +1,5 @@
 package dev.coop.failure;
 
-import dev.coop.Coop;
-
 /**
  * A failure that crossed a saga boundary: a child's failure seen by its parent, the reason a compensation runs, or a
  * failure read back from the log. Its message is {@code [source] type: message}; its stack trace is the remote one,

@@ -1,6 +1,5 @@
 package dev.coop.inspect;
 
-import dev.coop.CoopClient;
 import dev.coop.Lineage;
 import dev.coop.MessageId;
 
@@ -11,8 +10,8 @@ import java.util.UUID;
 
 /**
  * A run stopped for an operator: its step's retries were exhausted under a parking policy, or its saga no longer
- * has the step it is at. Resolve it with {@link CoopClient#retryNow}, {@link CoopClient#markStepDone} or
- * {@link CoopClient#cancel(Lineage, String)}.
+ * has the step it is at. Resolve it with {@link dev.coop.CoopClient#retryNow}, {@link dev.coop.CoopClient#markStepDone}
+ * or {@link dev.coop.CoopClient#cancel(Lineage, String)}.
  *
  * @param stepIndex the index of the step it stopped at
  * @param attempt the attempt that failed last

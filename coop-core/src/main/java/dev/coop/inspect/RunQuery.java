@@ -1,11 +1,10 @@
 package dev.coop.inspect;
 
-import dev.coop.CoopClient;
 import dev.coop.RunStatus;
 
 import dev.coop.failure.CoopValidationException;
 
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import java.time.DateTimeException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -13,14 +12,14 @@ import java.time.ZoneOffset;
 import java.util.Objects;
 
 /**
- * Which runs {@link CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by status,
- * saga, topic, age and failure type; page on with {@link #before(OffsetDateTime)} set to the last {@code createdAt}
- * seen. The same filters, without the limit, select the runs that {@link CoopClient#countRuns(RunQuery)} counts and
- * that {@link CoopClient#cancel(RunQuery, String, String)} and {@link CoopClient#rollback(RunQuery, String, String)}
- * act on.
- * Immutable; each method returns a changed copy. Saga, topic, failure type and business key are 1 to 255
- * characters without control characters (a tag: 1 to 100, as launches take them);
- * times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
+ * Which runs {@link dev.coop.CoopClient#runs(RunQuery)} lists: newest first, at most {@code limit}, optionally by
+ * status, saga, topic, age and failure type; page on with {@link #before(OffsetDateTime)} set to the last
+ * {@code createdAt} seen. The same filters, without the limit, select the runs that
+ * {@link dev.coop.CoopClient#countRuns(RunQuery)} counts and that
+ * {@link dev.coop.CoopClient#cancel(RunQuery, String, String)} and
+ * {@link dev.coop.CoopClient#rollback(RunQuery, String, String)} act on. Immutable; each method returns a changed copy.
+ * Saga, topic, failure type and business key are 1 to 255 characters without control characters (a tag: 1 to 100, as
+ * launches take them); times lie between years 1 and 9999 and are kept in UTC. A value outside these is refused with a
  * {@link CoopValidationException} naming the parameter.
  */
 public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTime since, OffsetDateTime before,
@@ -32,18 +31,18 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
         if (limit < 1 || limit > MAX_LIMIT) {
             throw new CoopValidationException("limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
         }
-        saga = saga == null ? null : Limits.key("RunQuery.saga", saga);
-        topic = topic == null ? null : Limits.key("RunQuery.topic", topic);
+        saga = saga == null ? null : InputLimits.key("RunQuery.saga", saga);
+        topic = topic == null ? null : InputLimits.key("RunQuery.topic", topic);
         since = since == null ? null : time("RunQuery.since", since);
         before = before == null ? null : time("RunQuery.before", before);
-        failureType = failureType == null ? null : Limits.key("RunQuery.failureType", failureType);
-        businessKey = businessKey == null ? null : Limits.key("RunQuery.businessKey", businessKey);
+        failureType = failureType == null ? null : InputLimits.key("RunQuery.failureType", failureType);
+        businessKey = businessKey == null ? null : InputLimits.key("RunQuery.businessKey", businessKey);
         tag = tag == null ? null : validTag(tag);
     }
 
     /** A tag as launches take it ({@link dev.coop.LaunchOptions#tags}): a key of at most 100 characters. */
     private static String validTag(String t) {
-        Limits.key("RunQuery.tag", t);
+        InputLimits.key("RunQuery.tag", t);
         if (t.length() > dev.coop.LaunchOptions.MAX_TAG_LENGTH) {
             throw new CoopValidationException("RunQuery.tag must be at most " + dev.coop.LaunchOptions.MAX_TAG_LENGTH
                     + " characters (as launch tags), was " + t.length());
@@ -58,8 +57,8 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
     }
 
     /**
-     * A time PostgreSQL can compare with: within {@link Limits#EARLIEST} and {@link Limits#LATEST}, and in UTC
-     * (java.time allows offsets up to 18 hours, PostgreSQL fewer; the instant is what counts).
+     * A time PostgreSQL can compare with: within {@link InputLimits#EARLIEST} and {@link InputLimits#LATEST}, and in
+     * UTC (java.time allows offsets up to 18 hours, PostgreSQL fewer; the instant is what counts).
      */
     private static OffsetDateTime time(String what, OffsetDateTime t) {
         Instant at;
@@ -68,9 +67,9 @@ public record RunQuery(RunStatus status, String saga, String topic, OffsetDateTi
         } catch (DateTimeException e) {
             at = null;
         }
-        if (at == null || at.isBefore(Limits.EARLIEST) || at.isAfter(Limits.LATEST)) {
-            throw new CoopValidationException(what + " must be between " + Limits.EARLIEST + " and " + Limits.LATEST
-                    + ", was " + t);
+        if (at == null || at.isBefore(InputLimits.EARLIEST) || at.isAfter(InputLimits.LATEST)) {
+            throw new CoopValidationException(what + " must be between " + InputLimits.EARLIEST + " and "
+                    + InputLimits.LATEST + ", was " + t);
         }
         return t.withOffsetSameInstant(ZoneOffset.UTC);
     }

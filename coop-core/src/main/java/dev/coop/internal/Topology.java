@@ -2,7 +2,6 @@ package dev.coop.internal;
 
 import dev.coop.internal.store.SchemaName;
 
-import dev.coop.CoopClient;
 import dev.coop.Saga;
 
 import dev.coop.failure.CoopValidationException;

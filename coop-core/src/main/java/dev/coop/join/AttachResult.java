@@ -1,8 +1,6 @@
 package dev.coop.join;
 
-import dev.coop.MessageId;
-
-/** What {@link Joins#attach(JoinId, MessageId)} did. */
+/** What {@link Joins#attach(JoinId, dev.coop.MessageId)} did. */
 public enum AttachResult {
     /** The message is now a member of the join. */
     ATTACHED,

@@ -1,16 +1,14 @@
 package dev.coop.join;
 
-import dev.coop.Topic;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import java.util.List;
 import java.util.UUID;
 
 /**
- * The payload of the one message a join publishes when it finishes, on its on-complete topic ({@link JoinStatus#COMPLETED})
- * or its on-fail topic ({@link JoinStatus#FAILED}, {@link JoinStatus#TIMED_OUT}). Subscribe a saga to a
- * {@code Topic<JoinResult>} to act on it.
+ * The payload of the one message a join publishes when it finishes, on its on-complete topic
+ * ({@link JoinStatus#COMPLETED}) or its on-fail topic ({@link JoinStatus#FAILED}, {@link JoinStatus#TIMED_OUT}).
+ * Subscribe a saga to a {@code Topic<JoinResult>} to act on it.
  *
  * @param joinId the join
  * @param key its grouping key, or null

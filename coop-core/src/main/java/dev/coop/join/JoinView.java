@@ -1,6 +1,5 @@
 package dev.coop.join;
 
-import dev.coop.Coop;
 import dev.coop.MessageId;
 
 import com.fasterxml.jackson.databind.JsonNode;

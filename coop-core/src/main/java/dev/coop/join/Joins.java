@@ -1,11 +1,6 @@
 package dev.coop.join;
 
-import dev.coop.Coop;
-import dev.coop.CoopClient;
 import dev.coop.MessageId;
-import dev.coop.Topic;
-
-import dev.coop.failure.CoopValidationException;
 
 import java.sql.Connection;
 import java.util.List;
@@ -13,7 +8,7 @@ import java.util.List;
 /**
  * Joins: a fan-in for code outside sagas. A join waits until an expected number of member messages finished, then
  * publishes exactly one message: a {@link JoinResult} on its on-complete topic, or on its on-fail topic when it failed
- * ({@link JoinSpec#failIfAnyFailed()}) or timed out. Get one from {@link CoopClient#joins()}.
+ * ({@link JoinSpec#failIfAnyFailed()}) or timed out. Get one from {@link dev.coop.CoopClient#joins()}.
  *
  * <pre>{@code
  * Joins joins = client.joins();
@@ -52,8 +47,8 @@ public interface Joins {
      * already, whatever the join's state). A message may belong to several joins. The message may have finished
      * already: it is settled at once.
      *
-     * @throws CoopValidationException when there is no such join, the join already ended, or it already has its
-     *         expected number of members
+     * @throws dev.coop.failure.CoopValidationException when there is no such join, the join already ended, or it
+     *         already has its expected number of members
      */
     AttachResult attach(JoinId join, MessageId message);
 
@@ -65,7 +60,7 @@ public interface Joins {
      * member: {@link ReportResult#ALREADY_SETTLED} when it was settled before, by a report or by its runs; nothing
      * changes then. A report for a join that already ended is still recorded in its counters, but publishes nothing.
      *
-     * @throws CoopValidationException when there is no such join or the message is not attached to it
+     * @throws dev.coop.failure.CoopValidationException when there is no such join or the message is not attached to it
      */
     ReportResult reportCompleted(JoinId join, MessageId message);
 
@@ -81,7 +76,7 @@ public interface Joins {
     /**
      * The join, its counters and its members.
      *
-     * @throws CoopValidationException when there is no such join
+     * @throws dev.coop.failure.CoopValidationException when there is no such join
      */
     JoinView get(JoinId join);
 

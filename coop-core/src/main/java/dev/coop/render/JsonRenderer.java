@@ -1,7 +1,5 @@
 package dev.coop.render;
 
-import dev.coop.Coop;
-
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

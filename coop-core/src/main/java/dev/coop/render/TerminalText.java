@@ -1,7 +1,5 @@
 package dev.coop.render;
 
-import dev.coop.failure.Failure;
-
 import java.util.regex.Pattern;
 
 /**
@@ -28,8 +26,8 @@ public final class TerminalText {
     }
 
     /**
-     * {@code text} with control characters escaped; line feeds and tabs kept when {@code keepLines}, and the renderer's own
-     * colour sequences kept when {@code keepColours}.
+     * {@code text} with control characters escaped; line feeds and tabs kept when {@code keepLines}, and the renderer's
+     * own colour sequences kept when {@code keepColours}.
      */
     static String escape(String text, boolean keepLines, boolean keepColours) {
         if (text == null) {

@@ -1,8 +1,5 @@
 package dev.coop.schedule;
 
-import dev.coop.CoopClient;
-import dev.coop.Topic;
-
 import dev.coop.failure.CoopValidationException;
 
 import java.time.DateTimeException;
@@ -13,7 +10,7 @@ import java.util.Objects;
 
 /**
  * When a schedule launches its message: every fixed period, or at the times of a cron expression. Immutable; pass it
- * to {@link CoopClient#schedule(String, Topic, Object, Schedule)}.
+ * to {@link dev.coop.CoopClient#schedule(String, dev.coop.Topic, Object, Schedule)}.
  *
  * <pre>{@code
  * Schedule.every(Duration.ofMinutes(15))                          // 15 min after scheduling, then every 15 min

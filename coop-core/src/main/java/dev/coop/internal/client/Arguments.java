@@ -1,7 +1,7 @@
 package dev.coop.internal.client;
 
 import dev.coop.failure.CoopValidationException;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import java.time.Duration;
 
 /** The checks of a client's arguments that several of its actions share: reasons, actors, ages. */
@@ -14,11 +14,11 @@ public final class Arguments {
         if (reason == null || reason.isBlank()) {
             throw new CoopValidationException("A reason is required; it is recorded in the event log");
         }
-        if (reason.length() > Limits.MAX_REASON_LENGTH) {
-            throw new CoopValidationException("A reason is at most " + Limits.MAX_REASON_LENGTH
+        if (reason.length() > InputLimits.MAX_REASON_LENGTH) {
+            throw new CoopValidationException("A reason is at most " + InputLimits.MAX_REASON_LENGTH
                     + " characters (every run of the hierarchy records it); this one has " + reason.length());
         }
-        if (reason.indexOf('\0') >= 0 || Limits.loneSurrogateAt(reason) >= 0) {
+        if (reason.indexOf('\0') >= 0 || InputLimits.loneSurrogateAt(reason) >= 0) {
             throw new CoopValidationException("A reason cannot contain a NUL character or an unpaired UTF-16"
                     + " surrogate: PostgreSQL cannot store them");
         }
@@ -28,7 +28,7 @@ public final class Arguments {
     /** A text of an audit entry ({@code what}: "actor", "action"): 1 to {@code max} storable characters. */
     public static String auditText(String what, String value, int max) {
         if (value == null || value.isBlank() || value.length() > max || value.indexOf('\0') >= 0
-                || Limits.loneSurrogateAt(value) >= 0) {
+                || InputLimits.loneSurrogateAt(value) >= 0) {
             throw new CoopValidationException("An audit entry's " + what + " must be 1 to " + max
                     + " characters without NUL or unpaired surrogates, was "
                     + (value == null ? "null" : "'" + value + "'"));

@@ -7,8 +7,8 @@ import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopTimeoutException;
 import dev.coop.inspect.Outcome;
 import dev.coop.internal.Completions;
-import dev.coop.internal.inspect.Unfinished;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.read.Unfinished;
+import dev.coop.internal.store.InputLimits;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -54,7 +54,7 @@ public final class CompletionWait {
     /** Waits until every run of the message finished, at most {@code timeout}. */
     public Outcome await(MessageId message, Duration timeout) {
         Objects.requireNonNull(message, "message");
-        long deadline = System.nanoTime() + Limits.timeoutNanos(Objects.requireNonNull(timeout, "timeout"));
+        long deadline = System.nanoTime() + InputLimits.timeoutNanos(Objects.requireNonNull(timeout, "timeout"));
         UUID id = message.value();
         // launched by this client and its runs all run here: the first look is the completion signal's, not a read
         boolean tracked = inProcessOutcomes && completions.tracks(id);

@@ -7,11 +7,11 @@ import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.AuditEntry;
 import dev.coop.inspect.ParkedRun;
 import dev.coop.inspect.RunQuery;
-import dev.coop.internal.inspect.AuditLog;
-import dev.coop.internal.inspect.BulkActions;
-import dev.coop.internal.inspect.Operations;
-import dev.coop.internal.inspect.SelectionActions;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.operate.AuditLog;
+import dev.coop.internal.operate.BulkActions;
+import dev.coop.internal.operate.Operations;
+import dev.coop.internal.operate.SelectionBatches;
+import dev.coop.internal.store.InputLimits;
 import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
@@ -24,14 +24,14 @@ public final class OperatorActions {
     private final ClientContext client;
     private final Operations operations;
     private final BulkActions bulk;
-    private final SelectionActions selections;
+    private final SelectionBatches selections;
     private final AuditLog audit;
 
     public OperatorActions(ClientContext client) {
         this.client = client;
         this.operations = new Operations(client.schema(), client.time());
         this.bulk = new BulkActions(client.schema(), client.store().time());
-        this.selections = new SelectionActions(client.schema(), client.store().time());
+        this.selections = new SelectionBatches(client.schema(), client.store().time());
         this.audit = new AuditLog(client.schema());
     }
 
@@ -66,19 +66,19 @@ public final class OperatorActions {
     /** Cancels ({@code cancel}) or rolls back the runs of a selection, in batches; how many it acted on. */
     public long actOn(RunQuery selection, String actor, String reason, boolean cancel) {
         Objects.requireNonNull(selection, "selection");
-        if (!SelectionActions.names(selection)) {
+        if (!SelectionBatches.names(selection)) {
             throw new CoopValidationException("selection must name a saga, a topic, a business key or a tag (it"
                     + " would act on every run)");
         }
         String who = Arguments.actor(actor);
         String why = Arguments.reason(reason);
-        String described = SelectionActions.describe(selection);
+        String described = SelectionBatches.describe(selection);
         String what = (cancel ? "cancel" : "roll back") + " the runs of a selection (" + described + ")";
         long acted = 0;
         UUID after = null;
         while (true) {
             UUID from = after;
-            SelectionActions.Batch batch = client.inTransaction(what, c -> cancel
+            SelectionBatches.Batch batch = client.inTransaction(what, c -> cancel
                     ? selections.cancelBatch(c, selection, from, who, why, described)
                     : selections.rollbackBatch(c, selection, from, who, why, described));
             acted += batch.acted();
@@ -148,7 +148,7 @@ public final class OperatorActions {
         String why = Arguments.reason(reason);
         String result = outcome == null ? "" : outcome.substring(0, Math.min(outcome.length(), 2_000));
         return client.inTransaction("record an audit entry", c -> audit.record(c, message, scope, what, who, why,
-                Limits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
+                InputLimits.loneSurrogateAt(result) >= 0 ? "?" : result.replace('\0', ' ')));
     }
 
     public List<AuditEntry> audit(MessageId message) {

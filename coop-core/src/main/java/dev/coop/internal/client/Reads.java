@@ -14,11 +14,11 @@ import dev.coop.inspect.RunCount;
 import dev.coop.inspect.RunQuery;
 import dev.coop.inspect.RunSummary;
 import dev.coop.inspect.RunView;
-import dev.coop.internal.inspect.Inspection;
-import dev.coop.internal.inspect.RunCounts;
-import dev.coop.internal.inspect.RunListing;
-import dev.coop.internal.inspect.Search;
-import dev.coop.internal.inspect.Unfinished;
+import dev.coop.internal.read.Inspection;
+import dev.coop.internal.read.RunCountRollup;
+import dev.coop.internal.read.RunListing;
+import dev.coop.internal.read.Search;
+import dev.coop.internal.read.Unfinished;
 import dev.coop.internal.store.RunData;
 import dev.coop.internal.store.Store;
 import java.sql.Connection;
@@ -38,7 +38,7 @@ public final class Reads {
     private final Unfinished unfinished;
     private final RunData runData;
     private final Search search;
-    private final RunCounts counts;
+    private final RunCountRollup counts;
 
     public Reads(ClientContext client) {
         this.client = client;
@@ -47,7 +47,7 @@ public final class Reads {
         this.unfinished = new Unfinished(client.schema());
         this.runData = new RunData(client.schema());
         this.search = new Search(client.schema());
-        this.counts = new RunCounts(client.schema());
+        this.counts = new RunCountRollup(client.schema());
     }
 
     public Instant now() {
@@ -173,9 +173,9 @@ public final class Reads {
 
     public List<RunCount> counts(Duration window) {
         if (window == null || window.compareTo(Duration.ofMinutes(1)) < 0
-                || window.compareTo(RunCounts.MAX_WINDOW) > 0) {
+                || window.compareTo(RunCountRollup.MAX_WINDOW) > 0) {
             throw new CoopValidationException("window must be between 1 minute and "
-                    + RunCounts.MAX_WINDOW.toDays() + " days, was " + window);
+                    + RunCountRollup.MAX_WINDOW.toDays() + " days, was " + window);
         }
         return client.inTransaction("read the counts of the last " + window, c -> counts.read(c, window));
     }

@@ -1,7 +1,5 @@
 package dev.coop.internal.guard;
 
-import dev.coop.Coop;
-
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;

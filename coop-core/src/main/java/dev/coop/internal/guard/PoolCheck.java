@@ -1,6 +1,6 @@
 package dev.coop.internal.guard;
 
-import dev.coop.internal.step.Failures;
+import dev.coop.internal.step.Throwables;
 
 import dev.coop.failure.CoopValidationException;
 import java.sql.Connection;
@@ -47,7 +47,7 @@ public final class PoolCheck {
         if (got < needed) {
             throw new CoopValidationException("The DataSource gave " + got + " of the " + needed
                     + " connections this engine needs at once (" + needs + ") within " + timeout.toMillis()
-                    + " ms" + (failure == null ? "" : " (" + Failures.describe(failure) + ")")
+                    + " ms" + (failure == null ? "" : " (" + Throwables.describe(failure) + ")")
                     + "; its workers would wait for connections and process nothing. Give the pool at least "
                     + needed + " connections, or lower workers", failure);
         }

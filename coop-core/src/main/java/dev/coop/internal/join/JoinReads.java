@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import dev.coop.MessageId;
-import dev.coop.failure.CoopValidationException;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.Store;
 import dev.coop.join.JoinId;
@@ -36,7 +35,7 @@ final class JoinReads {
         return store.schema().sql(template);
     }
 
-    /** The join with its members, or a {@link CoopValidationException} when there is none. */
+    /** The join with its members, or a {@link dev.coop.failure.CoopValidationException} when there is none. */
     JoinView get(Connection c, JoinId join) throws SQLException {
         JoinView view = read(c, join.value());
         if (view == null) {

@@ -1,13 +1,11 @@
 package dev.coop.internal.join;
 
 import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Tx;
 
-import dev.coop.Coop;
-import dev.coop.CoopClient;
 import dev.coop.MessageId;
 import dev.coop.join.AttachResult;
 import dev.coop.join.JoinId;
@@ -15,7 +13,6 @@ import dev.coop.join.JoinSpec;
 import dev.coop.join.JoinView;
 import dev.coop.join.Joins;
 import dev.coop.join.ReportResult;
-import dev.coop.Topic;
 
 import dev.coop.failure.CoopValidationException;
 
@@ -139,9 +136,9 @@ public final class JoinService implements Joins {
         if (key == null) {
             throw new CoopValidationException("A join key is required (null)");
         }
-        if (key.isEmpty() || key.length() > Limits.MAX_KEY_LENGTH || key.indexOf('\0') >= 0
-                || Limits.loneSurrogateAt(key) >= 0) {
-            throw new CoopValidationException("Joins.byKey key must be 1 to " + Limits.MAX_KEY_LENGTH
+        if (key.isEmpty() || key.length() > InputLimits.MAX_KEY_LENGTH || key.indexOf('\0') >= 0
+                || InputLimits.loneSurrogateAt(key) >= 0) {
+            throw new CoopValidationException("Joins.byKey key must be 1 to " + InputLimits.MAX_KEY_LENGTH
                     + " characters without NUL or unpaired surrogates (as a join's key), was "
                     + (key.length() > 40 ? key.length() + " characters" : "'" + TerminalText.escape(key) + "'"));
         }

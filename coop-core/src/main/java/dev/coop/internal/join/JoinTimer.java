@@ -1,7 +1,6 @@
 package dev.coop.internal.join;
 
 import dev.coop.internal.store.SchemaName;
-import dev.coop.internal.store.Time;
 import dev.coop.internal.store.Tx;
 
 import dev.coop.failure.CoopStoreException;
@@ -20,9 +19,9 @@ import org.slf4j.LoggerFactory;
  * An engine's thread that times joins out. It reads when the earliest open join is due (one probe of the partial
  * index {@code join_group_due}), sleeps until then or for the poll interval, whichever comes first, and fires the due
  * joins with {@code FOR UPDATE SKIP LOCKED}, so that engines sharing a schema never publish a join's outcome twice.
- * Due decisions use the engine's time ({@link Time}). A join started in this JVM moves the next wake-up earlier
- * ({@link #expect}); joins started elsewhere announce themselves with the {@value #NOTIFICATION} notification (or are
- * seen at the next probe, within the poll interval).
+ * Due decisions use the engine's time ({@link dev.coop.internal.store.Time}). A join started in this JVM moves the next
+ * wake-up earlier ({@link #expect}); joins started elsewhere announce themselves with the {@value #NOTIFICATION}
+ * notification (or are seen at the next probe, within the poll interval).
  */
 public final class JoinTimer implements Runnable {
     /** The notification payload that announces a join with a timeout; never a saga name. */

@@ -1,7 +1,6 @@
 package dev.coop.internal.limit;
 
 import dev.coop.internal.store.SchemaName;
-import dev.coop.internal.store.ClaimSql;
 
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -47,7 +46,10 @@ public final class LimitedClaim {
      * parameters first), taking a slot when {@code slots}, a rate token when {@code rate}, or, when {@code leased},
      * starting on a token of a {@link RateLease} instead: the start must then be at or before the lease's end.
      */
-    /** @param claimTemplate {@link ClaimSql#CLAIM}, its idle-in-transaction timeout set ({@link ClaimSql#idleInTransaction}) */
+    /**
+     * @param claimTemplate {@link dev.coop.internal.store.ClaimSql#CLAIM}, its idle-in-transaction timeout set
+     *         ({@link dev.coop.internal.store.ClaimSql#idleInTransaction})
+     */
     public static LimitedClaim of(SchemaName schema, String claimTemplate, String selection, boolean slots,
             boolean rate,
             boolean leased) {

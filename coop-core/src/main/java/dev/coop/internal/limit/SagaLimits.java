@@ -1,7 +1,6 @@
 package dev.coop.internal.limit;
 
 import dev.coop.internal.store.SchemaName;
-import dev.coop.internal.store.Store;
 
 import dev.coop.Saga;
 import java.sql.Connection;
@@ -12,12 +11,11 @@ import java.time.OffsetDateTime;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Every statement about saga limits (concurrency slots and rate tokens, schema version 11): writing a saga's limits
  * into its registration, reading which sagas are limited, and what a limited saga waits for. The claim itself takes
- * a slot and a token in the same statement (see {@link Store}), binding the limits read here.
+ * a slot and a token in the same statement (see {@link dev.coop.internal.store.Store}), binding the limits read here.
  */
 public final class SagaLimits {
     private final SchemaName schema;

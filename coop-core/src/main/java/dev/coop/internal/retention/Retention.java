@@ -1,8 +1,8 @@
 package dev.coop.internal.retention;
 
-import dev.coop.internal.inspect.RunCounts;
+import dev.coop.internal.read.RunCountRollup;
 
-import dev.coop.internal.inspect.Operations;
+import dev.coop.internal.operate.Operations;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
 import dev.coop.internal.store.Tx;
@@ -28,7 +28,8 @@ import javax.sql.DataSource;
  * cutoff and no run of it is runnable (also sleeping or due to retry), waiting or parked. Each root is taken under the
  * operator lock of its hierarchy (the one rollbacks and cancels take, tried, never waited for), so an operator action
  * and pruning never interleave; candidate root runs are locked with {@code SKIP LOCKED}, so engines pruning at once
- * share the work. Each batch also deletes the counts over time ({@link RunCounts}) of the minutes before the cutoff.
+ * share the work. Each batch also deletes the counts over time ({@link RunCountRollup}) of the minutes before the
+ * cutoff.
  */
 public final class Retention {
     /** Hierarchies deleted per transaction at most. */
@@ -117,10 +118,10 @@ public final class Retention {
 
     /**
      * Deletes up to {@value #BATCH} candidate hierarchies in the caller's transaction, in four statements, and the
-     * counts over time ({@link RunCounts}) of the minutes before the cutoff (a range of the rollup's primary key).
+     * counts over time ({@link RunCountRollup}) of the minutes before the cutoff (a range of the rollup's primary key).
      */
     PruneResult pruneBatch(Connection c, Instant cutoff) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(RunCounts.PRUNE))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RunCountRollup.PRUNE))) {
             ps.setObject(1, at(cutoff));
             ps.executeUpdate();
         }

@@ -17,17 +17,17 @@ import java.util.List;
 /**
  * The write-and-commit stage of a step instance that succeeded (a step, a finally part, a child-failure handler): the
  * messages it launched, the external tasks it opened, its log rows and the run's move, then the commit (or, in a
- * round, the round's). A write that fails goes to {@link StepFailures#writeFailed}.
+ * round, the round's). A write that fails goes to {@link StepRecovery#writeFailed}.
  */
 final class CommitInstance {
     private final EngineContext engine;
     private final Transitions transitions;
     private final Decisions decisions;
     private final ExternalTasks tasks;
-    private final StepFailures failures;
+    private final StepRecovery failures;
 
     CommitInstance(EngineContext engine, Transitions transitions, Decisions decisions, ExternalTasks tasks,
-            StepFailures failures) {
+            StepRecovery failures) {
         this.engine = engine;
         this.transitions = transitions;
         this.decisions = decisions;

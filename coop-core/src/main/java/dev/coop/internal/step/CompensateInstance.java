@@ -90,18 +90,18 @@ final class CompensateInstance {
         try {
             result.context().discardWrites();
         } catch (SQLException e) {
-            if (Failures.endedTransaction(e)) {
-                throw e; // the compensation ended its transaction: StepFailures#transactionEnded
+            if (Throwables.endedTransaction(e)) {
+                throw e; // the compensation ended its transaction: StepRecovery#transactionEnded
             }
             transitions.retryLater(c, run, step, e, false);
             return true;
         }
-        if (Failures.isInfrastructure(thrown)) {
+        if (Throwables.isInfrastructure(thrown)) {
             transitions.retryLater(c, run, step, thrown, true);
             return true;
         }
         log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(),
-                Failures.describe(thrown));
+                Throwables.describe(thrown));
         return false;
     }
 
@@ -119,7 +119,7 @@ final class CompensateInstance {
             Throwable finallyFailed = runFinally(c, target,
                     thrown == null && result.context() != null ? result.context().context() : runContext,
                     finallyPart);
-            if (finallyFailed != null && Failures.isInfrastructure(finallyFailed)) {
+            if (finallyFailed != null && Throwables.isInfrastructure(finallyFailed)) {
                 transitions.retryLater(c, run, target.step(), finallyFailed, false); // compensation and finally: later
                 return false;
             }

@@ -54,7 +54,7 @@ final class RetryLater {
             log.error("Run {} (saga {}, {}) ran out of memory; retrying in {} ms", run.id(), run.saga(), step, delay);
         } else {
             log.warn("Run {} (saga {}, {}) hit a database problem ({}); retrying in {} ms", run.id(), run.saga(),
-                    step, Failures.describe(cause), delay);
+                    step, Throwables.describe(cause), delay);
         }
         if (cause instanceof InterruptedException) {
             Thread.currentThread().interrupt();
@@ -70,7 +70,7 @@ final class RetryLater {
                 + "; parked for an operator (retry it with retryNow once the database is healthy)",
                 "dev.coop.DatabaseTrouble", source, List.of(), List.of(Failure.of(cause, source)));
         log.error("Run {} (saga {}, {}) met database trouble {} times in a row ({}); parking it", run.id(),
-                run.saga(), step, MAX_RETRIES, Failures.describe(cause));
+                run.saga(), step, MAX_RETRIES, Throwables.describe(cause));
         write(c, () -> {
             if (engine.store().parkAfterRetries(c, run, failure.toJson())) {
                 engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), failure.toJson());

@@ -2,7 +2,7 @@ package dev.coop.internal.step;
 
 import dev.coop.internal.step.CommitInstance.Instance;
 import dev.coop.internal.store.ChildFailure;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 
 import dev.coop.failure.ChildRollbackFailedException;
 import dev.coop.failure.ChildRolledBackException;
@@ -28,17 +28,17 @@ import org.slf4j.LoggerFactory;
 /**
  * The run-bodies stage of a claimed run on the happy path: runs its next step (or finally part), or the handler of
  * its step's failed children, and decides from what the body returned which step comes next and when. A body that
- * succeeded goes on to {@link CommitInstance}; one that threw to {@link StepFailures}.
+ * succeeded goes on to {@link CommitInstance}; one that threw to {@link StepRecovery}.
  */
 final class RunBodies {
     private static final Logger log = LoggerFactory.getLogger(RunBodies.class);
 
     private final EngineContext engine;
     private final Transitions transitions;
-    private final StepFailures failures;
+    private final StepRecovery failures;
     private final CommitInstance commit;
 
-    RunBodies(EngineContext engine, Transitions transitions, StepFailures failures, CommitInstance commit) {
+    RunBodies(EngineContext engine, Transitions transitions, StepRecovery failures, CommitInstance commit) {
         this.engine = engine;
         this.transitions = transitions;
         this.failures = failures;
@@ -80,7 +80,7 @@ final class RunBodies {
         Throwable thrown = InvokeUserCode.invoke(() -> {
             flow[0] = step.body().run(context);
             if (step.wakeAt() != null) {
-                wake[0] = Limits.instant("The wake-up time of step '" + step.name() + "'",
+                wake[0] = InputLimits.instant("The wake-up time of step '" + step.name() + "'",
                         step.wakeAt().at(context));
             }
         }, context);

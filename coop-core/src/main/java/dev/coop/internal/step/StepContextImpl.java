@@ -329,7 +329,7 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         if (thrown instanceof dev.coop.failure.GaveUpException) {
             return dev.coop.EngineListener.Outcome.GAVE_UP;
         }
-        if (Failures.isInfrastructure(thrown)
+        if (Throwables.isInfrastructure(thrown)
                 || (thrown instanceof InterruptedException && engine.dispatcher().stopped())) {
             return dev.coop.EngineListener.Outcome.RETRIED;
         }

@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * Executes one transaction of a claimed run: routes it to the stage that handles it (its next step, its child-failure
  * handler or its final COMMITTED on the happy path, in {@link RunBodies} then {@link CommitInstance}; rollback-path
  * transactions in {@link RollbackExecutor}), or gives up, or parks it. Whatever goes wrong goes to
- * {@link StepFailures}. Every path ends with the transaction committed or rolled back (or, in a round, left to the
+ * {@link StepRecovery}. Every path ends with the transaction committed or rolled back (or, in a round, left to the
  * round's commit); the claim's row lock is held until then.
  */
 final class StepExecutor {
@@ -31,7 +31,7 @@ final class StepExecutor {
     private final Transitions transitions;
     private final RollbackExecutor rollback;
     private final Decisions decisions;
-    private final StepFailures failures;
+    private final StepRecovery failures;
     private final RunBodies bodies;
 
     StepExecutor(EngineContext engine) {
@@ -40,7 +40,7 @@ final class StepExecutor {
         this.transitions = new Transitions(engine);
         this.decisions = new Decisions(transitions);
         this.rollback = new RollbackExecutor(transitions, decisions);
-        this.failures = new StepFailures(engine, transitions);
+        this.failures = new StepRecovery(engine, transitions);
         this.bodies = new RunBodies(engine, transitions, failures,
                 new CommitInstance(engine, transitions, decisions, tasks, failures));
     }
@@ -55,7 +55,7 @@ final class StepExecutor {
         try {
             return executeClaimed(c, run);
         } catch (SQLException e) {
-            if (!Failures.endedTransaction(e)) {
+            if (!Throwables.endedTransaction(e)) {
                 RoundAborted.ifInRound(transitions, e);
                 throw e;
             }

@@ -2,7 +2,6 @@ package dev.coop.internal.step;
 
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Emission;
-import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Uuids;
 
 import dev.coop.CooperationContext;

@@ -6,7 +6,6 @@ import dev.coop.internal.store.LogNames;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Counted;
 
-import dev.coop.Coop;
 import dev.coop.failure.ChildRollbackFailedException;
 
 import dev.coop.failure.CoopValidationException;
@@ -314,8 +313,8 @@ final class Transitions {
 
     /**
      * Ends a rollback: ROLLED_BACK, unless the rollback was caused by runs whose own rollback failed (an unhandled
-     * {@link dev.coop.failure.ChildRollbackFailedException}): then part of the tree could not be undone, and the run ends
-     * ROLLBACK_FAILED so that its parent, and the outcome, say so.
+     * {@link dev.coop.failure.ChildRollbackFailedException}): then part of the tree could not be undone, and the run
+     * ends ROLLBACK_FAILED so that its parent, and the outcome, say so.
      */
     void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {

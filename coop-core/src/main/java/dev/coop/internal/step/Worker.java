@@ -322,7 +322,7 @@ public final class Worker implements Runnable {
 
     private void backOff(Dispatcher.Task task, Throwable e) {
         consecutiveFailures++;
-        if (Failures.isInfrastructure(e)) {
+        if (Throwables.isInfrastructure(e)) {
             engine.listeners().databaseRetry(task.isProbe() ? null : task.saga(), e);
         }
         long nanos = backoffNanos();
@@ -353,7 +353,7 @@ public final class Worker implements Runnable {
 
     /**
      * A connection for this worker's work; while it does not come (the pool is exhausted, the database unreachable),
-     * the worker counts as starving ({@link ConnectionWatch}) until one does.
+     * the worker counts as starving ({@link dev.coop.internal.guard.ConnectionWatch}) until one does.
      */
     private Connection connection() throws SQLException {
         if (starvedSince == 0) {

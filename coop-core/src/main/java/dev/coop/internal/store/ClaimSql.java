@@ -139,8 +139,8 @@ public final class ClaimSql {
      * the first due run, instead of reading every run of a higher priority that is not due yet.
      */
     static final String EVERY_PRIORITY = java.util.stream.IntStream
-            .rangeClosed(Limits.MIN_PRIORITY, Limits.MAX_PRIORITY)
-            .map(p -> Limits.MAX_PRIORITY + Limits.MIN_PRIORITY - p)
+            .rangeClosed(InputLimits.MIN_PRIORITY, InputLimits.MAX_PRIORITY)
+            .map(p -> InputLimits.MAX_PRIORITY + InputLimits.MIN_PRIORITY - p)
             .mapToObj(String::valueOf)
             .collect(java.util.stream.Collectors.joining(", ", "r.priority IN (", ")"));
 

@@ -7,11 +7,7 @@ import dev.coop.Deadline;
 import dev.coop.Deadlines;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.Topic;
 import java.nio.charset.StandardCharsets;
@@ -84,7 +80,7 @@ public final class Json {
                             + topic.name() + "' cannot be serialized to JSON: " + e.getOriginalMessage(),
                     e);
         }
-        int surrogate = Limits.loneSurrogateAt(json);
+        int surrogate = InputLimits.loneSurrogateAt(json);
         if (surrogate >= 0) {
             throw new CoopValidationException("Payload for topic '" + topic.name() + "' contains an unpaired UTF-16"
                     + " surrogate (\\u" + Integer.toHexString(json.charAt(surrogate)).toUpperCase(java.util.Locale.ROOT)

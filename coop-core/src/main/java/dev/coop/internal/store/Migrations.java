@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.Coop;
-
 import dev.coop.failure.CoopStoreException;
 import java.io.IOException;
 import java.io.InputStream;

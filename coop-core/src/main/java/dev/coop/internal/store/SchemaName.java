@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.Coop;
-
 import dev.coop.failure.CoopValidationException;
 import java.util.Set;
 import java.util.regex.Pattern;

@@ -1,7 +1,7 @@
 package dev.coop.internal.task;
 
 import dev.coop.internal.step.ClaimedRun;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.AdvanceSql;
 import dev.coop.internal.store.ChildRun;
@@ -81,7 +81,7 @@ public final class ExternalTasks {
             }
             return new Address(tokenOrKey, true);
         }
-        return new Address(Limits.key("An external task's key", tokenOrKey), false);
+        return new Address(InputLimits.key("An external task's key", tokenOrKey), false);
     }
 
     /** What the step instance opening the tasks is. */

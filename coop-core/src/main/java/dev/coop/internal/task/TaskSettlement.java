@@ -2,7 +2,7 @@ package dev.coop.internal.task;
 
 import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.store.Json;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Counted;
@@ -62,7 +62,7 @@ public final class TaskSettlement {
 
     /** The failure document a failure stores. */
     public static String failureJson(String reason, String actor) {
-        return new Failure(Limits.reason(reason), ExternalTasks.FAILED_TYPE, actor, List.of(), List.of()).toJson();
+        return new Failure(InputLimits.reason(reason), ExternalTasks.FAILED_TYPE, actor, List.of(), List.of()).toJson();
     }
 
     /** Settles in the caller's transaction; the caller commits. */

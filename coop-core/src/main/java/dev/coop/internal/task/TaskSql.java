@@ -1,6 +1,5 @@
 package dev.coop.internal.task;
 
-import dev.coop.internal.store.AdvanceSql;
 /**
  * The SQL of external tasks ({@code external_task}, schema version 20). A task's place in the barrier is a run row of
  * saga {@value #SAGA} (never claimed): it is counted, read, settled and deleted like any child run.
@@ -110,8 +109,8 @@ final class TaskSql {
      * {@code commit_allowed}, schema version 24), then locks its run (first, as the parent's give-up does, so the two
      * meet in one order), marks the task and the run, logs it, and counts the run off at its parent, which
      * becomes runnable when it waited for nothing else. Returns one row: whether it settled, then the parent as
-     * {@link AdvanceSql#COUNT_OFF} returns it (nulls when the parent was not counted off). {@code %s}: {@link #BY_TOKEN} or
-     * {@link #BY_KEY}; {@code {alone}}: nothing, or {@link #ALONE}.
+     * {@link dev.coop.internal.store.AdvanceSql#COUNT_OFF} returns it (nulls when the parent was not counted off).
+     * {@code %s}: {@link #BY_TOKEN} or {@link #BY_KEY}; {@code {alone}}: nothing, or {@link #ALONE}.
      */
     static final String SETTLE = """
             WITH target AS ( -- first the hierarchy's operator lock, shared (version 24; before any row lock)

@@ -1,11 +1,11 @@
 package dev.coop.dashboard.internal;
 
 import dev.coop.render.TerminalText;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 
 /**
- * What an operator's reason may be: required, at most {@value Limits#MAX_REASON_LENGTH} characters, one or more lines
- * of text without other control characters (they would garble the audit, logs and terminals). A refused reason is
+ * What an operator's reason may be: required, at most {@value InputLimits#MAX_REASON_LENGTH} characters, one or more
+ * lines of text without other control characters (they would garble the audit, logs and terminals). A refused reason is
  * still audited, escaped and cut.
  */
 final class Reasons {
@@ -17,8 +17,9 @@ final class Reasons {
         if (reason == null) {
             return "A reason is required: it is recorded with your name in the audit";
         }
-        if (reason.length() > Limits.MAX_REASON_LENGTH) {
-            return "A reason is at most " + Limits.MAX_REASON_LENGTH + " characters, this one has " + reason.length();
+        if (reason.length() > InputLimits.MAX_REASON_LENGTH) {
+            return "A reason is at most " + InputLimits.MAX_REASON_LENGTH + " characters, this one has "
+                    + reason.length();
         }
         for (int i = 0; i < reason.length(); i++) {
             char c = reason.charAt(i);
@@ -27,7 +28,7 @@ final class Reasons {
                         + " at index " + i + ")";
             }
         }
-        if (Limits.loneSurrogateAt(reason) >= 0) {
+        if (InputLimits.loneSurrogateAt(reason) >= 0) {
             return "A reason cannot contain an unpaired UTF-16 surrogate";
         }
         return null;
@@ -39,8 +40,8 @@ final class Reasons {
         StringBuilder b = new StringBuilder(safe.length());
         safe.codePoints().filter(cp -> !Character.isSurrogate((char) cp) || cp > 0xFFFF).forEach(b::appendCodePoint);
         String kept = b.toString();
-        return kept.length() > Limits.MAX_REASON_LENGTH
-                ? kept.substring(0, Limits.MAX_REASON_LENGTH - 3) + "..."
+        return kept.length() > InputLimits.MAX_REASON_LENGTH
+                ? kept.substring(0, InputLimits.MAX_REASON_LENGTH - 3) + "..."
                 : kept;
     }
 }

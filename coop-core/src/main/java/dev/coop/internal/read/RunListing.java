@@ -1,4 +1,4 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.read;
 
 import dev.coop.Lineage;
 import dev.coop.MessageId;
@@ -155,7 +155,7 @@ public final class RunListing {
     /**
      * The query's conditions as fixed fragments, each with a bound value ({@code r}: the run, {@code m}: its message).
      */
-    static void filter(RunQuery q, StringBuilder where, List<Object> values) {
+    public static void filter(RunQuery q, StringBuilder where, List<Object> values) {
         if (q.status() == RunStatus.WAITING) {
             where.append(" AND (r.status = 'WAITING' OR (r.status = 'RUNNABLE' AND r.pending_children > 0))");
         } else if (q.status() == RunStatus.RUNNABLE) {

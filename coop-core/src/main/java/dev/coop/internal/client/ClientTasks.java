@@ -6,7 +6,7 @@ import dev.coop.failure.CoopStoreException;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.OpenTaskCount;
 import dev.coop.inspect.TaskView;
-import dev.coop.internal.store.Limits;
+import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.Tx;
 import dev.coop.internal.task.TaskReads;
 import dev.coop.internal.task.TaskSettlement;
@@ -19,12 +19,12 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 
 /** A client's side of external tasks and signals: settling tasks, sending signals, reading open tasks. */
-public final class TaskActions {
+public final class ClientTasks {
     private final ClientContext client;
     private final TaskSettlement tasks;
     private final TaskReads reads;
 
-    public TaskActions(ClientContext client) {
+    public ClientTasks(ClientContext client) {
         this.client = client;
         this.tasks = new TaskSettlement(client.schema(), client.time(), client.json());
         this.reads = new TaskReads(client.schema());
@@ -74,7 +74,7 @@ public final class TaskActions {
     }
 
     public SignalOutcome signal(String key, Object payload, Duration keepFor) {
-        long keep = Limits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
+        long keep = InputLimits.delay("keepFor", Objects.requireNonNull(keepFor, "keepFor")).toMillis();
         if (keep < 1) {
             throw new CoopValidationException("keepFor must be at least 1 ms, was " + keepFor);
         }

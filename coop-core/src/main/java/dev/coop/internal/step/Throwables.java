@@ -3,8 +3,6 @@ package dev.coop.internal.step;
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Store;
 
-import dev.coop.Coop;
-
 import dev.coop.failure.CooperationException;
 import dev.coop.failure.Failure;
 import dev.coop.failure.GaveUpException;
@@ -14,8 +12,8 @@ import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 
 /** Tells Coop's own infrastructure failures (retry later) from failures of user code (the step failed). */
-public final class Failures {
-    private Failures() {
+public final class Throwables {
+    private Throwables() {
     }
 
     /**

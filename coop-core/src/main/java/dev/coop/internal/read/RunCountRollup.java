@@ -1,6 +1,5 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.read;
 
-import dev.coop.internal.retention.Retention;
 import dev.coop.internal.store.SchemaName;
 
 import dev.coop.inspect.RunCount;
@@ -18,7 +17,7 @@ import java.util.List;
  * and minute of the database's clock, in shards that a read adds up. Reading the last hours is a range scan of its
  * primary key; the log is never read. Retention deletes minutes older than its cutoff ({@link #PRUNE}).
  */
-public final class RunCounts {
+public final class RunCountRollup {
     /** The longest window a read covers. */
     public static final Duration MAX_WINDOW = Duration.ofDays(7);
 
@@ -33,7 +32,7 @@ public final class RunCounts {
 
     private final SchemaName schema;
 
-    public RunCounts(SchemaName schema) {
+    public RunCountRollup(SchemaName schema) {
         this.schema = schema;
     }
 

@@ -22,13 +22,13 @@ import org.slf4j.LoggerFactory;
  * could not process the run. In a round, the trouble that needs the whole transaction rolled back aborts the round
  * ({@link #abortRoundFor}); the run is settled alone afterwards.
  */
-final class StepFailures {
-    private static final Logger log = LoggerFactory.getLogger(StepFailures.class);
+final class StepRecovery {
+    private static final Logger log = LoggerFactory.getLogger(StepRecovery.class);
 
     private final EngineContext engine;
     private final Transitions transitions;
 
-    StepFailures(EngineContext engine, Transitions transitions) {
+    StepRecovery(EngineContext engine, Transitions transitions) {
         this.engine = engine;
         this.transitions = transitions;
     }
@@ -93,7 +93,7 @@ final class StepFailures {
         Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         String part = partName(run, saga);
         log.error("{} of run {} (saga {}) ended its own transaction, which Coop commits; failing it: {}",
-                part == null ? "User code" : "'" + part + "'", run.id(), run.saga(), Failures.describe(e));
+                part == null ? "User code" : "'" + part + "'", run.id(), run.saga(), Throwables.describe(e));
         Failure failure = Failure.of(e, transitions.source(run));
         if (again.rollback()) {
             Failure failed = failure.withCauses(List.of(Failure.fromJson(again.rollbackCause())));
@@ -148,7 +148,7 @@ final class StepFailures {
             if (retryable && policy.shouldRetry(thrown, run.attempt())) {
                 long delay = policy.delayAfter(run.attempt()).toMillis();
                 log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
-                        run.saga(), run.attempt(), Failures.describe(thrown), delay);
+                        run.saga(), run.attempt(), Throwables.describe(thrown), delay);
                 engine.store().attempts().failed(c, run, engine.engineId(), step, run.attempt(), json);
                 transitions.commit(c, run, List.of(),
                         Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
@@ -157,7 +157,7 @@ final class StepFailures {
             }
             if (retryable && policy.parksWhenExhausted()) {
                 log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
-                        step, run.id(), run.saga(), run.attempt(), Failures.describe(thrown));
+                        step, run.id(), run.saga(), run.attempt(), Throwables.describe(thrown));
                 engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), json);
                 transitions.commit(c, run, List.of(),
                         Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
@@ -166,7 +166,7 @@ final class StepFailures {
         } catch (SQLException e) {
             return writeFailed(c, part, e); // cancelled meanwhile, or database trouble
         }
-        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Failures.describe(thrown));
+        log.info("Step '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(), Throwables.describe(thrown));
         engine.store().attempts().ended(c, run, engine.engineId(), step);
         return rollBack(c, part, failure);
     }
@@ -181,20 +181,20 @@ final class StepFailures {
         try {
             context.discardWrites();
         } catch (SQLException e) {
-            if (Failures.endedTransaction(e)) {
+            if (Throwables.endedTransaction(e)) {
                 throw e; // see transactionEnded
             }
             transitions.retryLater(c, run, part.name(), e, false);
             return false;
         }
         boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
-        if (Failures.isInfrastructure(thrown) || interruptedByShutdown) {
+        if (Throwables.isInfrastructure(thrown) || interruptedByShutdown) {
             transitions.retryLater(c, run, part.name(), thrown, true);
             return false;
         }
         String cancellation = engine.store().cancellation(c, run.cancelScope());
         if (cancellation != null) {
-            Failure gaveUp = Failures.gaveUp(cancellation, transitions.source(run)).failure();
+            Failure gaveUp = Throwables.gaveUp(cancellation, transitions.source(run)).failure();
             engine.store().attempts().ended(c, run, engine.engineId(), part.name());
             return rollBack(c, part, gaveUp);
         }
@@ -240,7 +240,7 @@ final class StepFailures {
         Throwable thrown = InvokeUserCode.invoke(() -> step.finallyBody().run(context), context);
         if (thrown != null) {
             log.warn("Finally part of step '{}' of run {} (saga {}) failed: {}", step.name(), run.id(), run.saga(),
-                    Failures.describe(thrown));
+                    Throwables.describe(thrown));
             context.discardWrites();
         }
         return new Transitions.FinallyRan(index, context);
@@ -255,7 +255,7 @@ final class StepFailures {
         String step = part.name();
         abortRoundFor(run, thrown, alone -> writeFailed(alone, part, thrown));
         Worker.rollbackQuietly(c);
-        if (!Failures.isCancelled(thrown) && Failures.isBookkeepingTrouble(thrown)) {
+        if (!Throwables.isCancelled(thrown) && Throwables.isBookkeepingTrouble(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);
             return false;
         }
@@ -265,11 +265,11 @@ final class StepFailures {
             return false;
         }
         Failure failure = again.cancellation() != null
-                ? Failures.gaveUp(again.cancellation(), transitions.source(run)).failure()
+                ? Throwables.gaveUp(again.cancellation(), transitions.source(run)).failure()
                 : Failure.of(thrown, transitions.source(run));
         if (again.cancellation() == null) {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
-                    Failures.describe(thrown));
+                    Throwables.describe(thrown));
         }
         return transitions.startRollbackAfterFinally(c, again, part.saga(), step, failure,
                 finallyBeforeRollback(c, again, part.saga(), part.definition()));

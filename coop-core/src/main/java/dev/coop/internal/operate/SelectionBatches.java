@@ -1,5 +1,6 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.operate;
 
+import dev.coop.internal.read.RunListing;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
 
@@ -24,7 +25,7 @@ import java.util.UUID;
  * the same requests as {@link Operations#cancel} and {@link Operations#rollback} for a run's scope, one event per run,
  * and one audit entry per hierarchy (who, why, how many of its runs).
  */
-public final class SelectionActions {
+public final class SelectionBatches {
     /** A batch's outcome: how many runs it looked at (fewer than a batch: the last), acted on, and where it ended. */
     public record Batch(int picked, int acted, UUID last) {
     }
@@ -111,7 +112,7 @@ public final class SelectionActions {
     private final SchemaName schema;
     private final Time time;
 
-    public SelectionActions(SchemaName schema, Time time) {
+    public SelectionBatches(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
     }

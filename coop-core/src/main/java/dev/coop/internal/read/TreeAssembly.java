@@ -1,4 +1,4 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.read;
 
 import dev.coop.Lineage;
 import dev.coop.failure.Failure;

@@ -1,4 +1,4 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.read;
 
 import dev.coop.Lineage;
 import dev.coop.MessageId;
@@ -7,6 +7,7 @@ import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.inspect.RunView;
 import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.operate.Operations;
 import dev.coop.internal.store.SchemaName;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

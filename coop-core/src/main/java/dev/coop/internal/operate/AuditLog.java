@@ -1,4 +1,4 @@
-package dev.coop.internal.inspect;
+package dev.coop.internal.operate;
 
 import dev.coop.internal.store.SchemaName;
 

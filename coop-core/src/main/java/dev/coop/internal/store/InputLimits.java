@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.Coop;
-
 import dev.coop.failure.CoopValidationException;
 import java.time.Duration;
 import java.time.Instant;
@@ -10,11 +8,11 @@ import java.time.Instant;
  * The limits Coop puts on user-supplied values, checked where they enter (a builder, a launch, a call) so that
  * nothing fails later inside a run: text PostgreSQL would refuse or alter, and times PostgreSQL cannot store.
  */
-public final class Limits {
+public final class InputLimits {
     /** The longest reason (cancellation, rollback) kept; every run of a hierarchy copies it into its failure. */
     public static final int MAX_REASON_LENGTH = 2_000;
 
-    private Limits() {
+    private InputLimits() {
     }
 
     /**
