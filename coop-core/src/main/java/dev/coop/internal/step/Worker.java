@@ -1,6 +1,5 @@
 package dev.coop.internal.step;
 
-import dev.coop.internal.guard.ConnectionWatch;
 import dev.coop.internal.guard.ConnectionEviction;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.store.Store;
