@@ -134,8 +134,9 @@ public final class Operations {
      * hierarchy's operator lock, which a transaction that commits a run takes shared ({@code commit_allowed}, schema
      * version 24): a commit either finished before the check (ALREADY_FINISHED) or sees the cancellation and gives up
      * (REQUESTED). The wake does not skip a waiting run another transaction holds (see {@link #REQUEST_CANCELLATION}):
-     * it waits {@link #LOCK_WAIT_MILLIS} at most, then the cancel fails, nothing requested. Runs launched by a rollback, and those below them, are not reached by a cancellation of a scope
-     * above them (they are work of the rollback it answers), so they do not count as running here.
+     * it waits {@link #LOCK_WAIT_MILLIS} at most, then the cancel fails, nothing requested. Runs launched by a
+     * rollback, and those below them, are not reached by a cancellation of a scope above them (they are work of the
+     * rollback it answers), so they do not count as running here.
      */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
         serialise(c, scopes(c, message, lineage, false).getFirst().lineage()[0]);
