@@ -36,6 +36,16 @@ const { NAME, checkStepName, uuidV7 } = require('./names');
 const { isDatabaseTrouble, postponeOrPark } = require('./trouble');
 const { SchemaVersionError, checkSchema, mayBeSchemaChange } = require('./schema');
 
+/**
+ * Whether an advance reads the cancellation under the hierarchy's operator lock (commit_allowed, schema version 24):
+ * when it commits the run, and when it leaves the run on the happy path waiting (for children, or until a time),
+ * which only a cancellation's wake would move on (protocol.md: Cancellation and the work of a rollback).
+ */
+function excludesCancellation(next, finished) {
+  return next.status === 'COMMITTED'
+    || (next.checkCancellation && !finished && (next.status !== 'RUNNABLE' || next.delayMillis > 0));
+}
+
 const FINISHED = ['COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'];
 
 class Participant {
@@ -630,7 +640,7 @@ class Participant {
              retries = 0, reserved_until = NULL, version = version + 1
        WHERE id = $1
          AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
-         AND CASE WHEN $22 /* it commits: excludes a cancellation (v24) */
+         AND CASE WHEN $22 /* it commits, or waits on the happy path: excludes a cancellation (v24) */
                   THEN {schema}.commit_allowed(lineage[1], lineage[coalesce(cancel_from, 1):], true)
                   WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                         WHERE x.scope_id = ANY(lineage[coalesce(cancel_from, 1):]))
@@ -638,7 +648,7 @@ class Participant {
     [run.id, next.status, next.phase, next.step_index, next.next_step, next.final_step, next.steps_done,
       next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
       next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation, next.attempt,
-      next.keepFailedChildren, next.delayMillis, next.status === 'COMMITTED']);
+      next.keepFailedChildren, next.delayMillis, excludesCancellation(next, finished)]);
     if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
     if (finished) await this.finished(c, run, next.status);
   }

@@ -66,9 +66,7 @@ public final class Operations {
                 : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ?")
                 + (lock ? " FOR UPDATE" : "");
         if (lock) {
-            try (java.sql.Statement st = c.createStatement()) { // a constant, not input; for this transaction only
-                st.execute("SELECT set_config('lock_timeout', '" + LOCK_WAIT_MILLIS + "', true)");
-            }
+            waitForLocksAtMost(c);
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
             ps.setObject(1, message != null ? message.value() : lineage.last());
@@ -93,7 +91,11 @@ public final class Operations {
 
     /**
      * A cancellation request for one scope, logged, and the runs of the scope woken (happy-path waiters too), with a
-     * notification per saga; nothing when the scope was cancelled before.
+     * notification per saga; nothing when the scope was cancelled before. A run that is due ({@code RUNNABLE},
+     * {@code runnable_at} passed) may have a step running on it: skipped when locked, its engine's claim or advance
+     * sees the cancellation. Any other run it reaches (waiting, due later, parked, held) is woken whoever holds its
+     * lock: the update waits for it (a claim that rejected the run when it re-checked the row it locked keeps that
+     * lock to its own commit, and would see nothing; so would a child counting off at it), then re-checks the row.
      */
     private static final String REQUEST_CANCELLATION = """
             WITH requested AS (
@@ -103,16 +105,21 @@ public final class Operations {
             ), logged AS (
               INSERT INTO {schema}.event (message_id, type, lineage, exception)
               SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
-            ), woken AS (
-              UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
-               WHERE id IN (SELECT id FROM {schema}.run
-                             WHERE lineage[1] = ?
-                               AND (status IN ('RUNNABLE', 'PARKED', 'HELD')
-                                    OR (status = 'WAITING' AND phase = 'HAPPY'))
-                               AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
-                               AND coalesce(cancel_from, 1) <= cardinality(?::uuid[]) -- runs it reaches
-                               AND EXISTS (SELECT 1 FROM requested)
-                               FOR UPDATE SKIP LOCKED)
+            ), clock AS (
+              SELECT {now} AS now
+            ), reached AS (
+              SELECT id, status = 'RUNNABLE' AND runnable_at <= (SELECT now FROM clock) AS due FROM {schema}.run
+               WHERE lineage[1] = ?
+                 AND (status IN ('RUNNABLE', 'PARKED', 'HELD') OR (status = 'WAITING' AND phase = 'HAPPY'))
+                 AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                 AND coalesce(cancel_from, 1) <= cardinality(?::uuid[]) -- runs it reaches
+                 AND EXISTS (SELECT 1 FROM requested)
+            ), due AS ( -- a step may run on it: skipped when locked
+              SELECT id FROM {schema}.run WHERE id IN (SELECT id FROM reached WHERE due) FOR UPDATE SKIP LOCKED
+            ), woken AS ( -- the others: the update waits for their locks and re-checks them as locked
+              UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = (SELECT now FROM clock)
+               WHERE id IN (SELECT id FROM due UNION ALL SELECT id FROM reached WHERE NOT due)
+                 AND (status IN ('RUNNABLE', 'PARKED', 'HELD') OR (status = 'WAITING' AND phase = 'HAPPY'))
               RETURNING saga
             ), notified AS (
               SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
@@ -126,8 +133,10 @@ public final class Operations {
      * (whose engine may be down), and roll back when the children that started finished. The checks run under the
      * hierarchy's operator lock, which a transaction that commits a run takes shared ({@code commit_allowed}, schema
      * version 24): a commit either finished before the check (ALREADY_FINISHED) or sees the cancellation and gives up
-     * (REQUESTED). Runs launched by a rollback, and those below them, are not reached by a cancellation of a scope
-     * above them (they are work of the rollback it answers), so they do not count as running here.
+     * (REQUESTED). The wake does not skip a waiting run another transaction holds (see {@link #REQUEST_CANCELLATION}):
+     * it waits {@link #LOCK_WAIT_MILLIS} at most, then the cancel fails, nothing requested. Runs launched by a
+     * rollback, and those below them, are not reached by a cancellation of a scope above them (they are work of the
+     * rollback it answers), so they do not count as running here.
      */
     public CancelResult cancel(Connection c, MessageId message, Lineage lineage, String reason) throws SQLException {
         serialise(c, scopes(c, message, lineage, false).getFirst().lineage()[0]);
@@ -137,11 +146,28 @@ public final class Operations {
         }
         Failure failure = new Failure(reason, CancellationRequestedException.TYPE, CLIENT_SOURCE, List.of(),
                 List.of());
+        waitForLocksAtMost(c); // the wake waits for the locks of the runs it must wake
         boolean any = false;
-        for (Scope scope : scopes) {
-            any |= requestCancellation(c, scope, failure);
+        try {
+            for (Scope scope : scopes) {
+                any |= requestCancellation(c, scope, failure);
+            }
+        } catch (SQLException e) {
+            if ("55P03".equals(e.getSQLState())) {
+                throw new CoopValidationException("Cannot cancel " + (message != null
+                        ? "message " + message
+                        : "scope " + lineage) + " now: one of its waiting runs is busy; try again");
+            }
+            throw e;
         }
         return any ? CancelResult.REQUESTED : CancelResult.ALREADY_REQUESTED;
+    }
+
+    /** Row locks of this transaction are waited for {@link #LOCK_WAIT_MILLIS} at most (then SQLSTATE 55P03). */
+    private static void waitForLocksAtMost(Connection c) throws SQLException {
+        try (java.sql.Statement st = c.createStatement()) { // a constant, not input; for this transaction only
+            st.execute("SELECT set_config('lock_timeout', '" + LOCK_WAIT_MILLIS + "', true)");
+        }
     }
 
     /** Requests the cancellation of one scope; false when it was requested before. */

@@ -126,6 +126,8 @@ final class Decisions {
         Advance advance = Advance.from(run);
         if (rollbackPath) {
             advance.failure(run.rollbackCause()); // as every advance on the rollback path
+        } else { // a cancellation since the claim: seen by the advance, or it wakes the run after its commit
+            advance.checkingCancellation();
         }
         int pending = waitingFor == 0
                 ? 0

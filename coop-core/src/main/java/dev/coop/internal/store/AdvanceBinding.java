@@ -121,6 +121,24 @@ final class AdvanceBinding {
         return i;
     }
 
+    /**
+     * Whether the advance reads the cancellation of the run's scope under the hierarchy's operator lock ({@code
+     * commit_allowed}) rather than with its statement's snapshot: when it commits the run, and when it leaves a run on
+     * the happy path waiting (for children, or until a time), which only a cancellation's wake would move on. Then a
+     * cancellation either waits for this transaction (its lock, taken shared, is held to the commit), and wakes the
+     * run after it, or was committed first and is seen (CP001). A run left runnable now needs neither: its next claim
+     * reads the cancellation.
+     */
+    static boolean excludesCancellation(ClaimedRun run, Advance next) {
+        dev.coop.RunStatus status = next.status();
+        if (status == dev.coop.RunStatus.COMMITTED) {
+            return true;
+        }
+        return next.checkCancellation() && !status.isFinished()
+                && (status != dev.coop.RunStatus.RUNNABLE || next.delayMillis() > 0
+                        || next.runnableAt() != null && next.runnableAt().isAfter(run.claimedAt()));
+    }
+
     /** The run's remaining columns, from its context to its failure, then the checks of the update's WHERE. */
     private int bindEnd(PreparedStatement ps, int i, Store.Move move, OffsetDateTime now) throws SQLException {
         ClaimedRun run = move.run();
@@ -135,7 +153,7 @@ final class AdvanceBinding {
         ps.setString(++i, next.failure());
         ps.setObject(++i, run.id());
         ps.setString(++i, run.xact());
-        ps.setBoolean(++i, next.status() == dev.coop.RunStatus.COMMITTED); // excludes a cancellation (version 24)
+        ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)
         ps.setBoolean(++i, next.checkCancellation());
         ps.setString(++i, localSagas);
         return i;

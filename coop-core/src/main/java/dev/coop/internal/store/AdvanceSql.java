@@ -72,7 +72,7 @@ public final class AdvanceSql {
                      finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
                      reserved_until = {reserve}, version = version + 1
                WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
-                 AND CASE WHEN ? THEN {schema}.commit_allowed(lineage[1], {cancelScope}, true) -- it commits
+                 AND CASE WHEN ? THEN {schema}.commit_allowed(lineage[1], {cancelScope}, true) -- it commits or waits
                           WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                               WHERE x.scope_id = ANY({cancelScope}))
                           THEN {schema}.assert_not_cancelled({cancelScope}) ELSE true END
@@ -85,8 +85,10 @@ public final class AdvanceSql {
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
      * parent becomes runnable when its last child finishes (the step barrier as a counter). On the happy path the
      * update first asserts that the run's scope was not cancelled meanwhile (SQLSTATE CP001 otherwise); an advance
-     * that commits the run reads that under the hierarchy's operator lock ({@code commit_allowed}, schema version 24),
-     * so that a cancellation deciding at the same time sees the commit, or the commit sees the cancellation.
+     * that commits the run, or leaves it waiting on the happy path, reads that under the hierarchy's operator lock
+     * ({@code commit_allowed}, schema version 24; {@link AdvanceBinding#excludesCancellation}), so that a cancellation
+     * deciding at the same time sees the commit (or wakes the waiting run after it), or the advance sees the
+     * cancellation.
      */
     static final String ADVANCE = AdvanceSql.ADVANCE_RUN + ", " + AdvanceSql.COUNT_OFF_PARENT.formatted(
             "AND (SELECT count(*) FROM events) >= 0");
