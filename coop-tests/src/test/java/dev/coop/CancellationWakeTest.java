@@ -98,6 +98,41 @@ class CancellationWakeTest {
     }
 
     /**
+     * The same interleaving as {@link #a_waiting_run_locked_by_a_claim_that_rejected_it_is_woken}, the root cancelled
+     * as part of a selection: a selection's batch wakes its runs as a single cancel does.
+     */
+    @Test
+    void a_selection_wakes_a_waiting_run_locked_by_a_claim_that_rejected_it(DataSource dataSource) throws Exception {
+        StepGate gate = new StepGate();
+        Saga<Empty> root = root("wake-selection", gate);
+        try (CoopEngine engine = Coop.engine(dataSource).register(root).start();
+                Connection holder = dataSource.getConnection();
+                Connection claim = dataSource.getConnection()) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(root.topic(), new Empty());
+            gate.awaitArrivals(1, WAIT);
+            hold(holder);
+            claim.setAutoCommit(false);
+            CompletableFuture<Boolean> claimed = CompletableFuture.supplyAsync(() -> claimHeldAtItsLock(claim, id));
+            Await.until("the claim to wait at the test's lock, its snapshot taken", WAIT,
+                    () -> waitsFor(dataSource, "advisory"));
+            gate.open();
+            Await.until("the root to wait with its barrier timer set", WAIT,
+                    () -> client.events(id).stream().anyMatch(e -> e.type() == EventType.SUSPENDED));
+            holder.commit();
+            assertThat(claimed.get()).as("the claim found the root").isFalse();
+
+            CompletableFuture<Long> cancel = CompletableFuture.supplyAsync(() -> client.cancel(
+                    dev.coop.inspect.RunQuery.newest().saga("wake-selection"), "olga", "stop"));
+            Await.until("the cancel to finish, or to wait for the root's lock", WAIT,
+                    () -> cancel.isDone() || waitsFor(dataSource, "transactionid"));
+            claim.commit();
+            assertThat(cancel.get()).isEqualTo(1);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+        }
+    }
+
+    /**
      * The root's step advanced it to wait (its barrier timer) with a snapshot taken before the cancellation committed,
      * and committed after the cancellation's wake skipped the root it held locked. The advance that leaves a run
      * waiting on the happy path reads the cancellation under the operator lock ({@code commit_allowed}): the

@@ -164,7 +164,7 @@ public final class Operations {
     }
 
     /** Row locks of this transaction are waited for {@link #LOCK_WAIT_MILLIS} at most (then SQLSTATE 55P03). */
-    private static void waitForLocksAtMost(Connection c) throws SQLException {
+    static void waitForLocksAtMost(Connection c) throws SQLException {
         try (java.sql.Statement st = c.createStatement()) { // a constant, not input; for this transaction only
             st.execute("SELECT set_config('lock_timeout', '" + LOCK_WAIT_MILLIS + "', true)");
         }

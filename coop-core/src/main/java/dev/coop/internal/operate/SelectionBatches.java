@@ -52,14 +52,20 @@ public final class SelectionBatches {
               INSERT INTO {schema}.event (message_id, type, lineage, exception)
               SELECT p.message_id, 'CANCELLATION_REQUESTED', p.lineage, ?::jsonb
                 FROM requested q JOIN picked p ON p.id = q.scope_id
-            ), woken AS (
-              UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = {now}
-               WHERE id IN (SELECT w.id FROM {schema}.run w JOIN requested q ON w.lineage[1] = q.lineage[1]
-                             WHERE (w.status IN ('RUNNABLE', 'PARKED', 'HELD')
-                                    OR (w.status = 'WAITING' AND w.phase = 'HAPPY'))
-                               AND w.lineage[1:cardinality(q.lineage)] = q.lineage
-                               AND coalesce(w.cancel_from, 1) <= cardinality(q.lineage) -- runs it reaches
-                               FOR UPDATE OF w SKIP LOCKED)
+            ), clock AS (
+              SELECT {now} AS now
+            ), reached AS (
+              SELECT w.id, w.status = 'RUNNABLE' AND w.runnable_at <= (SELECT now FROM clock) AS due
+                FROM {schema}.run w JOIN requested q ON w.lineage[1] = q.lineage[1]
+               WHERE (w.status IN ('RUNNABLE', 'PARKED', 'HELD') OR (w.status = 'WAITING' AND w.phase = 'HAPPY'))
+                 AND w.lineage[1:cardinality(q.lineage)] = q.lineage
+                 AND coalesce(w.cancel_from, 1) <= cardinality(q.lineage) -- runs it reaches
+            ), due AS ( -- a step may run on it: skipped when locked (its claim or advance sees the cancellation)
+              SELECT id FROM {schema}.run WHERE id IN (SELECT id FROM reached WHERE due) FOR UPDATE SKIP LOCKED
+            ), woken AS ( -- the others, as a single cancel wakes them: waiting for their locks, re-checked as locked
+              UPDATE {schema}.run SET status = 'RUNNABLE', runnable_at = (SELECT now FROM clock)
+               WHERE id IN (SELECT id FROM due UNION ALL SELECT id FROM reached WHERE NOT due)
+                 AND (status IN ('RUNNABLE', 'PARKED', 'HELD') OR (status = 'WAITING' AND phase = 'HAPPY'))
               RETURNING saga
             ), notified AS (
               SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
@@ -191,6 +197,9 @@ public final class SelectionBatches {
             ps.setArray(2, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
             ps.executeQuery().close();
         }
+        if (cancel) {
+            Operations.waitForLocksAtMost(c); // the wake waits for the locks of the runs it must wake
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(cancel ? CANCEL : ROLLBACK))) {
             ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
             rest.bind(ps);
@@ -198,6 +207,12 @@ public final class SelectionBatches {
                 rs.next();
                 return new Batch(ids.size(), rs.getInt(1), ids.getLast());
             }
+        } catch (SQLException e) {
+            if (cancel && "55P03".equals(e.getSQLState())) {
+                throw new dev.coop.failure.CoopValidationException("Cannot cancel this batch of the selection now:"
+                        + " one of its waiting runs is busy; try again (the runs cancelled before it stay cancelled)");
+            }
+            throw e;
         }
     }
 
