@@ -69,8 +69,31 @@ class CancellationWakeTest {
      */
     @Test
     void a_waiting_run_locked_by_a_claim_that_rejected_it_is_woken(DataSource dataSource) throws Exception {
+        assertThat(cancelledWhileARejectingClaimHoldsTheRoot(dataSource, "wake-rejected",
+                (client, id) -> client.cancel(id, "stop"))).isEqualTo(CancelResult.REQUESTED);
+    }
+
+    /**
+     * The same interleaving, the root cancelled as part of a selection: a selection's batch wakes its runs as a single
+     * cancel does.
+     */
+    @Test
+    void a_selection_wakes_a_waiting_run_locked_by_a_claim_that_rejected_it(DataSource dataSource) throws Exception {
+        assertThat(cancelledWhileARejectingClaimHoldsTheRoot(dataSource, "wake-selection",
+                (client, id) -> client.cancel(dev.coop.inspect.RunQuery.newest().saga("wake-selection"), "olga",
+                        "stop")))
+                .isEqualTo(1L);
+    }
+
+    /**
+     * Lines up the interleaving: a claim takes its snapshot while the root's step runs, locks the root after the
+     * step's commit and rejects it (no longer due), keeping the lock; then {@code cancel} runs, and the claim commits
+     * once the cancel finished or waits for the root's lock. Asserts the root rolls back; returns the cancel's answer.
+     */
+    private static Object cancelledWhileARejectingClaimHoldsTheRoot(DataSource dataSource, String name,
+            java.util.function.BiFunction<CoopClient, MessageId, Object> cancel) throws Exception {
         StepGate gate = new StepGate();
-        Saga<Empty> root = root("wake-rejected", gate);
+        Saga<Empty> root = root(name, gate);
         try (CoopEngine engine = Coop.engine(dataSource).register(root).start();
                 Connection holder = dataSource.getConnection();
                 Connection claim = dataSource.getConnection()) {
@@ -88,47 +111,13 @@ class CancellationWakeTest {
             holder.commit(); // the claim locks the root as committed, re-checks it, and leaves it (locked)
             assertThat(claimed.get()).as("the claim found the root").isFalse();
 
-            CompletableFuture<CancelResult> cancel = CompletableFuture.supplyAsync(() -> client.cancel(id, "stop"));
+            CompletableFuture<Object> cancelled = CompletableFuture.supplyAsync(() -> cancel.apply(client, id));
             Await.until("the cancel to finish, or to wait for the root's lock", WAIT,
-                    () -> cancel.isDone() || waitsFor(dataSource, "transactionid"));
+                    () -> cancelled.isDone() || waitsFor(dataSource, "transactionid"));
             claim.commit();
-            assertThat(cancel.get()).isEqualTo(CancelResult.REQUESTED);
+            Object answer = cancelled.get();
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
-        }
-    }
-
-    /**
-     * The same interleaving as {@link #a_waiting_run_locked_by_a_claim_that_rejected_it_is_woken}, the root cancelled
-     * as part of a selection: a selection's batch wakes its runs as a single cancel does.
-     */
-    @Test
-    void a_selection_wakes_a_waiting_run_locked_by_a_claim_that_rejected_it(DataSource dataSource) throws Exception {
-        StepGate gate = new StepGate();
-        Saga<Empty> root = root("wake-selection", gate);
-        try (CoopEngine engine = Coop.engine(dataSource).register(root).start();
-                Connection holder = dataSource.getConnection();
-                Connection claim = dataSource.getConnection()) {
-            CoopClient client = engine.client();
-            MessageId id = client.launch(root.topic(), new Empty());
-            gate.awaitArrivals(1, WAIT);
-            hold(holder);
-            claim.setAutoCommit(false);
-            CompletableFuture<Boolean> claimed = CompletableFuture.supplyAsync(() -> claimHeldAtItsLock(claim, id));
-            Await.until("the claim to wait at the test's lock, its snapshot taken", WAIT,
-                    () -> waitsFor(dataSource, "advisory"));
-            gate.open();
-            Await.until("the root to wait with its barrier timer set", WAIT,
-                    () -> client.events(id).stream().anyMatch(e -> e.type() == EventType.SUSPENDED));
-            holder.commit();
-            assertThat(claimed.get()).as("the claim found the root").isFalse();
-
-            CompletableFuture<Long> cancel = CompletableFuture.supplyAsync(() -> client.cancel(
-                    dev.coop.inspect.RunQuery.newest().saga("wake-selection"), "olga", "stop"));
-            Await.until("the cancel to finish, or to wait for the root's lock", WAIT,
-                    () -> cancel.isDone() || waitsFor(dataSource, "transactionid"));
-            claim.commit();
-            assertThat(cancel.get()).isEqualTo(1);
-            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            return answer;
         }
     }
 
