@@ -3,7 +3,7 @@ package dev.coop;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.coop.Payloads.Empty;
-import dev.coop.internal.step.ClaimedRun;
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.store.Migrations;
 import dev.coop.internal.limit.SagaLimits;
 import dev.coop.internal.store.SchemaName;

@@ -5,7 +5,7 @@ import dev.coop.CoopClient;
 import dev.coop.CoopEngine;
 import dev.coop.Saga;
 import dev.coop.Topic;
-import dev.coop.internal.step.ClaimedRun;
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.limit.SagaLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;

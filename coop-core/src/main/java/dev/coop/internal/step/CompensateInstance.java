@@ -1,5 +1,7 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
+import dev.coop.internal.store.Advance;
 import dev.coop.internal.store.ChildFailure;
 import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;

@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.store.Time;
 
 import java.sql.Connection;

@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.failure.Failure;
 import java.sql.Connection;
 import java.sql.SQLException;

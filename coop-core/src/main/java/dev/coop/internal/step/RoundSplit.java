@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.List;

@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.step.CommitInstance.Instance;
 import dev.coop.internal.store.ChildFailure;
 import dev.coop.internal.store.InputLimits;

@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.Listeners;
 import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Emission;

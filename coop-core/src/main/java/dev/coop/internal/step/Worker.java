@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.guard.ConnectionEviction;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.store.Store;

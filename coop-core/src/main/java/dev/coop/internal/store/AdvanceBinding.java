@@ -2,8 +2,6 @@ package dev.coop.internal.store;
 
 import static dev.coop.internal.store.Store.setInteger;
 
-import dev.coop.internal.step.Advance;
-import dev.coop.internal.step.ClaimedRun;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

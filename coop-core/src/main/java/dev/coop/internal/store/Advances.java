@@ -5,8 +5,6 @@ import static dev.coop.internal.store.ClaimGates.gateOf;
 import dev.coop.RunStatus;
 import dev.coop.internal.limit.RateLease;
 import dev.coop.internal.limit.SagaLimits;
-import dev.coop.internal.step.Advance;
-import dev.coop.internal.step.ClaimedRun;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

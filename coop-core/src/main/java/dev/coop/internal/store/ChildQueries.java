@@ -2,7 +2,6 @@ package dev.coop.internal.store;
 
 import dev.coop.MessageId;
 import dev.coop.RunStatus;
-import dev.coop.internal.step.ClaimedRun;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.internal.step.Advance;
-import dev.coop.internal.step.ClaimedRun;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,8 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.internal.step.Advance;
-import dev.coop.internal.step.ClaimedRun;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

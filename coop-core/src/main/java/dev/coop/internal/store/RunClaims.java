@@ -5,7 +5,6 @@ import static dev.coop.internal.store.ClaimGates.gateOf;
 import dev.coop.internal.limit.LimitedClaim;
 import dev.coop.internal.limit.RateLease;
 import dev.coop.internal.limit.SagaLimits;
-import dev.coop.internal.step.ClaimedRun;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -1,6 +1,6 @@
 package dev.coop.internal.task;
 
-import dev.coop.internal.step.ClaimedRun;
+import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.store.InputLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.AdvanceSql;

@@ -1,6 +1,4 @@
-package dev.coop.internal.step;
-
-import dev.coop.internal.store.StepHistory;
+package dev.coop.internal.store;
 
 import java.util.UUID;
 

@@ -1,6 +1,4 @@
-package dev.coop.internal.step;
-
-import dev.coop.internal.store.StepHistory;
+package dev.coop.internal.store;
 
 import dev.coop.RunStatus;
 import java.time.OffsetDateTime;
@@ -15,7 +13,7 @@ public final class Advance {
      * earlier instance set (a last step's child-failure handler that went back to an earlier step), so that the
      * count-off of that step's children does not commit the run; null keeps it.
      */
-    static final String NOT_FINAL = "";
+    public static final String NOT_FINAL = "";
 
     private RunStatus status = RunStatus.RUNNABLE;
     private boolean rollback;
@@ -46,7 +44,7 @@ public final class Advance {
     }
 
     /** The run as claimed, unchanged apart from counters that every transaction resets. */
-    static Advance from(ClaimedRun run) {
+    public static Advance from(ClaimedRun run) {
         Advance a = new Advance();
         a.rollback = run.rollback();
         a.stepIndex = run.stepIndex();
@@ -70,7 +68,7 @@ public final class Advance {
      * A completed step or handler instance: recorded (carried by its SUSPENDED event, the step's count), counted, children
      * to wait for.
      */
-    Advance executed(int instance, int nextStepIndex, String nextStepName, String finalStepName, int children) {
+    public Advance executed(int instance, int nextStepIndex, String nextStepName, String finalStepName, int children) {
         stepIndex = nextStepIndex;
         nextStep = nextStepName;
         finalStep = finalStepName == null ? NOT_FINAL : finalStepName;
@@ -102,13 +100,13 @@ public final class Advance {
     }
 
     /** Fail the update (SQLSTATE CP001) if the run's scope was cancelled meanwhile. */
-    Advance checkingCancellation() {
+    public Advance checkingCancellation() {
         checkCancellation = true;
         return this;
     }
 
     /** On the rollback path, at instance {@code seq}, stage {@code stage}, waiting for {@code children}. */
-    Advance rollingBack(int seq, String stage, String cause, int children) {
+    public Advance rollingBack(int seq, String stage, String cause, int children) {
         rollback = true;
         pendingChildren = children;
         rollbackSeq = seq;
@@ -238,14 +236,14 @@ public final class Advance {
     }
 
     /** A barrier re-check: the run keeps waiting, so the failures counted so far are kept. */
-    Advance stillWaiting(int pending) {
+    public Advance stillWaiting(int pending) {
         pendingChildren = pending;
         keepFailedChildren = true;
         return this;
     }
 
     /** How many children the run waits for. */
-    Advance pending(int children) {
+    public Advance pending(int children) {
         pendingChildren = children;
         return this;
     }

@@ -1,4 +1,4 @@
-package dev.coop.internal.step;
+package dev.coop.internal.store;
 
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
@@ -19,7 +19,7 @@ import java.sql.SQLException;
  */
 public final class AttemptLog {
     /** Failed attempts of a step kept whole, each as it happens. */
-    static final int KEPT_FIRST = 3;
+    public static final int KEPT_FIRST = 3;
 
     private static final String FAILED = """
             INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
@@ -49,7 +49,7 @@ public final class AttemptLog {
     }
 
     /** The failed attempt {@code attempt} of {@code step}, which its retry policy runs again: kept if among the first. */
-    void failed(Connection c, ClaimedRun run, String engine, String step, int attempt, String failure)
+    public void failed(Connection c, ClaimedRun run, String engine, String step, int attempt, String failure)
             throws SQLException {
         if (attempt > KEPT_FIRST) {
             return; // counted by the attempt numbers; the last one is written when the series ends (ended)
@@ -65,7 +65,7 @@ public final class AttemptLog {
      * {@code run.attempt()}: when attempts went unwritten, the last retried one is appended, in full. Nothing to do
      * (no statement) for a step that failed at most {@link #KEPT_FIRST} times before.
      */
-    void ended(Connection c, ClaimedRun run, String engine, String step) throws SQLException {
+    public void ended(Connection c, ClaimedRun run, String engine, String step) throws SQLException {
         if (run.attempt() - 1 <= KEPT_FIRST) {
             return;
         }
@@ -81,7 +81,7 @@ public final class AttemptLog {
     }
 
     /** The run stopped at {@code step} for an operator, after attempt {@code attempt}, because of {@code why}. */
-    void parked(Connection c, ClaimedRun run, String engine, String step, int attempt, String why)
+    public void parked(Connection c, ClaimedRun run, String engine, String step, int attempt, String why)
             throws SQLException {
         ended(c, run, engine, step);
         try (PreparedStatement ps = c.prepareStatement(schema.sql(PARKED))) {
