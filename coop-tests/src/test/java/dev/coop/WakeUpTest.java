@@ -242,8 +242,12 @@ class WakeUpTest {
                 })
                 .build();
         List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
-        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent)).pollInterval(NEVER).workers(4)
-                .register(level).start()) {
+        List<String> closed = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (CoopEngine engine = Coop.engine(RecordingDataSource.of(dataSource, sent, closed)).pollInterval(NEVER)
+                .workers(4).register(level).start()) {
+            // Once LISTENing, the engine probes for what it may have missed; a probe that met the first level's run
+            // would rightly search for more. Launch once that probe ran, so that only the launches owe claims.
+            Await.until("the catch-up probe after LISTEN", WAIT, () -> probedSinceListening(sent, closed));
             CoopClient client = engine.client(); // wakes its engine in-process, counted
             MessageId id = client.launch(topic, new Payloads.Order("level", 1));
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
@@ -251,6 +255,18 @@ class WakeUpTest {
                     && sql.contains("AS claimed_at")).count();
             assertThat(claims).as("one claim per level").isBetween((long) depth, depth + 1L);
         }
+    }
+
+    /** Whether a probe was prepared after the first LISTEN, and every probe prepared so far ran. */
+    private static boolean probedSinceListening(List<String> sent, List<String> closed) {
+        List<String> now = List.copyOf(sent);
+        int listen = now.indexOf(now.stream().filter(sql -> sql.startsWith("LISTEN")).findFirst().orElse(null));
+        return listen >= 0 && now.subList(listen, now.size()).stream().anyMatch(WakeUpTest::probe)
+                && now.stream().filter(WakeUpTest::probe).count() == closed.stream().filter(WakeUpTest::probe).count();
+    }
+
+    private static boolean probe(String sql) {
+        return sql.contains("WITH RECURSIVE levels");
     }
 
     @Test
