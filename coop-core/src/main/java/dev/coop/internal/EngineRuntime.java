@@ -4,7 +4,7 @@ import dev.coop.internal.guard.ConnectionWatch;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.join.JoinTimer;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.retention.Pruner;
 import dev.coop.internal.schedule.ScheduleTimer;
 import dev.coop.internal.step.Dispatcher;

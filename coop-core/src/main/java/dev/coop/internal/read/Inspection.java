@@ -6,7 +6,7 @@ import dev.coop.RunStatus;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.inspect.RunView;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.operate.Operations;
 import dev.coop.internal.store.SchemaName;
 import java.sql.Connection;

@@ -3,7 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.Completions;
 import dev.coop.internal.EngineSagas;
 import dev.coop.internal.Listeners;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.Store;
 

@@ -1,6 +1,5 @@
-package dev.coop.internal.limit;
+package dev.coop.internal.store;
 
-import dev.coop.internal.store.SchemaName;
 
 import dev.coop.Saga;
 import java.sql.Connection;
