@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.guard.ConnectionEviction;
 import dev.coop.internal.guard.NetworkTimeouts;
@@ -386,12 +387,6 @@ public final class Worker implements Runnable {
     }
 
     public static void rollbackQuietly(Connection c) {
-        try {
-            if (!c.getAutoCommit()) {
-                c.rollback();
-            }
-        } catch (SQLException | RuntimeException ignored) {
-            // the connection is likely gone; the transaction dies with it
-        }
+        Tx.rollbackQuietly(c);
     }
 }

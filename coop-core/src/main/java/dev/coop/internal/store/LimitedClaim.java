@@ -1,6 +1,5 @@
 package dev.coop.internal.store;
 
-
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.OffsetDateTime;

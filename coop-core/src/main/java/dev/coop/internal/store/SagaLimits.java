@@ -1,6 +1,5 @@
 package dev.coop.internal.store;
 
-
 import dev.coop.Saga;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -1,6 +1,8 @@
-package dev.coop.internal;
+package dev.coop.internal.runtime;
 
-import dev.coop.internal.guard.ConnectionWatch;
+import dev.coop.internal.Completions;
+import dev.coop.internal.EngineSagas;
+import dev.coop.internal.Listeners;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.join.JoinTimer;
