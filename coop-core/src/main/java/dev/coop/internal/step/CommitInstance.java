@@ -52,7 +52,7 @@ final class CommitInstance {
     }
 
     /** Writes what the instance launched, records it, and moves the run on. */
-    boolean commit(Connection c, Instance done) throws SQLException {
+    StepEnd commit(Connection c, Instance done) throws SQLException {
         ClaimedRun run = done.part().run();
         String name = done.part().name();
         StepContextImpl<?> context = done.context();
@@ -69,11 +69,11 @@ final class CommitInstance {
                         context.children.tasks);
             }
             Advance advance = advance(c, done, contextJson, children);
-            boolean runnable = moveOn(c, done, advance, new ArrayList<>());
+            StepEnd end = moveOn(c, done, advance, new ArrayList<>());
             if (!launched.isEmpty()) { // committed (or, in a round, when the round commits): one claim per run
                 transitions.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
             }
-            return runnable;
+            return end;
         } catch (SQLException | RuntimeException e) {
             Saga<?> saga = done.part().saga();
             return failures.writeFailed(c, new Part(run, saga,
@@ -108,9 +108,9 @@ final class CommitInstance {
      * Writes the instance's log rows and the run's move, and commits; tells the dispatcher when a run that stays
      * runnable is due later.
      *
-     * @return whether the run is runnable at once and may continue
+     * @return how the commit ended: the run continues at once when it is runnable now
      */
-    private boolean moveOn(Connection c, Instance done, Advance advance, List<String> woken) throws SQLException {
+    private StepEnd moveOn(Connection c, Instance done, Advance advance, List<String> woken) throws SQLException {
         ClaimedRun run = done.part().run();
         String name = done.part().name();
         List<LogEntry> entries = new ArrayList<>(2);
@@ -124,11 +124,11 @@ final class CommitInstance {
             advance.finallyDone(done.finallyDone());
         }
         boolean delayed = due != null && due.isAfter(run.claimedAt());
-        boolean runnable = transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
-        if (delayed && runnable) {
+        StepEnd end = transitions.commit(c, run, entries, advance, woken);
+        if (delayed && end.continueNow()) {
             engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), due).toMillis());
-            return false;
+            return end.stop();
         }
-        return runnable;
+        return end;
     }
 }

@@ -58,8 +58,8 @@ final class CompensateInstance {
             List<String> woken) {
     }
 
-    /** @return true when the rollback continues at once */
-    <P> boolean compensate(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+    /** @return how the transaction ended (continuing at once when the rollback does) */
+    <P> StepEnd compensate(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.rollbackSeq();
         int instance = RollbackExecutor.instance(run);
@@ -76,7 +76,7 @@ final class CompensateInstance {
         Target<P> target = new Target<>(run, saga, seq, instance, name);
         Compensated result = runCompensation(c, target, runContext);
         if (result.thrown() != null && retriedLater(c, target, result)) {
-            return false;
+            return StepEnd.STOP;
         }
         return afterCompensation(c, target, result, runContext);
     }
@@ -108,7 +108,7 @@ final class CompensateInstance {
     }
 
     /** After the compensation: the step's finally part if it never ran, then the move on, or ROLLBACK_FAILED. */
-    private <P> boolean afterCompensation(Connection c, Target<P> target, Compensated result,
+    private <P> StepEnd afterCompensation(Connection c, Target<P> target, Compensated result,
             CooperationContext runContext) throws SQLException {
         ClaimedRun run = target.run();
         int instance = target.instance();
@@ -123,7 +123,7 @@ final class CompensateInstance {
                     finallyPart);
             if (finallyFailed != null && Throwables.isInfrastructure(finallyFailed)) {
                 transitions.retryLater(c, run, target.step(), finallyFailed, false); // compensation and finally: later
-                return false;
+                return StepEnd.STOP;
             }
             if (finallyFailed != null) {
                 log.warn("Finally part of step '{}' of run {} (saga {}) failed during its rollback: {}", target.name(),
@@ -152,7 +152,7 @@ final class CompensateInstance {
     }
 
     /** The compensation (or the finally part after it) failed: the run ends ROLLBACK_FAILED. */
-    private boolean rollbackFailed(Connection c, Target<?> target, Throwable thrown, Integer finallyRan)
+    private StepEnd rollbackFailed(Connection c, Target<?> target, Throwable thrown, Integer finallyRan)
             throws SQLException {
         ClaimedRun run = target.run();
         Failure failure = Failure.of(thrown, transitions.source(run))
@@ -161,9 +161,8 @@ final class CompensateInstance {
         if (finallyRan != null) {
             failed.finallyDone(finallyRan);
         }
-        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, target.step(), failure.toJson())),
-                failed);
-        return false;
+        return transitions.commit(c, run,
+                List.of(new LogEntry(EventType.ROLLBACK_FAILED, target.step(), failure.toJson())), failed);
     }
 
     /**
@@ -212,7 +211,7 @@ final class CompensateInstance {
     }
 
     /** Moves to the previous instance, or finishes with ROLLED_BACK after the first. */
-    private boolean next(Connection c, ClaimedRun run, Saga<?> saga, Undone undone) throws SQLException {
+    private StepEnd next(Connection c, ClaimedRun run, Saga<?> saga, Undone undone) throws SQLException {
         int seq = run.rollbackSeq();
         List<LogEntry> entries = undone.entries();
         String step = undone.step();
@@ -222,10 +221,9 @@ final class CompensateInstance {
         List<String> woken = undone.woken();
         ClaimedRun current = contextJson == null ? run : withContext(run, contextJson);
         if (seq == 0 && launched == 0) {
-            transitions.finish(c, current, entries,
+            return transitions.finish(c, current, entries,
                     step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
                     finallyRan);
-            return false;
         }
         // a finally part that launched during the rollback: its runs finish before the rollback goes on
         Advance advance = Advance.from(current)
@@ -237,7 +235,7 @@ final class CompensateInstance {
         if (finallyRan != null) {
             advance.finallyDone(finallyRan);
         }
-        return transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
+        return transitions.commit(c, run, entries, advance, woken);
     }
 
     /** Which execution of its step the instance being rolled back was. */
@@ -261,7 +259,7 @@ final class CompensateInstance {
      * Runs the instance caused could not be undone: children whose rollback failed, or tasks whose compensation did
      * not commit. The run ends ROLLBACK_FAILED without compensating the instance, whose effects stay for an operator.
      */
-    private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name,
+    private StepEnd childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name,
             List<TaskCompensations.Failed> failedTasks) throws SQLException {
         List<Failure> causes = new ArrayList<>();
         for (ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
@@ -288,9 +286,8 @@ final class CompensateInstance {
         String text = String.join(" and ", what);
         Failure failure = new Failure(Character.toUpperCase(text.charAt(0)) + text.substring(1) + " caused by '"
                 + name + "' failed", ChildRollbackFailedException.TYPE, transitions.source(run), List.of(), causes);
-        transitions.commit(c, run,
+        return transitions.commit(c, run,
                 List.of(new LogEntry(EventType.ROLLBACK_FAILED, Transitions.childRollbackOf(name), failure.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
-        return false;
     }
 }

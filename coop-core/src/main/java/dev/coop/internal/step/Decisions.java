@@ -106,9 +106,9 @@ final class Decisions {
     /**
      * A run with children still pending was claimed because the time its strategy asked for came: ask again.
      *
-     * @return true when the run may continue at once (it waits for nobody any more)
+     * @return how the transaction ended: the run continues at once when it waits for nobody any more
      */
-    boolean recheck(Connection c, ClaimedRun run, Saga<?> saga, boolean rollbackPath) throws SQLException {
+    StepEnd recheck(Connection c, ClaimedRun run, Saga<?> saga, boolean rollbackPath) throws SQLException {
         Instant now = run.claimedAt().toInstant();
         int seq = rollbackPath ? run.rollbackSeq() : run.stepsDone() - 1;
         CooperationContext context = engine.json().readContext(run.context());
@@ -144,12 +144,12 @@ final class Decisions {
         if (pending == 0) {
             advance.status(RunStatus.RUNNABLE).runnableAt(null);
         }
-        RunStatus status = transitions.commit(c, run, List.of(), advance);
-        if (status == RunStatus.RUNNABLE && advance.runnableAt() != null) {
+        StepEnd end = transitions.commit(c, run, List.of(), advance);
+        if (end.continueNow() && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(now, advance.runnableAt().toInstant()).toMillis());
-            return false;
+            return end.stop();
         }
-        return status == RunStatus.RUNNABLE;
+        return end;
     }
 
     /**
@@ -158,9 +158,9 @@ final class Decisions {
      * for nobody else; otherwise it waits, as WAITING, for the children that started (they see the same
      * cancellation or inherited deadline), and gives up when they finished.
      *
-     * @return true when the rollback continues at once
+     * @return how the transaction ended (continuing at once when the rollback does)
      */
-    private boolean giveUpWhileWaiting(Connection c, ClaimedRun run, Saga<?> saga, int seq, Failure reason)
+    private StepEnd giveUpWhileWaiting(Connection c, ClaimedRun run, Saga<?> saga, int seq, Failure reason)
             throws SQLException {
         String source = transitions.source(run);
         Failure gaveUp = gaveUp(reason, source);
@@ -170,24 +170,23 @@ final class Decisions {
                 engine.engineId());
         int pending = run.pendingChildren() - settled.size();
         java.util.Set<String> joined = transitions.othersFinished(c, settled);
-        boolean continues;
+        StepEnd end;
         if (pending > 0) {
             log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
                     run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason.message()), pending);
             Advance advance = Advance.from(run).stillWaiting(pending);
             advance.status(RunStatus.WAITING).runnableAt(null);
-            transitions.commit(c, run, List.of(), advance);
-            continues = false;
+            end = transitions.commit(c, run, List.of(), advance);
         } else {
             log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(),
                     dev.coop.render.TerminalText.escape(reason.message()));
-            continues = transitions.startRollback(c, run, saga, null, gaveUp, null);
+            end = transitions.startRollback(c, run, saga, null, gaveUp, null);
         }
         transitions.afterCommit(() -> {
             joined.forEach(engine.dispatcher()::wake);
             settled.forEach(engine.completions()::finished);
         });
-        return continues;
+        return end;
     }
 
     private BarrierDecision decide(Saga<?> saga, Barrier barrier) {

@@ -133,7 +133,7 @@ final class ExecuteRound {
                 return; // closing: left to the next engine
             }
             if (aborted.causedBy(claimed.id())) {
-                if (aborted.settle(c)) {
+                if (aborted.settle(c).continueNow()) {
                     engine.dispatcher().wake(saga, 1);
                 }
                 continue;
@@ -144,7 +144,7 @@ final class ExecuteRound {
                 continue;
             }
             working.accept("run " + run.id() + " (saga " + run.saga() + ")");
-            if (executor.execute(c, run, false)) {
+            if (executor.execute(c, run, false).continueNow()) {
                 engine.dispatcher().wake(saga, 1);
             }
         }

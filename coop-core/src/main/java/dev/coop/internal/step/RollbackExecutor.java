@@ -49,8 +49,8 @@ final class RollbackExecutor {
         this.compensation = new CompensateInstance(transitions, tasks);
     }
 
-    /** @return true when the rollback continues at once */
-    boolean execute(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+    /** @return how the transaction ended (continuing at once when the rollback does) */
+    StepEnd execute(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
         if (run.pendingChildren() > 0) { // the time its strategy asked for came while child rollbacks still run
             return decisions.recheck(c, run, saga, true);
         }
@@ -66,9 +66,8 @@ final class RollbackExecutor {
             case "COMPENSATE" -> compensation.compensate(c, run, saga, context);
             case Transitions.FINISH -> {
                 // what a finally part launched during the rollback finished: nothing is left to undo
-                transitions.finish(c, run, new ArrayList<>(2),
+                yield transitions.finish(c, run, new ArrayList<>(2),
                         Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(), null);
-                yield false;
             }
             default -> throw new IllegalStateException("Unknown rollback stage " + run.rollbackStage() + " of run "
                     + run.id());
@@ -85,7 +84,7 @@ final class RollbackExecutor {
     }
 
     /** The rollback gives up (its deadline passed, say): the run ends ROLLBACK_FAILED. */
-    private boolean gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
+    private StepEnd gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
         log.warn("Rollback of run {} (saga {}) gives up: {}", run.id(), run.saga(),
                 dev.coop.render.TerminalText.escape(reason.message()));
         Failure missed = Decisions.gaveUp(reason, transitions.source(run)) // caused by the reason, then what the
@@ -96,26 +95,23 @@ final class RollbackExecutor {
         if (run.rollbackSeq() != null && run.rollbackSeq() >= 0) {
             tasks.settle(c, run.id(), run.rollbackSeq()); // what finished says so; the run fails anyway
         }
-        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
+        return transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(missed.toJson()));
-        return false;
     }
 
-    private boolean start(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+    private StepEnd start(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
         List<LogEntry> entries = new ArrayList<>(2);
         entries.add(new LogEntry(EventType.ROLLING_BACK, null, run.rollbackCause()));
         int seq = run.rollbackSeq();
         if (seq < 0) {
-            transitions.finish(c, run, entries, Transitions.rollbackOf(saga.steps().getFirst().name()),
+            return transitions.finish(c, run, entries, Transitions.rollbackOf(saga.steps().getFirst().name()),
                     run.rollbackCause(), null);
-            return false;
         }
-        transitions.commit(c, run, entries,
+        return transitions.commit(c, run, entries,
                 Advance.from(run).rollingBack(seq, "CHILDREN", run.rollbackCause(), 0).failure(run.rollbackCause()));
-        return true;
     }
 
-    private boolean rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context)
+    private StepEnd rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context)
             throws SQLException {
         int seq = run.rollbackSeq();
         String name = Transitions.instanceName(saga, instance(run));
@@ -132,13 +128,12 @@ final class RollbackExecutor {
         if (children > 0) {
             decisions.onWait(c, run, saga, context, true, seq, children, advance);
         }
-        RunStatus status = transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance,
-                wake);
-        if (status == RunStatus.RUNNABLE && advance.runnableAt() != null) {
+        StepEnd end = transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance, wake);
+        if (end.continueNow() && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), advance.runnableAt()).toMillis());
-            return false;
+            return end.stop();
         }
-        return status == RunStatus.RUNNABLE;
+        return end;
     }
 
     /**

@@ -51,7 +51,7 @@ final class RunBodies {
     }
 
     /** Runs the run's next step (or finally part) and moves the run on. */
-    <P> boolean runStep(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+    <P> StepEnd runStep(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         Saga.Step<P> step = saga.steps().get(run.stepIndex());
         java.util.function.Supplier<P> payload;
@@ -86,7 +86,7 @@ final class RunBodies {
             }
         }, context);
         if (context.lost) { // it left its round, and another transaction holds its run now
-            return false;
+            return StepEnd.STOP;
         }
         if (context.reclaimed != null) { // it left its round: its run is locked by a transaction of its own
             part = new Part(context.reclaimed, saga, step, step.name());
@@ -95,7 +95,7 @@ final class RunBodies {
     }
 
     /** After a step's body: the step it chose and when, committed; or the failure. */
-    private boolean stepRan(Connection c, Part part, StepContextImpl<?> context, Outcome outcome, Instant wakeAt)
+    private StepEnd stepRan(Connection c, Part part, StepContextImpl<?> context, Outcome outcome, Instant wakeAt)
             throws SQLException {
         ClaimedRun run = part.run();
         Throwable thrown = outcome.thrown();
@@ -118,7 +118,7 @@ final class RunBodies {
     }
 
     /** The finally part of a step, on the happy path: runs unless it already ran in this run. */
-    private <P> boolean runFinallyPart(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<P> part,
+    private <P> StepEnd runFinallyPart(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<P> part,
             StepContextImpl<P> context) throws SQLException {
         Saga.Step<P> owner = saga.steps().get(part.finallyOf());
         Part done = new Part(run, saga, part, part.name());
@@ -203,7 +203,7 @@ final class RunBodies {
     }
 
     /** The runs caused by the latest instance did not all commit: ask the step's handler, or roll back. */
-    <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+    <P> StepEnd handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.stepsDone() - 1;
         int instance = run.history().recent()[0];
@@ -233,7 +233,7 @@ final class RunBodies {
     }
 
     /** After the child-failure handler of step {@code index}: the step it chose and when, committed; or the failure. */
-    private boolean handlerRan(Connection c, Part part, int index, StepContextImpl<?> context, Outcome outcome)
+    private StepEnd handlerRan(Connection c, Part part, int index, StepContextImpl<?> context, Outcome outcome)
             throws SQLException {
         ClaimedRun run = part.run();
         Throwable thrown = outcome.thrown();

@@ -49,10 +49,10 @@ final class StepExecutor {
 
     /**
      * @param mayContinue whether the worker would continue the run at once: then the transaction's commit may also
-     *        reclaim it ({@link #continuationTried()}, {@link #takeContinuation()})
-     * @return true when the run is runnable again at once and may continue on this connection
+     *        reclaim it ({@link StepEnd#reclaimTried()})
+     * @return how the transaction ended: whether the run may continue at once on this connection, and the reclaim
      */
-    boolean execute(Connection c, ClaimedRun run, boolean mayContinue) throws SQLException {
+    StepEnd execute(Connection c, ClaimedRun run, boolean mayContinue) throws SQLException {
         transitions.allowContinuation(mayContinue);
         try {
             return executeClaimed(c, run);
@@ -68,7 +68,7 @@ final class StepExecutor {
             // Coop's own code, or a strategy the engine called, failed: park the run with the cause. (User step code
             // never gets here: invoke() turns whatever it throws into a step failure.)
             failures.engineFailed(c, run, e);
-            return false;
+            return StepEnd.STOP;
         }
     }
 
@@ -81,7 +81,7 @@ final class StepExecutor {
     boolean executeInRound(Connection c, ClaimedRun run, StepRound round) throws SQLException {
         transitions.joinRound(round);
         try {
-            return execute(c, run, false);
+            return execute(c, run, false).continueNow();
         } finally {
             transitions.joinRound(null);
         }
@@ -92,17 +92,7 @@ final class StepExecutor {
         transitions.joinRound(null);
     }
 
-    /** Whether the transaction's commit began the next one and reclaimed the run in it (or found it gone). */
-    boolean continuationTried() {
-        return transitions.continuationTried();
-    }
-
-    /** The run reclaimed by the transaction's commit, or null; see {@link #continuationTried()}. */
-    ClaimedRun takeContinuation() {
-        return transitions.takeContinuation();
-    }
-
-    private boolean executeClaimed(Connection c, ClaimedRun run) throws SQLException {
+    private StepEnd executeClaimed(Connection c, ClaimedRun run) throws SQLException {
         Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         if (run.rollback()) {
             return rollback.execute(c, run, saga);
@@ -115,7 +105,7 @@ final class StepExecutor {
         RunFacts facts = Decisions.facts(run, saga, context, run.claimedAt().toInstant(), run.cancellation());
         if (!run.started() && strategy.start(facts) instanceof StartDecision.Ignore ignore) {
             park(c, run, ignore.reason(), "dev.coop.Ignored");
-            return false;
+            return StepEnd.STOP;
         }
         Failure giveUp = strategy.giveUpOnHappyPath(facts).orElse(null);
         if (giveUp != null) { // gave up between steps: no step failed, so none is named
@@ -127,15 +117,15 @@ final class StepExecutor {
         String unknown = unknownStep(run, saga);
         if (unknown != null) {
             park(c, run, unknown, "dev.coop.UnknownStep");
-            return false;
+            return StepEnd.STOP;
         }
         if (run.failedChildren() > 0) {
             return bodies.handleChildFailures(c, run, saga, context);
         }
         if (run.stepIndex() == saga.steps().size()) {
-            transitions.commit(c, run, List.of(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name())),
+            return transitions.commit(c, run,
+                    List.of(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name())),
                     Advance.from(run).status(RunStatus.COMMITTED));
-            return false;
         }
         return bodies.runStep(c, run, saga, context);
     }

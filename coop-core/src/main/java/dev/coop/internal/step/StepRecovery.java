@@ -56,7 +56,7 @@ final class StepRecovery {
     void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
         abortRoundFor(run, e, alone -> {
             engineFailed(alone, run, e);
-            return false;
+            return StepEnd.STOP;
         });
         transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
         Worker.rollbackQuietly(c);
@@ -83,14 +83,14 @@ final class StepRecovery {
      * not run, a failed finally part counts as run): a step, child-failure handler or finally part rolls the run back,
      * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
      */
-    boolean transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
+    StepEnd transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
         abortRoundFor(run, e, alone -> transactionEnded(alone, run, e));
         transitions.allowContinuation(false);
         Worker.rollbackQuietly(c);
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit(); // another engine took the run meanwhile and moved it on
-            return false;
+            return StepEnd.STOP;
         }
         Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         String part = partName(run, saga);
@@ -99,9 +99,9 @@ final class StepRecovery {
         Failure failure = Failure.of(e, transitions.source(run));
         if (again.rollback()) {
             Failure failed = failure.withCauses(List.of(Failure.fromJson(again.rollbackCause())));
-            transitions.commit(c, again, List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
+            return transitions.commit(c, again,
+                    List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
                     Advance.from(again).status(RunStatus.ROLLBACK_FAILED).failure(failed.toJson()));
-            return false;
         }
         // a finally part that did this counts as run (the rollback path would otherwise run it again)
         Saga.Step<?> step = again.failedChildren() == 0 && again.stepIndex() < saga.steps().size()
@@ -134,8 +134,8 @@ final class StepRecovery {
      * same transaction: database trouble is retried later, a cancellation makes the run give up, a retry policy may
      * schedule another attempt or park the run, and anything else rolls the run back.
      */
-    boolean stepFailed(Connection c, Part part, StepContextImpl<?> context, Throwable thrown) throws SQLException {
-        Boolean settled = settledAsTrouble(c, part, context, thrown);
+    StepEnd stepFailed(Connection c, Part part, StepContextImpl<?> context, Throwable thrown) throws SQLException {
+        StepEnd settled = settledAsTrouble(c, part, context, thrown);
         if (settled != null) {
             return settled;
         }
@@ -152,18 +152,17 @@ final class StepRecovery {
                 log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
                         run.saga(), run.attempt(), Throwables.describe(thrown), delay);
                 engine.store().attempts().failed(c, run, engine.engineId(), step, run.attempt(), json);
-                transitions.commit(c, run, List.of(),
+                StepEnd end = transitions.commit(c, run, List.of(),
                         Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
                 engine.dispatcher().dueIn(delay);
-                return false;
+                return end.stop();
             }
             if (retryable && policy.parksWhenExhausted()) {
                 log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
                         step, run.id(), run.saga(), run.attempt(), Throwables.describe(thrown));
                 engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), json);
-                transitions.commit(c, run, List.of(),
+                return transitions.commit(c, run, List.of(),
                         Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
-                return false;
             }
         } catch (SQLException e) {
             return writeFailed(c, part, e); // cancelled meanwhile, or database trouble
@@ -177,7 +176,7 @@ final class StepRecovery {
      * The first answers to a failed part, whatever it threw: its writes undone (or the run retried later when that
      * fails), database trouble retried later, a cancelled scope given up on. Null when none applies.
      */
-    private Boolean settledAsTrouble(Connection c, Part part, StepContextImpl<?> context, Throwable thrown)
+    private StepEnd settledAsTrouble(Connection c, Part part, StepContextImpl<?> context, Throwable thrown)
             throws SQLException {
         ClaimedRun run = part.run();
         try {
@@ -187,12 +186,12 @@ final class StepRecovery {
                 throw e; // see transactionEnded
             }
             transitions.retryLater(c, run, part.name(), e, false);
-            return false;
+            return StepEnd.STOP;
         }
         boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
         if (Throwables.isInfrastructure(thrown) || interruptedByShutdown) {
             transitions.retryLater(c, run, part.name(), thrown, true);
-            return false;
+            return StepEnd.STOP;
         }
         String cancellation = engine.store().cancellation(c, run.cancelScope());
         if (cancellation != null) {
@@ -204,7 +203,7 @@ final class StepRecovery {
     }
 
     /** Rolls the part's run back with {@code failure}, after the failed step's finally part if it has one to run. */
-    private boolean rollBack(Connection c, Part part, Failure failure) throws SQLException {
+    private StepEnd rollBack(Connection c, Part part, Failure failure) throws SQLException {
         return transitions.startRollbackAfterFinally(c, part.run(), part.saga(), part.name(), failure,
                 finallyBeforeRollback(c, part.run(), part.saga(), part.definition()));
     }
@@ -252,19 +251,19 @@ final class StepRecovery {
      * Writing a transition failed (database trouble, a cancellation detected at commit, or data the database
      * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
      */
-    boolean writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
+    StepEnd writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
         ClaimedRun run = part.run();
         String step = part.name();
         abortRoundFor(run, thrown, alone -> writeFailed(alone, part, thrown));
         Worker.rollbackQuietly(c);
         if (!Throwables.isCancelled(thrown) && Throwables.isBookkeepingTrouble(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);
-            return false;
+            return StepEnd.STOP;
         }
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit(); // another engine took the run meanwhile and moved it on
-            return false;
+            return StepEnd.STOP;
         }
         Failure failure = again.cancellation() != null
                 ? Throwables.gaveUp(again.cancellation(), transitions.source(run)).failure()

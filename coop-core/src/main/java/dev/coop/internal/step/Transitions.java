@@ -32,9 +32,6 @@ final class Transitions {
     private final RetryLater retries;
     /** Whether the next commit may also reclaim its run when it stays runnable now (set by the worker). */
     private boolean continuationAllowed;
-    /** Whether the latest commit tried to reclaim its run, and what it got (null: runnable no more, or taken). */
-    private boolean continuationTried;
-    private ClaimedRun continuation;
     /** The round this transaction belongs to (its commit and what follows it wait for the round), or null. */
     private StepRound round;
     /** The payload text this worker read last without failing (compared by identity). */
@@ -81,7 +78,7 @@ final class Transitions {
      * already ran commits here too, and so on up), settles the join memberships of the messages that finished,
      * commits, then wakes whoever the commit made runnable.
      */
-    RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
+    StepEnd commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken)
             throws SQLException {
         if (!next.status().isFinished()) {
             return commitUnfinished(c, run, entries, next, woken);
@@ -117,7 +114,7 @@ final class Transitions {
                 engine.dispatcher().wake(last.saga(), 1); // exactly one run: its claim is owed
             }
         });
-        return next.status();
+        return StepEnd.committed(next.status());
     }
 
     /**
@@ -145,7 +142,7 @@ final class Transitions {
      * join member, and the COMMIT, in one round trip. When a membership is pending the check stops the COMMIT; the
      * memberships are then settled and committed as in {@link #commit}.
      */
-    private RunStatus commitFinishedAlone(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
+    private StepEnd commitFinishedAlone(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         java.util.Set<String> joined = java.util.Set.of();
         if (round != null) { // the round commits: the advance, then the memberships settled if any are pending
@@ -161,20 +158,20 @@ final class Transitions {
             settled.forEach(engine.dispatcher()::wake);
             engine.completions().finished(run.messageId(), run.saga(), next.status());
         });
-        return next.status();
+        return StepEnd.committed(next.status());
     }
 
     /**
      * The last transaction of a run in a round, written by the round with the others' (see {@link StepRound}): its
      * advance, its count-off at its parent when it has one, the check of the join memberships, the commit.
      */
-    private RunStatus deferFinished(ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken) {
+    private StepEnd deferFinished(ClaimedRun run, List<LogEntry> entries, Advance next, Collection<String> woken) {
         round.defer(new Store.Move(run, entries, next));
         afterCommit(() -> {
             woken.forEach(engine.dispatcher()::wake);
             engine.completions().finished(run.messageId(), run.saga(), next.status());
         });
-        return next.status();
+        return StepEnd.committed(next.status());
     }
 
     /**
@@ -190,17 +187,17 @@ final class Transitions {
         return joins.runsFinished(c, messages.getFirst(), messages.subList(1, messages.size()));
     }
 
-    RunStatus commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
+    StepEnd commit(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next) throws SQLException {
         return commit(c, run, entries, next, List.of());
     }
 
     /**
      * A run that did not finish has nothing to count off or settle: its advance and the COMMIT go in one round trip.
      * When it stays runnable now and the worker may continue it, the same round trip begins the next transaction
-     * and reclaims the run ({@link #takeContinuation()}); the caller must then return at once, leaving that
+     * and reclaims the run ({@link StepEnd#reclaimed}); the caller must then return that end at once, leaving that
      * transaction to the worker.
      */
-    private RunStatus commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
+    private StepEnd commitUnfinished(Connection c, ClaimedRun run, List<LogEntry> entries, Advance next,
             Collection<String> woken) throws SQLException {
         if (round != null) { // the round commits; a run advances one step per transaction, so no continuation
             if (round.mayDefer(run, next)) {
@@ -209,37 +206,22 @@ final class Transitions {
                 engine.store().advance(c, run, engine.engineId(), entries, next);
             }
             afterCommit(() -> woken.forEach(engine.dispatcher()::wake));
-            return next.status();
+            return StepEnd.committed(next.status());
         }
         boolean reclaim = continuationAllowed && next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
                 && next.delayMillis() == 0;
+        ClaimedRun continuation;
         try {
             continuation = engine.store().advanceAndCommit(c, run, engine.engineId(), entries, next, reclaim);
-            continuationTried = reclaim;
         } finally {
             woken.forEach(engine.dispatcher()::wake); // also when the commit's fate is unknown: a spare wake is free
         }
-        return next.status();
+        return reclaim ? StepEnd.reclaimed(next.status(), continuation) : StepEnd.committed(next.status());
     }
 
-    /** Lets the next commit reclaim its run (or not), and forgets an earlier reclaim. */
+    /** Lets the next commit reclaim its run (or not). */
     void allowContinuation(boolean allowed) {
         continuationAllowed = allowed;
-        continuationTried = false;
-        continuation = null;
-    }
-
-    /** Whether the latest commit reclaimed its run in a new transaction: then {@link #takeContinuation()} says how. */
-    boolean continuationTried() {
-        return continuationTried;
-    }
-
-    /** The run the latest commit reclaimed in the new transaction it began, or null; forgets it. */
-    ClaimedRun takeContinuation() {
-        ClaimedRun run = continuation;
-        continuation = null;
-        continuationTried = false;
-        return run;
     }
 
     /**
@@ -247,9 +229,9 @@ final class Transitions {
      * then either finishes it at once (nothing was completed) or moves it to the rollback path.
      *
      * @param finallyDone the index of a step whose finally part ran in this transaction, or null
-     * @return true when the rollback continues at once
+     * @return how the transaction ended (continuing at once when the rollback does)
      */
-    boolean startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
+    StepEnd startRollback(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
             Integer finallyDone) throws SQLException {
         return startRollbackAfterFinally(c, run, saga, step, failure,
                 finallyDone == null ? null : new FinallyRan(finallyDone, null));
@@ -264,7 +246,7 @@ final class Transitions {
      * in the failing transaction: what it launched is written now, and the rollback waits for it before it goes on
      * (those runs belong to no executed step, so they are not rolled back).
      */
-    boolean startRollbackAfterFinally(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
+    StepEnd startRollbackAfterFinally(Connection c, ClaimedRun run, Saga<?> saga, String step, Failure failure,
             FinallyRan finallyRan) throws SQLException {
         String json = failure.toJson();
         List<LogEntry> entries = new ArrayList<>(2);
@@ -276,8 +258,7 @@ final class Transitions {
                 : emitFinally(c, run, saga, finallyRan.launched(), run.stepsDone(), woken);
         int seq = run.stepsDone() - 1;
         if (seq < 0 && launched == 0) {
-            finish(c, run, entries, rollbackOf(saga.steps().getFirst().name()), json, finallyDone);
-            return false;
+            return finish(c, run, entries, rollbackOf(saga.steps().getFirst().name()), json, finallyDone);
         }
         Advance next = Advance.from(run).rollingBack(seq, seq < 0 ? FINISH : "CHILDREN", json, launched)
                 .failure(json);
@@ -287,7 +268,7 @@ final class Transitions {
         if (finallyDone != null) {
             next.finallyDone(finallyDone);
         }
-        return commit(c, run, entries, next, woken) == RunStatus.RUNNABLE;
+        return commit(c, run, entries, next, woken);
     }
 
     /**
@@ -318,7 +299,7 @@ final class Transitions {
      * {@link dev.coop.failure.ChildRollbackFailedException}): then part of the tree could not be undone, and the run
      * ends ROLLBACK_FAILED so that its parent, and the outcome, say so.
      */
-    void finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
+    StepEnd finish(Connection c, ClaimedRun run, List<LogEntry> entries, String step, String cause, Integer finallyDone)
             throws SQLException {
         boolean childRollbackFailed = dev.coop.failure.ChildRollbackFailedException.TYPE
                 .equals(Failure.fromJson(cause).type());
@@ -332,7 +313,7 @@ final class Transitions {
         if (finallyDone != null) {
             next.finallyDone(finallyDone);
         }
-        commit(c, run, entries, next);
+        return commit(c, run, entries, next);
     }
 
     /** Coop's own bookkeeping failed, not the step: see {@link RetryLater#retry}. */

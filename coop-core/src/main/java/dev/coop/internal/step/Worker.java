@@ -182,19 +182,19 @@ public final class Worker implements Runnable {
         for (int steps = 1; run != null; steps++) {
             working = "run " + run.id() + " (saga " + run.saga() + ")";
             boolean mayContinue = steps < MAX_CONTINUATIONS;
-            boolean continueNow = executor.execute(c, run, mayContinue);
+            StepEnd end = executor.execute(c, run, mayContinue);
             if (engine.store().isLimited(run.saga())) {
                 engine.dispatcher().stepEnded(run.saga()); // a slot freed: sagas waiting for one try again
             }
-            run = next(c, run, continueNow, mayContinue);
+            run = next(c, run, end, mayContinue);
         }
     }
 
-    /** After a step of {@code run} committed: the run locked again to continue it now, or null. */
-    private ClaimedRun next(Connection c, ClaimedRun run, boolean continueNow, boolean mayContinue)
-            throws SQLException {
-        boolean reclaimed = executor.continuationTried();
-        ClaimedRun again = executor.takeContinuation();
+    /** After a step of {@code run} ended as {@code end} says: the run locked again to continue it now, or null. */
+    private ClaimedRun next(Connection c, ClaimedRun run, StepEnd end, boolean mayContinue) throws SQLException {
+        boolean continueNow = end.continueNow();
+        boolean reclaimed = end.reclaimTried();
+        ClaimedRun again = end.reclaimed();
         UUID id = run.id();
         String saga = run.saga();
         if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
