@@ -91,11 +91,15 @@ final class CommitInstance {
         Advance advance = Advance.from(run).executed(done.instance(), nextStep, nextName, finalName, children)
                 .context(contextJson).result(done.context().result());
         if (children > 0) {
-            children = decisions.onWait(c, run, saga, done.context().context(), false, run.stepsDone(), children,
-                    advance);
-            advance.pending(children);
-            done.context().children.tasks.stream().map(TaskRequest::timeoutAt).filter(java.util.Objects::nonNull)
-                    .min(java.util.Comparator.naturalOrder()).ifPresent(at -> Decisions.wakeAt(advance, at));
+            Decisions.Wait wait = decisions.onWait(c, run, saga, done.context().context(), false, run.stepsDone(),
+                    children);
+            OffsetDateTime timeout = done.context().children.tasks.stream().map(TaskRequest::timeoutAt)
+                    .filter(java.util.Objects::nonNull).min(java.util.Comparator.naturalOrder()).orElse(null);
+            if (timeout != null) {
+                wait = wait.wakeAt(timeout);
+            }
+            wait.applyTo(advance).pending(wait.pending());
+            children = wait.pending();
         }
         if (children == 0) {
             advance.status(nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE)

@@ -59,21 +59,48 @@ final class Decisions {
     }
 
     /**
-     * A step (or rollback stage) is about to commit with {@code children} to wait for: how. Sets the advance's status
-     * and due time.
-     *
-     * @return how many children are still awaited
+     * How a run waits for its children, as the strategy decided: WAITING until they finished, or RUNNABLE again at
+     * {@code runnableAt} (a barrier timer, a deadline, an external task's timeout), and how many it still awaits.
      */
-    int onWait(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context, boolean rollbackPath,
-            int seq, int children, Advance advance) throws SQLException {
+    record Wait(RunStatus status, OffsetDateTime runnableAt, int pending) {
+        /** Waiting for the children to finish, and for nothing else. */
+        static Wait untilDone(int pending) {
+            return new Wait(RunStatus.WAITING, null, pending);
+        }
+
+        /** Due again at {@code at} as well (an external task's own timeout), unless due earlier already. */
+        Wait wakeAt(OffsetDateTime at) {
+            return status == RunStatus.WAITING || (runnableAt != null && runnableAt.isAfter(at))
+                    ? new Wait(RunStatus.RUNNABLE, at, pending)
+                    : this;
+        }
+
+        /** The same wait with {@code n} children awaited. */
+        Wait pending(int n) {
+            return new Wait(status, runnableAt, n);
+        }
+
+        /** The run's move, waiting so. */
+        Advance applyTo(Advance advance) {
+            return advance.status(status).runnableAt(runnableAt);
+        }
+    }
+
+    /**
+     * A step (or rollback stage) is about to commit with {@code children} to wait for: how it waits.
+     *
+     * @return the wait, with how many children are still awaited
+     */
+    Wait onWait(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context, boolean rollbackPath,
+            int seq, int children) throws SQLException {
         Instant now = run.claimedAt().toInstant();
         Barrier barrier = new Barrier(facts(run, saga, context, now, null), rollbackPath, now, children,
                 rollbackPath ? 0 : children);
-        int pending = apply(c, run, decide(saga, barrier), rollbackPath, seq, children, now, advance);
-        if (!rollbackPath && pending > 0) {
-            wakeAtDeadline(advance, context, null);
+        Wait wait = apply(c, run, decide(saga, barrier), rollbackPath, seq, children, now);
+        if (!rollbackPath && wait.pending() > 0) {
+            wait = wakeAtDeadline(wait, context, null);
         }
-        return pending;
+        return wait;
     }
 
     /**
@@ -81,26 +108,12 @@ final class Decisions {
      * gives up then even when a child cannot start (its engine is down): the barrier timer is brought forward to the
      * deadline, or set there. A deadline at or before {@code notBefore} sets nothing (it was checked already).
      */
-    /**
-     * A waiting run is due again at {@code at} (an external task's own timeout), unless it is due earlier already.
-     */
-    static void wakeAt(Advance advance, OffsetDateTime at) {
-        if (advance.status() == RunStatus.WAITING
-                || (advance.runnableAt() != null && advance.runnableAt().isAfter(at))) {
-            advance.status(RunStatus.RUNNABLE).runnableAt(at);
-        }
-    }
-
-    private static void wakeAtDeadline(Advance advance, CooperationContext context, Instant notBefore) {
+    private static Wait wakeAtDeadline(Wait wait, CooperationContext context, Instant notBefore) {
         Deadline deadline = Deadlines.applying(context, false).orElse(null);
         if (deadline == null || (notBefore != null && !deadline.at().isAfter(notBefore))) {
-            return;
+            return wait;
         }
-        OffsetDateTime at = OffsetDateTime.ofInstant(deadline.at(), ZoneOffset.UTC);
-        if (advance.status() == RunStatus.WAITING
-                || (advance.runnableAt() != null && advance.runnableAt().isAfter(at))) {
-            advance.status(RunStatus.RUNNABLE).runnableAt(at);
-        }
+        return wait.wakeAt(OffsetDateTime.ofInstant(deadline.at(), ZoneOffset.UTC));
     }
 
     /**
@@ -131,19 +144,19 @@ final class Decisions {
         } else { // a cancellation since the claim: seen by the advance, or it wakes the run after its commit
             advance.checkingCancellation();
         }
-        int pending = waitingFor == 0
-                ? 0
-                : apply(c, run, decide(saga, barrier), rollbackPath, seq, waitingFor, now, advance);
-        advance.stillWaiting(pending);
-        if (pending > 0 && !rollbackPath) {
-            wakeAtDeadline(advance, context, now);
+        Wait wait = waitingFor == 0
+                ? new Wait(RunStatus.RUNNABLE, null, 0)
+                : apply(c, run, decide(saga, barrier), rollbackPath, seq, waitingFor, now);
+        if (wait.pending() > 0 && !rollbackPath) {
+            wait = wakeAtDeadline(wait, context, now);
             if (timedOut.next() != null) {
-                wakeAt(advance, timedOut.next());
+                wait = wait.wakeAt(timedOut.next());
             }
         }
-        if (pending == 0) {
-            advance.status(RunStatus.RUNNABLE).runnableAt(null);
+        if (wait.pending() == 0) {
+            wait = new Wait(RunStatus.RUNNABLE, null, 0);
         }
+        wait.applyTo(advance).stillWaiting(wait.pending());
         StepEnd end = transitions.commit(c, run, List.of(), advance);
         if (end.continueNow() && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(now, advance.runnableAt().toInstant()).toMillis());
@@ -174,8 +187,7 @@ final class Decisions {
         if (pending > 0) {
             log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
                     run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason.message()), pending);
-            Advance advance = Advance.from(run).stillWaiting(pending);
-            advance.status(RunStatus.WAITING).runnableAt(null);
+            Advance advance = Wait.untilDone(pending).applyTo(Advance.from(run)).stillWaiting(pending);
             end = transitions.commit(c, run, List.of(), advance);
         } else {
             log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(),
@@ -197,17 +209,15 @@ final class Decisions {
         return d == null ? BarrierDecision.WAIT : d;
     }
 
-    private int apply(Connection c, ClaimedRun run, BarrierDecision decision, boolean rollbackPath, int seq,
-            int pending, Instant now, Advance advance) throws SQLException {
-        advance.status(RunStatus.WAITING).runnableAt(null);
-        switch (decision) {
+    /** What the strategy's decision means for a run awaiting {@code pending} children. */
+    private Wait apply(Connection c, ClaimedRun run, BarrierDecision decision, boolean rollbackPath, int seq,
+            int pending, Instant now) throws SQLException {
+        return switch (decision) {
             case BarrierDecision.WaitUntil until when until.at().isAfter(now) ->
-                advance.status(RunStatus.RUNNABLE).runnableAt(OffsetDateTime.ofInstant(until.at(), ZoneOffset.UTC));
+                new Wait(RunStatus.RUNNABLE, OffsetDateTime.ofInstant(until.at(), ZoneOffset.UTC), pending);
             case BarrierDecision.StopWaitingForUnstarted ignored when !rollbackPath ->
-                pending -= engine.store().detachUnstarted(c, run.id(), seq);
-            default -> {
-            }
-        }
-        return pending;
+                Wait.untilDone(pending - engine.store().detachUnstarted(c, run.id(), seq));
+            default -> Wait.untilDone(pending);
+        };
     }
 }

@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.store.Time;
 
@@ -116,7 +117,7 @@ final class ExecuteRound {
 
     private void aborted(Connection c, String saga, List<ClaimedRun> runs, RoundAborted e, Consumer<String> working)
             throws SQLException {
-        Worker.rollbackQuietly(c);
+        Tx.rollbackQuietly(c);
         log.debug("Engine {}: a round of {} runs of saga {} was rolled back ({}); executing them one by one",
                 engine.engineId(), runs.size(), saga, e.getCause().toString());
         executeAlone(c, saga, runs, e, working);

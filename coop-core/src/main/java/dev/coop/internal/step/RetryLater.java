@@ -41,8 +41,7 @@ final class RetryLater {
      */
     void retry(Connection c, ClaimedRun run, String step, Throwable cause, boolean lockHeld) throws SQLException {
         if (!lockHeld) {
-            RoundAborted.ifInRound(transitions, cause);
-            Worker.rollbackQuietly(c);
+            transitions.undo(c, cause, null, null);
         }
         engine.listeners().databaseRetry(run.saga(), cause);
         if (run.retries() + 1 >= MAX_RETRIES) {
@@ -85,8 +84,7 @@ final class RetryLater {
             write.run();
             transitions.commitNow(c);
         } catch (SQLException e) {
-            RoundAborted.ifInRound(transitions, e);
-            Worker.rollbackQuietly(c);
+            transitions.undo(c, e, null, null);
             throw e;
         }
     }

@@ -126,7 +126,7 @@ final class RollbackExecutor {
         Advance advance = Advance.from(run).rollingBack(seq, "COMPENSATE", run.rollbackCause(), children)
                 .status(RunStatus.RUNNABLE).failure(run.rollbackCause());
         if (children > 0) {
-            decisions.onWait(c, run, saga, context, true, seq, children, advance);
+            decisions.onWait(c, run, saga, context, true, seq, children).applyTo(advance);
         }
         StepEnd end = transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance, wake);
         if (end.continueNow() && advance.runnableAt() != null) {

@@ -67,8 +67,7 @@ final class StepExecutor {
         } catch (RuntimeException | StackOverflowError | AssertionError | LinkageError e) {
             // Coop's own code, or a strategy the engine called, failed: park the run with the cause. (User step code
             // never gets here: invoke() turns whatever it throws into a step failure.)
-            failures.engineFailed(c, run, e);
-            return StepEnd.STOP;
+            return failures.engineFailed(c, run, e);
         }
     }
 

@@ -21,8 +21,9 @@ import org.slf4j.LoggerFactory;
 /**
  * What happens when a claimed run's transaction goes wrong: user code threw (retry, park, or roll the run back, after
  * the failed step's finally part), writing the transition failed, user code ended the transaction, or Coop itself
- * could not process the run. In a round, the trouble that needs the whole transaction rolled back aborts the round
- * ({@link #abortRoundFor}); the run is settled alone afterwards.
+ * could not process the run. Trouble that needs the whole transaction rolled back goes to
+ * {@link Transitions#undo}: alone, the transaction is rolled back there; in a round, the round is aborted and the
+ * run settled alone afterwards.
  */
 final class StepRecovery {
     private static final Logger log = LoggerFactory.getLogger(StepRecovery.class);
@@ -36,42 +37,29 @@ final class StepRecovery {
     }
 
     /**
-     * In a round, aborts it for {@code run}'s own trouble: after the round's rollback, {@code settlement} settles the
-     * run in a transaction of its own, as {@link #execute} settles it when the run is alone, without running user code
-     * again. Outside a round, does nothing.
-     */
-    void abortRoundFor(ClaimedRun run, Throwable cause, RoundAborted.Settlement settlement) {
-        if (transitions.inRound()) {
-            throw new RoundAborted(cause, run.id(), c -> {
-                transitions.allowContinuation(false);
-                return settlement.settle(c);
-            });
-        }
-    }
-
-    /**
      * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
      * neither blocks the runs behind it nor is retried in a tight loop.
      */
-    void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
-        abortRoundFor(run, e, alone -> {
-            engineFailed(alone, run, e);
-            return StepEnd.STOP;
-        });
-        transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
-        Worker.rollbackQuietly(c);
+    StepEnd engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
+        transitions.undo(c, e, run.id(), alone -> parkEngineFailure(alone, run, e));
+        return parkEngineFailure(c, run, e);
+    }
+
+    /** After {@link #engineFailed}'s rollback: the run parked, unless another engine moved it meanwhile. */
+    private StepEnd parkEngineFailure(Connection c, ClaimedRun run, Throwable e) throws SQLException {
         log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
                 e);
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit();
-            return;
+            return StepEnd.STOP;
         }
         Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
                 transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
         engine.store().attempts().parked(c, again, engine.engineId(), again.nextStep(), again.attempt(),
                 failure.toJson());
-        transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
+        return transitions.commit(c, again, List.of(),
+                Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
     }
 
     /**
@@ -84,9 +72,12 @@ final class StepRecovery {
      * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
      */
     StepEnd transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
-        abortRoundFor(run, e, alone -> transactionEnded(alone, run, e));
-        transitions.allowContinuation(false);
-        Worker.rollbackQuietly(c);
+        transitions.undo(c, e, run.id(), alone -> failEndedTransaction(alone, run, e));
+        return failEndedTransaction(c, run, e);
+    }
+
+    /** After {@link #transactionEnded}'s rollback: the run locked again and its part failed. */
+    private StepEnd failEndedTransaction(Connection c, ClaimedRun run, SQLException e) throws SQLException {
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit(); // another engine took the run meanwhile and moved it on
@@ -129,10 +120,10 @@ final class StepRecovery {
     }
 
     /**
-     * User code (a step, a finally part or a child-failure handler) threw. Its writes are undone back to the savepoint taken before
-     * it touched the connection, keeping the run's row lock, so no other engine can run it meanwhile. Then, in the
-     * same transaction: database trouble is retried later, a cancellation makes the run give up, a retry policy may
-     * schedule another attempt or park the run, and anything else rolls the run back.
+     * User code (a step, a finally part or a child-failure handler) threw. Its writes are undone back to the
+     * savepoint taken before it touched the connection, keeping the run's row lock, so no other engine can run it
+     * meanwhile. Then, in the same transaction: database trouble is retried later, a cancellation makes the run give
+     * up, a retry policy may schedule another attempt or park the run, and anything else rolls the run back.
      */
     StepEnd stepFailed(Connection c, Part part, StepContextImpl<?> context, Throwable thrown) throws SQLException {
         StepEnd settled = settledAsTrouble(c, part, context, thrown);
@@ -252,10 +243,14 @@ final class StepRecovery {
      * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
      */
     StepEnd writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
+        transitions.undo(c, thrown, part.run().id(), alone -> failUnwritten(alone, part, thrown));
+        return failUnwritten(c, part, thrown);
+    }
+
+    /** After {@link #writeFailed}'s rollback: retried later, or the run locked again and rolled back. */
+    private StepEnd failUnwritten(Connection c, Part part, Throwable thrown) throws SQLException {
         ClaimedRun run = part.run();
         String step = part.name();
-        abortRoundFor(run, thrown, alone -> writeFailed(alone, part, thrown));
-        Worker.rollbackQuietly(c);
         if (!Throwables.isCancelled(thrown) && Throwables.isBookkeepingTrouble(thrown)) {
             transitions.retryLater(c, run, step, thrown, false);
             return StepEnd.STOP;

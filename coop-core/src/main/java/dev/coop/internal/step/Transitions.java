@@ -7,6 +7,7 @@ import dev.coop.internal.store.LogEntry;
 import dev.coop.internal.store.LogNames;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Counted;
+import dev.coop.internal.store.Tx;
 
 import dev.coop.failure.ChildRollbackFailedException;
 
@@ -55,6 +56,25 @@ final class Transitions {
     /** Whether the transaction is part of a round: a failure that needs the whole transaction rolled back aborts it. */
     boolean inRound() {
         return round != null;
+    }
+
+    /**
+     * The one place a failed transaction of the step path is undone: alone, it is rolled back now (and its commit may
+     * no longer reclaim the run); in a round, the round is aborted ({@link RoundAborted}: {@link ExecuteRound} rolls
+     * it back), and {@code settlement}, when given, settles the run that caused it, alone, afterwards.
+     *
+     * @param culprit the run whose own trouble this is, settled by {@code settlement}; null with it when the runs of an
+     *        aborted round are all executed again
+     */
+    void undo(Connection c, Throwable cause, java.util.UUID culprit, RoundAborted.Settlement settlement) {
+        if (round != null) {
+            throw settlement == null ? new RoundAborted(cause) : new RoundAborted(cause, culprit, alone -> {
+                continuationAllowed = false;
+                return settlement.settle(alone);
+            });
+        }
+        continuationAllowed = false; // a reclaim the commit would make belongs to no transaction of ours
+        Tx.rollbackQuietly(c);
     }
 
     /** Commits the transaction; in a round, leaves that to the round. */

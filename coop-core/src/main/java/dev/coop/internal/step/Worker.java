@@ -140,13 +140,13 @@ public final class Worker implements Runnable {
                 executeClaimed(c, task, runs);
             } catch (Throwable e) {
                 failed = e;
-                rollbackQuietly(c);
+                Tx.rollbackQuietly(c);
                 throw e;
             } finally {
                 working = null;
                 // Turning auto-commit back on commits an open transaction: whatever happened above (an Error
                 // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
-                rollbackQuietly(c);
+                Tx.rollbackQuietly(c);
                 c.setAutoCommit(true);
                 NetworkTimeouts.noStepConnection();
                 NetworkTimeouts.set(c, own);
@@ -384,9 +384,5 @@ public final class Worker implements Runnable {
         } catch (SQLException | RuntimeException e) {
             return 0;
         }
-    }
-
-    public static void rollbackQuietly(Connection c) {
-        Tx.rollbackQuietly(c);
     }
 }
