@@ -23,15 +23,17 @@ import java.util.List;
  */
 final class CommitInstance {
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Commits commits;
     private final Decisions decisions;
     private final ExternalTasks tasks;
     private final StepRecovery failures;
 
-    CommitInstance(EngineContext engine, Transitions transitions, Decisions decisions, ExternalTasks tasks,
-            StepRecovery failures) {
+    CommitInstance(EngineContext engine, StepTransaction tx, Commits commits, Decisions decisions,
+            ExternalTasks tasks, StepRecovery failures) {
         this.engine = engine;
-        this.transitions = transitions;
+        this.tx = tx;
+        this.commits = commits;
         this.decisions = decisions;
         this.tasks = tasks;
         this.failures = failures;
@@ -71,7 +73,7 @@ final class CommitInstance {
             Advance advance = advance(c, done, contextJson, children);
             StepEnd end = moveOn(c, done, advance, new ArrayList<>());
             if (!launched.isEmpty()) { // committed (or, in a round, when the round commits): one claim per run
-                transitions.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
+                tx.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
             }
             return end;
         } catch (SQLException | RuntimeException e) {
@@ -128,7 +130,7 @@ final class CommitInstance {
             advance.finallyDone(done.finallyDone());
         }
         boolean delayed = due != null && due.isAfter(run.claimedAt());
-        StepEnd end = transitions.commit(c, run, entries, advance, woken);
+        StepEnd end = commits.commit(c, run, entries, advance, woken);
         if (delayed && end.continueNow()) {
             engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), due).toMillis());
             return end.stop();

@@ -31,13 +31,19 @@ import org.slf4j.LoggerFactory;
 final class CompensateInstance {
     private static final Logger log = LoggerFactory.getLogger(CompensateInstance.class);
 
-    private final Transitions transitions;
     private final EngineContext engine;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
+    private final RetryLater retries;
+    private final Payloads payloads;
     private final TaskCompensations tasks;
 
-    CompensateInstance(Transitions transitions, TaskCompensations tasks) {
-        this.transitions = transitions;
-        this.engine = transitions.engine();
+    CompensateInstance(EngineContext engine, StepPath path, TaskCompensations tasks) {
+        this.engine = engine;
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
+        this.retries = path.retries();
+        this.payloads = path.payloads();
         this.tasks = tasks;
     }
 
@@ -45,7 +51,7 @@ final class CompensateInstance {
     private record Target<P>(ClaimedRun run, Saga<P> saga, int seq, int instance, String name) {
         /** The name of its compensation in the log. */
         String step() {
-            return Transitions.rollbackOf(name);
+            return InstanceNames.rollbackOf(name);
         }
     }
 
@@ -63,7 +69,7 @@ final class CompensateInstance {
             throws SQLException {
         int seq = run.rollbackSeq();
         int instance = RollbackExecutor.instance(run);
-        String name = Transitions.instanceName(saga, instance);
+        String name = InstanceNames.instanceName(saga, instance);
         // the compensations of the instance's completed tasks finished with its children: they say how
         List<TaskCompensations.Failed> failedTasks = instance >= 0 ? tasks.settle(c, run.id(), seq) : List.of();
         if (run.failedChildren() > 0 || !failedTasks.isEmpty()) {
@@ -95,11 +101,11 @@ final class CompensateInstance {
             if (Throwables.endedTransaction(e)) {
                 throw e; // the compensation ended its transaction: StepRecovery#transactionEnded
             }
-            transitions.retryLater(c, run, step, e, false);
+            retries.retry(c, run, step, e, false);
             return true;
         }
         if (Throwables.isInfrastructure(thrown)) {
-            transitions.retryLater(c, run, step, thrown, true);
+            retries.retry(c, run, step, thrown, true);
             return true;
         }
         log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(),
@@ -122,7 +128,7 @@ final class CompensateInstance {
                     thrown == null && result.context() != null ? result.context().context() : runContext,
                     finallyPart);
             if (finallyFailed != null && Throwables.isInfrastructure(finallyFailed)) {
-                transitions.retryLater(c, run, target.step(), finallyFailed, false); // compensation and finally: later
+                retries.retry(c, run, target.step(), finallyFailed, false); // compensation and finally: later
                 return StepEnd.STOP;
             }
             if (finallyFailed != null) {
@@ -147,7 +153,7 @@ final class CompensateInstance {
         String contextJson = changed ? context.contextJson() : null;
         entries.add(new LogEntry(EventType.SUSPENDED, step, null, contextJson));
         List<String> woken = new ArrayList<>();
-        int launched = transitions.emitFinally(c, run, target.saga(), finallyPart, target.seq(), woken);
+        int launched = rollbacks.emitFinally(c, run, target.saga(), finallyPart, target.seq(), woken);
         return new Undone(entries, step, changed ? contextJson : run.context(), finallyRan, launched, woken);
     }
 
@@ -155,13 +161,13 @@ final class CompensateInstance {
     private StepEnd rollbackFailed(Connection c, Target<?> target, Throwable thrown, Integer finallyRan)
             throws SQLException {
         ClaimedRun run = target.run();
-        Failure failure = Failure.of(thrown, transitions.source(run))
+        Failure failure = Failure.of(thrown, engine.source(run))
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause())));
         Advance failed = Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson());
         if (finallyRan != null) {
             failed.finallyDone(finallyRan);
         }
-        return transitions.commit(c, run,
+        return commits.commit(c, run,
                 List.of(new LogEntry(EventType.ROLLBACK_FAILED, target.step(), failure.toJson())), failed);
     }
 
@@ -186,7 +192,7 @@ final class CompensateInstance {
 
     private <P> P payloadOrNull(ClaimedRun run, Saga<P> saga) {
         try {
-            return transitions.payload(run, saga);
+            return payloads.payload(run, saga);
         } catch (CoopValidationException e) {
             return null; // the payload never was readable
         }
@@ -221,13 +227,13 @@ final class CompensateInstance {
         List<String> woken = undone.woken();
         ClaimedRun current = contextJson == null ? run : withContext(run, contextJson);
         if (seq == 0 && launched == 0) {
-            return transitions.finish(c, current, entries,
-                    step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
+            return rollbacks.finish(c, current, entries,
+                    step != null ? step : InstanceNames.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
                     finallyRan);
         }
         // a finally part that launched during the rollback: its runs finish before the rollback goes on
         Advance advance = Advance.from(current)
-                .rollingBack(seq - 1, seq == 0 ? Transitions.FINISH : "CHILDREN", run.rollbackCause(), launched)
+                .rollingBack(seq - 1, seq == 0 ? Rollbacks.FINISH : "CHILDREN", run.rollbackCause(), launched)
                 .failure(run.rollbackCause());
         if (launched > 0) {
             advance.status(RunStatus.WAITING);
@@ -235,7 +241,7 @@ final class CompensateInstance {
         if (finallyRan != null) {
             advance.finallyDone(finallyRan);
         }
-        return transitions.commit(c, run, entries, advance, woken);
+        return commits.commit(c, run, entries, advance, woken);
     }
 
     /** Which execution of its step the instance being rolled back was. */
@@ -271,7 +277,7 @@ final class CompensateInstance {
         for (TaskCompensations.Failed task : failedTasks) {
             causes.add(new Failure("The compensation '" + task.topic() + "' of external task '" + task.task()
                     + "' did not commit (" + task.outcomes() + ")", ChildRollbackFailedException.TYPE,
-                    transitions.source(run), List.of(), task.failures().stream().map(Failure::fromJson).toList()));
+                    engine.source(run), List.of(), task.failures().stream().map(Failure::fromJson).toList()));
         }
         causes.add(Failure.fromJson(run.rollbackCause()));
         List<String> what = new ArrayList<>(2);
@@ -285,9 +291,9 @@ final class CompensateInstance {
         }
         String text = String.join(" and ", what);
         Failure failure = new Failure(Character.toUpperCase(text.charAt(0)) + text.substring(1) + " caused by '"
-                + name + "' failed", ChildRollbackFailedException.TYPE, transitions.source(run), List.of(), causes);
-        return transitions.commit(c, run,
-                List.of(new LogEntry(EventType.ROLLBACK_FAILED, Transitions.childRollbackOf(name), failure.toJson())),
+                + name + "' failed", ChildRollbackFailedException.TYPE, engine.source(run), List.of(), causes);
+        return commits.commit(c, run,
+                List.of(new LogEntry(EventType.ROLLBACK_FAILED, InstanceNames.childRollbackOf(name), failure.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
     }
 }

@@ -30,12 +30,16 @@ import java.util.Optional;
 final class Decisions {
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Decisions.class);
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
     private final ExternalTasks tasks;
 
-    Decisions(Transitions transitions) {
-        this.transitions = transitions;
-        this.engine = transitions.engine();
+    Decisions(EngineContext engine, StepPath path) {
+        this.engine = engine;
+        this.tx = path.tx();
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
         this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
     }
 
@@ -157,7 +161,7 @@ final class Decisions {
             wait = new Wait(RunStatus.RUNNABLE, null, 0);
         }
         wait.applyTo(advance).stillWaiting(wait.pending());
-        StepEnd end = transitions.commit(c, run, List.of(), advance);
+        StepEnd end = commits.commit(c, run, List.of(), advance);
         if (end.continueNow() && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(now, advance.runnableAt().toInstant()).toMillis());
             return end.stop();
@@ -175,26 +179,26 @@ final class Decisions {
      */
     private StepEnd giveUpWhileWaiting(Connection c, ClaimedRun run, Saga<?> saga, int seq, Failure reason)
             throws SQLException {
-        String source = transitions.source(run);
+        String source = engine.source(run);
         Failure gaveUp = gaveUp(reason, source);
         Failure neverStarted = new Failure("Never started: " + run.saga() + " gave up while waiting for it ("
                 + reason.message() + ")", GaveUpException.TYPE, source, List.of(), List.of(reason));
         List<java.util.UUID> settled = engine.store().settleUnstarted(c, run.id(), seq, neverStarted.toJson(),
                 engine.engineId());
         int pending = run.pendingChildren() - settled.size();
-        java.util.Set<String> joined = transitions.othersFinished(c, settled);
+        java.util.Set<String> joined = commits.othersFinished(c, settled);
         StepEnd end;
         if (pending > 0) {
             log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
                     run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason.message()), pending);
             Advance advance = Wait.untilDone(pending).applyTo(Advance.from(run)).stillWaiting(pending);
-            end = transitions.commit(c, run, List.of(), advance);
+            end = commits.commit(c, run, List.of(), advance);
         } else {
             log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(),
                     dev.coop.render.TerminalText.escape(reason.message()));
-            end = transitions.startRollback(c, run, saga, null, gaveUp, null);
+            end = rollbacks.start(c, run, saga, null, gaveUp, null);
         }
-        transitions.afterCommit(() -> {
+        tx.afterCommit(() -> {
             joined.forEach(engine.dispatcher()::wake);
             settled.forEach(engine.completions()::finished);
         });

@@ -26,6 +26,11 @@ public record EngineContext(
         SagaLimits limits,
         int databaseTimeoutMillis) {
 
+    /** The source a failure of {@code run} names: its saga on this engine. */
+    String source(dev.coop.internal.store.ClaimedRun run) {
+        return run.saga() + "[" + engineId + "]";
+    }
+
     /** The saga's own strategy, or the engine's. */
     dev.coop.CooperationStrategy strategyOf(Saga<?> saga) {
         return saga.strategy() != null ? saga.strategy() : strategy;

@@ -45,9 +45,9 @@ final class RoundAborted extends RuntimeException {
         return settlement.settle(c);
     }
 
-    /** Aborts the round when the transaction of {@code transitions} is part of one. */
-    static void ifInRound(Transitions transitions, Throwable cause) {
-        if (transitions.inRound()) {
+    /** Aborts the round when {@code tx} is part of one. */
+    static void ifInRound(StepTransaction tx, Throwable cause) {
+        if (tx.inRound()) {
             throw new RoundAborted(cause);
         }
     }

@@ -35,13 +35,15 @@ final class RunBodies {
     private static final Logger log = LoggerFactory.getLogger(RunBodies.class);
 
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final Rollbacks rollbacks;
+    private final Payloads payloads;
     private final StepRecovery failures;
     private final CommitInstance commit;
 
-    RunBodies(EngineContext engine, Transitions transitions, StepRecovery failures, CommitInstance commit) {
+    RunBodies(EngineContext engine, StepPath path, StepRecovery failures, CommitInstance commit) {
         this.engine = engine;
-        this.transitions = transitions;
+        this.rollbacks = path.rollbacks();
+        this.payloads = path.payloads();
         this.failures = failures;
         this.commit = commit;
     }
@@ -56,9 +58,9 @@ final class RunBodies {
         Saga.Step<P> step = saga.steps().get(run.stepIndex());
         java.util.function.Supplier<P> payload;
         try {
-            payload = transitions.stepPayload(run, saga);
+            payload = payloads.stepPayload(run, saga);
         } catch (CoopValidationException e) {
-            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
+            return rollbacks.start(c, run, saga, step.name(), Failure.of(e, engine.source(run)), null);
         }
         int iteration = run.history().executions(run.stepIndex()) + 1;
         if (step.isFinallyPart()) {
@@ -211,13 +213,13 @@ final class RunBodies {
         Saga.Step<P> step = saga.steps().get(index);
         Failure failure = childFailure(c, run, step.name(), seq);
         if (step.childFailureHandler() == null) {
-            return transitions.startRollback(c, run, saga, step.name(), failure, null);
+            return rollbacks.start(c, run, saga, step.name(), failure, null);
         }
         P payload;
         try {
-            payload = transitions.payload(run, saga);
+            payload = payloads.payload(run, saga);
         } catch (CoopValidationException e) {
-            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
+            return rollbacks.start(c, run, saga, step.name(), Failure.of(e, engine.source(run)), null);
         }
         int handling = handling(c, run, index);
         // the iteration of the step's own instance (its latest execution), before the handler runs that followed it
@@ -252,7 +254,7 @@ final class RunBodies {
         if (thrown != null) {
             return failures.stepFailed(c, part, context, thrown);
         }
-        Part handler = new Part(run, part.saga(), null, Transitions.instanceName(part.saga(), -1 - index));
+        Part handler = new Part(run, part.saga(), null, InstanceNames.instanceName(part.saga(), -1 - index));
         return commit.commit(c, new Instance(handler, context, -1 - index, next, wakeTime(wake, context), null));
     }
 
@@ -294,6 +296,6 @@ final class RunBodies {
         String type = rollbackFailed ? ChildRollbackFailedException.TYPE : ChildRolledBackException.TYPE;
         String message = causes.size() + (causes.size() == 1 ? " run" : " runs") + " caused by step '" + step + "' "
                 + (rollbackFailed ? "failed to roll back" : "rolled back");
-        return new Failure(message, type, transitions.source(run), List.of(), causes);
+        return new Failure(message, type, engine.source(run), List.of(), causes);
     }
 }

@@ -22,18 +22,26 @@ import org.slf4j.LoggerFactory;
  * What happens when a claimed run's transaction goes wrong: user code threw (retry, park, or roll the run back, after
  * the failed step's finally part), writing the transition failed, user code ended the transaction, or Coop itself
  * could not process the run. Trouble that needs the whole transaction rolled back goes to
- * {@link Transitions#undo}: alone, the transaction is rolled back there; in a round, the round is aborted and the
+ * {@link StepTransaction#undo}: alone, the transaction is rolled back there; in a round, the round is aborted and the
  * run settled alone afterwards.
  */
 final class StepRecovery {
     private static final Logger log = LoggerFactory.getLogger(StepRecovery.class);
 
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
+    private final RetryLater retries;
+    private final Payloads payloads;
 
-    StepRecovery(EngineContext engine, Transitions transitions) {
+    StepRecovery(EngineContext engine, StepPath path) {
         this.engine = engine;
-        this.transitions = transitions;
+        this.tx = path.tx();
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
+        this.retries = path.retries();
+        this.payloads = path.payloads();
     }
 
     /**
@@ -41,7 +49,7 @@ final class StepRecovery {
      * neither blocks the runs behind it nor is retried in a tight loop.
      */
     StepEnd engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
-        transitions.undo(c, e, run.id(), alone -> parkEngineFailure(alone, run, e));
+        tx.undo(c, e, run.id(), alone -> parkEngineFailure(alone, run, e));
         return parkEngineFailure(c, run, e);
     }
 
@@ -55,10 +63,10 @@ final class StepRecovery {
             return StepEnd.STOP;
         }
         Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
-                transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
+                engine.source(run), List.of(), List.of(Failure.of(e, engine.source(run))));
         engine.store().attempts().parked(c, again, engine.engineId(), again.nextStep(), again.attempt(),
                 failure.toJson());
-        return transitions.commit(c, again, List.of(),
+        return commits.commit(c, again, List.of(),
                 Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
     }
 
@@ -72,7 +80,7 @@ final class StepRecovery {
      * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
      */
     StepEnd transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
-        transitions.undo(c, e, run.id(), alone -> failEndedTransaction(alone, run, e));
+        tx.undo(c, e, run.id(), alone -> failEndedTransaction(alone, run, e));
         return failEndedTransaction(c, run, e);
     }
 
@@ -87,10 +95,10 @@ final class StepRecovery {
         String part = partName(run, saga);
         log.error("{} of run {} (saga {}) ended its own transaction, which Coop commits; failing it: {}",
                 part == null ? "User code" : "'" + part + "'", run.id(), run.saga(), Throwables.describe(e));
-        Failure failure = Failure.of(e, transitions.source(run));
+        Failure failure = Failure.of(e, engine.source(run));
         if (again.rollback()) {
             Failure failed = failure.withCauses(List.of(Failure.fromJson(again.rollbackCause())));
-            return transitions.commit(c, again,
+            return commits.commit(c, again,
                     List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
                     Advance.from(again).status(RunStatus.ROLLBACK_FAILED).failure(failed.toJson()));
         }
@@ -98,7 +106,7 @@ final class StepRecovery {
         Saga.Step<?> step = again.failedChildren() == 0 && again.stepIndex() < saga.steps().size()
                 ? saga.steps().get(again.stepIndex())
                 : null;
-        return transitions.startRollback(c, again, saga, part, failure,
+        return rollbacks.start(c, again, saga, part, failure,
                 step != null && step.isFinallyPart() ? step.finallyOf() : null);
     }
 
@@ -107,7 +115,7 @@ final class StepRecovery {
         try {
             if (run.rollback()) {
                 Integer instance = run.history().rollbackInstance();
-                return instance == null ? null : Transitions.rollbackOf(Transitions.instanceName(saga, instance));
+                return instance == null ? null : InstanceNames.rollbackOf(InstanceNames.instanceName(saga, instance));
             }
             if (run.failedChildren() > 0) {
                 int instance = run.history().recent()[0];
@@ -132,7 +140,7 @@ final class StepRecovery {
         }
         ClaimedRun run = part.run();
         String step = part.name();
-        Failure failure = Failure.of(thrown, transitions.source(run));
+        Failure failure = Failure.of(thrown, engine.source(run));
         String json = failure.toJson();
         // a step refused for ending its transaction is wrong, not unlucky: trying it again would only refuse it again
         RetryPolicy policy = context.retryPolicy; // a step's own; none for finally parts and handlers
@@ -143,7 +151,7 @@ final class StepRecovery {
                 log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
                         run.saga(), run.attempt(), Throwables.describe(thrown), delay);
                 engine.store().attempts().failed(c, run, engine.engineId(), step, run.attempt(), json);
-                StepEnd end = transitions.commit(c, run, List.of(),
+                StepEnd end = commits.commit(c, run, List.of(),
                         Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
                 engine.dispatcher().dueIn(delay);
                 return end.stop();
@@ -152,7 +160,7 @@ final class StepRecovery {
                 log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
                         step, run.id(), run.saga(), run.attempt(), Throwables.describe(thrown));
                 engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), json);
-                return transitions.commit(c, run, List.of(),
+                return commits.commit(c, run, List.of(),
                         Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
             }
         } catch (SQLException e) {
@@ -176,17 +184,17 @@ final class StepRecovery {
             if (Throwables.endedTransaction(e)) {
                 throw e; // see transactionEnded
             }
-            transitions.retryLater(c, run, part.name(), e, false);
+            retries.retry(c, run, part.name(), e, false);
             return StepEnd.STOP;
         }
         boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
         if (Throwables.isInfrastructure(thrown) || interruptedByShutdown) {
-            transitions.retryLater(c, run, part.name(), thrown, true);
+            retries.retry(c, run, part.name(), thrown, true);
             return StepEnd.STOP;
         }
         String cancellation = engine.store().cancellation(c, run.cancelScope());
         if (cancellation != null) {
-            Failure gaveUp = Throwables.gaveUp(cancellation, transitions.source(run)).failure();
+            Failure gaveUp = Throwables.gaveUp(cancellation, engine.source(run)).failure();
             engine.store().attempts().ended(c, run, engine.engineId(), part.name());
             return rollBack(c, part, gaveUp);
         }
@@ -195,7 +203,7 @@ final class StepRecovery {
 
     /** Rolls the part's run back with {@code failure}, after the failed step's finally part if it has one to run. */
     private StepEnd rollBack(Connection c, Part part, Failure failure) throws SQLException {
-        return transitions.startRollbackAfterFinally(c, part.run(), part.saga(), part.name(), failure,
+        return rollbacks.startAfterFinally(c, part.run(), part.saga(), part.name(), failure,
                 finallyBeforeRollback(c, part.run(), part.saga(), part.definition()));
     }
 
@@ -206,13 +214,13 @@ final class StepRecovery {
      *
      * @return the index of the step whose finally part ran (to record), or null
      */
-    private <P> Transitions.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
+    private <P> Rollbacks.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
             Saga.Step<?> failed) throws SQLException {
         if (failed == null) {
             return null;
         }
         if (failed.isFinallyPart()) {
-            return new Transitions.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
+            return new Rollbacks.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
         }
         int index = saga.steps().indexOf(failed);
         if (failed.finallyBody() == null || index < 0 || RunBodies.finallyDone(run, index)) {
@@ -222,7 +230,7 @@ final class StepRecovery {
         Saga.Step<P> step = (Saga.Step<P>) failed;
         P payload;
         try {
-            payload = transitions.payload(run, saga);
+            payload = payloads.payload(run, saga);
         } catch (CoopValidationException e) {
             payload = null;
         }
@@ -235,7 +243,7 @@ final class StepRecovery {
                     Throwables.describe(thrown));
             context.discardWrites();
         }
-        return new Transitions.FinallyRan(index, context);
+        return new Rollbacks.FinallyRan(index, context);
     }
 
     /**
@@ -243,7 +251,7 @@ final class StepRecovery {
      * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
      */
     StepEnd writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
-        transitions.undo(c, thrown, part.run().id(), alone -> failUnwritten(alone, part, thrown));
+        tx.undo(c, thrown, part.run().id(), alone -> failUnwritten(alone, part, thrown));
         return failUnwritten(c, part, thrown);
     }
 
@@ -252,7 +260,7 @@ final class StepRecovery {
         ClaimedRun run = part.run();
         String step = part.name();
         if (!Throwables.isCancelled(thrown) && Throwables.isBookkeepingTrouble(thrown)) {
-            transitions.retryLater(c, run, step, thrown, false);
+            retries.retry(c, run, step, thrown, false);
             return StepEnd.STOP;
         }
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
@@ -261,13 +269,13 @@ final class StepRecovery {
             return StepEnd.STOP;
         }
         Failure failure = again.cancellation() != null
-                ? Throwables.gaveUp(again.cancellation(), transitions.source(run)).failure()
-                : Failure.of(thrown, transitions.source(run));
+                ? Throwables.gaveUp(again.cancellation(), engine.source(run)).failure()
+                : Failure.of(thrown, engine.source(run));
         if (again.cancellation() == null) {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
                     Throwables.describe(thrown));
         }
-        return transitions.startRollbackAfterFinally(c, again, part.saga(), step, failure,
+        return rollbacks.startAfterFinally(c, again, part.saga(), step, failure,
                 finallyBeforeRollback(c, again, part.saga(), part.definition()));
     }
 }
