@@ -3,7 +3,7 @@ package dev.coop;
 import dev.coop.failure.CoopValidationException;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.coop.internal.EngineRuntime;
+import dev.coop.internal.runtime.EngineRuntime;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
@@ -256,7 +256,7 @@ public final class CoopEngine implements AutoCloseable {
             int needed = workers + (notifications ? 1 : 0) + 1;
             HikariDataSource hikari = hikari(dataSource());
             if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
-                dev.coop.internal.guard.PoolCheck.require(dataSource(), needed, workers + " workers"
+                dev.coop.internal.runtime.PoolCheck.require(dataSource(), needed, workers + " workers"
                         + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
                 return;
             }

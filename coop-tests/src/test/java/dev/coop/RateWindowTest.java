@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.coop.Payloads.Empty;
 import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.store.Migrations;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Time;

@@ -217,7 +217,7 @@ class SagaLimitsTest {
                 dev.coop.internal.store.Time.DATABASE);
         List<String> plan = new ArrayList<>();
         try (Connection c = dataSource.getConnection()) {
-            store.limited(new dev.coop.internal.limit.SagaLimits(store.schema()).limited(c, List.of(saga.name())));
+            store.limited(new dev.coop.internal.store.SagaLimits(store.schema()).limited(c, List.of(saga.name())));
             try (Statement st = c.createStatement()) {
                 st.execute("ANALYZE coop.run");
             }

@@ -6,7 +6,7 @@ import dev.coop.CoopEngine;
 import dev.coop.Saga;
 import dev.coop.Topic;
 import dev.coop.internal.store.ClaimedRun;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Store;
 import dev.coop.internal.store.Time;

@@ -90,7 +90,7 @@ public final class Listeners {
         }
     }
 
-    void notificationsConnected() {
+    public void notificationsConnected() {
         for (EngineListener l : all) {
             try {
                 l.notificationsConnected();
@@ -100,7 +100,7 @@ public final class Listeners {
         }
     }
 
-    void notificationsLost(Throwable cause) {
+    public void notificationsLost(Throwable cause) {
         for (EngineListener l : all) {
             try {
                 l.notificationsLost(cause);

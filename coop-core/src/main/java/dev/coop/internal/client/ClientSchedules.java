@@ -2,7 +2,7 @@ package dev.coop.internal.client;
 
 import dev.coop.Topic;
 import dev.coop.failure.CoopStoreException;
-import dev.coop.internal.EngineRuntime;
+import dev.coop.internal.runtime.EngineRuntime;
 import dev.coop.internal.schedule.Schedules;
 import dev.coop.schedule.Schedule;
 import dev.coop.schedule.ScheduleSummary;

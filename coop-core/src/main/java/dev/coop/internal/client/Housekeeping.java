@@ -3,7 +3,7 @@ package dev.coop.internal.client;
 import dev.coop.PruneResult;
 import dev.coop.failure.CoopStoreException;
 import dev.coop.inspect.SagaVersionSummary;
-import dev.coop.internal.Topology;
+import dev.coop.internal.runtime.Topology;
 import dev.coop.internal.retention.Retention;
 import java.sql.Connection;
 import java.sql.SQLException;

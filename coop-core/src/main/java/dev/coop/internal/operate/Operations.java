@@ -1,5 +1,6 @@
 package dev.coop.internal.operate;
 
+import dev.coop.internal.read.StoredLineage;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
 
@@ -83,7 +84,7 @@ public final class Operations {
                         : "No run with lineage " + lineage);
             }
             if (lineage != null) {
-                requireLineage(lineage, scopes.getFirst().lineage());
+                StoredLineage.require(lineage, scopes.getFirst().lineage());
             }
             return scopes;
         }
@@ -333,18 +334,6 @@ public final class Operations {
                 }
             }
             return runs;
-        }
-    }
-
-    /**
-     * Refuses a lineage that is not the stored lineage of its last run (one whose root is another hierarchy's, say),
-     * so that an action is never taken on one hierarchy while recorded under another.
-     */
-    public static void requireLineage(Lineage given, UUID[] stored) {
-        if (!given.ids().equals(Arrays.asList(stored))) {
-            throw new CoopValidationException("lineage " + given + " does not name a run: run " + given.last()
-                    + " has lineage " + Arrays.toString(stored)
-                    + (stored[0].equals(given.root()) ? "" : ", in the hierarchy of message " + stored[0]));
         }
     }
 

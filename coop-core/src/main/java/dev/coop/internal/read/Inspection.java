@@ -6,8 +6,7 @@ import dev.coop.RunStatus;
 import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.Hierarchy;
 import dev.coop.inspect.RunView;
-import dev.coop.internal.limit.SagaLimits;
-import dev.coop.internal.operate.Operations;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.store.SchemaName;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -76,7 +75,7 @@ public final class Inspection {
             throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
         }
         if (lineage.depth() > 1) { // a lineage of one element names the run by its id alone
-            Operations.requireLineage(lineage, anchor.getFirst().lineage());
+            StoredLineage.require(lineage, anchor.getFirst().lineage());
         }
         LoadedTree read = reader.load(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
         return TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows()),

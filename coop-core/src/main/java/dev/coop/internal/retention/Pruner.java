@@ -1,6 +1,6 @@
 package dev.coop.internal.retention;
 
-import dev.coop.internal.step.Worker;
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
 
@@ -95,7 +95,7 @@ public final class Pruner implements Runnable {
                 c.commit();
                 return batch.hierarchies();
             } finally {
-                Worker.rollbackQuietly(c); // never let restoring auto-commit commit what is left open
+                Tx.rollbackQuietly(c); // never let restoring auto-commit commit what is left open
                 c.setAutoCommit(autoCommit);
             }
         }

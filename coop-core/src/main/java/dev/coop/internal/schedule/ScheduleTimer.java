@@ -1,6 +1,6 @@
 package dev.coop.internal.schedule;
 
-import dev.coop.internal.step.Worker;
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.Store;
 
 import java.sql.Connection;
@@ -96,7 +96,7 @@ public final class ScheduleTimer implements Runnable {
                 }
                 return 0;
             } finally {
-                Worker.rollbackQuietly(c); // restoring auto-commit must not commit a half-fired period
+                Tx.rollbackQuietly(c); // restoring auto-commit must not commit a half-fired period
                 c.setAutoCommit(autoCommit);
             }
         }
@@ -121,7 +121,7 @@ public final class ScheduleTimer implements Runnable {
             }
             return handled;
         } catch (Throwable e) {
-            Worker.rollbackQuietly(c);
+            Tx.rollbackQuietly(c);
             throw e;
         }
     }

@@ -23,15 +23,17 @@ import java.util.List;
  */
 final class CommitInstance {
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Commits commits;
     private final Decisions decisions;
     private final ExternalTasks tasks;
     private final StepRecovery failures;
 
-    CommitInstance(EngineContext engine, Transitions transitions, Decisions decisions, ExternalTasks tasks,
-            StepRecovery failures) {
+    CommitInstance(EngineContext engine, StepTransaction tx, Commits commits, Decisions decisions,
+            ExternalTasks tasks, StepRecovery failures) {
         this.engine = engine;
-        this.transitions = transitions;
+        this.tx = tx;
+        this.commits = commits;
         this.decisions = decisions;
         this.tasks = tasks;
         this.failures = failures;
@@ -52,7 +54,7 @@ final class CommitInstance {
     }
 
     /** Writes what the instance launched, records it, and moves the run on. */
-    boolean commit(Connection c, Instance done) throws SQLException {
+    StepEnd commit(Connection c, Instance done) throws SQLException {
         ClaimedRun run = done.part().run();
         String name = done.part().name();
         StepContextImpl<?> context = done.context();
@@ -69,11 +71,11 @@ final class CommitInstance {
                         context.children.tasks);
             }
             Advance advance = advance(c, done, contextJson, children);
-            boolean runnable = moveOn(c, done, advance, new ArrayList<>());
+            StepEnd end = moveOn(c, done, advance, new ArrayList<>());
             if (!launched.isEmpty()) { // committed (or, in a round, when the round commits): one claim per run
-                transitions.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
+                tx.afterCommit(() -> launched.forEach(engine.dispatcher()::wake));
             }
-            return runnable;
+            return end;
         } catch (SQLException | RuntimeException e) {
             Saga<?> saga = done.part().saga();
             return failures.writeFailed(c, new Part(run, saga,
@@ -91,11 +93,15 @@ final class CommitInstance {
         Advance advance = Advance.from(run).executed(done.instance(), nextStep, nextName, finalName, children)
                 .context(contextJson).result(done.context().result());
         if (children > 0) {
-            children = decisions.onWait(c, run, saga, done.context().context(), false, run.stepsDone(), children,
-                    advance);
-            advance.pending(children);
-            done.context().children.tasks.stream().map(TaskRequest::timeoutAt).filter(java.util.Objects::nonNull)
-                    .min(java.util.Comparator.naturalOrder()).ifPresent(at -> Decisions.wakeAt(advance, at));
+            Decisions.Wait wait = decisions.onWait(c, run, saga, done.context().context(), false, run.stepsDone(),
+                    children);
+            OffsetDateTime timeout = done.context().children.tasks.stream().map(TaskRequest::timeoutAt)
+                    .filter(java.util.Objects::nonNull).min(java.util.Comparator.naturalOrder()).orElse(null);
+            if (timeout != null) {
+                wait = wait.wakeAt(timeout);
+            }
+            wait.applyTo(advance).pending(wait.pending());
+            children = wait.pending();
         }
         if (children == 0) {
             advance.status(nextStep >= saga.steps().size() ? RunStatus.COMMITTED : RunStatus.RUNNABLE)
@@ -108,9 +114,9 @@ final class CommitInstance {
      * Writes the instance's log rows and the run's move, and commits; tells the dispatcher when a run that stays
      * runnable is due later.
      *
-     * @return whether the run is runnable at once and may continue
+     * @return how the commit ended: the run continues at once when it is runnable now
      */
-    private boolean moveOn(Connection c, Instance done, Advance advance, List<String> woken) throws SQLException {
+    private StepEnd moveOn(Connection c, Instance done, Advance advance, List<String> woken) throws SQLException {
         ClaimedRun run = done.part().run();
         String name = done.part().name();
         List<LogEntry> entries = new ArrayList<>(2);
@@ -124,11 +130,11 @@ final class CommitInstance {
             advance.finallyDone(done.finallyDone());
         }
         boolean delayed = due != null && due.isAfter(run.claimedAt());
-        boolean runnable = transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
-        if (delayed && runnable) {
+        StepEnd end = commits.commit(c, run, entries, advance, woken);
+        if (delayed && end.continueNow()) {
             engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), due).toMillis());
-            return false;
+            return end.stop();
         }
-        return runnable;
+        return end;
     }
 }

@@ -31,13 +31,19 @@ import org.slf4j.LoggerFactory;
 final class CompensateInstance {
     private static final Logger log = LoggerFactory.getLogger(CompensateInstance.class);
 
-    private final Transitions transitions;
     private final EngineContext engine;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
+    private final RetryLater retries;
+    private final Payloads payloads;
     private final TaskCompensations tasks;
 
-    CompensateInstance(Transitions transitions, TaskCompensations tasks) {
-        this.transitions = transitions;
-        this.engine = transitions.engine();
+    CompensateInstance(EngineContext engine, StepPath path, TaskCompensations tasks) {
+        this.engine = engine;
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
+        this.retries = path.retries();
+        this.payloads = path.payloads();
         this.tasks = tasks;
     }
 
@@ -45,7 +51,7 @@ final class CompensateInstance {
     private record Target<P>(ClaimedRun run, Saga<P> saga, int seq, int instance, String name) {
         /** The name of its compensation in the log. */
         String step() {
-            return Transitions.rollbackOf(name);
+            return InstanceNames.rollbackOf(name);
         }
     }
 
@@ -58,12 +64,12 @@ final class CompensateInstance {
             List<String> woken) {
     }
 
-    /** @return true when the rollback continues at once */
-    <P> boolean compensate(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+    /** @return how the transaction ended (continuing at once when the rollback does) */
+    <P> StepEnd compensate(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.rollbackSeq();
         int instance = RollbackExecutor.instance(run);
-        String name = Transitions.instanceName(saga, instance);
+        String name = InstanceNames.instanceName(saga, instance);
         // the compensations of the instance's completed tasks finished with its children: they say how
         List<TaskCompensations.Failed> failedTasks = instance >= 0 ? tasks.settle(c, run.id(), seq) : List.of();
         if (run.failedChildren() > 0 || !failedTasks.isEmpty()) {
@@ -76,7 +82,7 @@ final class CompensateInstance {
         Target<P> target = new Target<>(run, saga, seq, instance, name);
         Compensated result = runCompensation(c, target, runContext);
         if (result.thrown() != null && retriedLater(c, target, result)) {
-            return false;
+            return StepEnd.STOP;
         }
         return afterCompensation(c, target, result, runContext);
     }
@@ -95,11 +101,11 @@ final class CompensateInstance {
             if (Throwables.endedTransaction(e)) {
                 throw e; // the compensation ended its transaction: StepRecovery#transactionEnded
             }
-            transitions.retryLater(c, run, step, e, false);
+            retries.retry(c, run, step, e, false);
             return true;
         }
         if (Throwables.isInfrastructure(thrown)) {
-            transitions.retryLater(c, run, step, thrown, true);
+            retries.retry(c, run, step, thrown, true);
             return true;
         }
         log.warn("Compensation '{}' of run {} (saga {}) failed: {}", step, run.id(), run.saga(),
@@ -108,7 +114,7 @@ final class CompensateInstance {
     }
 
     /** After the compensation: the step's finally part if it never ran, then the move on, or ROLLBACK_FAILED. */
-    private <P> boolean afterCompensation(Connection c, Target<P> target, Compensated result,
+    private <P> StepEnd afterCompensation(Connection c, Target<P> target, Compensated result,
             CooperationContext runContext) throws SQLException {
         ClaimedRun run = target.run();
         int instance = target.instance();
@@ -122,8 +128,8 @@ final class CompensateInstance {
                     thrown == null && result.context() != null ? result.context().context() : runContext,
                     finallyPart);
             if (finallyFailed != null && Throwables.isInfrastructure(finallyFailed)) {
-                transitions.retryLater(c, run, target.step(), finallyFailed, false); // compensation and finally: later
-                return false;
+                retries.retry(c, run, target.step(), finallyFailed, false); // compensation and finally: later
+                return StepEnd.STOP;
             }
             if (finallyFailed != null) {
                 log.warn("Finally part of step '{}' of run {} (saga {}) failed during its rollback: {}", target.name(),
@@ -147,23 +153,22 @@ final class CompensateInstance {
         String contextJson = changed ? context.contextJson() : null;
         entries.add(new LogEntry(EventType.SUSPENDED, step, null, contextJson));
         List<String> woken = new ArrayList<>();
-        int launched = transitions.emitFinally(c, run, target.saga(), finallyPart, target.seq(), woken);
+        int launched = rollbacks.emitFinally(c, run, target.saga(), finallyPart, target.seq(), woken);
         return new Undone(entries, step, changed ? contextJson : run.context(), finallyRan, launched, woken);
     }
 
     /** The compensation (or the finally part after it) failed: the run ends ROLLBACK_FAILED. */
-    private boolean rollbackFailed(Connection c, Target<?> target, Throwable thrown, Integer finallyRan)
+    private StepEnd rollbackFailed(Connection c, Target<?> target, Throwable thrown, Integer finallyRan)
             throws SQLException {
         ClaimedRun run = target.run();
-        Failure failure = Failure.of(thrown, transitions.source(run))
+        Failure failure = Failure.of(thrown, engine.source(run))
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause())));
         Advance failed = Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson());
         if (finallyRan != null) {
             failed.finallyDone(finallyRan);
         }
-        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, target.step(), failure.toJson())),
-                failed);
-        return false;
+        return commits.commit(c, run,
+                List.of(new LogEntry(EventType.ROLLBACK_FAILED, target.step(), failure.toJson())), failed);
     }
 
     /**
@@ -187,7 +192,7 @@ final class CompensateInstance {
 
     private <P> P payloadOrNull(ClaimedRun run, Saga<P> saga) {
         try {
-            return transitions.payload(run, saga);
+            return payloads.payload(run, saga);
         } catch (CoopValidationException e) {
             return null; // the payload never was readable
         }
@@ -212,7 +217,7 @@ final class CompensateInstance {
     }
 
     /** Moves to the previous instance, or finishes with ROLLED_BACK after the first. */
-    private boolean next(Connection c, ClaimedRun run, Saga<?> saga, Undone undone) throws SQLException {
+    private StepEnd next(Connection c, ClaimedRun run, Saga<?> saga, Undone undone) throws SQLException {
         int seq = run.rollbackSeq();
         List<LogEntry> entries = undone.entries();
         String step = undone.step();
@@ -222,14 +227,13 @@ final class CompensateInstance {
         List<String> woken = undone.woken();
         ClaimedRun current = contextJson == null ? run : withContext(run, contextJson);
         if (seq == 0 && launched == 0) {
-            transitions.finish(c, current, entries,
-                    step != null ? step : Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
+            return rollbacks.finish(c, current, entries,
+                    step != null ? step : InstanceNames.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(),
                     finallyRan);
-            return false;
         }
         // a finally part that launched during the rollback: its runs finish before the rollback goes on
         Advance advance = Advance.from(current)
-                .rollingBack(seq - 1, seq == 0 ? Transitions.FINISH : "CHILDREN", run.rollbackCause(), launched)
+                .rollingBack(seq - 1, seq == 0 ? Rollbacks.FINISH : "CHILDREN", run.rollbackCause(), launched)
                 .failure(run.rollbackCause());
         if (launched > 0) {
             advance.status(RunStatus.WAITING);
@@ -237,7 +241,7 @@ final class CompensateInstance {
         if (finallyRan != null) {
             advance.finallyDone(finallyRan);
         }
-        return transitions.commit(c, run, entries, advance, woken) == RunStatus.RUNNABLE;
+        return commits.commit(c, run, entries, advance, woken);
     }
 
     /** Which execution of its step the instance being rolled back was. */
@@ -261,7 +265,7 @@ final class CompensateInstance {
      * Runs the instance caused could not be undone: children whose rollback failed, or tasks whose compensation did
      * not commit. The run ends ROLLBACK_FAILED without compensating the instance, whose effects stay for an operator.
      */
-    private boolean childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name,
+    private StepEnd childRollbacksFailed(Connection c, ClaimedRun run, int seq, String name,
             List<TaskCompensations.Failed> failedTasks) throws SQLException {
         List<Failure> causes = new ArrayList<>();
         for (ChildFailure child : engine.store().childFailures(c, run.id(), seq)) {
@@ -273,7 +277,7 @@ final class CompensateInstance {
         for (TaskCompensations.Failed task : failedTasks) {
             causes.add(new Failure("The compensation '" + task.topic() + "' of external task '" + task.task()
                     + "' did not commit (" + task.outcomes() + ")", ChildRollbackFailedException.TYPE,
-                    transitions.source(run), List.of(), task.failures().stream().map(Failure::fromJson).toList()));
+                    engine.source(run), List.of(), task.failures().stream().map(Failure::fromJson).toList()));
         }
         causes.add(Failure.fromJson(run.rollbackCause()));
         List<String> what = new ArrayList<>(2);
@@ -287,10 +291,9 @@ final class CompensateInstance {
         }
         String text = String.join(" and ", what);
         Failure failure = new Failure(Character.toUpperCase(text.charAt(0)) + text.substring(1) + " caused by '"
-                + name + "' failed", ChildRollbackFailedException.TYPE, transitions.source(run), List.of(), causes);
-        transitions.commit(c, run,
-                List.of(new LogEntry(EventType.ROLLBACK_FAILED, Transitions.childRollbackOf(name), failure.toJson())),
+                + name + "' failed", ChildRollbackFailedException.TYPE, engine.source(run), List.of(), causes);
+        return commits.commit(c, run,
+                List.of(new LogEntry(EventType.ROLLBACK_FAILED, InstanceNames.childRollbackOf(name), failure.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(failure.toJson()));
-        return false;
     }
 }

@@ -30,12 +30,16 @@ import java.util.Optional;
 final class Decisions {
     private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Decisions.class);
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
     private final ExternalTasks tasks;
 
-    Decisions(Transitions transitions) {
-        this.transitions = transitions;
-        this.engine = transitions.engine();
+    Decisions(EngineContext engine, StepPath path) {
+        this.engine = engine;
+        this.tx = path.tx();
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
         this.tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
     }
 
@@ -59,21 +63,48 @@ final class Decisions {
     }
 
     /**
-     * A step (or rollback stage) is about to commit with {@code children} to wait for: how. Sets the advance's status
-     * and due time.
-     *
-     * @return how many children are still awaited
+     * How a run waits for its children, as the strategy decided: WAITING until they finished, or RUNNABLE again at
+     * {@code runnableAt} (a barrier timer, a deadline, an external task's timeout), and how many it still awaits.
      */
-    int onWait(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context, boolean rollbackPath,
-            int seq, int children, Advance advance) throws SQLException {
+    record Wait(RunStatus status, OffsetDateTime runnableAt, int pending) {
+        /** Waiting for the children to finish, and for nothing else. */
+        static Wait untilDone(int pending) {
+            return new Wait(RunStatus.WAITING, null, pending);
+        }
+
+        /** Due again at {@code at} as well (an external task's own timeout), unless due earlier already. */
+        Wait wakeAt(OffsetDateTime at) {
+            return status == RunStatus.WAITING || (runnableAt != null && runnableAt.isAfter(at))
+                    ? new Wait(RunStatus.RUNNABLE, at, pending)
+                    : this;
+        }
+
+        /** The same wait with {@code n} children awaited. */
+        Wait pending(int n) {
+            return new Wait(status, runnableAt, n);
+        }
+
+        /** The run's move, waiting so. */
+        Advance applyTo(Advance advance) {
+            return advance.status(status).runnableAt(runnableAt);
+        }
+    }
+
+    /**
+     * A step (or rollback stage) is about to commit with {@code children} to wait for: how it waits.
+     *
+     * @return the wait, with how many children are still awaited
+     */
+    Wait onWait(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context, boolean rollbackPath,
+            int seq, int children) throws SQLException {
         Instant now = run.claimedAt().toInstant();
         Barrier barrier = new Barrier(facts(run, saga, context, now, null), rollbackPath, now, children,
                 rollbackPath ? 0 : children);
-        int pending = apply(c, run, decide(saga, barrier), rollbackPath, seq, children, now, advance);
-        if (!rollbackPath && pending > 0) {
-            wakeAtDeadline(advance, context, null);
+        Wait wait = apply(c, run, decide(saga, barrier), rollbackPath, seq, children, now);
+        if (!rollbackPath && wait.pending() > 0) {
+            wait = wakeAtDeadline(wait, context, null);
         }
-        return pending;
+        return wait;
     }
 
     /**
@@ -81,34 +112,20 @@ final class Decisions {
      * gives up then even when a child cannot start (its engine is down): the barrier timer is brought forward to the
      * deadline, or set there. A deadline at or before {@code notBefore} sets nothing (it was checked already).
      */
-    /**
-     * A waiting run is due again at {@code at} (an external task's own timeout), unless it is due earlier already.
-     */
-    static void wakeAt(Advance advance, OffsetDateTime at) {
-        if (advance.status() == RunStatus.WAITING
-                || (advance.runnableAt() != null && advance.runnableAt().isAfter(at))) {
-            advance.status(RunStatus.RUNNABLE).runnableAt(at);
-        }
-    }
-
-    private static void wakeAtDeadline(Advance advance, CooperationContext context, Instant notBefore) {
+    private static Wait wakeAtDeadline(Wait wait, CooperationContext context, Instant notBefore) {
         Deadline deadline = Deadlines.applying(context, false).orElse(null);
         if (deadline == null || (notBefore != null && !deadline.at().isAfter(notBefore))) {
-            return;
+            return wait;
         }
-        OffsetDateTime at = OffsetDateTime.ofInstant(deadline.at(), ZoneOffset.UTC);
-        if (advance.status() == RunStatus.WAITING
-                || (advance.runnableAt() != null && advance.runnableAt().isAfter(at))) {
-            advance.status(RunStatus.RUNNABLE).runnableAt(at);
-        }
+        return wait.wakeAt(OffsetDateTime.ofInstant(deadline.at(), ZoneOffset.UTC));
     }
 
     /**
      * A run with children still pending was claimed because the time its strategy asked for came: ask again.
      *
-     * @return true when the run may continue at once (it waits for nobody any more)
+     * @return how the transaction ended: the run continues at once when it waits for nobody any more
      */
-    boolean recheck(Connection c, ClaimedRun run, Saga<?> saga, boolean rollbackPath) throws SQLException {
+    StepEnd recheck(Connection c, ClaimedRun run, Saga<?> saga, boolean rollbackPath) throws SQLException {
         Instant now = run.claimedAt().toInstant();
         int seq = rollbackPath ? run.rollbackSeq() : run.stepsDone() - 1;
         CooperationContext context = engine.json().readContext(run.context());
@@ -131,25 +148,25 @@ final class Decisions {
         } else { // a cancellation since the claim: seen by the advance, or it wakes the run after its commit
             advance.checkingCancellation();
         }
-        int pending = waitingFor == 0
-                ? 0
-                : apply(c, run, decide(saga, barrier), rollbackPath, seq, waitingFor, now, advance);
-        advance.stillWaiting(pending);
-        if (pending > 0 && !rollbackPath) {
-            wakeAtDeadline(advance, context, now);
+        Wait wait = waitingFor == 0
+                ? new Wait(RunStatus.RUNNABLE, null, 0)
+                : apply(c, run, decide(saga, barrier), rollbackPath, seq, waitingFor, now);
+        if (wait.pending() > 0 && !rollbackPath) {
+            wait = wakeAtDeadline(wait, context, now);
             if (timedOut.next() != null) {
-                wakeAt(advance, timedOut.next());
+                wait = wait.wakeAt(timedOut.next());
             }
         }
-        if (pending == 0) {
-            advance.status(RunStatus.RUNNABLE).runnableAt(null);
+        if (wait.pending() == 0) {
+            wait = new Wait(RunStatus.RUNNABLE, null, 0);
         }
-        RunStatus status = transitions.commit(c, run, List.of(), advance);
-        if (status == RunStatus.RUNNABLE && advance.runnableAt() != null) {
+        wait.applyTo(advance).stillWaiting(wait.pending());
+        StepEnd end = commits.commit(c, run, List.of(), advance);
+        if (end.continueNow() && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(now, advance.runnableAt().toInstant()).toMillis());
-            return false;
+            return end.stop();
         }
-        return status == RunStatus.RUNNABLE;
+        return end;
     }
 
     /**
@@ -158,36 +175,34 @@ final class Decisions {
      * for nobody else; otherwise it waits, as WAITING, for the children that started (they see the same
      * cancellation or inherited deadline), and gives up when they finished.
      *
-     * @return true when the rollback continues at once
+     * @return how the transaction ended (continuing at once when the rollback does)
      */
-    private boolean giveUpWhileWaiting(Connection c, ClaimedRun run, Saga<?> saga, int seq, Failure reason)
+    private StepEnd giveUpWhileWaiting(Connection c, ClaimedRun run, Saga<?> saga, int seq, Failure reason)
             throws SQLException {
-        String source = transitions.source(run);
+        String source = engine.source(run);
         Failure gaveUp = gaveUp(reason, source);
         Failure neverStarted = new Failure("Never started: " + run.saga() + " gave up while waiting for it ("
                 + reason.message() + ")", GaveUpException.TYPE, source, List.of(), List.of(reason));
         List<java.util.UUID> settled = engine.store().settleUnstarted(c, run.id(), seq, neverStarted.toJson(),
                 engine.engineId());
         int pending = run.pendingChildren() - settled.size();
-        java.util.Set<String> joined = transitions.othersFinished(c, settled);
-        boolean continues;
+        java.util.Set<String> joined = commits.othersFinished(c, settled);
+        StepEnd end;
         if (pending > 0) {
             log.info("Run {} (saga {}) gives up while waiting ({}); {} child run(s) that started must finish first",
                     run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason.message()), pending);
-            Advance advance = Advance.from(run).stillWaiting(pending);
-            advance.status(RunStatus.WAITING).runnableAt(null);
-            transitions.commit(c, run, List.of(), advance);
-            continues = false;
+            Advance advance = Wait.untilDone(pending).applyTo(Advance.from(run)).stillWaiting(pending);
+            end = commits.commit(c, run, List.of(), advance);
         } else {
             log.info("Run {} (saga {}) gives up while waiting: {}", run.id(), run.saga(),
                     dev.coop.render.TerminalText.escape(reason.message()));
-            continues = transitions.startRollback(c, run, saga, null, gaveUp, null);
+            end = rollbacks.start(c, run, saga, null, gaveUp, null);
         }
-        transitions.afterCommit(() -> {
+        tx.afterCommit(() -> {
             joined.forEach(engine.dispatcher()::wake);
             settled.forEach(engine.completions()::finished);
         });
-        return continues;
+        return end;
     }
 
     private BarrierDecision decide(Saga<?> saga, Barrier barrier) {
@@ -198,17 +213,15 @@ final class Decisions {
         return d == null ? BarrierDecision.WAIT : d;
     }
 
-    private int apply(Connection c, ClaimedRun run, BarrierDecision decision, boolean rollbackPath, int seq,
-            int pending, Instant now, Advance advance) throws SQLException {
-        advance.status(RunStatus.WAITING).runnableAt(null);
-        switch (decision) {
+    /** What the strategy's decision means for a run awaiting {@code pending} children. */
+    private Wait apply(Connection c, ClaimedRun run, BarrierDecision decision, boolean rollbackPath, int seq,
+            int pending, Instant now) throws SQLException {
+        return switch (decision) {
             case BarrierDecision.WaitUntil until when until.at().isAfter(now) ->
-                advance.status(RunStatus.RUNNABLE).runnableAt(OffsetDateTime.ofInstant(until.at(), ZoneOffset.UTC));
+                new Wait(RunStatus.RUNNABLE, OffsetDateTime.ofInstant(until.at(), ZoneOffset.UTC), pending);
             case BarrierDecision.StopWaitingForUnstarted ignored when !rollbackPath ->
-                pending -= engine.store().detachUnstarted(c, run.id(), seq);
-            default -> {
-            }
-        }
-        return pending;
+                Wait.untilDone(pending - engine.store().detachUnstarted(c, run.id(), seq));
+            default -> Wait.untilDone(pending);
+        };
     }
 }

@@ -3,7 +3,7 @@ package dev.coop.internal.step;
 import dev.coop.internal.Completions;
 import dev.coop.internal.EngineSagas;
 import dev.coop.internal.Listeners;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.Store;
 
@@ -25,6 +25,11 @@ public record EngineContext(
         Listeners listeners,
         SagaLimits limits,
         int databaseTimeoutMillis) {
+
+    /** The source a failure of {@code run} names: its saga on this engine. */
+    String source(dev.coop.internal.store.ClaimedRun run) {
+        return run.saga() + "[" + engineId + "]";
+    }
 
     /** The saga's own strategy, or the engine's. */
     dev.coop.CooperationStrategy strategyOf(Saga<?> saga) {

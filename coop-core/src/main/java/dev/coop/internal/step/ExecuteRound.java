@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.store.Time;
 
@@ -116,7 +117,7 @@ final class ExecuteRound {
 
     private void aborted(Connection c, String saga, List<ClaimedRun> runs, RoundAborted e, Consumer<String> working)
             throws SQLException {
-        Worker.rollbackQuietly(c);
+        Tx.rollbackQuietly(c);
         log.debug("Engine {}: a round of {} runs of saga {} was rolled back ({}); executing them one by one",
                 engine.engineId(), runs.size(), saga, e.getCause().toString());
         executeAlone(c, saga, runs, e, working);
@@ -133,7 +134,7 @@ final class ExecuteRound {
                 return; // closing: left to the next engine
             }
             if (aborted.causedBy(claimed.id())) {
-                if (aborted.settle(c)) {
+                if (aborted.settle(c).continueNow()) {
                     engine.dispatcher().wake(saga, 1);
                 }
                 continue;
@@ -144,7 +145,7 @@ final class ExecuteRound {
                 continue;
             }
             working.accept("run " + run.id() + " (saga " + run.saga() + ")");
-            if (executor.execute(c, run, false)) {
+            if (executor.execute(c, run, false).continueNow()) {
                 engine.dispatcher().wake(saga, 1);
             }
         }

@@ -24,11 +24,11 @@ final class RetryLater {
     static final int MAX_RETRIES = 1_000;
 
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
 
-    RetryLater(EngineContext engine, Transitions transitions) {
+    RetryLater(EngineContext engine, StepTransaction tx) {
         this.engine = engine;
-        this.transitions = transitions;
+        this.tx = tx;
     }
 
     /**
@@ -41,8 +41,7 @@ final class RetryLater {
      */
     void retry(Connection c, ClaimedRun run, String step, Throwable cause, boolean lockHeld) throws SQLException {
         if (!lockHeld) {
-            RoundAborted.ifInRound(transitions, cause);
-            Worker.rollbackQuietly(c);
+            tx.undo(c, cause, null, null);
         }
         engine.listeners().databaseRetry(run.saga(), cause);
         if (run.retries() + 1 >= MAX_RETRIES) {
@@ -66,7 +65,7 @@ final class RetryLater {
 
     /** Parks the run for an operator: database trouble on {@link #MAX_RETRIES} attempts in a row. */
     private void park(Connection c, ClaimedRun run, String step, Throwable cause) throws SQLException {
-        String source = transitions.source(run);
+        String source = engine.source(run);
         Failure failure = new Failure("Database trouble on " + MAX_RETRIES + " attempts in a row at " + step
                 + "; parked for an operator (retry it with retryNow once the database is healthy)",
                 "dev.coop.DatabaseTrouble", source, List.of(), List.of(Failure.of(cause, source)));
@@ -83,10 +82,9 @@ final class RetryLater {
     private void write(Connection c, Write write) throws SQLException {
         try {
             write.run();
-            transitions.commitNow(c);
+            tx.commitNow(c);
         } catch (SQLException e) {
-            RoundAborted.ifInRound(transitions, e);
-            Worker.rollbackQuietly(c);
+            tx.undo(c, e, null, null);
             throw e;
         }
     }

@@ -34,23 +34,25 @@ import org.slf4j.LoggerFactory;
 final class RollbackExecutor {
     private static final Logger log = LoggerFactory.getLogger(RollbackExecutor.class);
 
-    private final Transitions transitions;
     private final EngineContext engine;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
 
     private final Decisions decisions;
     private final TaskCompensations tasks;
     private final CompensateInstance compensation;
 
-    RollbackExecutor(Transitions transitions, Decisions decisions) {
-        this.transitions = transitions;
-        this.engine = transitions.engine();
+    RollbackExecutor(EngineContext engine, StepPath path, Decisions decisions) {
+        this.engine = engine;
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
         this.decisions = decisions;
         this.tasks = new TaskCompensations(engine.store().schema(), engine.store().time());
-        this.compensation = new CompensateInstance(transitions, tasks);
+        this.compensation = new CompensateInstance(engine, path, tasks);
     }
 
-    /** @return true when the rollback continues at once */
-    boolean execute(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+    /** @return how the transaction ended (continuing at once when the rollback does) */
+    StepEnd execute(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
         if (run.pendingChildren() > 0) { // the time its strategy asked for came while child rollbacks still run
             return decisions.recheck(c, run, saga, true);
         }
@@ -64,11 +66,10 @@ final class RollbackExecutor {
             case "START" -> start(c, run, saga);
             case "CHILDREN" -> rollBackChildren(c, run, saga, context);
             case "COMPENSATE" -> compensation.compensate(c, run, saga, context);
-            case Transitions.FINISH -> {
+            case Rollbacks.FINISH -> {
                 // what a finally part launched during the rollback finished: nothing is left to undo
-                transitions.finish(c, run, new ArrayList<>(2),
-                        Transitions.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(), null);
-                yield false;
+                yield rollbacks.finish(c, run, new ArrayList<>(2),
+                        InstanceNames.rollbackOf(saga.steps().getFirst().name()), run.rollbackCause(), null);
             }
             default -> throw new IllegalStateException("Unknown rollback stage " + run.rollbackStage() + " of run "
                     + run.id());
@@ -85,43 +86,40 @@ final class RollbackExecutor {
     }
 
     /** The rollback gives up (its deadline passed, say): the run ends ROLLBACK_FAILED. */
-    private boolean gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
+    private StepEnd gaveUp(Connection c, ClaimedRun run, Saga<?> saga, Failure reason) throws SQLException {
         log.warn("Rollback of run {} (saga {}) gives up: {}", run.id(), run.saga(),
                 dev.coop.render.TerminalText.escape(reason.message()));
-        Failure missed = Decisions.gaveUp(reason, transitions.source(run)) // caused by the reason, then what the
+        Failure missed = Decisions.gaveUp(reason, engine.source(run)) // caused by the reason, then what the
                 .withCauses(List.of(Failure.fromJson(run.rollbackCause()))); // rollback undid
         String step = run.rollbackSeq() != null && run.rollbackSeq() >= 0
-                ? Transitions.rollbackOf(Transitions.instanceName(saga, instance(run)))
+                ? InstanceNames.rollbackOf(InstanceNames.instanceName(saga, instance(run)))
                 : null;
         if (run.rollbackSeq() != null && run.rollbackSeq() >= 0) {
             tasks.settle(c, run.id(), run.rollbackSeq()); // what finished says so; the run fails anyway
         }
-        transitions.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
+        return commits.commit(c, run, List.of(new LogEntry(EventType.ROLLBACK_FAILED, step, missed.toJson())),
                 Advance.from(run).status(RunStatus.ROLLBACK_FAILED).failure(missed.toJson()));
-        return false;
     }
 
-    private boolean start(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
+    private StepEnd start(Connection c, ClaimedRun run, Saga<?> saga) throws SQLException {
         List<LogEntry> entries = new ArrayList<>(2);
         entries.add(new LogEntry(EventType.ROLLING_BACK, null, run.rollbackCause()));
         int seq = run.rollbackSeq();
         if (seq < 0) {
-            transitions.finish(c, run, entries, Transitions.rollbackOf(saga.steps().getFirst().name()),
+            return rollbacks.finish(c, run, entries, InstanceNames.rollbackOf(saga.steps().getFirst().name()),
                     run.rollbackCause(), null);
-            return false;
         }
-        transitions.commit(c, run, entries,
+        return commits.commit(c, run, entries,
                 Advance.from(run).rollingBack(seq, "CHILDREN", run.rollbackCause(), 0).failure(run.rollbackCause()));
-        return true;
     }
 
-    private boolean rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context)
+    private StepEnd rollBackChildren(Connection c, ClaimedRun run, Saga<?> saga, CooperationContext context)
             throws SQLException {
         int seq = run.rollbackSeq();
-        String name = Transitions.instanceName(saga, instance(run));
+        String name = InstanceNames.instanceName(saga, instance(run));
         Failure parentSaidSo = new Failure(run.saga() + " is rolling back", ParentSaidSoException.TYPE,
-                transitions.source(run), List.of(), List.of(Failure.fromJson(run.rollbackCause())));
-        String step = Transitions.childRollbackOf(name);
+                engine.source(run), List.of(), List.of(Failure.fromJson(run.rollbackCause())));
+        String step = InstanceNames.childRollbackOf(name);
         Map<String, Integer> woken = engine.store().requestChildRollbacks(c, run, engine.engineId(), step,
                 parentSaidSo.toJson(), seq, engine.json().writeContext(context));
         int children = woken.values().stream().mapToInt(Integer::intValue).sum();
@@ -130,15 +128,14 @@ final class RollbackExecutor {
         Advance advance = Advance.from(run).rollingBack(seq, "COMPENSATE", run.rollbackCause(), children)
                 .status(RunStatus.RUNNABLE).failure(run.rollbackCause());
         if (children > 0) {
-            decisions.onWait(c, run, saga, context, true, seq, children, advance);
+            decisions.onWait(c, run, saga, context, true, seq, children).applyTo(advance);
         }
-        RunStatus status = transitions.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance,
-                wake);
-        if (status == RunStatus.RUNNABLE && advance.runnableAt() != null) {
+        StepEnd end = commits.commit(c, run, List.of(LogEntry.of(EventType.SUSPENDED, step)), advance, wake);
+        if (end.continueNow() && advance.runnableAt() != null) {
             engine.dispatcher().dueIn(java.time.Duration.between(run.claimedAt(), advance.runnableAt()).toMillis());
-            return false;
+            return end.stop();
         }
-        return status == RunStatus.RUNNABLE;
+        return end;
     }
 
     /**

@@ -17,8 +17,8 @@ final class RoundAborted extends RuntimeException {
     /** How the run that caused the abort is settled after the round's rollback, in a transaction of its own. */
     @FunctionalInterface
     interface Settlement {
-        /** @return true when the run is runnable again at once */
-        boolean settle(Connection c) throws SQLException;
+        /** @return how its transaction ended (a settled run is not continued at once: no reclaim) */
+        StepEnd settle(Connection c) throws SQLException;
     }
 
     /** The run whose own trouble aborted the round, or null when the cause is the round's. */
@@ -41,13 +41,13 @@ final class RoundAborted extends RuntimeException {
     }
 
     /** Settles the run that caused the abort, after the round was rolled back. */
-    boolean settle(Connection c) throws SQLException {
+    StepEnd settle(Connection c) throws SQLException {
         return settlement.settle(c);
     }
 
-    /** Aborts the round when the transaction of {@code transitions} is part of one. */
-    static void ifInRound(Transitions transitions, Throwable cause) {
-        if (transitions.inRound()) {
+    /** Aborts the round when {@code tx} is part of one. */
+    static void ifInRound(StepTransaction tx, Throwable cause) {
+        if (tx.inRound()) {
             throw new RoundAborted(cause);
         }
     }

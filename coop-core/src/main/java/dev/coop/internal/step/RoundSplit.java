@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.ClaimedRun;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -143,7 +144,7 @@ final class RoundSplit {
         } catch (SQLException e) {
             log.warn("Engine {}: could not lock run {} (saga {}) again after its round committed ({}); its step's"
                     + " outcome is discarded", engine.engineId(), current.id(), saga, e.toString());
-            Worker.rollbackQuietly(connection);
+            Tx.rollbackQuietly(connection);
         }
         context.lost = true;
         return Outcome.LOST;

@@ -35,13 +35,15 @@ final class RunBodies {
     private static final Logger log = LoggerFactory.getLogger(RunBodies.class);
 
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final Rollbacks rollbacks;
+    private final Payloads payloads;
     private final StepRecovery failures;
     private final CommitInstance commit;
 
-    RunBodies(EngineContext engine, Transitions transitions, StepRecovery failures, CommitInstance commit) {
+    RunBodies(EngineContext engine, StepPath path, StepRecovery failures, CommitInstance commit) {
         this.engine = engine;
-        this.transitions = transitions;
+        this.rollbacks = path.rollbacks();
+        this.payloads = path.payloads();
         this.failures = failures;
         this.commit = commit;
     }
@@ -51,14 +53,14 @@ final class RunBodies {
     }
 
     /** Runs the run's next step (or finally part) and moves the run on. */
-    <P> boolean runStep(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+    <P> StepEnd runStep(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         Saga.Step<P> step = saga.steps().get(run.stepIndex());
         java.util.function.Supplier<P> payload;
         try {
-            payload = transitions.stepPayload(run, saga);
+            payload = payloads.stepPayload(run, saga);
         } catch (CoopValidationException e) {
-            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
+            return rollbacks.start(c, run, saga, step.name(), Failure.of(e, engine.source(run)), null);
         }
         int iteration = run.history().executions(run.stepIndex()) + 1;
         if (step.isFinallyPart()) {
@@ -86,7 +88,7 @@ final class RunBodies {
             }
         }, context);
         if (context.lost) { // it left its round, and another transaction holds its run now
-            return false;
+            return StepEnd.STOP;
         }
         if (context.reclaimed != null) { // it left its round: its run is locked by a transaction of its own
             part = new Part(context.reclaimed, saga, step, step.name());
@@ -95,7 +97,7 @@ final class RunBodies {
     }
 
     /** After a step's body: the step it chose and when, committed; or the failure. */
-    private boolean stepRan(Connection c, Part part, StepContextImpl<?> context, Outcome outcome, Instant wakeAt)
+    private StepEnd stepRan(Connection c, Part part, StepContextImpl<?> context, Outcome outcome, Instant wakeAt)
             throws SQLException {
         ClaimedRun run = part.run();
         Throwable thrown = outcome.thrown();
@@ -118,7 +120,7 @@ final class RunBodies {
     }
 
     /** The finally part of a step, on the happy path: runs unless it already ran in this run. */
-    private <P> boolean runFinallyPart(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<P> part,
+    private <P> StepEnd runFinallyPart(Connection c, ClaimedRun run, Saga<P> saga, Saga.Step<P> part,
             StepContextImpl<P> context) throws SQLException {
         Saga.Step<P> owner = saga.steps().get(part.finallyOf());
         Part done = new Part(run, saga, part, part.name());
@@ -203,7 +205,7 @@ final class RunBodies {
     }
 
     /** The runs caused by the latest instance did not all commit: ask the step's handler, or roll back. */
-    <P> boolean handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
+    <P> StepEnd handleChildFailures(Connection c, ClaimedRun run, Saga<P> saga, CooperationContext runContext)
             throws SQLException {
         int seq = run.stepsDone() - 1;
         int instance = run.history().recent()[0];
@@ -211,13 +213,13 @@ final class RunBodies {
         Saga.Step<P> step = saga.steps().get(index);
         Failure failure = childFailure(c, run, step.name(), seq);
         if (step.childFailureHandler() == null) {
-            return transitions.startRollback(c, run, saga, step.name(), failure, null);
+            return rollbacks.start(c, run, saga, step.name(), failure, null);
         }
         P payload;
         try {
-            payload = transitions.payload(run, saga);
+            payload = payloads.payload(run, saga);
         } catch (CoopValidationException e) {
-            return transitions.startRollback(c, run, saga, step.name(), Failure.of(e, transitions.source(run)), null);
+            return rollbacks.start(c, run, saga, step.name(), Failure.of(e, engine.source(run)), null);
         }
         int handling = handling(c, run, index);
         // the iteration of the step's own instance (its latest execution), before the handler runs that followed it
@@ -233,7 +235,7 @@ final class RunBodies {
     }
 
     /** After the child-failure handler of step {@code index}: the step it chose and when, committed; or the failure. */
-    private boolean handlerRan(Connection c, Part part, int index, StepContextImpl<?> context, Outcome outcome)
+    private StepEnd handlerRan(Connection c, Part part, int index, StepContextImpl<?> context, Outcome outcome)
             throws SQLException {
         ClaimedRun run = part.run();
         Throwable thrown = outcome.thrown();
@@ -252,7 +254,7 @@ final class RunBodies {
         if (thrown != null) {
             return failures.stepFailed(c, part, context, thrown);
         }
-        Part handler = new Part(run, part.saga(), null, Transitions.instanceName(part.saga(), -1 - index));
+        Part handler = new Part(run, part.saga(), null, InstanceNames.instanceName(part.saga(), -1 - index));
         return commit.commit(c, new Instance(handler, context, -1 - index, next, wakeTime(wake, context), null));
     }
 
@@ -294,6 +296,6 @@ final class RunBodies {
         String type = rollbackFailed ? ChildRollbackFailedException.TYPE : ChildRolledBackException.TYPE;
         String message = causes.size() + (causes.size() == 1 ? " run" : " runs") + " caused by step '" + step + "' "
                 + (rollbackFailed ? "failed to roll back" : "rolled back");
-        return new Failure(message, type, transitions.source(run), List.of(), causes);
+        return new Failure(message, type, engine.source(run), List.of(), causes);
     }
 }

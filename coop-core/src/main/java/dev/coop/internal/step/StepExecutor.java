@@ -30,7 +30,9 @@ final class StepExecutor {
     private static final Logger log = LoggerFactory.getLogger(StepExecutor.class);
 
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Rollbacks rollbacks;
+    private final Commits commits;
     private final RollbackExecutor rollback;
     private final Decisions decisions;
     private final StepRecovery failures;
@@ -39,26 +41,29 @@ final class StepExecutor {
     StepExecutor(EngineContext engine) {
         this.engine = engine;
         ExternalTasks tasks = new ExternalTasks(engine.store().schema(), engine.store().time());
-        this.transitions = new Transitions(engine);
-        this.decisions = new Decisions(transitions);
-        this.rollback = new RollbackExecutor(transitions, decisions);
-        this.failures = new StepRecovery(engine, transitions);
-        this.bodies = new RunBodies(engine, transitions, failures,
-                new CommitInstance(engine, transitions, decisions, tasks, failures));
+        StepPath path = StepPath.of(engine);
+        this.tx = path.tx();
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
+        this.decisions = new Decisions(engine, path);
+        this.rollback = new RollbackExecutor(engine, path, decisions);
+        this.failures = new StepRecovery(engine, path);
+        this.bodies = new RunBodies(engine, path, failures,
+                new CommitInstance(engine, tx, commits, decisions, tasks, failures));
     }
 
     /**
      * @param mayContinue whether the worker would continue the run at once: then the transaction's commit may also
-     *        reclaim it ({@link #continuationTried()}, {@link #takeContinuation()})
-     * @return true when the run is runnable again at once and may continue on this connection
+     *        reclaim it ({@link StepEnd#reclaimTried()})
+     * @return how the transaction ended: whether the run may continue at once on this connection, and the reclaim
      */
-    boolean execute(Connection c, ClaimedRun run, boolean mayContinue) throws SQLException {
-        transitions.allowContinuation(mayContinue);
+    StepEnd execute(Connection c, ClaimedRun run, boolean mayContinue) throws SQLException {
+        tx.allowContinuation(mayContinue);
         try {
             return executeClaimed(c, run);
         } catch (SQLException e) {
             if (!Throwables.endedTransaction(e)) {
-                RoundAborted.ifInRound(transitions, e);
+                RoundAborted.ifInRound(tx, e);
                 throw e;
             }
             return failures.transactionEnded(c, run, e);
@@ -67,8 +72,7 @@ final class StepExecutor {
         } catch (RuntimeException | StackOverflowError | AssertionError | LinkageError e) {
             // Coop's own code, or a strategy the engine called, failed: park the run with the cause. (User step code
             // never gets here: invoke() turns whatever it throws into a step failure.)
-            failures.engineFailed(c, run, e);
-            return false;
+            return failures.engineFailed(c, run, e);
         }
     }
 
@@ -79,30 +83,20 @@ final class StepExecutor {
      * @return true when the run is runnable again at once (after the round's commit)
      */
     boolean executeInRound(Connection c, ClaimedRun run, StepRound round) throws SQLException {
-        transitions.joinRound(round);
+        tx.joinRound(round);
         try {
-            return execute(c, run, false);
+            return execute(c, run, false).continueNow();
         } finally {
-            transitions.joinRound(null);
+            tx.joinRound(null);
         }
     }
 
     /** The run's transaction is no longer part of a round (its slow step left it, see {@link RoundSplit}). */
     void leaveRound() {
-        transitions.joinRound(null);
+        tx.joinRound(null);
     }
 
-    /** Whether the transaction's commit began the next one and reclaimed the run in it (or found it gone). */
-    boolean continuationTried() {
-        return transitions.continuationTried();
-    }
-
-    /** The run reclaimed by the transaction's commit, or null; see {@link #continuationTried()}. */
-    ClaimedRun takeContinuation() {
-        return transitions.takeContinuation();
-    }
-
-    private boolean executeClaimed(Connection c, ClaimedRun run) throws SQLException {
+    private StepEnd executeClaimed(Connection c, ClaimedRun run) throws SQLException {
         Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         if (run.rollback()) {
             return rollback.execute(c, run, saga);
@@ -115,36 +109,36 @@ final class StepExecutor {
         RunFacts facts = Decisions.facts(run, saga, context, run.claimedAt().toInstant(), run.cancellation());
         if (!run.started() && strategy.start(facts) instanceof StartDecision.Ignore ignore) {
             park(c, run, ignore.reason(), "dev.coop.Ignored");
-            return false;
+            return StepEnd.STOP;
         }
         Failure giveUp = strategy.giveUpOnHappyPath(facts).orElse(null);
         if (giveUp != null) { // gave up between steps: no step failed, so none is named
             log.info("Run {} (saga {}) gives up: {}", run.id(), run.saga(),
                     dev.coop.render.TerminalText.escape(giveUp.message()));
-            return transitions.startRollback(c, run, saga, null, Decisions.gaveUp(giveUp, transitions.source(run)),
+            return rollbacks.start(c, run, saga, null, Decisions.gaveUp(giveUp, engine.source(run)),
                     null);
         }
         String unknown = unknownStep(run, saga);
         if (unknown != null) {
             park(c, run, unknown, "dev.coop.UnknownStep");
-            return false;
+            return StepEnd.STOP;
         }
         if (run.failedChildren() > 0) {
             return bodies.handleChildFailures(c, run, saga, context);
         }
         if (run.stepIndex() == saga.steps().size()) {
-            transitions.commit(c, run, List.of(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name())),
+            return commits.commit(c, run,
+                    List.of(LogEntry.of(EventType.COMMITTED, saga.steps().getLast().name())),
                     Advance.from(run).status(RunStatus.COMMITTED));
-            return false;
         }
         return bodies.runStep(c, run, saga, context);
     }
 
     private void park(Connection c, ClaimedRun run, String reason, String type) throws SQLException {
         log.warn("Run {} (saga {}) parked: {}", run.id(), run.saga(), dev.coop.render.TerminalText.escape(reason));
-        Failure failure = new Failure(reason, type, transitions.source(run), List.of(), List.of());
+        Failure failure = new Failure(reason, type, engine.source(run), List.of(), List.of());
         engine.store().attempts().parked(c, run, engine.engineId(), run.nextStep(), run.attempt(), failure.toJson());
-        transitions.commit(c, run, List.of(),
+        commits.commit(c, run, List.of(),
                 Advance.from(run).status(RunStatus.PARKED).failure(failure.toJson()));
     }
 

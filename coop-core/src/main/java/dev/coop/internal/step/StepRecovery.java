@@ -21,57 +21,53 @@ import org.slf4j.LoggerFactory;
 /**
  * What happens when a claimed run's transaction goes wrong: user code threw (retry, park, or roll the run back, after
  * the failed step's finally part), writing the transition failed, user code ended the transaction, or Coop itself
- * could not process the run. In a round, the trouble that needs the whole transaction rolled back aborts the round
- * ({@link #abortRoundFor}); the run is settled alone afterwards.
+ * could not process the run. Trouble that needs the whole transaction rolled back goes to
+ * {@link StepTransaction#undo}: alone, the transaction is rolled back there; in a round, the round is aborted and the
+ * run settled alone afterwards.
  */
 final class StepRecovery {
     private static final Logger log = LoggerFactory.getLogger(StepRecovery.class);
 
     private final EngineContext engine;
-    private final Transitions transitions;
+    private final StepTransaction tx;
+    private final Commits commits;
+    private final Rollbacks rollbacks;
+    private final RetryLater retries;
+    private final Payloads payloads;
 
-    StepRecovery(EngineContext engine, Transitions transitions) {
+    StepRecovery(EngineContext engine, StepPath path) {
         this.engine = engine;
-        this.transitions = transitions;
-    }
-
-    /**
-     * In a round, aborts it for {@code run}'s own trouble: after the round's rollback, {@code settlement} settles the
-     * run in a transaction of its own, as {@link #execute} settles it when the run is alone, without running user code
-     * again. Outside a round, does nothing.
-     */
-    void abortRoundFor(ClaimedRun run, Throwable cause, RoundAborted.Settlement settlement) {
-        if (transitions.inRound()) {
-            throw new RoundAborted(cause, run.id(), c -> {
-                transitions.allowContinuation(false);
-                return settlement.settle(c);
-            });
-        }
+        this.tx = path.tx();
+        this.commits = path.commits();
+        this.rollbacks = path.rollbacks();
+        this.retries = path.retries();
+        this.payloads = path.payloads();
     }
 
     /**
      * Coop itself could not process the run (a bug, or a log entry it cannot read): park it with the reason, so it
      * neither blocks the runs behind it nor is retried in a tight loop.
      */
-    void engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
-        abortRoundFor(run, e, alone -> {
-            engineFailed(alone, run, e);
-            return false;
-        });
-        transitions.allowContinuation(false); // a reclaim made by the commit is rolled back here
-        Worker.rollbackQuietly(c);
+    StepEnd engineFailed(Connection c, ClaimedRun run, Throwable e) throws SQLException {
+        tx.undo(c, e, run.id(), alone -> parkEngineFailure(alone, run, e));
+        return parkEngineFailure(c, run, e);
+    }
+
+    /** After {@link #engineFailed}'s rollback: the run parked, unless another engine moved it meanwhile. */
+    private StepEnd parkEngineFailure(Connection c, ClaimedRun run, Throwable e) throws SQLException {
         log.error("Engine {} could not process run {} (saga {}); parking it", engine.engineId(), run.id(), run.saga(),
                 e);
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit();
-            return;
+            return StepEnd.STOP;
         }
         Failure failure = new Failure("Coop could not process this run: " + e, "dev.coop.EngineFailure",
-                transitions.source(run), List.of(), List.of(Failure.of(e, transitions.source(run))));
+                engine.source(run), List.of(), List.of(Failure.of(e, engine.source(run))));
         engine.store().attempts().parked(c, again, engine.engineId(), again.nextStep(), again.attempt(),
                 failure.toJson());
-        transitions.commit(c, again, List.of(), Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
+        return commits.commit(c, again, List.of(),
+                Advance.from(again).status(RunStatus.PARKED).failure(failure.toJson()));
     }
 
     /**
@@ -83,31 +79,34 @@ final class StepRecovery {
      * not run, a failed finally part counts as run): a step, child-failure handler or finally part rolls the run back,
      * a compensation ends it ROLLBACK_FAILED. It is never advanced as if it had succeeded.
      */
-    boolean transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
-        abortRoundFor(run, e, alone -> transactionEnded(alone, run, e));
-        transitions.allowContinuation(false);
-        Worker.rollbackQuietly(c);
+    StepEnd transactionEnded(Connection c, ClaimedRun run, SQLException e) throws SQLException {
+        tx.undo(c, e, run.id(), alone -> failEndedTransaction(alone, run, e));
+        return failEndedTransaction(c, run, e);
+    }
+
+    /** After {@link #transactionEnded}'s rollback: the run locked again and its part failed. */
+    private StepEnd failEndedTransaction(Connection c, ClaimedRun run, SQLException e) throws SQLException {
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit(); // another engine took the run meanwhile and moved it on
-            return false;
+            return StepEnd.STOP;
         }
         Saga<?> saga = engine.sagas().get(run.saga(), run.sagaVersion());
         String part = partName(run, saga);
         log.error("{} of run {} (saga {}) ended its own transaction, which Coop commits; failing it: {}",
                 part == null ? "User code" : "'" + part + "'", run.id(), run.saga(), Throwables.describe(e));
-        Failure failure = Failure.of(e, transitions.source(run));
+        Failure failure = Failure.of(e, engine.source(run));
         if (again.rollback()) {
             Failure failed = failure.withCauses(List.of(Failure.fromJson(again.rollbackCause())));
-            transitions.commit(c, again, List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
+            return commits.commit(c, again,
+                    List.of(new LogEntry(EventType.ROLLBACK_FAILED, part, failed.toJson())),
                     Advance.from(again).status(RunStatus.ROLLBACK_FAILED).failure(failed.toJson()));
-            return false;
         }
         // a finally part that did this counts as run (the rollback path would otherwise run it again)
         Saga.Step<?> step = again.failedChildren() == 0 && again.stepIndex() < saga.steps().size()
                 ? saga.steps().get(again.stepIndex())
                 : null;
-        return transitions.startRollback(c, again, saga, part, failure,
+        return rollbacks.start(c, again, saga, part, failure,
                 step != null && step.isFinallyPart() ? step.finallyOf() : null);
     }
 
@@ -116,7 +115,7 @@ final class StepRecovery {
         try {
             if (run.rollback()) {
                 Integer instance = run.history().rollbackInstance();
-                return instance == null ? null : Transitions.rollbackOf(Transitions.instanceName(saga, instance));
+                return instance == null ? null : InstanceNames.rollbackOf(InstanceNames.instanceName(saga, instance));
             }
             if (run.failedChildren() > 0) {
                 int instance = run.history().recent()[0];
@@ -129,19 +128,19 @@ final class StepRecovery {
     }
 
     /**
-     * User code (a step, a finally part or a child-failure handler) threw. Its writes are undone back to the savepoint taken before
-     * it touched the connection, keeping the run's row lock, so no other engine can run it meanwhile. Then, in the
-     * same transaction: database trouble is retried later, a cancellation makes the run give up, a retry policy may
-     * schedule another attempt or park the run, and anything else rolls the run back.
+     * User code (a step, a finally part or a child-failure handler) threw. Its writes are undone back to the
+     * savepoint taken before it touched the connection, keeping the run's row lock, so no other engine can run it
+     * meanwhile. Then, in the same transaction: database trouble is retried later, a cancellation makes the run give
+     * up, a retry policy may schedule another attempt or park the run, and anything else rolls the run back.
      */
-    boolean stepFailed(Connection c, Part part, StepContextImpl<?> context, Throwable thrown) throws SQLException {
-        Boolean settled = settledAsTrouble(c, part, context, thrown);
+    StepEnd stepFailed(Connection c, Part part, StepContextImpl<?> context, Throwable thrown) throws SQLException {
+        StepEnd settled = settledAsTrouble(c, part, context, thrown);
         if (settled != null) {
             return settled;
         }
         ClaimedRun run = part.run();
         String step = part.name();
-        Failure failure = Failure.of(thrown, transitions.source(run));
+        Failure failure = Failure.of(thrown, engine.source(run));
         String json = failure.toJson();
         // a step refused for ending its transaction is wrong, not unlucky: trying it again would only refuse it again
         RetryPolicy policy = context.retryPolicy; // a step's own; none for finally parts and handlers
@@ -152,18 +151,17 @@ final class StepRecovery {
                 log.info("Step '{}' of run {} (saga {}) failed on attempt {} ({}); retrying in {} ms", step, run.id(),
                         run.saga(), run.attempt(), Throwables.describe(thrown), delay);
                 engine.store().attempts().failed(c, run, engine.engineId(), step, run.attempt(), json);
-                transitions.commit(c, run, List.of(),
+                StepEnd end = commits.commit(c, run, List.of(),
                         Advance.from(run).attempt(run.attempt() + 1, delay, json).checkingCancellation());
                 engine.dispatcher().dueIn(delay);
-                return false;
+                return end.stop();
             }
             if (retryable && policy.parksWhenExhausted()) {
                 log.warn("Step '{}' of run {} (saga {}) failed on its last attempt {} ({}); parked for an operator",
                         step, run.id(), run.saga(), run.attempt(), Throwables.describe(thrown));
                 engine.store().attempts().parked(c, run, engine.engineId(), step, run.attempt(), json);
-                transitions.commit(c, run, List.of(),
+                return commits.commit(c, run, List.of(),
                         Advance.from(run).status(RunStatus.PARKED).failure(json).checkingCancellation());
-                return false;
             }
         } catch (SQLException e) {
             return writeFailed(c, part, e); // cancelled meanwhile, or database trouble
@@ -177,7 +175,7 @@ final class StepRecovery {
      * The first answers to a failed part, whatever it threw: its writes undone (or the run retried later when that
      * fails), database trouble retried later, a cancelled scope given up on. Null when none applies.
      */
-    private Boolean settledAsTrouble(Connection c, Part part, StepContextImpl<?> context, Throwable thrown)
+    private StepEnd settledAsTrouble(Connection c, Part part, StepContextImpl<?> context, Throwable thrown)
             throws SQLException {
         ClaimedRun run = part.run();
         try {
@@ -186,17 +184,17 @@ final class StepRecovery {
             if (Throwables.endedTransaction(e)) {
                 throw e; // see transactionEnded
             }
-            transitions.retryLater(c, run, part.name(), e, false);
-            return false;
+            retries.retry(c, run, part.name(), e, false);
+            return StepEnd.STOP;
         }
         boolean interruptedByShutdown = thrown instanceof InterruptedException && engine.dispatcher().stopped();
         if (Throwables.isInfrastructure(thrown) || interruptedByShutdown) {
-            transitions.retryLater(c, run, part.name(), thrown, true);
-            return false;
+            retries.retry(c, run, part.name(), thrown, true);
+            return StepEnd.STOP;
         }
         String cancellation = engine.store().cancellation(c, run.cancelScope());
         if (cancellation != null) {
-            Failure gaveUp = Throwables.gaveUp(cancellation, transitions.source(run)).failure();
+            Failure gaveUp = Throwables.gaveUp(cancellation, engine.source(run)).failure();
             engine.store().attempts().ended(c, run, engine.engineId(), part.name());
             return rollBack(c, part, gaveUp);
         }
@@ -204,8 +202,8 @@ final class StepRecovery {
     }
 
     /** Rolls the part's run back with {@code failure}, after the failed step's finally part if it has one to run. */
-    private boolean rollBack(Connection c, Part part, Failure failure) throws SQLException {
-        return transitions.startRollbackAfterFinally(c, part.run(), part.saga(), part.name(), failure,
+    private StepEnd rollBack(Connection c, Part part, Failure failure) throws SQLException {
+        return rollbacks.startAfterFinally(c, part.run(), part.saga(), part.name(), failure,
                 finallyBeforeRollback(c, part.run(), part.saga(), part.definition()));
     }
 
@@ -216,13 +214,13 @@ final class StepRecovery {
      *
      * @return the index of the step whose finally part ran (to record), or null
      */
-    private <P> Transitions.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
+    private <P> Rollbacks.FinallyRan finallyBeforeRollback(Connection c, ClaimedRun run, Saga<P> saga,
             Saga.Step<?> failed) throws SQLException {
         if (failed == null) {
             return null;
         }
         if (failed.isFinallyPart()) {
-            return new Transitions.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
+            return new Rollbacks.FinallyRan(failed.finallyOf(), null); // the finally part itself failed: it ran
         }
         int index = saga.steps().indexOf(failed);
         if (failed.finallyBody() == null || index < 0 || RunBodies.finallyDone(run, index)) {
@@ -232,7 +230,7 @@ final class StepRecovery {
         Saga.Step<P> step = (Saga.Step<P>) failed;
         P payload;
         try {
-            payload = transitions.payload(run, saga);
+            payload = payloads.payload(run, saga);
         } catch (CoopValidationException e) {
             payload = null;
         }
@@ -245,35 +243,39 @@ final class StepRecovery {
                     Throwables.describe(thrown));
             context.discardWrites();
         }
-        return new Transitions.FinallyRan(index, context);
+        return new Rollbacks.FinallyRan(index, context);
     }
 
     /**
      * Writing a transition failed (database trouble, a cancellation detected at commit, or data the database
      * refused). The whole transaction is rolled back; the run is re-locked only if nobody moved it meanwhile.
      */
-    boolean writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
+    StepEnd writeFailed(Connection c, Part part, Throwable thrown) throws SQLException {
+        tx.undo(c, thrown, part.run().id(), alone -> failUnwritten(alone, part, thrown));
+        return failUnwritten(c, part, thrown);
+    }
+
+    /** After {@link #writeFailed}'s rollback: retried later, or the run locked again and rolled back. */
+    private StepEnd failUnwritten(Connection c, Part part, Throwable thrown) throws SQLException {
         ClaimedRun run = part.run();
         String step = part.name();
-        abortRoundFor(run, thrown, alone -> writeFailed(alone, part, thrown));
-        Worker.rollbackQuietly(c);
         if (!Throwables.isCancelled(thrown) && Throwables.isBookkeepingTrouble(thrown)) {
-            transitions.retryLater(c, run, step, thrown, false);
-            return false;
+            retries.retry(c, run, step, thrown, false);
+            return StepEnd.STOP;
         }
         ClaimedRun again = engine.store().reclaimUnchanged(c, run, engine.engineId());
         if (again == null) {
             c.commit(); // another engine took the run meanwhile and moved it on
-            return false;
+            return StepEnd.STOP;
         }
         Failure failure = again.cancellation() != null
-                ? Throwables.gaveUp(again.cancellation(), transitions.source(run)).failure()
-                : Failure.of(thrown, transitions.source(run));
+                ? Throwables.gaveUp(again.cancellation(), engine.source(run)).failure()
+                : Failure.of(thrown, engine.source(run));
         if (again.cancellation() == null) {
             log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
                     Throwables.describe(thrown));
         }
-        return transitions.startRollbackAfterFinally(c, again, part.saga(), step, failure,
+        return rollbacks.startAfterFinally(c, again, part.saga(), step, failure,
                 finallyBeforeRollback(c, again, part.saga(), part.definition()));
     }
 }

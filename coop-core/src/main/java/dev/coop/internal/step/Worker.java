@@ -1,5 +1,6 @@
 package dev.coop.internal.step;
 
+import dev.coop.internal.store.Tx;
 import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.guard.ConnectionEviction;
 import dev.coop.internal.guard.NetworkTimeouts;
@@ -139,13 +140,13 @@ public final class Worker implements Runnable {
                 executeClaimed(c, task, runs);
             } catch (Throwable e) {
                 failed = e;
-                rollbackQuietly(c);
+                Tx.rollbackQuietly(c);
                 throw e;
             } finally {
                 working = null;
                 // Turning auto-commit back on commits an open transaction: whatever happened above (an Error
                 // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
-                rollbackQuietly(c);
+                Tx.rollbackQuietly(c);
                 c.setAutoCommit(true);
                 NetworkTimeouts.noStepConnection();
                 NetworkTimeouts.set(c, own);
@@ -181,19 +182,19 @@ public final class Worker implements Runnable {
         for (int steps = 1; run != null; steps++) {
             working = "run " + run.id() + " (saga " + run.saga() + ")";
             boolean mayContinue = steps < MAX_CONTINUATIONS;
-            boolean continueNow = executor.execute(c, run, mayContinue);
+            StepEnd end = executor.execute(c, run, mayContinue);
             if (engine.store().isLimited(run.saga())) {
                 engine.dispatcher().stepEnded(run.saga()); // a slot freed: sagas waiting for one try again
             }
-            run = next(c, run, continueNow, mayContinue);
+            run = next(c, run, end, mayContinue);
         }
     }
 
-    /** After a step of {@code run} committed: the run locked again to continue it now, or null. */
-    private ClaimedRun next(Connection c, ClaimedRun run, boolean continueNow, boolean mayContinue)
-            throws SQLException {
-        boolean reclaimed = executor.continuationTried();
-        ClaimedRun again = executor.takeContinuation();
+    /** After a step of {@code run} ended as {@code end} says: the run locked again to continue it now, or null. */
+    private ClaimedRun next(Connection c, ClaimedRun run, StepEnd end, boolean mayContinue) throws SQLException {
+        boolean continueNow = end.continueNow();
+        boolean reclaimed = end.reclaimTried();
+        ClaimedRun again = end.reclaimed();
         UUID id = run.id();
         String saga = run.saga();
         if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
@@ -382,16 +383,6 @@ public final class Worker implements Runnable {
             return c.unwrap(org.postgresql.PGConnection.class).getBackendPID(); // no round trip
         } catch (SQLException | RuntimeException e) {
             return 0;
-        }
-    }
-
-    public static void rollbackQuietly(Connection c) {
-        try {
-            if (!c.getAutoCommit()) {
-                c.rollback();
-            }
-        } catch (SQLException | RuntimeException ignored) {
-            // the connection is likely gone; the transaction dies with it
         }
     }
 }

@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.internal.limit.RateLease;
-import dev.coop.internal.limit.SagaLimits;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Map;

@@ -2,9 +2,6 @@ package dev.coop.internal.store;
 
 import static dev.coop.internal.store.ClaimGates.gateOf;
 
-import dev.coop.internal.limit.LimitedClaim;
-import dev.coop.internal.limit.RateLease;
-import dev.coop.internal.limit.SagaLimits;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

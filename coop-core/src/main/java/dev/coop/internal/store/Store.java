@@ -4,7 +4,6 @@ import dev.coop.MessageId;
 import dev.coop.RunStatus;
 import dev.coop.inspect.Event;
 import dev.coop.internal.EngineSagas;
-import dev.coop.internal.limit.SagaLimits;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;

@@ -1,7 +1,5 @@
 package dev.coop.internal.store;
 
-import dev.coop.internal.step.Worker;
-
 import dev.coop.failure.CoopStoreException;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -84,11 +82,26 @@ public final class Tx {
             c.commit();
             return result;
         } catch (Throwable e) {
-            Worker.rollbackQuietly(c);
+            rollbackQuietly(c);
             throw e;
         } finally {
-            Worker.rollbackQuietly(c); // never let restoring auto-commit commit what is left open
+            rollbackQuietly(c); // never let restoring auto-commit commit what is left open
             c.setAutoCommit(autoCommit);
+        }
+    }
+
+    /**
+     * Rolls back what {@code c} has open, if anything, and swallows what that throws: the connection is then likely
+     * gone, and its transaction dies with it. Called before giving a connection back or restoring auto-commit, so
+     * that nothing left open is ever committed.
+     */
+    public static void rollbackQuietly(Connection c) {
+        try {
+            if (!c.getAutoCommit()) {
+                c.rollback();
+            }
+        } catch (SQLException | RuntimeException ignored) {
+            // the connection is likely gone; the transaction dies with it
         }
     }
 }

@@ -1,4 +1,4 @@
-package dev.coop.internal;
+package dev.coop.internal.runtime;
 
 import dev.coop.internal.store.SchemaName;
 

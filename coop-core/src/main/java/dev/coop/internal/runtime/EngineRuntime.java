@@ -1,10 +1,12 @@
-package dev.coop.internal;
+package dev.coop.internal.runtime;
 
-import dev.coop.internal.guard.ConnectionWatch;
+import dev.coop.internal.Completions;
+import dev.coop.internal.EngineSagas;
+import dev.coop.internal.Listeners;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.join.JoinBook;
 import dev.coop.internal.join.JoinTimer;
-import dev.coop.internal.limit.SagaLimits;
+import dev.coop.internal.store.SagaLimits;
 import dev.coop.internal.retention.Pruner;
 import dev.coop.internal.schedule.ScheduleTimer;
 import dev.coop.internal.step.Dispatcher;

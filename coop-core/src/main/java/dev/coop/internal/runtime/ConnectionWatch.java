@@ -1,4 +1,4 @@
-package dev.coop.internal.guard;
+package dev.coop.internal.runtime;
 
 import dev.coop.internal.Listeners;
 import dev.coop.internal.step.Dispatcher;

@@ -1,4 +1,4 @@
-package dev.coop.internal.limit;
+package dev.coop.internal.store;
 
 import java.time.Duration;
 import java.time.OffsetDateTime;

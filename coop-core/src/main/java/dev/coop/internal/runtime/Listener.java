@@ -1,5 +1,6 @@
-package dev.coop.internal;
+package dev.coop.internal.runtime;
 
+import dev.coop.internal.Listeners;
 import dev.coop.internal.guard.NetworkTimeouts;
 import dev.coop.internal.join.JoinTimer;
 import dev.coop.internal.schedule.ScheduleTimer;

@@ -1,6 +1,4 @@
-package dev.coop.internal.limit;
-
-import dev.coop.internal.store.SchemaName;
+package dev.coop.internal.store;
 
 import dev.coop.Saga;
 import java.sql.Connection;
