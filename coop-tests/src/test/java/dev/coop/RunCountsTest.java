@@ -19,7 +19,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Counts over time: launched, committed, rolled back and parked per saga and minute, from the engine's rollup. */
+/** Counts over time: launched, committed, rolled back and parked per saga and minute, read from run and run_count. */
 class RunCountsTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
@@ -137,8 +137,25 @@ class RunCountsTest {
                 Statement s = c.createStatement();
                 ResultSet rs = s.executeQuery("SELECT count(*) FROM public.count_writes WHERE saga = 'counted-long'")) {
             rs.next();
-            assertThat(rs.getInt(1)).as("four steps: one write at the launch, one at the commit, none per step")
-                    .isEqualTo(2);
+            assertThat(rs.getInt(1)).as("four steps: no count written at the launch, per step or at the commit"
+                    + " (they are read from the run row, schema version 27)").isZero();
+        }
+        RunCount counted = total(Coop.client(dataSource).counts(Duration.ofHours(2)), "counted-long");
+        assertThat(counted.launched()).isEqualTo(1);
+        assertThat(counted.committed()).isEqualTo(1);
+    }
+
+    @Test
+    void no_trigger_remains_on_run(DataSource dataSource) throws Exception {
+        Coop.client(dataSource); // the schema
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("""
+                        SELECT coalesce(string_agg(t.tgname, ', '), '') FROM pg_trigger t
+                         WHERE t.tgrelid = 'coop.run'::regclass AND NOT t.tgisinternal
+                        """)) {
+            rs.next();
+            assertThat(rs.getString(1)).as("triggers on coop.run (schema version 27 writes explicitly)").isEmpty();
         }
     }
 
