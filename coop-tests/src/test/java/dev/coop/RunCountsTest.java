@@ -145,20 +145,6 @@ class RunCountsTest {
         assertThat(counted.committed()).isEqualTo(1);
     }
 
-    @Test
-    void no_trigger_remains_on_run(DataSource dataSource) throws Exception {
-        Coop.client(dataSource); // the schema
-        try (Connection c = dataSource.getConnection();
-                Statement s = c.createStatement();
-                ResultSet rs = s.executeQuery("""
-                        SELECT coalesce(string_agg(t.tgname, ', '), '') FROM pg_trigger t
-                         WHERE t.tgrelid = 'coop.run'::regclass AND NOT t.tgisinternal
-                        """)) {
-            rs.next();
-            assertThat(rs.getString(1)).as("triggers on coop.run (schema version 27 writes explicitly)").isEmpty();
-        }
-    }
-
     private static RunCount total(List<RunCount> counts, String saga) {
         return counts.stream().filter(n -> n.saga().equals(saga))
                 .reduce(new RunCount(saga, null, 0, 0, 0, 0, 0), (a, b) -> new RunCount(saga, null,

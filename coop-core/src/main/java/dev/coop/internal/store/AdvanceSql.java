@@ -113,16 +113,6 @@ public final class AdvanceSql {
     static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
 
     /**
-     * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
-     * last child finished; or, when the parent had already run its last step and every child committed, the parent
-     * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
-     * parent in turn: the parent id returned is null when there is none to count off at (no parent, or one that
-     * stopped awaiting it). Parameters: the child's final status four times, the parent id, the engine, the start time.
-     * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it. Whether
-     * the parent's scope was cancelled is read under the hierarchy's operator lock, taken shared ({@code
-     * commit_allowed}, schema version 24), so that a cancellation deciding at the same time cannot miss the commit.
-     */
-    /**
      * The parent's wake-up when its last child counted off (schema version 27): for the engines that run it, unless it
      * is a saga version the committing engine wakes itself ({@link Wakes}; one parameter, after the count-off's); and
      * when the parent committed here with an ordering key, the release of the key's next run ({@link KeyedRuns}). The
@@ -144,6 +134,16 @@ public final class AdvanceSql {
                                   ELSE false END) AS released
             )""";
 
+    /**
+     * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
+     * last child finished; or, when the parent had already run its last step and every child committed, the parent
+     * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
+     * parent in turn: the parent id returned is null when there is none to count off at (no parent, or one that
+     * stopped awaiting it). Parameters: the child's final status four times, the parent id, the engine, the start time.
+     * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it. Whether
+     * the parent's scope was cancelled is read under the hierarchy's operator lock, taken shared ({@code
+     * commit_allowed}, schema version 24), so that a cancellation deciding at the same time cannot miss the commit.
+     */
     private static final String COUNT_OFF_PARENT = """
             parent AS (
               UPDATE {schema}.run p
