@@ -119,7 +119,7 @@ public final class AdvanceSql {
      * statement reads it ({@link #COUNT_OFF_RESULT}), and that sends it.
      */
     public static final String PARENT_WOKEN = """
-            parent_woken AS ( -- as Wakes.notifying writes it, a constant here
+            parent_woken AS ( -- the wake-up as Wakes.notifying writes it, spelled out: a constant
               SELECT (SELECT count(pg_notify('coop_{schema}',
                                              CASE WHEN w.runnable_at <= clock_timestamp() THEN w.saga
                                                   ELSE w.saga || ' ' || ceil(extract(epoch FROM (w.runnable_at

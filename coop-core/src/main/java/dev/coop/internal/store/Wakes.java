@@ -59,7 +59,7 @@ public final class Wakes {
             millis = delayMillis;
         } else if (runnableAt != null) {
             java.time.Instant from = now == null ? java.time.Instant.now() : now.toInstant();
-            millis = (long) Math.ceil((runnableAt.toInstant().toEpochMilli() - from.toEpochMilli()));
+            millis = runnableAt.toInstant().toEpochMilli() - from.toEpochMilli();
         } else {
             return null;
         }
