@@ -67,11 +67,19 @@ class AttemptLog {
     await this.event(c, run, 'PARKED', step, why, run.attempt);
   }
 
+  /** An event of the attempts; a PARKED one also counts the parking in run_count (protocol.md, run_count). */
   event(c, run, type, step, why, attempt) {
     return c.query(this.p.sql(`
-      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
-                                  created_at)
-      VALUES ($1::uuid, $2, $3, $4, $5, $6::uuid[], $7::jsonb, $8::timestamptz, $9::int, clock_timestamp())`),
+      WITH logged AS (
+        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
+                                    created_at)
+        VALUES ($1::uuid, $2, $3, $4, $5, $6::uuid[], $7::jsonb, $8::timestamptz, $9::int, clock_timestamp())
+        RETURNING type, saga
+      )
+      INSERT INTO {schema}.run_count AS c (minute, saga, shard, parked)
+      SELECT date_trunc('minute', clock_timestamp()), saga, pg_backend_pid(), 1 FROM logged
+       WHERE type = 'PARKED' AND left(saga, 1) <> '~'
+      ON CONFLICT (minute, saga, shard) DO UPDATE SET parked = c.parked + 1`),
     [run.message_id, type, run.saga, this.p.engineId, step, run.lineage, why, run.claimed_at, attempt]);
   }
 }

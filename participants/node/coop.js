@@ -34,6 +34,7 @@ const { completeTask } = require('./tasks');
 const { TYPE, failure, failureOf, deadlineMissed } = require('./documents');
 const { NAME, checkStepName, uuidV7 } = require('./names');
 const { isDatabaseTrouble, postponeOrPark } = require('./trouble');
+const { WOKEN, COMMITS_KEPT } = require('./wakes');
 const { SchemaVersionError, checkSchema, mayBeSchemaChange } = require('./schema');
 
 /**
@@ -460,7 +461,7 @@ class Participant {
     const context = JSON.stringify({ ...JSON.parse(run.context || '{}'), ...JSON.parse(run.parent_context || '{}') });
     const { rows } = await c.query(this.sql(`
       WITH targets AS (
-        SELECT r.id, r.message_id, r.status FROM {schema}.run r WHERE r.parent_id = $1 AND r.parent_seq = $2
+        SELECT r.id, r.message_id, r.status, r.finished_at FROM {schema}.run r WHERE r.parent_id = $1 AND r.parent_seq = $2
       ), emitted AS (
         INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
         SELECT m.message_id, 'ROLLBACK_EMITTED', $3, $4, $5, $6::uuid[], $7::jsonb
@@ -472,9 +473,9 @@ class Participant {
                runnable_at = clock_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
                version = r.version + 1
           FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task'
-        RETURNING 1
-      )
-      SELECT count(*)::int AS n FROM woken`),
+        RETURNING r.saga, r.status, r.runnable_at, t.finished_at AS committed_at
+      ), ${COMMITS_KEPT('woken')}, ${WOKEN('woken', 'notified')}
+      SELECT count(*)::int AS n FROM woken, notified`),
     [run.id, seq, run.saga, this.engineId, step, run.lineage, parentSaidSo, context === '{}' ? null : context]);
     const children = rows[0].n;
     return this.advance(c, run, [['SUSPENDED', step]],
@@ -540,7 +541,7 @@ class Participant {
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
                r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
                r.resolution, r.retries,
-               r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at, r.cancel_from
+               r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at, r.cancel_from, r.ordering_key
           FROM {schema}.run r
          WHERE ${selection}
          LIMIT 1
@@ -592,9 +593,9 @@ class Participant {
                  $11::int /* launched on the happy path: the launching run's (v24) */
             FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
-          RETURNING 1
-        )
-        SELECT count(*)::int AS n FROM runs`),
+          RETURNING saga, status, runnable_at
+        ), ${WOKEN('runs')}
+        SELECT count(*)::int AS n FROM runs, woken`),
       [m.id, m.topic, m.payload, saga.name, this.engineId, stepName, run.lineage, run.context, run.id, run.steps_done,
         run.cancel_from]);
       runs += rows[0].n;
@@ -627,7 +628,8 @@ class Participant {
       events.map((e) => e[1] ?? null), events.map((e) => e[2] ?? null), instance.seq, instance.index,
       instance.iteration]);
     const finished = FINISHED.includes(next.status);
-    const { rowCount } = await c.query(this.sql(`
+    const { rows: moved } = await c.query(this.sql(`
+      WITH advanced AS (
       UPDATE {schema}.run
          SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = nullif(coalesce($6, final_step), ''),
              steps_done = $7, iterations = $8::int[], attempt = $19::int, pending_children = $9::int,
@@ -644,12 +646,18 @@ class Participant {
                   THEN {schema}.commit_allowed(lineage[1], lineage[coalesce(cancel_from, 1):], true)
                   WHEN $18 AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                         WHERE x.scope_id = ANY(lineage[coalesce(cancel_from, 1):]))
-                  THEN {schema}.assert_not_cancelled(lineage[coalesce(cancel_from, 1):]) ELSE true END`),
+                  THEN {schema}.assert_not_cancelled(lineage[coalesce(cancel_from, 1):]) ELSE true END
+      RETURNING saga, status, runnable_at
+      ), ${WOKEN('advanced')}
+      SELECT count(*)::int AS n FROM advanced, woken`),
     [run.id, next.status, next.phase, next.step_index, next.next_step, next.final_step, next.steps_done,
       next.iterations, next.pending_children, next.rollback_seq, next.rollback_stage, next.rollback_cause,
       next.result, next.failure, run.claimed_at, finished, run.xact, next.checkCancellation, next.attempt,
       next.keepFailedChildren, next.delayMillis, excludesCancellation(next, finished)]);
-    if (rowCount !== 1) throw new Error(`Run ${run.id} was not updated`);
+    if (!moved[0] || moved[0].n !== 1) throw new Error(`Run ${run.id} was not updated`);
+    if (finished && run.ordering_key !== null) { // its key's next run goes on (protocol.md, Ordering keys)
+      await c.query(this.sql("SELECT {schema}.release_ordering_key_after($1, $2, '{}')"), [run.saga, run.ordering_key]);
+    }
     if (finished) await this.finished(c, run, next.status);
   }
 

@@ -5,6 +5,8 @@
  * finished, and the outcome message of each join that ended.
  */
 
+const { WOKEN, PARENT_WOKEN } = require('./wakes');
+
 /** A parent whose last step already ran commits with its last child (cascading completion). */
 const PARENT_COMMITS = `p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
   AND $1::text = 'COMMITTED'
@@ -33,12 +35,13 @@ async function countOff(participant, c, run, status, engine) {
                runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
                version = p.version + 1
          WHERE p.id = $2 AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step,
+                  p.pending_children, p.runnable_at, p.ordering_key
       ), parent_committed AS (
         INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
         SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
-      )
-      SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, engine, run.claimed_at]);
+      ), ${PARENT_WOKEN}
+      SELECT message_id, parent_id, awaited, status FROM parent, parent_woken`), [status, parentId, engine, run.claimed_at]);
     const parent = rows[0];
     if (!parent || parent.status !== 'COMMITTED') break;
     messages.push(parent.message_id);
@@ -108,11 +111,14 @@ async function publishJoinOutcome(participant, c, joinId) {
       INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
     ), emitted AS (
       INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
-    )
-    INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
-    SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
-      FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
-             ORDER BY saga) x`),
+    ), runs AS (
+      INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
+      SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
+        FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
+               ORDER BY saga) x
+      RETURNING saga, status, runnable_at
+    ), ${WOKEN('runs')}
+    SELECT notified FROM woken`),
   [g.outcome_message_id, topic, result]);
 }
 

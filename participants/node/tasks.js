@@ -4,6 +4,7 @@
  */
 const { Pool } = require('pg');
 const { PARENT_COMMITS, countOff, settleJoins } = require('./finishing');
+const { PARENT_WOKEN } = require('./wakes');
 
 /**
  * Completes an external task a Java (or any) saga opened, by its token or correlation key, in one statement
@@ -55,15 +56,16 @@ async function completeTask(participant, tokenOrKey, result, actor) {
                version = p.version + 1
          WHERE p.id = (SELECT parent_id FROM settled) AND p.status IN ('WAITING', 'RUNNABLE')
            AND p.pending_children > 0
-        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step,
+                  p.pending_children, p.runnable_at, p.ordering_key
       ), parent_committed AS (
         INSERT INTO {schema}.event (message_id, type, saga, step, lineage)
         SELECT message_id, 'COMMITTED', saga, final_step, lineage FROM parent
          WHERE status = 'COMMITTED' AND (SELECT count(*) FROM logged) >= 0
-      )
+      ), ${PARENT_WOKEN}
       SELECT (SELECT count(*) FROM settled)::int AS settled, (SELECT message_id FROM settled) AS task_message,
              p.message_id, p.parent_id, p.awaited, p.status
-        FROM (SELECT 1) one LEFT JOIN parent p ON true`).replaceAll('$1::text', "'COMMITTED'"), [tokenOrKey, json, actor]);
+        FROM (SELECT 1) one LEFT JOIN parent p ON true CROSS JOIN parent_woken`).replaceAll('$1::text', "'COMMITTED'"), [tokenOrKey, json, actor]);
     const row = rows[0];
     if (row.settled === 0) {
       const found = (await c.query(participant.sql(`

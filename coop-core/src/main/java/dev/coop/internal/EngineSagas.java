@@ -31,7 +31,7 @@ public final class EngineSagas {
         });
     }
 
-    /** {@code <saga>@<version>}: how the engine names a saga version to the database (coop.local_sagas, engine). */
+    /** {@code <saga>@<version>}: how the engine names a saga version to the database (the quiet wake-ups of {@code store.Wakes}, engine). */
     public static String key(String saga, int version) {
         return saga + "@" + version;
     }

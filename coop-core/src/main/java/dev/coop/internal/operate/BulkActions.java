@@ -2,6 +2,7 @@ package dev.coop.internal.operate;
 
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
+import dev.coop.internal.store.Wakes;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,8 +26,8 @@ public final class BulkActions {
               UPDATE {schema}.run r SET status = 'RUNNABLE', attempt = 1, resolution = NULL, runnable_at = {now},
                      version = r.version + 1
                 FROM picked WHERE r.id = picked.id
-              RETURNING r.message_id, r.saga, r.lineage, r.next_step
-            ), logged AS (
+              RETURNING r.message_id, r.saga, r.saga_version, r.status, r.runnable_at, r.lineage, r.next_step
+            ), {notified}, logged AS (
               INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
               SELECT message_id, 'RETRIED', saga, next_step, lineage, {now} FROM resolved
             ), audited AS ( -- one entry per hierarchy: its root message, no scope
@@ -34,8 +35,8 @@ public final class BulkActions {
               SELECT lineage[1], NULL, 'retry-parked', ?, ?, 'RETRYING ' || count(*) || ' parked run(s) of saga ' || ?
                 FROM resolved GROUP BY lineage[1]
             )
-            SELECT count(*)::int FROM resolved
-            """;
+            SELECT count(*)::int FROM resolved, notified
+            """.replace("{notified}", Wakes.notifying("notified", "resolved", Wakes.NONE_LOCAL));
 
     private final SchemaName schema;
     private final Time time;

@@ -1,8 +1,10 @@
 package dev.coop.internal.operate;
 
 import dev.coop.internal.read.StoredLineage;
+import dev.coop.internal.store.Counts;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
+import dev.coop.internal.store.Wakes;
 
 import dev.coop.failure.CoopStoreException;
 
@@ -283,20 +285,25 @@ public final class Operations {
                 WITH logged AS (
                   INSERT INTO {schema}.event (message_id, type, lineage, exception)
                   VALUES (?, 'ROLLBACK_EMITTED', ?, ?::jsonb)
-                )
-                UPDATE {schema}.run
+                ), requested AS (
+                UPDATE {schema}.run r
                    SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
-                       rollback_seq = steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
-                       finished_at = NULL, pending_children = 0, failed_children = 0, version = version + 1
-                 WHERE id = ? AND status = 'COMMITTED'
-                """))) {
+                       rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
+                       finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
+                  FROM {schema}.run o -- the row as it was: when it committed
+                 WHERE r.id = ? AND o.id = r.id AND r.status = 'COMMITTED'
+                RETURNING r.saga, r.saga_version, r.status, r.runnable_at, o.finished_at AS committed_at
+                ), {counted}, {notified}
+                SELECT count(*) FROM requested, notified
+                """.replace("{notified}", Wakes.notifying("notified", "requested", Wakes.NONE_LOCAL))
+                .replace("{counted}", Counts.supersededCommits("counted", "requested"))))) {
             ps.setObject(1, scope.messageId());
             ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
             ps.setString(3, failure.toJson());
             ps.setString(4, failure.toJson());
             ps.setObject(5, time.bind());
             ps.setObject(6, scope.id());
-            ps.executeUpdate();
+            ps.executeQuery().close();
         }
     }
 
@@ -353,17 +360,21 @@ public final class Operations {
                   UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
                          runnable_at = {now}, version = version + 1
                    WHERE id = ? AND status = 'PARKED'
-                  RETURNING message_id, saga, lineage, next_step
+                  RETURNING message_id, saga, saga_version, status, runnable_at, lineage, next_step
+                ), {notified}, logged AS (
+                  INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
+                  SELECT message_id, ?, saga, next_step, lineage, {now} FROM resolved
                 )
-                INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
-                SELECT message_id, ?, saga, next_step, lineage, {now} FROM resolved
-                """))) {
+                SELECT count(*)::int FROM resolved, notified
+                """.replace("{notified}", Wakes.notifying("notified", "resolved", Wakes.NONE_LOCAL))))) {
             ps.setString(1, skip ? "SKIP" : null);
             ps.setObject(2, time.bind());
             ps.setObject(3, runId);
             ps.setString(4, skip ? "MARKED_DONE" : "RETRIED");
             ps.setObject(5, time.bind());
-            return ps.executeUpdate() > 0;
+            try (java.sql.ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getInt(1) > 0;
+            }
         }
     }
 }

@@ -1,8 +1,10 @@
 package dev.coop.internal.operate;
 
 import dev.coop.internal.read.RunListing;
+import dev.coop.internal.store.Counts;
 import dev.coop.internal.store.SchemaName;
 import dev.coop.internal.store.Time;
+import dev.coop.internal.store.Wakes;
 
 import dev.coop.failure.CancellationRequestedException;
 import dev.coop.failure.Failure;
@@ -83,7 +85,8 @@ public final class SelectionBatches {
      */
     private static final String ROLLBACK = """
             WITH batch AS (
-              SELECT id, message_id, lineage FROM {schema}.run WHERE id = ANY(?::uuid[]) AND status = 'COMMITTED'
+              SELECT id, message_id, lineage, finished_at FROM {schema}.run
+               WHERE id = ANY(?::uuid[]) AND status = 'COMMITTED'
                FOR UPDATE SKIP LOCKED
             ), picked AS (
               SELECT b.* FROM batch b
@@ -105,15 +108,16 @@ public final class SelectionBatches {
                      rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM picked WHERE r.id = picked.id
-              RETURNING r.lineage
-            ), audited AS (
+              RETURNING r.lineage, r.saga, r.saga_version, r.status, r.runnable_at, picked.finished_at AS committed_at
+            ), {counted}, {notified}, audited AS (
               INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
               SELECT lineage[1], NULL, 'rollback-selection', ?, ?,
                      'REQUESTED for ' || count(*) || ' run(s) of a selection: ' || ?
                 FROM requested GROUP BY lineage[1]
             )
-            SELECT count(*)::int FROM requested
-            """;
+            SELECT count(*)::int FROM requested, notified
+            """.replace("{notified}", Wakes.notifying("notified", "requested", Wakes.NONE_LOCAL))
+            .replace("{counted}", Counts.supersededCommits("counted", "requested"));
 
     private final SchemaName schema;
     private final Time time;

@@ -38,7 +38,7 @@ public final class Retention {
 
     /**
      * Root runs of the hierarchies that finished before the cutoff (bound twice) with nothing runnable, waiting or
-     * parked left: the candidates (found through {@code run_root_finished} and {@code run_active_root}).
+     * parked left: the candidates (found through {@code run_finished}, schema version 27, and {@code run_active_root}).
      */
     private static final String FINISHED_ROOT_RUNS = """
               FROM {schema}.run r

@@ -258,7 +258,7 @@ final class CompensateInstance {
                 r.rollbackSeq(), r.rollbackStage(), r.rollbackCause(), r.resolution(), r.retries(), r.version(),
                 context, r.parentContext(), r.finallyDone(), r.pendingChildren(), r.awaited(), r.waitingSince(),
                 r.cancellation(), r.topic(), r.payload(), r.messageCreatedAt(), r.claimedAt(), r.xact(),
-                r.runnableAt(), r.cancelFrom());
+                r.runnableAt(), r.cancelFrom(), r.orderingKey());
     }
 
     /**

@@ -157,6 +157,6 @@ final class RoundSplit {
                 r.failedChildren(), r.rollbackSeq(), r.rollbackStage(), r.rollbackCause(), r.resolution(),
                 r.retries(), r.version(), r.context(), r.parentContext(), r.finallyDone(), r.pendingChildren(),
                 r.awaited(), r.waitingSince(), r.cancellation(), r.topic(), r.payload(), r.messageCreatedAt(),
-                r.claimedAt(), xact, r.runnableAt(), r.cancelFrom());
+                r.claimedAt(), xact, r.runnableAt(), r.cancelFrom(), r.orderingKey());
     }
 }

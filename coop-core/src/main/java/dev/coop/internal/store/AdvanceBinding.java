@@ -25,6 +25,11 @@ final class AdvanceBinding {
         this.localSagas = localSagas;
     }
 
+    /** The sagas whose runs the caller wakes in-process, comma-separated ({@link Wakes}). */
+    String localSagas() {
+        return localSagas;
+    }
+
     /** Binds the parameters of one advance from {@code i}; returns the last. */
     int bind(PreparedStatement ps, int i, Store.Move move, String engine, boolean quiet, OffsetDateTime now)
             throws SQLException {
@@ -153,7 +158,11 @@ final class AdvanceBinding {
         ps.setString(++i, run.xact());
         ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)
         ps.setBoolean(++i, next.checkCancellation());
-        ps.setString(++i, localSagas);
+        String wake = next.status() == dev.coop.RunStatus.RUNNABLE
+                ? Wakes.later(run.saga(), next.delayMillis(), next.runnableAt(), now)
+                : null;
+        ps.setString(++i, wake); // a run left due later notifies the other engines (schema version 27)
+        ps.setString(++i, wake);
         return i;
     }
 }

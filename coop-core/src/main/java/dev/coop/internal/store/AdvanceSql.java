@@ -76,7 +76,7 @@ public final class AdvanceSql {
                           WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                               WHERE x.scope_id = ANY({cancelScope}))
                           THEN {schema}.assert_not_cancelled({cancelScope}) ELSE true END
-                 AND set_config('coop.local_sagas', ?, true) IS NOT NULL -- woken in-process: no NOTIFY for them
+                 AND (?::text IS NULL OR (SELECT true FROM pg_notify('coop_{schema}', ?::text))) -- due later (v27)
             )
             """
             .replace("{runnableAt}", SET_RUNNABLE_AT).replace("{cancelScope}", cancelScope(""));
@@ -113,6 +113,28 @@ public final class AdvanceSql {
     static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
 
     /**
+     * The parent's wake-up when its last child counted off (schema version 27): for the engines that run it, unless it
+     * is a saga version the committing engine wakes itself ({@link Wakes}; one parameter, after the count-off's); and
+     * when the parent committed here with an ordering key, the release of the key's next run ({@link KeyedRuns}). The
+     * statement reads it ({@link #COUNT_OFF_RESULT}), and that sends it.
+     */
+    public static final String PARENT_WOKEN = """
+            parent_woken AS ( -- the wake-up as Wakes.notifying writes it, spelled out: a constant
+              SELECT (SELECT count(pg_notify('coop_{schema}',
+                                             CASE WHEN w.runnable_at <= clock_timestamp() THEN w.saga
+                                                  ELSE w.saga || ' ' || ceil(extract(epoch FROM (w.runnable_at
+                                                                   - clock_timestamp())) * 1000)::bigint::text END))
+                        FROM parent w
+                       WHERE w.status = 'RUNNABLE' AND w.pending_children = 0
+                         AND (w.runnable_at > clock_timestamp() OR w.saga || '@' || w.saga_version::text
+                              <> ALL (coalesce(string_to_array(?, ','), '{}')))) AS notified,
+                     (SELECT count(*) FROM parent w -- a keyed parent committed here releases its key (KeyedRuns)
+                       WHERE CASE WHEN w.status = 'COMMITTED' AND w.ordering_key IS NOT NULL
+                                  THEN {schema}.release_ordering_key_after(w.saga, w.ordering_key, ARRAY[w.id])
+                                  ELSE false END) AS released
+            )""";
+
+    /**
      * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its
      * last child finished; or, when the parent had already run its last step and every child committed, the parent
      * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
@@ -143,19 +165,19 @@ public final class AdvanceSql {
                      runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
                      version = p.version + 1
                WHERE p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+              RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
+                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key
             ), parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ? FROM parent WHERE status = 'COMMITTED'
                      %s
-            )
-            """ + AdvanceSql.COUNT_OFF_RESULT + "\n";
+            ), """ + PARENT_WOKEN + "\n" + AdvanceSql.COUNT_OFF_RESULT + "\n";
 
     /**
      * What the count-off returns: the parent, and the parent's own parent to count it off at when it committed here
      * (null when it has none, or when that parent stopped awaiting it).
      */
-    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent";
+    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent, parent_woken";
 
     /**
      * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an
@@ -174,7 +196,9 @@ public final class AdvanceSql {
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
     static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");
 
+    /** Postponing a run; its wake-up, due later, for the other engines (the last parameter: {@link Wakes}). */
     static final String POSTPONE = """
+            WITH moved AS (
             UPDATE {schema}.run
                SET runnable_at = {now} + ? * interval '1 millisecond', retries = retries + 1,
                    version = version + 1,
@@ -182,7 +206,10 @@ public final class AdvanceSql {
              WHERE id = ? AND status = 'RUNNABLE' AND version = ?
                AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
                         ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
-            """;
+            RETURNING saga, saga_version, status, runnable_at
+            ), {notified}
+            SELECT count(*) FROM moved, notified
+            """.replace("{notified}", Wakes.notifying("notified", "moved", "?"));
 
     /** Parks a runnable run that met database trouble too often in a row, if nobody moved it meanwhile. */
     static final String PARK_AFTER_RETRIES = """

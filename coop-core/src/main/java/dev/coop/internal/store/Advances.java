@@ -24,6 +24,7 @@ final class Advances {
     private final AdvanceBinding binding;
     private final ClaimGates gates;
     private final RunClaims reclaims;
+    private final KeyedRuns keys;
     private final ClaimRows rows;
 
     private final String advanceSql;
@@ -60,6 +61,7 @@ final class Advances {
         this.binding = binding;
         this.gates = gates;
         this.reclaims = reclaims;
+        this.keys = new KeyedRuns(schema);
         this.rows = rows;
         String reserve = AdvanceSql.RESERVED;
         String advance = schema.sql(AdvanceSql.ADVANCE.replace("{reserve}", reserve));
@@ -129,6 +131,29 @@ final class Advances {
 
     private Object advance(Connection c, Tail tail, ClaimedRun run, String engine,
             List<LogEntry> entries, Advance next) throws SQLException {
+        if (next.status().isFinished() && run.orderingKey() != null) {
+            return advanceKeyed(c, tail, run, engine, entries, next);
+        }
+        return write(c, tail, run, engine, entries, next);
+    }
+
+    /**
+     * The final advance of a keyed run, then the release of its key's next run ({@link KeyedRuns}) before anything
+     * commits: a round trip more, for keyed runs only.
+     */
+    private Object advanceKeyed(Connection c, Tail tail, ClaimedRun run, String engine, List<LogEntry> entries,
+            Advance next) throws SQLException {
+        Object counted = write(c, Tail.NONE, run, engine, entries, next);
+        keys.releaseAfter(c, run);
+        return switch (tail) {
+            case NONE -> counted;
+            case COMMIT_UNLESS_JOINED -> commitUnlessJoined(c, List.of(run.messageId()));
+            default -> throw new IllegalStateException("a finished run's advance commits after its count-off");
+        };
+    }
+
+    private Object write(Connection c, Tail tail, ClaimedRun run, String engine,
+            List<LogEntry> entries, Advance next) throws SQLException {
         boolean finished = next.status().isFinished();
         UUID countOffAt = finished && run.awaited() ? run.parentId() : null;
         SagaLimits.Limit limit = gates.limit(run.saga()); // once: the probe may change it meanwhile
@@ -145,7 +170,8 @@ final class Advances {
             OffsetDateTime now = time.bind();
             int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
-                i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now);
+                i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now,
+                        binding.localSagas());
             }
             return readTail(c, ps, i, write, now);
         }
@@ -290,13 +316,13 @@ final class Advances {
     public Counted countOff(Connection c, UUID parentId, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
-            bindCountOff(ps, 0, childStatus, parentId, engine, startedAt, time.bind());
+            bindCountOff(ps, 0, childStatus, parentId, engine, startedAt, time.bind(), binding.localSagas());
             return readCounted(ps);
         }
     }
 
     private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
-            OffsetDateTime startedAt, OffsetDateTime now) throws SQLException {
+            OffsetDateTime startedAt, OffsetDateTime now, String localSagas) throws SQLException {
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
         }
@@ -305,6 +331,7 @@ final class Advances {
         ps.setObject(++i, parentId, Types.OTHER);
         ps.setString(++i, engine);
         ps.setObject(++i, startedAt);
+        ps.setString(++i, localSagas); // the parent's wake-up (AdvanceSql.PARENT_WOKEN)
         return i;
     }
 
@@ -340,7 +367,8 @@ final class Advances {
             ps.setInt(6, run.version());
             ps.setString(7, seenKept ? run.xact() : null);
             ps.setString(8, seenKept ? run.xact() : null);
-            ps.executeUpdate();
+            ps.setString(9, binding.localSagas());
+            ps.executeQuery().close();
         }
     }
 

@@ -34,10 +34,22 @@ public final class AttemptLog {
               FROM {schema}.run WHERE id = ? AND failure->>'type' <> 'dev.coop.DatabaseTrouble' -- a step's failure
             """;
 
+    /**
+     * The PARKED event, and the parking counted in {@code run_count} (counts over time, schema version 27: parkings
+     * are the one count a read cannot derive from the run row, and they are off the step's path), in the database's
+     * minute and the writing backend's shard (see {@code V22__run_counts.sql}).
+     */
     private static final String PARKED = """
-            INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
-                                        created_at)
-            VALUES (?, 'PARKED', ?, ?, ?, ?, ?::jsonb, ?, ?, {now})
+            WITH parked AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
+                                          created_at)
+              VALUES (?, 'PARKED', ?, ?, ?, ?, ?::jsonb, ?, ?, {now})
+              RETURNING saga
+            )
+            INSERT INTO {schema}.run_count AS c (minute, saga, shard, parked)
+            SELECT date_trunc('minute', clock_timestamp()), saga, pg_backend_pid(), 1 FROM parked
+             WHERE left(saga, 1) <> '~'
+            ON CONFLICT (minute, saga, shard) DO UPDATE SET parked = c.parked + 1
             """;
 
     private final SchemaName schema;

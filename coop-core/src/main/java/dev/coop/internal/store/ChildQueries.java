@@ -28,7 +28,11 @@ final class ChildQueries {
     private final String countUnstartedSql;
     private final String detachUnstartedSql;
 
-    ChildQueries(SchemaName schema, Time time) {
+    /** The sagas whose runs the caller wakes in-process, comma-separated ({@link Wakes}). */
+    private final String localSagas;
+
+    ChildQueries(SchemaName schema, Time time, String localSagas) {
+        this.localSagas = localSagas;
         this.schema = schema;
         this.time = time;
         this.requestChildRollbacksSql = schema.sql(ChildSql.REQUEST_CHILD_ROLLBACKS);
@@ -56,6 +60,7 @@ final class ChildQueries {
             ps.setString(8, parentContext);
             ps.setString(9, cause);
             ps.setObject(10, time.bind());
+            ps.setString(11, localSagas);
             Map<String, Integer> woken = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

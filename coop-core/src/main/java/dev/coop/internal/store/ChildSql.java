@@ -11,11 +11,13 @@ final class ChildSql {
     /**
      * Rolling back a step instance: log a ROLLBACK_EMITTED for each message it launched and ask every committed run
      * of those messages to roll back (each starts with its own ROLLING_BACK when claimed). Runs that already
-     * rolled back are left alone. Returns the woken runs per saga.
+     * rolled back are left alone. Returns the woken runs per saga; the engines that run them are notified unless
+     * the caller wakes them itself (last parameter, {@link Wakes}).
      */
     static final String REQUEST_CHILD_ROLLBACKS = """
             WITH targets AS (
-              SELECT r.id, r.message_id, r.status FROM {schema}.run r WHERE r.parent_id = ? AND r.parent_seq = ?
+              SELECT r.id, r.message_id, r.status, r.finished_at FROM {schema}.run r
+               WHERE r.parent_id = ? AND r.parent_seq = ?
             ), emitted AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
               SELECT m.message_id, 'ROLLBACK_EMITTED', ?, ?, ?, ?::uuid[], ?::jsonb
@@ -27,10 +29,12 @@ final class ChildSql {
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM targets t
                WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task' -- see ExternalTasks
-              RETURNING r.saga
-            )
-            SELECT saga, count(*)::int FROM woken GROUP BY saga
-            """;
+              RETURNING r.saga, r.saga_version, r.status, r.runnable_at, t.finished_at AS committed_at
+            ), {counted}, {notified}
+            SELECT saga, count(*)::int FROM woken, notified GROUP BY saga
+            """
+            .replace("{notified}", Wakes.notifying("notified", "woken", "?"))
+            .replace("{counted}", Counts.supersededCommits("counted", "woken"));
 
     /** The runs caused by the given step instances of a run, with their results or failures. */
     static final String CHILD_RESULTS = """
@@ -81,7 +85,7 @@ final class ChildSql {
                  SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb, finished_at = {now},
                      version = r.version + 1
                 FROM d WHERE r.id = d.id
-              RETURNING r.id, r.message_id, r.saga, r.lineage
+              RETURNING r.id, r.message_id, r.saga, r.lineage, r.ordering_key
             ), logged AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception)
               SELECT s.message_id, e.type, s.saga, ?, s.lineage, e.exception::jsonb
@@ -98,8 +102,12 @@ final class ChildSql {
             ), counted AS ( -- they did not commit: failures of the parent's step, like any child that rolled back
               UPDATE {schema}.run p SET failed_children = p.failed_children + (SELECT count(*)::int FROM settled)
                WHERE p.id = ? AND EXISTS (SELECT 1 FROM settled)
+            ), released AS ( -- the keys of keyed runs among them go on (KeyedRuns, schema version 27)
+              SELECT count(*) AS released
+                FROM (SELECT DISTINCT saga, ordering_key FROM settled WHERE ordering_key IS NOT NULL) k
+               WHERE {schema}.release_ordering_key_after(k.saga, k.ordering_key, ARRAY(SELECT id FROM settled))
             )
-            SELECT id, message_id FROM settled
+            SELECT id, message_id FROM settled, released
             """;
 
     static final String CHILD_FAILURES = """

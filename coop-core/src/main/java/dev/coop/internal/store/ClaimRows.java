@@ -47,7 +47,8 @@ final class ClaimRows {
                 rs.getString("topic"), rs.getString("payload"),
                 rs.getObject("message_created_at", OffsetDateTime.class),
                 rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"),
-                rs.getObject("runnable_at", OffsetDateTime.class), rs.getObject("cancel_from", Integer.class));
+                rs.getObject("runnable_at", OffsetDateTime.class), rs.getObject("cancel_from", Integer.class),
+                rs.getString("ordering_key"));
     }
 
     /**
@@ -149,7 +150,7 @@ final class ClaimRows {
                 ints(rs.getArray(16)), rs.getInt(17), rs.getBoolean(18), rs.getObject(19, OffsetDateTime.class),
                 rs.getString(22), run.topic(), run.payload(), run.messageCreatedAt(),
                 rs.getObject(21, OffsetDateTime.class), rs.getString(23), rs.getObject(20, OffsetDateTime.class),
-                run.cancelFrom());
+                run.cancelFrom(), run.orderingKey());
     }
 
     ClaimedRun readCommitted(PreparedStatement ps, ClaimReader reader) throws SQLException {

@@ -44,7 +44,7 @@ public final class ClaimSql {
                      r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                     r.waiting_since, r.runnable_at, {now} AS claimed_at, r.cancel_from
+                     r.waiting_since, r.runnable_at, {now} AS claimed_at, r.cancel_from, r.ordering_key
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1

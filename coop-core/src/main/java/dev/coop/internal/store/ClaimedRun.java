@@ -27,6 +27,8 @@ import java.util.UUID;
  * @param cancelFrom from which position of its lineage (1-based) cancellations reach this run, null for 1: a run
  *        launched by a rollback, and the runs below it, are not reached by the cancellation that rollback answers
  *        (schema version 24)
+ * @param orderingKey the run's ordering key, or null: its final advance releases the key's next run (schema version
+ *        27, {@link KeyedRuns})
  */
 public record ClaimedRun(
         UUID id,
@@ -62,7 +64,8 @@ public record ClaimedRun(
         java.time.OffsetDateTime claimedAt,
         String xact,
         java.time.OffsetDateTime runnableAt,
-        Integer cancelFrom) {
+        Integer cancelFrom,
+        String orderingKey) {
     /** The scopes of its lineage whose cancellation reaches this run: from {@link #cancelFrom} on. */
     public UUID[] cancelScope() {
         return cancelFrom == null || cancelFrom <= 1

@@ -9,13 +9,19 @@ final class EmitSql {
     }
 
     /**
+     * The launch's wake-ups (schema version 27; a trigger sent them before): its runnable runs notify, but for those
+     * of the sagas this engine wakes itself that are due now. One parameter: those sagas ({@link Wakes}).
+     */
+    private static final String WOKE = Wakes.notifying("woke", "runs", "?");
+
+    /**
      * Emit: write messages, their EMITTED events, and one run for every saga registered for each topic right now,
      * with the saga's current version (the highest registered). Runs in a scope get the emitting run as parent; the
      * parent waits for them; {@code cancel_from} says from where in their lineage cancellations reach them (version
      * 24). A message with an idempotency key
      * that another message of its topic already holds is not written (nor its event and runs); it comes back as
      * {@code '!' || n} (its ordinal) so that the caller can look the holder up. A run with an ordering key may be
-     * created HELD instead of RUNNABLE (trigger {@code run_keyed_hold}, schema version 10).
+     * created HELD instead of RUNNABLE (see {@link KeyedRuns}).
      *
      * <p>A run's lineage is built with {@code array || ARRAY[id]}, never {@code array || id}: appending an element
      * yields an expanded array, which PostgreSQL stores with a 4-byte header where every later update of the row
@@ -50,17 +56,59 @@ final class EmitSql {
                              written.context, written.due, written.priority, written.okey
                         FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
                        ORDER BY written.n, reg.saga) x
-              RETURNING saga
-            ), quiet AS ( -- the sagas this engine wakes itself: their runs due now notify nobody (schema version 9)
-              SELECT set_config('coop.local_sagas', ?, true)
-            )
-            SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
+              RETURNING saga, saga_version, status, runnable_at
+            ), {woke}
+            SELECT saga, count(*)::int FROM runs, woke GROUP BY saga
             UNION ALL -- topics nobody handles come back as '#topic' (saga names cannot start with '#')
             SELECT DISTINCT '#' || written.topic, 0 FROM written
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = written.topic)
             UNION ALL -- keys already taken come back as '!', with the message's ordinal
             SELECT '!', n::int FROM duplicate
-            """;
+            """.replace("{woke}", WOKE);
+
+    /**
+     * {@link #EMIT} of messages some of which carry an ordering key ({@link KeyedRuns}), sent after the launch took
+     * the keys' locks: a keyed run gets the next {@code key_seq} and is created HELD when its key has an unfinished
+     * run of its saga, or an earlier message of this launch has its saga and key, unless one of its ancestors is a
+     * run of that saga and key (held behind its own ancestor, which waits for it, it would never run: it runs within
+     * that run's turn). One parameter more, after the parent's seq: the scope again.
+     */
+    static final String EMIT_KEYED = keyed(EMIT);
+
+    private static String keyed(String emit) {
+        String[][] edits = {
+                {"ordering_key, cancel_from)", "ordering_key, cancel_from, key_seq)"},
+                {"?::int, 'RUNNABLE', x.context,",
+                        """
+                                ?::int,
+                                             CASE WHEN x.okey IS NULL THEN 'RUNNABLE'
+                                                  WHEN EXISTS (SELECT 1 FROM {schema}.run a WHERE a.id = ANY(?::uuid[])
+                                                                  AND a.saga = x.saga AND a.ordering_key = x.okey)
+                                                  THEN 'RUNNABLE' -- below a run of its saga and key: within that run's turn
+                                                  WHEN x.key_rank > 1 OR EXISTS (SELECT 1 FROM {schema}.run k
+                                                                                  WHERE k.saga = x.saga AND k.ordering_key = x.okey
+                                                                                    AND k.status IN ('RUNNABLE', 'WAITING',
+                                                                                                     'PARKED', 'HELD'))
+                                                  THEN 'HELD' ELSE 'RUNNABLE' END,
+                                             x.context,"""
+                                .strip()},
+                {"x.okey, ?::int\n", "x.okey, ?::int, x.key_seq\n"},
+                {"written.context, written.due, written.priority, written.okey\n", """
+                        written.context, written.due, written.priority, written.okey,
+                                             CASE WHEN written.okey IS NOT NULL THEN nextval('{schema}.run_key_seq') END
+                                                 AS key_seq,
+                                             row_number() OVER (PARTITION BY reg.saga, written.okey ORDER BY written.n)
+                                                 AS key_rank
+                        """.strip() + "\n"}};
+        String sql = emit;
+        for (String[] edit : edits) {
+            if (!sql.contains(edit[0])) {
+                throw new IllegalStateException("the launch no longer has " + edit[0]);
+            }
+            sql = sql.replace(edit[0], edit[1]);
+        }
+        return sql;
+    }
 
     /**
      * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
@@ -81,12 +129,10 @@ final class EmitSql {
                      ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int, ?::int
                 FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version
                         FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
-              RETURNING saga
-            ), quiet AS (
-              SELECT set_config('coop.local_sagas', ?, true)
-            )
-            SELECT saga, count(*)::int FROM runs, quiet GROUP BY saga
+              RETURNING saga, saga_version, status, runnable_at
+            ), {woke}
+            SELECT saga, count(*)::int FROM runs, woke GROUP BY saga
             UNION ALL
             SELECT '#' || ?::text, 0 WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = ?)
-            """;
+            """.replace("{woke}", WOKE);
 }

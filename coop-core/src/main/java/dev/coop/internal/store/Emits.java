@@ -33,6 +33,8 @@ final class Emits {
 
     private final String emitSql;
     private final String emitOneSql;
+    private final String emitKeyedSql;
+    private final KeyedRuns keys;
 
     private final boolean requireHandlers;
     private final String localSagas;
@@ -47,6 +49,8 @@ final class Emits {
         this.localSagas = localSagas;
         this.emitSql = schema.sql(EmitSql.EMIT);
         this.emitOneSql = schema.sql(EmitSql.EMIT_ONE);
+        this.emitKeyedSql = schema.sql(EmitSql.EMIT_KEYED);
+        this.keys = new KeyedRuns(schema);
     }
 
     /**
@@ -163,7 +167,20 @@ final class Emits {
                 && emissions.getFirst().orderingKey() == null) {
             return emitOne(c, origin, emissions.getFirst());
         }
-        try (PreparedStatement ps = c.prepareStatement(emitSql)) {
+        boolean keyed = KeyedRuns.keyed(emissions);
+        if (keyed) {
+            keys.lockForLaunch(c, emissions); // before the insert's snapshot
+        }
+        Emitted emitted = emitMany(c, origin, emissions, keyed);
+        if (keyed) {
+            keys.releaseHeld(c, emissions);
+        }
+        return emitted;
+    }
+
+    private Emitted emitMany(Connection c, Origin origin, List<Emission> emissions, boolean keyed)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(keyed ? emitKeyedSql : emitSql)) {
             Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
             int i = bindColumns(c, ps, emissions);
             OffsetDateTime now = time.bind();
@@ -178,6 +195,9 @@ final class Emits {
                 ps.setNull(++i, Types.INTEGER);
             } else {
                 ps.setInt(++i, origin.parentSeq());
+            }
+            if (keyed) {
+                setArrayOrNull(ps, ++i, scopeArray); // the ancestors a keyed run is not held behind
             }
             ps.setObject(++i, now);
             Store.setInteger(ps, ++i, origin.cancelFrom());

@@ -44,13 +44,13 @@ final class RoundAdvanceSql {
             RETURNING 1""";
 
     /**
-     * The advances, up to their last CTE. {@code clock} reads the time once and tells the run triggers which sagas
-     * this engine wakes in-process (no NOTIFY for them), before any row changes. A finished run's due time becomes
+     * The advances, up to their last CTE. {@code clock} reads the time once and names the sagas this engine wakes
+     * in-process (no NOTIFY for a parent of theirs woken here, {@link Wakes}). A finished run's due time becomes
      * now, as its own advance sets it. {@code count_off} is the parent a finished run counts off at, or null.
      */
     private static final String ADVANCES = """
             WITH clock AS MATERIALIZED (
-              SELECT {now} AS now, set_config('coop.local_sagas', ?, true) AS local_sagas
+              SELECT {now} AS now, ?::text AS local_sagas -- the sagas this engine wakes itself (Wakes)
             ), input AS (
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[],
                                    ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::boolean[], ?::int[],
@@ -145,14 +145,23 @@ final class RoundAdvanceSql {
                      version = p.version + c.n
                 FROM counts c, clock k
                WHERE p.id = c.parent AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-              RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step,
-                        c.started_at
-            ), parent_committed AS (
+              RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
+                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, c.started_at
+            ), {woken}, parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, started_at
                 FROM parent
                WHERE status = 'COMMITTED' AND (SELECT count(*) FROM events) >= 0 -- after the children's events
             )
-            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at FROM parent"""
-            .replace("{commits}", COMMITS);
+            , released AS ( -- a keyed parent committed here releases its key's next run (KeyedRuns)
+              SELECT count(*) AS released FROM parent w
+               WHERE CASE WHEN w.status = 'COMMITTED' AND w.ordering_key IS NOT NULL
+                          THEN {schema}.release_ordering_key_after(w.saga, w.ordering_key, ARRAY[w.id])
+                          ELSE false END
+            )
+            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at
+              FROM parent, parent_woken, released"""
+            .replace("{commits}", COMMITS)
+            .replace("{woken}", Wakes.notifying("parent_woken", "(SELECT * FROM parent WHERE pending_children = 0)",
+                    "(SELECT local_sagas FROM clock)"));
 }

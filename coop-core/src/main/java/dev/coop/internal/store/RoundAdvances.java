@@ -26,8 +26,12 @@ final class RoundAdvances {
     private final String countingOffSql;
     private final Time time;
     private final String localSagas;
+    private final KeyedRuns keys;
+    private final String joinCheckAloneSql;
 
     RoundAdvances(SchemaName schema, Time time, String localSagas) {
+        this.keys = new KeyedRuns(schema);
+        this.joinCheckAloneSql = schema.sql(Advances.JOIN_CHECK);
         this.sql = schema.sql(RoundAdvanceSql.SQL);
         this.commitSql = sql + ";\nCOMMIT";
         this.joinCheckSql = sql + ";\n" + schema.sql(Advances.JOIN_CHECK); // then the join check and COMMIT
@@ -50,7 +54,29 @@ final class RoundAdvances {
         if (columns.countsOff()) {
             throw new IllegalArgumentException("advances that count off are written with writeCountingOff");
         }
-        boolean checkJoins = commit && !finished.isEmpty();
+        List<ClaimedRun> keyed = finishedKeyed(moves);
+        if (!keyed.isEmpty()) { // their keys' next runs are released before the COMMIT: round trips of their own
+            write(c, columns, saga, engine, false, false, finished);
+            for (ClaimedRun run : keyed) {
+                keys.releaseAfter(c, run);
+            }
+            if (!commit) {
+                return true;
+            }
+            try (PreparedStatement ps = c.prepareStatement(finished.isEmpty() ? "COMMIT" : joinCheckAloneSql)) {
+                if (finished.isEmpty()) {
+                    ps.execute();
+                    return true;
+                }
+                ps.setArray(1, c.createArrayOf("uuid", finished.toArray()));
+                return Advances.committedUnlessJoined(ps);
+            }
+        }
+        return write(c, columns, saga, engine, commit, commit && !finished.isEmpty(), finished);
+    }
+
+    private boolean write(Connection c, RoundColumns columns, String saga, String engine, boolean commit,
+            boolean checkJoins, List<UUID> finished) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(checkJoins ? joinCheckSql : commit ? commitSql : sql)) {
             int i = bindAdvances(ps, columns, saga, engine);
             if (checkJoins) {
@@ -60,6 +86,12 @@ final class RoundAdvances {
             Advances.executeAll(ps); // a failure (a cancellation, a lost claim, the database): the caller rolls back
             return true;
         }
+    }
+
+    /** The keyed runs among {@code moves} that finish (schema version 27: {@link KeyedRuns}). */
+    private static List<ClaimedRun> finishedKeyed(List<Store.Move> moves) {
+        return moves.stream().filter(m -> m.run().orderingKey() != null && m.next().status().isFinished())
+                .map(Store.Move::run).toList();
     }
 
     /**
@@ -73,6 +105,15 @@ final class RoundAdvances {
     List<CountedOff> writeCountingOff(Connection c, String saga, String engine, List<Store.Move> moves)
             throws SQLException {
         RoundColumns columns = columns(saga, moves);
+        List<CountedOff> parents = countOff(c, columns, saga, engine);
+        for (ClaimedRun run : finishedKeyed(moves)) {
+            keys.releaseAfter(c, run);
+        }
+        return parents;
+    }
+
+    private List<CountedOff> countOff(Connection c, RoundColumns columns, String saga, String engine)
+            throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countingOffSql)) {
             int i = bindAdvances(ps, columns, saga, engine);
             ps.setString(++i, engine); // of a parent's COMMITTED

@@ -78,7 +78,7 @@ public final class Store {
         String slim = schema.sql(ClaimSql.idleInTransaction(ClaimSql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advances = new Advances(this, new AdvanceBinding(local), gates, claims, rows, slim);
         this.emits = new Emits(schema, this.time, requireHandlers, local);
-        this.children = new ChildQueries(schema, this.time);
+        this.children = new ChildQueries(schema, this.time, local);
         this.probes = new Probes(schema, this.time);
         this.sessionReset = new dev.coop.internal.guard.SessionReset(
                 idleInTransaction == null ? 0 : idleInTransaction.toMillis());

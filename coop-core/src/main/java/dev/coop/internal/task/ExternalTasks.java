@@ -50,7 +50,7 @@ public final class ExternalTasks {
         countOff = countOff.replace(AdvanceSql.COUNT_OFF_RESULT, """
                 SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
                        CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled)
-                  FROM (SELECT 1) one LEFT JOIN parent p ON true""");
+                  FROM (SELECT 1) one LEFT JOIN parent p ON true CROSS JOIN parent_woken""");
         String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
         this.settleByToken = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_TOKEN));
         this.settleByKey = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_KEY));
@@ -280,6 +280,7 @@ public final class ExternalTasks {
             ps.setObject(++i, now);
             ps.setString(++i, null); // the engine of a parent committed here: none, a client did it
             ps.setObject(++i, now);
+            ps.setString(++i, ""); // a client wakes nobody in-process: a parent woken here notifies its engines
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return settled(rs);
