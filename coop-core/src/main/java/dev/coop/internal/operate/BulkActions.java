@@ -19,8 +19,8 @@ public final class BulkActions {
 
     private static final String RETRY_PARKED = """
             WITH picked AS (
-              SELECT id FROM {schema}.run WHERE status = 'PARKED' AND saga = ?
-               ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED
+              SELECT id FROM {schema}.run WHERE status = 'PARKED' AND finished_at IS NULL AND saga = ? -- run_settled
+               ORDER BY finished_at NULLS FIRST, created_at LIMIT ? FOR UPDATE SKIP LOCKED
             ), resolved AS (
               UPDATE {schema}.run r SET status = 'RUNNABLE', attempt = 1, resolution = NULL, runnable_at = {now},
                      version = r.version + 1
@@ -48,7 +48,7 @@ public final class BulkActions {
     /** How many runs of {@code saga} are parked now. */
     public long countParked(Connection c, String saga) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                "SELECT count(*) FROM {schema}.run WHERE status = 'PARKED' AND saga = ?"))) {
+                "SELECT count(*) FROM {schema}.run WHERE status = 'PARKED' AND finished_at IS NULL AND saga = ?"))) {
             ps.setString(1, saga);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();

@@ -311,14 +311,18 @@ public final class Operations {
         }
     }
 
-    /** Parked runs, oldest first. */
+    /**
+     * Parked runs, oldest first: the head of index {@code run_settled (finished_at NULLS FIRST, created_at)}, whose
+     * parked runs (unfinished: {@code finished_at} null) come before its finished roots.
+     */
     public List<ParkedRun> parked(Connection c, int limit) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema
                 .sql("""
                         SELECT r.id, r.message_id, r.saga, r.lineage, r.step_index, r.attempt, r.failure::text, r.created_at,
                                coalesce(r.next_step, (SELECT v.first_step FROM {schema}.saga_version v -- before its first advance
                                                        WHERE r.step_index = 0 AND v.saga = r.saga AND v.version = r.saga_version))
-                          FROM {schema}.run r WHERE r.status = 'PARKED' ORDER BY r.created_at LIMIT ?
+                          FROM {schema}.run r WHERE r.status = 'PARKED' AND r.finished_at IS NULL -- index run_settled
+                         ORDER BY r.finished_at NULLS FIRST, r.created_at LIMIT ?
                         """))) {
             ps.setInt(1, limit);
             List<ParkedRun> runs = new ArrayList<>();

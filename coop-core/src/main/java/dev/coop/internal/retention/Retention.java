@@ -38,7 +38,9 @@ public final class Retention {
 
     /**
      * Root runs of the hierarchies that finished before the cutoff (bound twice) with nothing runnable, waiting or
-     * parked left: the candidates (found through {@code run_root_finished} and {@code run_active_root}).
+     * parked left: the candidates (found through {@code run_settled}, oldest finished first, and {@code run_active_root}).
+     * {@code run_settled} is ordered {@code finished_at NULLS FIRST} (its parked runs first): the order named here, so
+     * that the index's order serves it (no finished root has a null {@code finished_at}).
      */
     private static final String FINISHED_ROOT_RUNS = """
               FROM {schema}.run r
@@ -50,7 +52,7 @@ public final class Retention {
                                 WHERE o.message_id = r.message_id AND (o.finished_at IS NULL OR o.finished_at >= ?))
             """;
     private static final String CANDIDATES = "SELECT DISTINCT c.root FROM (SELECT r.lineage[1] AS root "
-            + FINISHED_ROOT_RUNS + " ORDER BY r.finished_at LIMIT ? FOR UPDATE OF r SKIP LOCKED) c";
+            + FINISHED_ROOT_RUNS + " ORDER BY r.finished_at NULLS FIRST LIMIT ? FOR UPDATE OF r SKIP LOCKED) c";
     /** The operator locks of the hierarchies, tried: taken before {@link #PRUNABLE} reads (a statement of its own). */
     private static final String LOCK = """
             SELECT r FROM unnest(?::uuid[]) r WHERE pg_try_advisory_xact_lock(?, hashtext(r::text))
