@@ -31,17 +31,17 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The relation locks a step's transaction holds, read from the database: {@code pg_locks} of the engine's backend
  * while the transaction is still open. A backend of PostgreSQL 15-17 has 16 fast-path slots for weak relation locks
- * (one per relation, table or index); every relation beyond them goes to the shared lock table, whose partitioned
- * hash and its locks a busy server then pays for on every statement. A plain step's transaction (its claim, its
- * advance, and the reclaim of a continuation) must stay within the slots: every relation lock it holds is a fast-path
- * one.
+ * (one per relation: table, index or sequence); every relation beyond them goes to the shared lock table, whose
+ * partitioned hash a busy server then pays for on every statement.
  *
  * <p>
- * A W1-like saga (three plain steps) runs while this test holds advisory locks that stop each of its transactions at
- * its COMMIT: a deferred constraint trigger on {@code event}, installed by the test, takes the advisory lock of the
- * step whose SUSPENDED the transaction wrote. The trigger runs at COMMIT, after every statement of the transaction,
- * and locks no relation; while the backend waits in it, {@code pg_locks} shows every relation lock the transaction
- * took. The first step also blocks on a latch in its user code, so the claim's own locks are read first.
+ * A W1-like saga (three plain steps) runs while this test holds advisory locks that stop each of its transactions
+ * twice, by two triggers on {@code event} that the test installs and that lock no relation: at the end of the
+ * statement that wrote the step's SUSPENDED (the advance; an INSERT's or UPDATE's index locks are released at its
+ * statement's end, so this is the transaction's peak) and, deferred, at its COMMIT (what it keeps). The first step
+ * also blocks on a latch in its user code, so that the claim's own locks are read first. Every figure is printed
+ * (docs/performance.md, "Relations and locks per step"); asserted: once its statements run from cached generic plans,
+ * what a step's transaction keeps is within the slots.
  */
 class StepLocksTest {
     @RegisterExtension
