@@ -462,8 +462,8 @@ class Participant {
       WITH targets AS (
         SELECT r.id, r.message_id, r.status FROM {schema}.run r WHERE r.parent_id = $1 AND r.parent_seq = $2
       ), emitted AS (
-        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
-        SELECT m.message_id, 'ROLLBACK_EMITTED', $3, $4, $5, $6::uuid[], $7::jsonb
+        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, root_id)
+        SELECT m.message_id, 'ROLLBACK_EMITTED', $3, $4, $5, $6::uuid[], $7::jsonb, ($6::uuid[])[1]
           FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
       ), woken AS (
         UPDATE {schema}.run r
@@ -536,7 +536,7 @@ class Participant {
   async claim(c, selection, params) {
     const { rows } = await c.query(this.sql(`
       WITH claimed AS (
-        SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
+        SELECT r.id, r.root_id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
                r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
                r.resolution, r.retries,
@@ -546,15 +546,15 @@ class Participant {
          LIMIT 1
            FOR UPDATE SKIP LOCKED
       ), seen AS (
-        INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-        SELECT message_id, 'SEEN', saga, $${params.length}, lineage FROM claimed
+        INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
+        SELECT message_id, 'SEEN', saga, $${params.length}, lineage, root_id FROM claimed
          WHERE NOT started AND {schema}.seen_missing(message_id, saga) -- a fresh snapshot, after the lock (v16)
       )
       SELECT c.*, m.topic, m.payload::text AS payload, pg_current_xact_id()::text AS xact,
              (SELECT x.failure::text FROM {schema}.cancellation x -- the scopes that reach it (v24: cancel_from)
-               WHERE x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
+               WHERE x.root_id = c.root_id AND x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
                ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
-        FROM claimed c JOIN {schema}.message m ON m.id = c.message_id`), params);
+        FROM claimed c JOIN {schema}.message m ON m.root_id = c.root_id AND m.id = c.message_id`), params);
     return rows[0] || null;
   }
 
@@ -581,15 +581,16 @@ class Participant {
     for (const m of launched) {
       const { rows } = await c.query(this.sql(`
         WITH msg AS (
-          INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
+          INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
+          VALUES ($1, $2, $3::jsonb, clock_timestamp(), ($7::uuid[])[1])
         ), emitted AS (
-          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-          VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8)
+          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context, root_id)
+          VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8, ($7::uuid[])[1])
         ), runs AS (
           INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status, context,
-                                    runnable_at, cancel_from)
+                                    runnable_at, cancel_from, root_id)
           SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp(),
-                 $11::int /* launched on the happy path: the launching run's (v24) */
+                 $11::int /* launched on the happy path: the launching run's (v24) */, ($7::uuid[])[1]
             FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
           RETURNING 1
@@ -618,9 +619,10 @@ class Participant {
     const instance = next.instance ?? { seq: null, index: null, iteration: null };
     await c.query(this.sql(`
       INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at,
-                                  step_seq, instance, iteration)
+                                  step_seq, instance, iteration, root_id)
       SELECT $1, e.type, $2, $3, e.step, $4::uuid[], e.exception::jsonb, $5,
-             CASE WHEN e.n = 1 THEN $9::int END, CASE WHEN e.n = 1 THEN $10::int END, CASE WHEN e.n = 1 THEN $11::int END
+             CASE WHEN e.n = 1 THEN $9::int END, CASE WHEN e.n = 1 THEN $10::int END, CASE WHEN e.n = 1 THEN $11::int END,
+             ($4::uuid[])[1]
         FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS e(type, step, exception, n)
        ORDER BY e.n`),
     [run.message_id, run.saga, this.engineId, run.lineage, run.claimed_at, events.map((e) => e[0]),

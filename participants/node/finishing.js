@@ -33,10 +33,11 @@ async function countOff(participant, c, run, status, engine) {
                runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
                version = p.version + 1
          WHERE p.id = $2 AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
-        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step, p.root_id
       ), parent_committed AS (
-        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
-        SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
+        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
+        SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4, root_id FROM parent
+         WHERE status = 'COMMITTED'
       )
       SELECT message_id, parent_id, awaited, status FROM parent`), [status, parentId, engine, run.claimed_at]);
     const parent = rows[0];
@@ -105,12 +106,13 @@ async function publishJoinOutcome(participant, c, joinId) {
   const topic = g.status === 'COMPLETED' ? g.on_complete_topic : g.on_fail_topic;
   await c.query(participant.sql(`
     WITH msg AS (
-      INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
+      INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
+      VALUES ($1, $2, $3::jsonb, clock_timestamp(), $1)
     ), emitted AS (
-      INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
+      INSERT INTO {schema}.event (message_id, type, lineage, root_id) VALUES ($1, 'EMITTED', ARRAY[$1::uuid], $1)
     )
-    INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
-    SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
+    INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at, root_id)
+    SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp(), $1
       FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
              ORDER BY saga) x`),
   [g.outcome_message_id, topic, result]);

@@ -38,10 +38,10 @@ async function completeTask(participant, tokenOrKey, result, actor) {
         UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = clock_timestamp(),
                                   finished_at = clock_timestamp(), version = r.version + 1
          WHERE r.id = (SELECT run_id FROM task)
-        RETURNING r.id, r.message_id, r.lineage, r.parent_id
+        RETURNING r.id, r.message_id, r.lineage, r.parent_id, r.root_id
       ), logged AS (
-        INSERT INTO {schema}.event (message_id, type, saga, lineage)
-        SELECT s.message_id, e.type, '~external-task', s.lineage
+        INSERT INTO {schema}.event (message_id, type, saga, lineage, root_id)
+        SELECT s.message_id, e.type, '~external-task', s.lineage, s.root_id
           FROM settled s CROSS JOIN (VALUES (1, 'SEEN'), (2, 'COMMITTED')) AS e(n, type) ORDER BY e.n
         RETURNING 1
       ), parent AS (
@@ -55,10 +55,10 @@ async function completeTask(participant, tokenOrKey, result, actor) {
                version = p.version + 1
          WHERE p.id = (SELECT parent_id FROM settled) AND p.status IN ('WAITING', 'RUNNABLE')
            AND p.pending_children > 0
-        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step
+        RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step, p.root_id
       ), parent_committed AS (
-        INSERT INTO {schema}.event (message_id, type, saga, step, lineage)
-        SELECT message_id, 'COMMITTED', saga, final_step, lineage FROM parent
+        INSERT INTO {schema}.event (message_id, type, saga, step, lineage, root_id)
+        SELECT message_id, 'COMMITTED', saga, final_step, lineage, root_id FROM parent
          WHERE status = 'COMMITTED' AND (SELECT count(*) FROM logged) >= 0
       )
       SELECT (SELECT count(*) FROM settled)::int AS settled, (SELECT message_id FROM settled) AS task_message,

@@ -28,7 +28,7 @@ public final class Migrations {
             "V17__row_launch_notify.sql", "V18__light_trigger_checks.sql", "V19__join_check.sql",
             "V20__external_tasks.sql", "V21__attempt_history.sql", "V22__run_counts.sql",
             "V23__step_log.sql", "V24__cancellation_races.sql", "V25__compensating_steps.sql",
-            "V26__task_compensation.sql");
+            "V26__task_compensation.sql", "V28__root_id.sql");
     private static final long LOCK_NAMESPACE = 0x436F6F70L << 32; // "Coop"
 
     private Migrations() {

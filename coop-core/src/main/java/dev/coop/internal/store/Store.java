@@ -139,12 +139,14 @@ public final class Store {
         return claims.claimRound(c, saga, version, engine, max);
     }
 
-    public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        return claims.reclaim(c, runId, saga, engine);
+    public ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String saga, String engine)
+            throws SQLException {
+        return claims.reclaim(c, rootId, runId, saga, engine);
     }
 
-    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        return claims.reclaimWaiting(c, runId, saga, engine);
+    public ClaimedRun reclaimWaiting(Connection c, UUID rootId, UUID runId, String saga, String engine)
+            throws SQLException {
+        return claims.reclaimWaiting(c, rootId, runId, saga, engine);
     }
 
     public void release(Connection c, UUID runId) throws SQLException {
@@ -213,9 +215,9 @@ public final class Store {
         return advances.advanceFinishedAndCommit(c, run, engine, entries, next);
     }
 
-    public Counted countOff(Connection c, UUID parentId, RunStatus childStatus, String engine,
+    public Counted countOff(Connection c, UUID rootId, UUID parentId, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
-        return advances.countOff(c, parentId, childStatus, engine, startedAt);
+        return advances.countOff(c, rootId, parentId, childStatus, engine, startedAt);
     }
 
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
