@@ -122,7 +122,7 @@ class Participant {
     const { rows } = await this.pool.query(this.sql(`
       WITH reg AS (
         INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4::int)
-        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = statement_timestamp(),
                version = greatest(saga_registration.version, EXCLUDED.version)
          WHERE saga_registration.topic = EXCLUDED.topic
         RETURNING topic, version, concurrency, rate_limit, rate_period_ms
@@ -130,7 +130,7 @@ class Participant {
         INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step, compensating_steps)
         SELECT $1, $4::int, $3, $5, $6::text[] WHERE EXISTS (SELECT 1 FROM reg)
         ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-               last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step,
+               last_seen_at = statement_timestamp(), first_step = EXCLUDED.first_step,
                compensating_steps = EXCLUDED.compensating_steps
       )
       SELECT topic, version, concurrency, rate_limit, rate_period_ms FROM reg`),
@@ -161,7 +161,7 @@ class Participant {
     clearInterval(this.poller);
     this.stopped = true;
     await this.listener?.end().catch(() => {});
-    await this.pool?.query(this.sql('UPDATE {schema}.engine SET stopped_at = clock_timestamp() WHERE id = $1'),
+    await this.pool?.query(this.sql('UPDATE {schema}.engine SET stopped_at = statement_timestamp() WHERE id = $1'),
       [this.engineId]).catch(() => {});
     await this.pool?.end();
   }
@@ -469,7 +469,7 @@ class Participant {
         UPDATE {schema}.run r
            SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = $8,
                awaited = true, rollback_seq = r.steps_done - 1, rollback_cause = $7::jsonb,
-               runnable_at = clock_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
+               runnable_at = statement_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
                version = r.version + 1
           FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task'
         RETURNING 1
@@ -540,7 +540,7 @@ class Participant {
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
                r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
                r.resolution, r.retries,
-               r.started_at IS NOT NULL AS started, clock_timestamp() AS claimed_at, r.cancel_from
+               r.started_at IS NOT NULL AS started, statement_timestamp() AS claimed_at, r.cancel_from
           FROM {schema}.run r
          WHERE ${selection}
          LIMIT 1
@@ -582,14 +582,14 @@ class Participant {
       const { rows } = await c.query(this.sql(`
         WITH msg AS (
           INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
-          VALUES ($1, $2, $3::jsonb, clock_timestamp(), ($7::uuid[])[1])
+          VALUES ($1, $2, $3::jsonb, statement_timestamp(), ($7::uuid[])[1])
         ), emitted AS (
           INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context, root_id)
           VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8, ($7::uuid[])[1])
         ), runs AS (
           INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status, context,
                                     runnable_at, cancel_from, root_id)
-          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp(),
+          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, statement_timestamp(),
                  $11::int /* launched on the happy path: the launching run's (v24) */, ($7::uuid[])[1]
             FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
@@ -634,11 +634,11 @@ class Participant {
          SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = nullif(coalesce($6, final_step), ''),
              steps_done = $7, iterations = $8::int[], attempt = $19::int, pending_children = $9::int,
              failed_children = CASE WHEN $20::boolean THEN failed_children ELSE 0 END,
-             waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
+             waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, statement_timestamp()) END,
              rollback_seq = $10, rollback_stage = $11, rollback_cause = $12::jsonb, resolution = NULL,
-             runnable_at = clock_timestamp() + $21::bigint * interval '1 millisecond',
+             runnable_at = statement_timestamp() + $21::bigint * interval '1 millisecond',
              result = coalesce($13, result), failure = $14::jsonb,
-             started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN clock_timestamp() END,
+             started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN statement_timestamp() END,
              retries = 0, reserved_until = NULL, version = version + 1
        WHERE id = $1
          AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
@@ -709,7 +709,7 @@ const VERSION = 1;
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'
    AND r.priority IN (10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)
    AND r.runnable_at <= statement_timestamp()
-   AND (r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())
+   AND (r.reserved_until IS NULL OR r.reserved_until < statement_timestamp())
    ORDER BY r.priority DESC, r.runnable_at`;
 const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
 

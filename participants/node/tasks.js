@@ -31,12 +31,12 @@ async function completeTask(participant, tokenOrKey, result, actor) {
            AND r.status IN ('WAITING', 'RUNNABLE')
          FOR UPDATE
       ), task AS (
-        UPDATE {schema}.external_task t SET state = 'COMPLETED', settled_at = clock_timestamp(), settled_by = $3
+        UPDATE {schema}.external_task t SET state = 'COMPLETED', settled_at = statement_timestamp(), settled_by = $3
          WHERE t.run_id = (SELECT id FROM locked) AND t.state = 'OPEN'
         RETURNING t.run_id
       ), settled AS (
-        UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = clock_timestamp(),
-                                  finished_at = clock_timestamp(), version = r.version + 1
+        UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = statement_timestamp(),
+                                  finished_at = statement_timestamp(), version = r.version + 1
          WHERE r.id = (SELECT run_id FROM task)
         RETURNING r.id, r.message_id, r.lineage, r.parent_id, r.root_id
       ), logged AS (
@@ -49,9 +49,9 @@ async function completeTask(participant, tokenOrKey, result, actor) {
            SET pending_children = p.pending_children - 1,
                status = CASE WHEN p.pending_children > 1 THEN p.status
                              WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-               finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
+               finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN statement_timestamp()
                                   ELSE p.finished_at END,
-               runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
+               runnable_at = CASE WHEN p.pending_children = 1 THEN statement_timestamp() ELSE p.runnable_at END,
                version = p.version + 1
          WHERE p.id = (SELECT parent_id FROM settled) AND p.status IN ('WAITING', 'RUNNABLE')
            AND p.pending_children > 0

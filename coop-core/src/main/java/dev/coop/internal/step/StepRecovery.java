@@ -194,7 +194,7 @@ final class StepRecovery {
             transitions.retryLater(c, run, part.name(), thrown, true);
             return false;
         }
-        String cancellation = engine.store().cancellation(c, run.cancelScope());
+        String cancellation = engine.store().cancellation(c, run.rootId(), run.cancelScope());
         if (cancellation != null) {
             Failure gaveUp = Throwables.gaveUp(cancellation, transitions.source(run)).failure();
             engine.store().attempts().ended(c, run, engine.engineId(), part.name());

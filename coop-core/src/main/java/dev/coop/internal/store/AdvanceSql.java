@@ -111,7 +111,7 @@ public final class AdvanceSql {
      * claims by saga leave it alone in the gap between the commit and the reclaim (schema version 15).
      */
     static final String NOT_RESERVED = "NULL";
-    static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
+    static final String RESERVED = "statement_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
 
     /**
      * Counting a finished run off at its parent (the step barrier as a counter): the parent becomes runnable when its

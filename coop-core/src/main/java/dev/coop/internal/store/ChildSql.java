@@ -16,7 +16,7 @@ final class ChildSql {
     static final String REQUEST_CHILD_ROLLBACKS = """
             WITH targets AS (
               SELECT r.id, r.message_id, r.status, r.root_id FROM {schema}.run r
-               WHERE r.parent_id = ? AND r.parent_seq = ?
+               WHERE r.parent_id = ? AND r.parent_seq = ? AND r.root_id = ?
             ), emitted AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, root_id)
               SELECT m.message_id, 'ROLLBACK_EMITTED', ?, ?, ?, ?::uuid[], ?::jsonb, m.root_id

@@ -30,6 +30,14 @@ public final class ClaimSql {
     public static final String RUNNING_AS = "coop ";
 
     /**
+     * When a claim locked its run ({@code claimed_at}: the step's start, recorded as its events' {@code started_at}):
+     * the database's clock after the lock, not the statement's start, so that the spans of steps in the log never
+     * overlap where their locks did not (a claim may wait for a lock or a slot). Read in a {@code SELECT}, never in an
+     * {@code UPDATE}; one bind parameter, as {@code {now}}.
+     */
+    public static final String CLAIMED_AT = "coalesce(?::timestamptz, clock_timestamp())";
+
+    /**
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
@@ -44,7 +52,7 @@ public final class ClaimSql {
                      r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                     r.waiting_since, r.runnable_at, {now} AS claimed_at, r.cancel_from
+                     r.waiting_since, r.runnable_at, {claimedAt} AS claimed_at, r.cancel_from
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -78,7 +86,8 @@ public final class ClaimSql {
                                     AND e.step_seq = c.rollback_seq
                                   LIMIT 1) rs ON c.rollback
             """
-            .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'");
+            .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'")
+            .replace("{claimedAt}", CLAIMED_AT);
 
     /** A run's message and saga, which name its rows in the log: two initplans, then index conditions. */
     private static final String RUN_IN_LOG = """
@@ -116,7 +125,7 @@ public final class ClaimSql {
             SELECT r.step_index, r.next_step, r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL,
                    r.failed_children, r.rollback_seq, r.rollback_stage, r.rollback_cause::text, r.resolution, r.retries,
                    r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                   r.waiting_since, r.runnable_at, {now},
+                   r.waiting_since, r.runnable_at, {claimedAt},
                    (SELECT x.failure::text FROM {schema}.cancellation x
                      WHERE x.root_id = r.root_id AND x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):])
                      ORDER BY cardinality(x.lineage) LIMIT 1),
@@ -126,13 +135,14 @@ public final class ClaimSql {
              WHERE r.root_id = ? AND r.id = ? AND r.version = ? AND r.status = 'RUNNABLE' AND r.phase = 'HAPPY'
                AND r.runnable_at <= {now}
                FOR UPDATE SKIP LOCKED
-            """.replace("{runningAs}", "'" + RUNNING_AS + "'");
+            """.replace("{runningAs}", "'" + RUNNING_AS + "'").replace("{claimedAt}", CLAIMED_AT);
 
     /**
      * The claim by saga's condition on the reservation: a run reserved for a worker that continues it is skipped
-     * until the reservation lapses. Read from the row found (no index), so it adds no probe.
+     * until the reservation lapses. Read from the row found (no index), so it adds no probe. Reservations are on the
+     * database's clock ({@link AdvanceSql#RESERVED}), read as the statement's start: stable, not volatile.
      */
-    static final String NOT_RESERVED_NOW = "(r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())";
+    static final String NOT_RESERVED_NOW = "(r.reserved_until IS NULL OR r.reserved_until < statement_timestamp())";
 
     /**
      * The claim's condition on {@code r.priority}: every priority, highest first, in the index condition. With it

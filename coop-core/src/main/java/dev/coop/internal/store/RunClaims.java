@@ -273,7 +273,7 @@ final class RunClaims {
      */
     public void hold(Connection c, UUID runId, int millis) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                "UPDATE {schema}.run SET reserved_until = clock_timestamp() + ? * interval '1 millisecond'"
+                "UPDATE {schema}.run SET reserved_until = statement_timestamp() + ? * interval '1 millisecond'"
                         + " WHERE id = ?"))) {
             ps.setInt(1, millis);
             ps.setObject(2, runId);

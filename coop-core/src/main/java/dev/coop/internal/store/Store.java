@@ -318,12 +318,13 @@ public final class Store {
         return probes.probe(c, sagas);
     }
 
-    public String cancellation(Connection c, UUID[] lineage) throws SQLException {
-        return probes.cancellation(c, lineage);
+    /** The cancellation reaching {@code scope} (scopes of hierarchy {@code root}), or null. */
+    public String cancellation(Connection c, UUID root, UUID[] scope) throws SQLException {
+        return probes.cancellation(c, root, scope);
     }
 
-    public Liveness liveness(Connection c, UUID[] lineage) throws SQLException {
-        return probes.liveness(c, lineage);
+    public Liveness liveness(Connection c, UUID root, UUID[] scope) throws SQLException {
+        return probes.liveness(c, root, scope);
     }
 
     public boolean messageExists(Connection c, MessageId message) throws SQLException {
