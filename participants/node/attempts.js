@@ -55,8 +55,9 @@ class AttemptLog {
   async ended(c, run, step) {
     if (run.attempt - 1 <= KEPT_FIRST) return;
     await c.query(this.p.sql(`
-      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, attempt, created_at)
-      SELECT message_id, 'ATTEMPT_FAILED', saga, $1, $2, lineage, failure, $3::int, clock_timestamp()
+      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, attempt, created_at,
+                                  root_id)
+      SELECT message_id, 'ATTEMPT_FAILED', saga, $1, $2, lineage, failure, $3::int, statement_timestamp(), root_id
         FROM {schema}.run WHERE id = $4::uuid AND failure->>'type' <> 'dev.coop.DatabaseTrouble'`),
     [this.p.engineId, step, run.attempt - 1, run.id]);
   }
@@ -72,8 +73,9 @@ class AttemptLog {
     return c.query(this.p.sql(`
       WITH logged AS (
         INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
-                                    created_at)
-        VALUES ($1::uuid, $2, $3, $4, $5, $6::uuid[], $7::jsonb, $8::timestamptz, $9::int, clock_timestamp())
+                                    created_at, root_id)
+        VALUES ($1::uuid, $2, $3, $4, $5, $6::uuid[], $7::jsonb, $8::timestamptz, $9::int, statement_timestamp(),
+                ($6::uuid[])[1])
         RETURNING type, saga
       )
       INSERT INTO {schema}.run_count AS c (minute, saga, shard, parked)

@@ -123,7 +123,7 @@ class Participant {
     const { rows } = await this.pool.query(this.sql(`
       WITH reg AS (
         INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES ($1, $2, $3, $4::int)
-        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+        ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = statement_timestamp(),
                version = greatest(saga_registration.version, EXCLUDED.version)
          WHERE saga_registration.topic = EXCLUDED.topic
         RETURNING topic, version, concurrency, rate_limit, rate_period_ms
@@ -131,7 +131,7 @@ class Participant {
         INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step, compensating_steps)
         SELECT $1, $4::int, $3, $5, $6::text[] WHERE EXISTS (SELECT 1 FROM reg)
         ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-               last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step,
+               last_seen_at = statement_timestamp(), first_step = EXCLUDED.first_step,
                compensating_steps = EXCLUDED.compensating_steps
       )
       SELECT topic, version, concurrency, rate_limit, rate_period_ms FROM reg`),
@@ -162,7 +162,7 @@ class Participant {
     clearInterval(this.poller);
     this.stopped = true;
     await this.listener?.end().catch(() => {});
-    await this.pool?.query(this.sql('UPDATE {schema}.engine SET stopped_at = clock_timestamp() WHERE id = $1'),
+    await this.pool?.query(this.sql('UPDATE {schema}.engine SET stopped_at = statement_timestamp() WHERE id = $1'),
       [this.engineId]).catch(() => {});
     await this.pool?.end();
   }
@@ -463,14 +463,14 @@ class Participant {
       WITH targets AS (
         SELECT r.id, r.message_id, r.status, r.finished_at FROM {schema}.run r WHERE r.parent_id = $1 AND r.parent_seq = $2
       ), emitted AS (
-        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
-        SELECT m.message_id, 'ROLLBACK_EMITTED', $3, $4, $5, $6::uuid[], $7::jsonb
+        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, root_id)
+        SELECT m.message_id, 'ROLLBACK_EMITTED', $3, $4, $5, $6::uuid[], $7::jsonb, ($6::uuid[])[1]
           FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
       ), woken AS (
         UPDATE {schema}.run r
            SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = $8,
                awaited = true, rollback_seq = r.steps_done - 1, rollback_cause = $7::jsonb,
-               runnable_at = clock_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
+               runnable_at = statement_timestamp(), finished_at = NULL, pending_children = 0, failed_children = 0,
                version = r.version + 1
           FROM targets t WHERE r.id = t.id AND t.status = 'COMMITTED' AND r.saga <> '~external-task'
         RETURNING r.saga, r.status, r.runnable_at, t.finished_at AS committed_at
@@ -537,7 +537,7 @@ class Participant {
   async claim(c, selection, params) {
     const { rows } = await c.query(this.sql(`
       WITH claimed AS (
-        SELECT r.id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
+        SELECT r.id, r.root_id, r.saga, r.message_id, r.lineage, r.parent_id, r.awaited, r.phase, r.step_index, r.next_step,
                r.steps_done, r.iterations, r.failed_children, r.pending_children, r.rollback_seq, r.rollback_stage,
                r.rollback_cause::text AS rollback_cause, r.context, r.parent_context, r.version, r.attempt,
                r.resolution, r.retries,
@@ -547,15 +547,15 @@ class Participant {
          LIMIT 1
            FOR UPDATE SKIP LOCKED
       ), seen AS (
-        INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-        SELECT message_id, 'SEEN', saga, $${params.length}, lineage FROM claimed
+        INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
+        SELECT message_id, 'SEEN', saga, $${params.length}, lineage, root_id FROM claimed
          WHERE NOT started AND {schema}.seen_missing(message_id, saga) -- a fresh snapshot, after the lock (v16)
       )
       SELECT c.*, m.topic, m.payload::text AS payload, pg_current_xact_id()::text AS xact,
              (SELECT x.failure::text FROM {schema}.cancellation x -- the scopes that reach it (v24: cancel_from)
-               WHERE x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
+               WHERE x.root_id = c.root_id AND x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
                ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation
-        FROM claimed c JOIN {schema}.message m ON m.id = c.message_id`), params);
+        FROM claimed c JOIN {schema}.message m ON m.root_id = c.root_id AND m.id = c.message_id`), params);
     return rows[0] || null;
   }
 
@@ -582,15 +582,16 @@ class Participant {
     for (const m of launched) {
       const { rows } = await c.query(this.sql(`
         WITH msg AS (
-          INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
+          INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
+          VALUES ($1, $2, $3::jsonb, statement_timestamp(), ($7::uuid[])[1])
         ), emitted AS (
-          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-          VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8)
+          INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context, root_id)
+          VALUES ($1, 'EMITTED', $4, $5, $6, $7::uuid[], $8, ($7::uuid[])[1])
         ), runs AS (
           INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status, context,
-                                    runnable_at, cancel_from)
-          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, clock_timestamp(),
-                 $11::int /* launched on the happy path: the launching run's (v24) */
+                                    runnable_at, cancel_from, root_id)
+          SELECT x.id, $1, x.saga, x.version, $7::uuid[] || ARRAY[x.id] /* not || x.id: see EmitSql.EMIT */, $9::uuid, $10::int, 'RUNNABLE', $8, statement_timestamp(),
+                 $11::int /* launched on the happy path: the launching run's (v24) */, ($7::uuid[])[1]
             FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version FROM {schema}.saga_registration reg
                    WHERE reg.topic = $2 ORDER BY reg.saga) x
           RETURNING saga, status, runnable_at
@@ -619,9 +620,10 @@ class Participant {
     const instance = next.instance ?? { seq: null, index: null, iteration: null };
     await c.query(this.sql(`
       INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at,
-                                  step_seq, instance, iteration)
+                                  step_seq, instance, iteration, root_id)
       SELECT $1, e.type, $2, $3, e.step, $4::uuid[], e.exception::jsonb, $5,
-             CASE WHEN e.n = 1 THEN $9::int END, CASE WHEN e.n = 1 THEN $10::int END, CASE WHEN e.n = 1 THEN $11::int END
+             CASE WHEN e.n = 1 THEN $9::int END, CASE WHEN e.n = 1 THEN $10::int END, CASE WHEN e.n = 1 THEN $11::int END,
+             ($4::uuid[])[1]
         FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS e(type, step, exception, n)
        ORDER BY e.n`),
     [run.message_id, run.saga, this.engineId, run.lineage, run.claimed_at, events.map((e) => e[0]),
@@ -634,11 +636,11 @@ class Participant {
          SET status = $2::text, phase = $3, step_index = $4, next_step = $5, final_step = nullif(coalesce($6, final_step), ''),
              steps_done = $7, iterations = $8::int[], attempt = $19::int, pending_children = $9::int,
              failed_children = CASE WHEN $20::boolean THEN failed_children ELSE 0 END,
-             waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, clock_timestamp()) END,
+             waiting_since = CASE WHEN $9::int = 0 THEN NULL ELSE coalesce(waiting_since, statement_timestamp()) END,
              rollback_seq = $10, rollback_stage = $11, rollback_cause = $12::jsonb, resolution = NULL,
-             runnable_at = clock_timestamp() + $21::bigint * interval '1 millisecond',
+             runnable_at = statement_timestamp() + $21::bigint * interval '1 millisecond',
              result = coalesce($13, result), failure = $14::jsonb,
-             started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN clock_timestamp() END,
+             started_at = coalesce(started_at, $15), finished_at = CASE WHEN $16 THEN statement_timestamp() END,
              retries = 0, reserved_until = NULL, version = version + 1
        WHERE id = $1
          AND CASE WHEN pg_current_xact_id() = $17::xid8 THEN true ELSE {schema}.claim_lost() END
@@ -715,7 +717,7 @@ const VERSION = 1;
 const DUE = `r.saga = $1 AND r.saga_version = ${VERSION} AND r.status = 'RUNNABLE'
    AND r.priority IN (10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)
    AND r.runnable_at <= statement_timestamp()
-   AND (r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())
+   AND (r.reserved_until IS NULL OR r.reserved_until < statement_timestamp())
    ORDER BY r.priority DESC, r.runnable_at`;
 const UNCHANGED = "r.id = $1 AND r.version = $2 AND r.status = 'RUNNABLE'";
 

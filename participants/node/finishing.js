@@ -30,16 +30,17 @@ async function countOff(participant, c, run, status, engine) {
                                                           ELSE ($1::text <> 'COMMITTED')::int END,
                status = CASE WHEN p.pending_children > 1 THEN p.status
                              WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-               finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
+               finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN statement_timestamp()
                                   ELSE p.finished_at END,
-               runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
+               runnable_at = CASE WHEN p.pending_children = 1 THEN statement_timestamp() ELSE p.runnable_at END,
                version = p.version + 1
          WHERE p.id = $2 AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
         RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step,
-                  p.pending_children, p.runnable_at, p.ordering_key
+                  p.pending_children, p.runnable_at, p.ordering_key, p.root_id
       ), parent_committed AS (
-        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
-        SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4 FROM parent WHERE status = 'COMMITTED'
+        INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
+        SELECT message_id, 'COMMITTED', saga, $3, final_step, lineage, $4, root_id FROM parent
+         WHERE status = 'COMMITTED'
       ), ${PARENT_WOKEN}
       SELECT message_id, parent_id, awaited, status FROM parent, parent_woken`), [status, parentId, engine, run.claimed_at]);
     const parent = rows[0];
@@ -68,7 +69,7 @@ async function settleJoins(participant, c, messages) {
     WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS i(join_id, message_id, state)
     ), settled AS (
-      UPDATE {schema}.join_member m SET state = i.state, settled_by = 'RUNS', settled_at = clock_timestamp()
+      UPDATE {schema}.join_member m SET state = i.state, settled_by = 'RUNS', settled_at = statement_timestamp()
         FROM input i WHERE m.join_id = i.join_id AND m.message_id = i.message_id AND m.state = 'PENDING'
       RETURNING m.join_id, m.state
     ), counted AS (
@@ -83,7 +84,7 @@ async function settleJoins(participant, c, messages) {
     UPDATE {schema}.join_group g
        SET completed = g.completed + e.completed, failed = g.failed + e.failed,
            status = CASE WHEN NOT e.ends THEN g.status WHEN e.fails THEN 'FAILED' ELSE 'COMPLETED' END,
-           finished_at = CASE WHEN e.ends THEN clock_timestamp() ELSE g.finished_at END,
+           finished_at = CASE WHEN e.ends THEN statement_timestamp() ELSE g.finished_at END,
            outcome_message_id = CASE WHEN e.ends THEN {schema}.uuid_v7() ELSE g.outcome_message_id END
       FROM ending e WHERE g.id = e.id
     RETURNING g.id, e.ends`),
@@ -108,12 +109,13 @@ async function publishJoinOutcome(participant, c, joinId) {
   const topic = g.status === 'COMPLETED' ? g.on_complete_topic : g.on_fail_topic;
   await c.query(participant.sql(`
     WITH msg AS (
-      INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES ($1, $2, $3::jsonb, clock_timestamp())
+      INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
+      VALUES ($1, $2, $3::jsonb, statement_timestamp(), $1)
     ), emitted AS (
-      INSERT INTO {schema}.event (message_id, type, lineage) VALUES ($1, 'EMITTED', ARRAY[$1::uuid])
+      INSERT INTO {schema}.event (message_id, type, lineage, root_id) VALUES ($1, 'EMITTED', ARRAY[$1::uuid], $1)
     ), runs AS (
-      INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at)
-      SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', clock_timestamp()
+      INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, status, runnable_at, root_id)
+      SELECT x.id, $1, x.saga, x.version, ARRAY[$1::uuid, x.id], 'RUNNABLE', statement_timestamp(), $1
         FROM (SELECT {schema}.uuid_v7() AS id, saga, version FROM {schema}.saga_registration WHERE topic = $2
                ORDER BY saga) x
       RETURNING saga, status, runnable_at

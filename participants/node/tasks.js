@@ -32,17 +32,17 @@ async function completeTask(participant, tokenOrKey, result, actor) {
            AND r.status IN ('WAITING', 'RUNNABLE')
          FOR UPDATE
       ), task AS (
-        UPDATE {schema}.external_task t SET state = 'COMPLETED', settled_at = clock_timestamp(), settled_by = $3
+        UPDATE {schema}.external_task t SET state = 'COMPLETED', settled_at = statement_timestamp(), settled_by = $3
          WHERE t.run_id = (SELECT id FROM locked) AND t.state = 'OPEN'
         RETURNING t.run_id
       ), settled AS (
-        UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = clock_timestamp(),
-                                  finished_at = clock_timestamp(), version = r.version + 1
+        UPDATE {schema}.run r SET status = 'COMMITTED', result = $2, started_at = statement_timestamp(),
+                                  finished_at = statement_timestamp(), version = r.version + 1
          WHERE r.id = (SELECT run_id FROM task)
-        RETURNING r.id, r.message_id, r.lineage, r.parent_id
+        RETURNING r.id, r.message_id, r.lineage, r.parent_id, r.root_id
       ), logged AS (
-        INSERT INTO {schema}.event (message_id, type, saga, lineage)
-        SELECT s.message_id, e.type, '~external-task', s.lineage
+        INSERT INTO {schema}.event (message_id, type, saga, lineage, root_id)
+        SELECT s.message_id, e.type, '~external-task', s.lineage, s.root_id
           FROM settled s CROSS JOIN (VALUES (1, 'SEEN'), (2, 'COMMITTED')) AS e(n, type) ORDER BY e.n
         RETURNING 1
       ), parent AS (
@@ -50,17 +50,17 @@ async function completeTask(participant, tokenOrKey, result, actor) {
            SET pending_children = p.pending_children - 1,
                status = CASE WHEN p.pending_children > 1 THEN p.status
                              WHEN ${PARENT_COMMITS} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-               finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN clock_timestamp()
+               finished_at = CASE WHEN p.pending_children = 1 AND ${PARENT_COMMITS} THEN statement_timestamp()
                                   ELSE p.finished_at END,
-               runnable_at = CASE WHEN p.pending_children = 1 THEN clock_timestamp() ELSE p.runnable_at END,
+               runnable_at = CASE WHEN p.pending_children = 1 THEN statement_timestamp() ELSE p.runnable_at END,
                version = p.version + 1
          WHERE p.id = (SELECT parent_id FROM settled) AND p.status IN ('WAITING', 'RUNNABLE')
            AND p.pending_children > 0
         RETURNING p.id, p.saga, p.status, p.message_id, p.lineage, p.parent_id, p.awaited, p.final_step,
-                  p.pending_children, p.runnable_at, p.ordering_key
+                  p.pending_children, p.runnable_at, p.ordering_key, p.root_id
       ), parent_committed AS (
-        INSERT INTO {schema}.event (message_id, type, saga, step, lineage)
-        SELECT message_id, 'COMMITTED', saga, final_step, lineage FROM parent
+        INSERT INTO {schema}.event (message_id, type, saga, step, lineage, root_id)
+        SELECT message_id, 'COMMITTED', saga, final_step, lineage, root_id FROM parent
          WHERE status = 'COMMITTED' AND (SELECT count(*) FROM logged) >= 0
       ), ${PARENT_WOKEN}
       SELECT (SELECT count(*) FROM settled)::int AS settled, (SELECT message_id FROM settled) AS task_message,

@@ -53,10 +53,10 @@ async function postponeOrPark(p, c, run, step, e, underLock) {
       + `retrying in ${millis} ms`);
     await c.query(p.sql(`
       WITH moved AS (
-        UPDATE {schema}.run SET runnable_at = clock_timestamp() + $2::bigint * interval '1 millisecond',
+        UPDATE {schema}.run SET runnable_at = statement_timestamp() + $2::bigint * interval '1 millisecond',
                                 retries = retries + 1, version = version + 1,
                                 started_at = CASE WHEN $4::xid8 IS NULL THEN started_at
-                                                  ELSE coalesce(started_at, clock_timestamp()) END
+                                                  ELSE coalesce(started_at, statement_timestamp()) END
          WHERE id = $1::uuid AND status = 'RUNNABLE' AND version = $3::int
            AND CASE WHEN $4::xid8 IS NULL OR pg_current_xact_id() = $4::xid8 THEN true ELSE {schema}.claim_lost() END
         RETURNING saga, status, runnable_at

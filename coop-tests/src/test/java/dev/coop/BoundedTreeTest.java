@@ -44,14 +44,15 @@ class BoundedTreeTest {
                     FROM coop.event e WHERE e.type = 'EMITTED' AND e.lineage[1] = ? AND e.lineage = ?::uuid[]
                 ), runs AS (
                   INSERT INTO coop.run (id, message_id, saga, lineage, parent_id, parent_seq, status, steps_done,
-                                        step_index, created_at, started_at, finished_at)
+                                        step_index, created_at, started_at, finished_at, root_id)
                   SELECT run_id, message_id, ?, lineage || run_id, ?::uuid, 0,
                          CASE WHEN n > ? THEN 'ROLLED_BACK' ELSE 'COMMITTED' END, 1, 1,
-                         clock_timestamp() + n * interval '1 microsecond', clock_timestamp(), clock_timestamp()
+                         clock_timestamp() + n * interval '1 microsecond', clock_timestamp(), clock_timestamp(),
+                         lineage[1]
                     FROM kids
                 )
-                INSERT INTO coop.event (message_id, type, saga, engine, step, lineage)
-                SELECT k.message_id, t.type, ?, 'sql', t.step, k.lineage || k.run_id
+                INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, root_id)
+                SELECT k.message_id, t.type, ?, 'sql', t.step, k.lineage || k.run_id, k.lineage[1]
                   FROM kids k CROSS JOIN (VALUES (1, 'SEEN', NULL), (2, 'SUSPENDED', 'one'), (3, 'COMMITTED', 'one'))
                        AS t(o, type, step)
                  ORDER BY k.n, t.o

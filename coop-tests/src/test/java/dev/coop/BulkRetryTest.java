@@ -72,15 +72,17 @@ class BulkRetryTest {
         int runs = Integer.getInteger("coop.test.bulk", 2_500);
         try (Connection c = dataSource.getConnection()) {
             Coop.client(dataSource); // the schema
-            try (PreparedStatement ps = c.prepareStatement("""
-                    WITH m AS (
-                      INSERT INTO coop.message (id, topic, payload)
-                      SELECT gen_random_uuid(), 'bulk-many', '{}'::jsonb FROM generate_series(1, ?) RETURNING id
-                    )
-                    INSERT INTO coop.run (id, message_id, saga, lineage, status, next_step)
-                    SELECT x.run, x.id, 'bulk-many-saga', ARRAY[x.id, x.run], 'PARKED', 'call'
-                      FROM (SELECT id, gen_random_uuid() AS run FROM m) x
-                    """)) {
+            try (PreparedStatement ps = c.prepareStatement(
+                    """
+                            WITH m AS (
+                              INSERT INTO coop.message (id, topic, payload, root_id)
+                              SELECT g, 'bulk-many', '{}'::jsonb, g FROM (SELECT gen_random_uuid() AS g FROM generate_series(1, ?)) s
+                              RETURNING id
+                            )
+                            INSERT INTO coop.run (id, message_id, saga, lineage, status, next_step, root_id)
+                            SELECT x.run, x.id, 'bulk-many-saga', ARRAY[x.id, x.run], 'PARKED', 'call', x.id
+                              FROM (SELECT id, gen_random_uuid() AS run FROM m) x
+                            """)) {
                 ps.setInt(1, runs);
                 ps.executeUpdate();
             }

@@ -301,9 +301,9 @@ class FailureJsonTest {
             try (PreparedStatement ps = c.prepareStatement("""
                     WITH r AS (SELECT * FROM coop.run WHERE id = ? FOR UPDATE),
                     ev AS (
-                      INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, exception)
+                      INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, exception, root_id)
                       SELECT r.message_id, t.type, r.saga, 'python-worker-7', t.step, r.lineage,
-                             CASE WHEN t.type = 'ROLLING_BACK' THEN ?::jsonb END
+                             CASE WHEN t.type = 'ROLLING_BACK' THEN ?::jsonb END, r.root_id
                         FROM r, (VALUES (1, 'SEEN', NULL), (2, 'ROLLING_BACK', 'c0'),
                                         (3, 'ROLLED_BACK', 'Rollback of c0')) AS t(n, type, step)
                        ORDER BY t.n

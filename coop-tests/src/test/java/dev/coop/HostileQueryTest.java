@@ -97,8 +97,9 @@ class HostileQueryTest {
         int small = client.events(id).size();
         try (java.sql.Connection c = db.dataSource().getConnection();
                 java.sql.PreparedStatement ps = c.prepareStatement("""
-                        INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, created_at, started_at)
-                        SELECT message_id, type, saga, engine, step, lineage, created_at, started_at
+                        INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, created_at, started_at,
+                                                root_id)
+                        SELECT message_id, type, saga, engine, step, lineage, created_at, started_at, root_id
                           FROM coop.event, generate_series(1, ?) WHERE message_id = ? AND type = 'SEEN'
                         """)) { // a log as long as a hierarchy of thousands of runs writes
             ps.setInt(1, CoopClient.MAX_EVENTS_AT_ONCE);

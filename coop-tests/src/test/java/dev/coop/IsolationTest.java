@@ -129,10 +129,10 @@ class IsolationTest {
                 WITH r AS (
                   UPDATE coop.run SET phase = 'ROLLBACK', rollback_stage = 'CHILDREN', rollback_seq = 0, steps_done = 1,
                          step_index = 1, iterations = '{1}', rollback_cause = '"not a failure document"'::jsonb
-                   WHERE message_id = ? RETURNING message_id, saga, lineage
+                   WHERE message_id = ? RETURNING message_id, saga, lineage, root_id
                 )
-                INSERT INTO coop.event (message_id, type, saga, step, lineage, step_seq, instance, iteration)
-                SELECT message_id, 'SUSPENDED', saga, 'work', lineage, 0, 0, 1 FROM r
+                INSERT INTO coop.event (message_id, type, saga, step, lineage, step_seq, instance, iteration, root_id)
+                SELECT message_id, 'SUSPENDED', saga, 'work', lineage, 0, 0, 1, root_id FROM r
                 """)) {
             ps.setObject(1, poison.value());
             assertThat(ps.executeUpdate()).isEqualTo(1);

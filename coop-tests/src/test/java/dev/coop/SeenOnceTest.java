@@ -39,7 +39,9 @@ class SeenOnceTest {
         Migrations.apply(ds, schema);
         UUID message = UUID.randomUUID();
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
-            st.execute("INSERT INTO seen_once.message (id, topic, payload) VALUES ('" + message + "', 't', '{}')");
+            st.execute("INSERT INTO seen_once.message (id, topic, payload, root_id) VALUES ('" + message
+                    + "', 't', '{}', '"
+                    + message + "')");
         }
         try (Connection holder = ds.getConnection();
                 Connection claimer = ds.getConnection();
@@ -71,8 +73,8 @@ class SeenOnceTest {
             Await.until("the claim statement waits for the advisory lock", Duration.ofSeconds(20),
                     () -> waitingForLock(committer, claimerPid));
             try (Statement st = committer.createStatement()) { // auto-commit: committed at once
-                st.execute("INSERT INTO seen_once.event (message_id, type, saga, lineage) VALUES ('" + message
-                        + "', 'SEEN', 's', ARRAY['" + message + "']::uuid[])");
+                st.execute("INSERT INTO seen_once.event (message_id, type, saga, lineage, root_id) VALUES ('"
+                        + message + "', 'SEEN', 's', ARRAY['" + message + "']::uuid[], '" + message + "')");
             }
             try (Statement st = holder.createStatement()) {
                 st.execute("SELECT pg_advisory_unlock(" + HOLD + ")");

@@ -147,11 +147,12 @@ class SelectionActionsTest {
     static void insertParked(DataSource dataSource, int runs, String saga) throws Exception {
         try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 WITH m AS (
-                  INSERT INTO coop.message (id, topic, payload)
-                  SELECT gen_random_uuid(), ?, '{}'::jsonb FROM generate_series(1, ?) RETURNING id
+                  INSERT INTO coop.message (id, topic, payload, root_id)
+                  SELECT g, ?, '{}'::jsonb, g FROM (SELECT gen_random_uuid() AS g FROM generate_series(1, ?)) s
+                  RETURNING id
                 )
-                INSERT INTO coop.run (id, message_id, saga, lineage, status, next_step)
-                SELECT x.run, x.id, ?, ARRAY[x.id, x.run], 'PARKED', 'call'
+                INSERT INTO coop.run (id, message_id, saga, lineage, status, next_step, root_id)
+                SELECT x.run, x.id, ?, ARRAY[x.id, x.run], 'PARKED', 'call', x.id
                   FROM (SELECT id, gen_random_uuid() AS run FROM m) x
                 """)) {
             ps.setString(1, saga);

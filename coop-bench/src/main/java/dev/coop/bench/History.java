@@ -179,21 +179,21 @@ final class History {
             long to = Math.min(hierarchies, from + chunk - 1);
             String series = "(SELECT g, (" + start + " + floor(g * " + step + "))::bigint AS ms FROM generate_series("
                     + from + "::bigint, " + to + "::bigint) g) x";
-            exec(c, "INSERT INTO coop.message (id, topic, payload, created_at)"
+            exec(c, "INSERT INTO coop.message (id, topic, payload, created_at, root_id)"
                     + " SELECT public.bench_hid(ms, s.slot, g),"
                     + " CASE WHEN s.slot = 3 THEN 'hist-child' WHEN g % 2 = 1 THEN " + quote(topic)
                     + " ELSE 'hist-parent' END,"
-                    + " jsonb_build_object('n', g), to_timestamp(ms / 1000.0)"
+                    + " jsonb_build_object('n', g), to_timestamp(ms / 1000.0), public.bench_hid(ms, 1, g)"
                     + " FROM " + series
                     + " CROSS JOIN LATERAL (SELECT 1 AS slot UNION ALL SELECT 3 WHERE g % 2 = 0) s");
             exec(c, "INSERT INTO coop.run (id, message_id, saga, lineage, parent_id, parent_seq, status, step_index,"
-                    + " steps_done, runnable_at, created_at, started_at, finished_at" + extraColumns + ")"
+                    + " steps_done, runnable_at, created_at, started_at, finished_at, root_id" + extraColumns + ")"
                     + " SELECT public.bench_hid(ms, 2, g), public.bench_hid(ms, 1, g),"
                     + " CASE WHEN g % 2 = 1 THEN " + quote(saga) + " ELSE 'hist-parent' END,"
                     + " ARRAY[public.bench_hid(ms, 1, g), public.bench_hid(ms, 2, g)], NULL, NULL, 'COMMITTED',"
                     + " CASE WHEN g % 2 = 1 THEN 3 ELSE 2 END, CASE WHEN g % 2 = 1 THEN 3 ELSE 2 END,"
                     + " to_timestamp(ms / 1000.0), to_timestamp(ms / 1000.0), to_timestamp(ms / 1000.0),"
-                    + " to_timestamp(ms / 1000.0) + interval '20 milliseconds'"
+                    + " to_timestamp(ms / 1000.0) + interval '20 milliseconds', public.bench_hid(ms, 1, g)"
                     + (versioned
                             ? ", CASE WHEN g % 2 = 1 THEN '{0,1,2}'::int[] ELSE '{0,1}'::int[] END,"
                                     + " CASE WHEN g % 2 = 1 THEN 3 ELSE 2 END"
@@ -204,15 +204,15 @@ final class History {
                     + " ARRAY[public.bench_hid(ms, 1, g), public.bench_hid(ms, 2, g), public.bench_hid(ms, 4, g)],"
                     + " public.bench_hid(ms, 2, g), 0, 'COMMITTED', 1, 1,"
                     + " to_timestamp(ms / 1000.0), to_timestamp(ms / 1000.0), to_timestamp(ms / 1000.0),"
-                    + " to_timestamp(ms / 1000.0) + interval '10 milliseconds'"
+                    + " to_timestamp(ms / 1000.0) + interval '10 milliseconds', public.bench_hid(ms, 1, g)"
                     + (versioned ? ", '{0}'::int[], 1" : "")
                     + " FROM " + series + " WHERE g % 2 = 0");
-            exec(c, "INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, created_at)"
+            exec(c, "INSERT INTO coop.event (message_id, type, saga, engine, step, lineage, created_at, root_id)"
                     + " SELECT public.bench_hid(ms, e.m, g), e.type, e.saga, e.engine, e.step,"
                     + " CASE e.l WHEN 1 THEN ARRAY[public.bench_hid(ms, 1, g)]"
                     + " WHEN 2 THEN ARRAY[public.bench_hid(ms, 1, g), public.bench_hid(ms, 2, g)]"
                     + " ELSE ARRAY[public.bench_hid(ms, 1, g), public.bench_hid(ms, 2, g), public.bench_hid(ms, 4, g)] END,"
-                    + " to_timestamp(ms / 1000.0) + e.k * interval '1 millisecond'"
+                    + " to_timestamp(ms / 1000.0) + e.k * interval '1 millisecond', public.bench_hid(ms, 1, g)"
                     + " FROM " + series + " JOIN public.bench_hist_template e ON e.kind = (g % 2)::int"
                     + " ORDER BY g, e.k");
             Bench.progress("history: inserted hierarchies " + to + "/" + hierarchies);

@@ -161,14 +161,15 @@ final class Lookups {
         long openFrom = n - 10L * OPEN_TASKS;
         String series = "(SELECT g, to_timestamp((1700000000000 + g * 250) / 1000.0) AS at, g > " + openFrom
                 + " AS open FROM generate_series(" + from + "::bigint, " + to + "::bigint) g) x";
-        exec(c, "INSERT INTO coop.message (id, topic, payload, created_at, business_key, tags)"
+        exec(c, "INSERT INTO coop.message (id, topic, payload, created_at, business_key, tags, root_id)"
                 + " SELECT public.bench_lid(1, g), CASE WHEN g % 10 = 0 THEN '~external-task' ELSE 'orders' END,"
                 + " jsonb_build_object('n', g), at,"
                 + " CASE WHEN g % 10 <> 0 THEN 'order/' || g END,"
-                + " CASE WHEN g % 10 <> 0 THEN ARRAY['customer/' || (g % 1000000), 'region/' || (g % 8)] END"
+                + " CASE WHEN g % 10 <> 0 THEN ARRAY['customer/' || (g % 1000000), 'region/' || (g % 8)] END,"
+                + " CASE WHEN g % 10 = 0 THEN public.bench_lid(1, g - 1) ELSE public.bench_lid(1, g) END"
                 + " FROM " + series);
         exec(c, "INSERT INTO coop.run (id, message_id, saga, lineage, parent_id, parent_seq, status, step_index,"
-                + " steps_done, pending_children, runnable_at, created_at, started_at, finished_at)"
+                + " steps_done, pending_children, runnable_at, created_at, started_at, finished_at, root_id)"
                 + " SELECT public.bench_lid(2, g), public.bench_lid(1, g),"
                 + " CASE WHEN g % 10 = 0 THEN '~external-task' ELSE 'order-saga' END,"
                 + " CASE WHEN g % 10 = 0"
@@ -179,7 +180,8 @@ final class Lookups {
                 + " CASE WHEN g % 10 = 0 THEN 0 ELSE 1 END, CASE WHEN g % 10 = 0 THEN 0 ELSE 1 END,"
                 + " CASE WHEN open AND g % 10 = 9 THEN 1 ELSE 0 END, at, at,"
                 + " CASE WHEN open AND g % 10 = 0 THEN NULL ELSE at END,"
-                + " CASE WHEN open AND g % 10 IN (0, 9) THEN NULL ELSE at + interval '20 milliseconds' END"
+                + " CASE WHEN open AND g % 10 IN (0, 9) THEN NULL ELSE at + interval '20 milliseconds' END,"
+                + " CASE WHEN g % 10 = 0 THEN public.bench_lid(1, g - 1) ELSE public.bench_lid(1, g) END"
                 + " FROM " + series);
         exec(c, "INSERT INTO coop.external_task (run_id, message_id, parent_id, parent_seq, root_id, name, token,"
                 + " task_key, state, created_at, settled_at, settled_by)"

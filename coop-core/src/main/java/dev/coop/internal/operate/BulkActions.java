@@ -26,14 +26,14 @@ public final class BulkActions {
               UPDATE {schema}.run r SET status = 'RUNNABLE', attempt = 1, resolution = NULL, runnable_at = {now},
                      version = r.version + 1
                 FROM picked WHERE r.id = picked.id
-              RETURNING r.message_id, r.saga, r.saga_version, r.status, r.runnable_at, r.lineage, r.next_step
+              RETURNING r.message_id, r.saga, r.saga_version, r.status, r.runnable_at, r.lineage, r.next_step, r.root_id
             ), {notified}, logged AS (
-              INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
-              SELECT message_id, 'RETRIED', saga, next_step, lineage, {now} FROM resolved
+              INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at, root_id)
+              SELECT message_id, 'RETRIED', saga, next_step, lineage, {now}, root_id FROM resolved
             ), audited AS ( -- one entry per hierarchy: its root message, no scope
               INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
-              SELECT lineage[1], NULL, 'retry-parked', ?, ?, 'RETRYING ' || count(*) || ' parked run(s) of saga ' || ?
-                FROM resolved GROUP BY lineage[1]
+              SELECT root_id, NULL, 'retry-parked', ?, ?, 'RETRYING ' || count(*) || ' parked run(s) of saga ' || ?
+                FROM resolved GROUP BY root_id
             )
             SELECT count(*)::int FROM resolved, notified
             """.replace("{notified}", Wakes.notifying("notified", "resolved", Wakes.NONE_LOCAL));

@@ -102,17 +102,18 @@ public final class Operations {
      */
     private static final String REQUEST_CANCELLATION = """
             WITH requested AS (
-              INSERT INTO {schema}.cancellation (scope_id, lineage, failure) VALUES (?, ?, ?::jsonb)
+              INSERT INTO {schema}.cancellation (scope_id, lineage, failure, root_id)
+              SELECT s, l, f::jsonb, l[1] FROM (VALUES (?::uuid, ?::uuid[], ?::text)) v(s, l, f)
               ON CONFLICT (scope_id) DO NOTHING
-              RETURNING scope_id
+              RETURNING scope_id, root_id
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, lineage, exception)
-              SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb FROM requested
+              INSERT INTO {schema}.event (message_id, type, lineage, exception, root_id)
+              SELECT ?, 'CANCELLATION_REQUESTED', ?, ?::jsonb, root_id FROM requested
             ), clock AS (
               SELECT {now} AS now
             ), reached AS (
               SELECT id, status = 'RUNNABLE' AND runnable_at <= (SELECT now FROM clock) AS due FROM {schema}.run
-               WHERE lineage[1] = ?
+               WHERE root_id = ?
                  AND (status IN ('RUNNABLE', 'PARKED', 'HELD') OR (status = 'WAITING' AND phase = 'HAPPY'))
                  AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  AND coalesce(cancel_from, 1) <= cardinality(?::uuid[]) -- runs it reaches
@@ -199,7 +200,7 @@ public final class Operations {
     private boolean hasActiveRun(Connection c, Scope scope, boolean countRollbacks) {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT EXISTS (SELECT 1 FROM {schema}.run
-                                WHERE lineage[1] = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
+                                WHERE root_id = ? AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
                                   AND (? OR phase = 'HAPPY')
                                   AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                                   AND (? OR coalesce(cancel_from, 1) <= cardinality(?::uuid[])))
@@ -283,8 +284,8 @@ public final class Operations {
     private void request(Connection c, Scope scope, Failure failure) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH logged AS (
-                  INSERT INTO {schema}.event (message_id, type, lineage, exception)
-                  VALUES (?, 'ROLLBACK_EMITTED', ?, ?::jsonb)
+                  INSERT INTO {schema}.event (message_id, type, lineage, exception, root_id)
+                  SELECT m, 'ROLLBACK_EMITTED', l, e::jsonb, l[1] FROM (VALUES (?::uuid, ?::uuid[], ?::text)) v(m, l, e)
                 ), requested AS (
                 UPDATE {schema}.run r
                    SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
@@ -360,10 +361,10 @@ public final class Operations {
                   UPDATE {schema}.run SET status = 'RUNNABLE', attempt = 1, resolution = ?,
                          runnable_at = {now}, version = version + 1
                    WHERE id = ? AND status = 'PARKED'
-                  RETURNING message_id, saga, saga_version, status, runnable_at, lineage, next_step
+                  RETURNING message_id, saga, saga_version, status, runnable_at, lineage, next_step, root_id
                 ), {notified}, logged AS (
-                  INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at)
-                  SELECT message_id, ?, saga, next_step, lineage, {now} FROM resolved
+                  INSERT INTO {schema}.event (message_id, type, saga, step, lineage, created_at, root_id)
+                  SELECT message_id, ?, saga, next_step, lineage, {now}, root_id FROM resolved
                 )
                 SELECT count(*)::int FROM resolved, notified
                 """.replace("{notified}", Wakes.notifying("notified", "resolved", Wakes.NONE_LOCAL))))) {

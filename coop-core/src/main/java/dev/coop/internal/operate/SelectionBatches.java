@@ -34,7 +34,7 @@ public final class SelectionBatches {
 
     /** The selected runs of a batch: unfinished (cancel) or committed (rollback), after a run id, in id order. */
     private static final String PICK = """
-            SELECT r.id, r.lineage[1] FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+            SELECT r.id, r.root_id FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
              WHERE %s AND r.id > ? ORDER BY r.id LIMIT ?
             """;
     private static final String LOCK = """
@@ -43,22 +43,22 @@ public final class SelectionBatches {
     /** Every picked run still unfinished on the happy path: the scope's cancellation, woken like a single cancel. */
     private static final String CANCEL = """
             WITH picked AS (
-              SELECT id, message_id, lineage FROM {schema}.run
+              SELECT id, message_id, lineage, root_id FROM {schema}.run
                WHERE id = ANY(?::uuid[]) AND phase = 'HAPPY' AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
             ), requested AS (
-              INSERT INTO {schema}.cancellation (scope_id, lineage, failure)
-              SELECT id, lineage, ?::jsonb FROM picked
+              INSERT INTO {schema}.cancellation (scope_id, lineage, failure, root_id)
+              SELECT id, lineage, ?::jsonb, root_id FROM picked
               ON CONFLICT (scope_id) DO NOTHING
-              RETURNING scope_id, lineage
+              RETURNING scope_id, lineage, root_id
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, lineage, exception)
-              SELECT p.message_id, 'CANCELLATION_REQUESTED', p.lineage, ?::jsonb
+              INSERT INTO {schema}.event (message_id, type, lineage, exception, root_id)
+              SELECT p.message_id, 'CANCELLATION_REQUESTED', p.lineage, ?::jsonb, p.root_id
                 FROM requested q JOIN picked p ON p.id = q.scope_id
             ), clock AS (
               SELECT {now} AS now
             ), reached AS (
               SELECT w.id, w.status = 'RUNNABLE' AND w.runnable_at <= (SELECT now FROM clock) AS due
-                FROM {schema}.run w JOIN requested q ON w.lineage[1] = q.lineage[1]
+                FROM {schema}.run w JOIN requested q ON w.root_id = q.root_id
                WHERE (w.status IN ('RUNNABLE', 'PARKED', 'HELD') OR (w.status = 'WAITING' AND w.phase = 'HAPPY'))
                  AND w.lineage[1:cardinality(q.lineage)] = q.lineage
                  AND coalesce(w.cancel_from, 1) <= cardinality(q.lineage) -- runs it reaches
@@ -73,9 +73,9 @@ public final class SelectionBatches {
               SELECT pg_notify('coop_' || ?, w.saga) FROM (SELECT DISTINCT saga FROM woken) w
             ), audited AS ( -- one entry per hierarchy: its root message, no scope
               INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
-              SELECT lineage[1], NULL, 'cancel-selection', ?, ?,
+              SELECT root_id, NULL, 'cancel-selection', ?, ?,
                      'REQUESTED for ' || count(*) || ' run(s) of a selection: ' || ?
-                FROM requested GROUP BY lineage[1]
+                FROM requested GROUP BY root_id
             )
             SELECT (SELECT count(*)::int FROM requested), (SELECT count(*) FROM notified)
             """;
@@ -85,13 +85,13 @@ public final class SelectionBatches {
      */
     private static final String ROLLBACK = """
             WITH batch AS (
-              SELECT id, message_id, lineage, finished_at FROM {schema}.run
+              SELECT id, message_id, lineage, finished_at, root_id FROM {schema}.run
                WHERE id = ANY(?::uuid[]) AND status = 'COMMITTED'
                FOR UPDATE SKIP LOCKED
             ), picked AS (
               SELECT b.* FROM batch b
                WHERE NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                  WHERE a.lineage[1] = b.lineage[1]
+                                  WHERE a.root_id = b.root_id
                                     AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
                                     AND a.lineage[1:cardinality(b.lineage)] = b.lineage)
                  AND NOT EXISTS (SELECT 1 FROM {schema}.run a
@@ -100,20 +100,21 @@ public final class SelectionBatches {
                  AND NOT EXISTS (SELECT 1 FROM batch o
                                   WHERE o.id = ANY(b.lineage[1:cardinality(b.lineage) - 1]))
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, lineage, exception)
-              SELECT message_id, 'ROLLBACK_EMITTED', lineage, ?::jsonb FROM picked
+              INSERT INTO {schema}.event (message_id, type, lineage, exception, root_id)
+              SELECT message_id, 'ROLLBACK_EMITTED', lineage, ?::jsonb, root_id FROM picked
             ), requested AS (
               UPDATE {schema}.run r
                  SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
                      rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
                      finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
                 FROM picked WHERE r.id = picked.id
-              RETURNING r.lineage, r.saga, r.saga_version, r.status, r.runnable_at, picked.finished_at AS committed_at
+              RETURNING r.lineage, r.saga, r.saga_version, r.status, r.runnable_at, picked.finished_at AS committed_at,
+                        r.root_id
             ), {counted}, {notified}, audited AS (
               INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
-              SELECT lineage[1], NULL, 'rollback-selection', ?, ?,
+              SELECT root_id, NULL, 'rollback-selection', ?, ?,
                      'REQUESTED for ' || count(*) || ' run(s) of a selection: ' || ?
-                FROM requested GROUP BY lineage[1]
+                FROM requested GROUP BY root_id
             )
             SELECT count(*)::int FROM requested, notified
             """.replace("{notified}", Wakes.notifying("notified", "requested", Wakes.NONE_LOCAL))

@@ -81,7 +81,7 @@ final class TreeReader {
     /** How many events the hierarchy of root message {@code root} has, counting no further than past the limit. */
     private int logSize(Connection c, UUID root) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT count(*) FROM (SELECT 1 FROM {schema}.event WHERE lineage[1] = ? LIMIT ?) x
+                SELECT count(*) FROM (SELECT 1 FROM {schema}.event WHERE root_id = ? LIMIT ?) x
                 """))) {
             ps.setObject(1, root);
             ps.setInt(2, Inspection.SMALL_LOG + 1);
@@ -257,7 +257,7 @@ final class TreeReader {
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
                        exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
-                 WHERE lineage[1] = ? AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                 WHERE root_id = ? AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
                 """))) {
             var array = c.createArrayOf("uuid", scope);

@@ -45,11 +45,11 @@ public final class Retention {
              WHERE r.parent_id IS NULL AND r.status IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')
                AND r.finished_at < ?
                AND NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = r.lineage[1] AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD'))
+                                WHERE a.root_id = r.root_id AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD'))
                AND NOT EXISTS (SELECT 1 FROM {schema}.run o
                                 WHERE o.message_id = r.message_id AND (o.finished_at IS NULL OR o.finished_at >= ?))
             """;
-    private static final String CANDIDATES = "SELECT DISTINCT c.root FROM (SELECT r.lineage[1] AS root "
+    private static final String CANDIDATES = "SELECT DISTINCT c.root FROM (SELECT r.root_id AS root "
             + FINISHED_ROOT_RUNS + " ORDER BY r.finished_at LIMIT ? FOR UPDATE OF r SKIP LOCKED) c";
     /** The operator locks of the hierarchies, tried: taken before {@link #PRUNABLE} reads (a statement of its own). */
     private static final String LOCK = """
@@ -59,14 +59,14 @@ public final class Retention {
     private static final String PRUNABLE = """
             SELECT r FROM unnest(?::uuid[]) r
              WHERE NOT EXISTS (SELECT 1 FROM {schema}.run a
-                                WHERE a.lineage[1] = r AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD'))
+                                WHERE a.root_id = r AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD'))
                AND NOT EXISTS (SELECT 1 FROM {schema}.run o
                                 WHERE o.message_id = r AND (o.finished_at IS NULL OR o.finished_at >= ?))
             """;
     /** The hierarchies, whole: the messages are those their log names (the roots' and every launched one). */
     private static final String DELETE_HIERARCHIES = """
-            WITH m AS (SELECT DISTINCT message_id AS id FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[])),
-                 e AS (DELETE FROM {schema}.event WHERE lineage[1] = ANY (?::uuid[]) RETURNING 1),
+            WITH m AS (SELECT DISTINCT message_id AS id FROM {schema}.event WHERE root_id = ANY (?::uuid[])),
+                 e AS (DELETE FROM {schema}.event WHERE root_id = ANY (?::uuid[]) RETURNING 1),
                  r AS (DELETE FROM {schema}.run WHERE message_id IN (SELECT id FROM m) RETURNING id),
                  t AS (DELETE FROM {schema}.external_task WHERE run_id IN (SELECT id FROM r) RETURNING 1),
                  c AS (DELETE FROM {schema}.cancellation
@@ -75,9 +75,9 @@ public final class Retention {
                  d AS (DELETE FROM {schema}.message WHERE id IN (SELECT id FROM m) RETURNING 1)
             SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM e), (SELECT count(*) FROM d)
             """;
-    private static final String COUNT = "SELECT count(DISTINCT r.lineage[1]) " + FINISHED_ROOT_RUNS;
-    private static final String SAMPLE_ROOTS = "SELECT r.lineage[1] " + FINISHED_ROOT_RUNS
-            + " GROUP BY r.lineage[1] ORDER BY min(r.finished_at) LIMIT ?";
+    private static final String COUNT = "SELECT count(DISTINCT r.root_id) " + FINISHED_ROOT_RUNS;
+    private static final String SAMPLE_ROOTS = "SELECT r.root_id " + FINISHED_ROOT_RUNS
+            + " GROUP BY r.root_id ORDER BY min(r.finished_at) LIMIT ?";
 
     private final SchemaName schema;
     private final Time time;

@@ -139,7 +139,7 @@ final class ExecuteRound {
                 }
                 continue;
             }
-            ClaimedRun run = engine.store().reclaim(c, claimed.id(), saga, engine.engineId());
+            ClaimedRun run = engine.store().reclaim(c, claimed.rootId(), claimed.id(), saga, engine.engineId());
             if (run == null) {
                 c.commit();
                 continue;

@@ -234,7 +234,7 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         }
         Liveness liveness;
         try {
-            liveness = engine.store().liveness(guard.connection(), run.cancelScope());
+            liveness = engine.store().liveness(guard.connection(), run.rootId(), run.cancelScope());
         } catch (SQLException e) {
             throw new CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
         }

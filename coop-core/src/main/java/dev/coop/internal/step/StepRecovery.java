@@ -192,7 +192,7 @@ final class StepRecovery {
             retries.retry(c, run, part.name(), thrown, true);
             return StepEnd.STOP;
         }
-        String cancellation = engine.store().cancellation(c, run.cancelScope());
+        String cancellation = engine.store().cancellation(c, run.rootId(), run.cancelScope());
         if (cancellation != null) {
             Failure gaveUp = Throwables.gaveUp(cancellation, engine.source(run)).failure();
             engine.store().attempts().ended(c, run, engine.engineId(), part.name());

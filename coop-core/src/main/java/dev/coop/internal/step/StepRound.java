@@ -204,7 +204,8 @@ final class StepRound {
             level = new ArrayList<>();
             for (Counted child : committed) {
                 OffsetDateTime started = startedAt.get(child.id());
-                Counted above = engine.store().countOff(connection, child.parentId(), RunStatus.COMMITTED,
+                Counted above = engine.store().countOff(connection, child.rootId(), child.parentId(),
+                        RunStatus.COMMITTED,
                         engine.engineId(), started);
                 if (above != null) {
                     startedAt.put(above.id(), started);

@@ -198,11 +198,11 @@ public final class Worker implements Runnable {
         UUID id = run.id();
         String saga = run.saga();
         if (continueNow && mayContinue && !engine.dispatcher().stopped()) {
-            ClaimedRun next = reclaimed ? again : engine.store().reclaim(c, id, saga, engine.engineId());
+            ClaimedRun next = reclaimed ? again : engine.store().reclaim(c, run.rootId(), id, saga, engine.engineId());
             if (next == null && reclaimed) { // a continuation's commit reserves its run for this worker
                 // locked by a claim that skipped it: wait for it a moment (or a limited saga's limits refused it:
                 // they refuse it again, and the run waits for a slot or a token as usual)
-                next = engine.store().reclaimWaiting(c, id, saga, engine.engineId());
+                next = engine.store().reclaimWaiting(c, run.rootId(), id, saga, engine.engineId());
             }
             if (next == null) { // taken by another worker, or refused by the saga's limits
                 notContinued(c, id, saga, reclaimed);

@@ -55,6 +55,7 @@ final class AdvanceBinding {
         ps.setString(++i, engine);
         ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
         ps.setObject(++i, run.claimedAt());
+        ps.setObject(++i, run.rootId());
         ps.setArray(++i, c.createArrayOf("text", types));
         ps.setArray(++i, c.createArrayOf("text", steps));
         ps.setArray(++i, c.createArrayOf("text", exceptions));
@@ -154,6 +155,7 @@ final class AdvanceBinding {
         ps.setBoolean(++i, next.status().isFinished());
         ps.setObject(++i, now);
         ps.setString(++i, next.failure());
+        ps.setObject(++i, run.rootId());
         ps.setObject(++i, run.id());
         ps.setString(++i, run.xact());
         ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)

@@ -49,8 +49,9 @@ public final class AdvanceSql {
     private static final String ADVANCE_RUN = """
             WITH events AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
-                                          step_seq, instance, iteration)
-              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration
+                                          step_seq, instance, iteration, root_id)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
+                     ?::uuid
                 FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
                 LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
                ORDER BY e.n
@@ -71,7 +72,7 @@ public final class AdvanceSql {
                      started_at = coalesce(started_at, ?),
                      finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
                      reserved_until = {reserve}, version = version + 1
-               WHERE id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
+               WHERE root_id = ? AND id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
                  AND CASE WHEN ? THEN {schema}.commit_allowed(lineage[1], {cancelScope}, true) -- it commits or waits
                           WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
                                               WHERE x.scope_id = ANY({cancelScope}))
@@ -110,7 +111,7 @@ public final class AdvanceSql {
      * claims by saga leave it alone in the gap between the commit and the reclaim (schema version 15).
      */
     static final String NOT_RESERVED = "NULL";
-    static final String RESERVED = "clock_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
+    static final String RESERVED = "statement_timestamp() + interval '" + Store.RESERVATION_MILLIS + " milliseconds'";
 
     /**
      * The parent's wake-up when its last child counted off (schema version 27): for the engines that run it, unless it
@@ -139,7 +140,8 @@ public final class AdvanceSql {
      * last child finished; or, when the parent had already run its last step and every child committed, the parent
      * commits right here (its COMMITTED is written by this transaction), and the caller counts it off at its own
      * parent in turn: the parent id returned is null when there is none to count off at (no parent, or one that
-     * stopped awaiting it). Parameters: the child's final status four times, the parent id, the engine, the start time.
+     * stopped awaiting it). Parameters: the child's final status four times, the times, the root, the parent id, the
+     * engine, the start time.
      * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it. Whether
      * the parent's scope was cancelled is read under the hierarchy's operator lock, taken shared ({@code
      * commit_allowed}, schema version 24), so that a cancellation deciding at the same time cannot miss the commit.
@@ -164,12 +166,14 @@ public final class AdvanceSql {
                                         THEN {now} ELSE p.finished_at END,
                      runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
                      version = p.version + 1
-               WHERE p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
+               WHERE p.root_id = ?::uuid AND p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE')
+                 AND p.pending_children > 0
               RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
-                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key
+                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, p.root_id
             ), parent_committed AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
-              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ? FROM parent WHERE status = 'COMMITTED'
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
+              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ?, root_id FROM parent
+               WHERE status = 'COMMITTED'
                      %s
             ), """ + PARENT_WOKEN + "\n" + AdvanceSql.COUNT_OFF_RESULT + "\n";
 
@@ -177,7 +181,7 @@ public final class AdvanceSql {
      * What the count-off returns: the parent, and the parent's own parent to count it off at when it committed here
      * (null when it has none, or when that parent stopped awaiting it).
      */
-    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END FROM parent, parent_woken";
+    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, root_id FROM parent, parent_woken";
 
     /**
      * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an
@@ -185,8 +189,9 @@ public final class AdvanceSql {
      * {@code after}: a condition of the parent's COMMITTED insert that makes it run after the statement's own events
      * (so that the log shows the child's end first).
      */
-    public static String countOffParentOf(String parentId, String after) {
-        String sql = COUNT_OFF_PARENT.replace("WHERE p.id = ?::uuid", "WHERE p.id = " + parentId);
+    public static String countOffParentOf(String rootId, String parentId, String after) {
+        String sql = COUNT_OFF_PARENT.replace("WHERE p.root_id = ?::uuid AND p.id = ?::uuid",
+                "WHERE p.root_id = " + rootId + " AND p.id = " + parentId);
         if (sql.equals(COUNT_OFF_PARENT)) {
             throw new IllegalStateException("the count-off no longer names its parent by a parameter");
         }
@@ -203,7 +208,7 @@ public final class AdvanceSql {
                SET runnable_at = {now} + ? * interval '1 millisecond', retries = retries + 1,
                    version = version + 1,
                    started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
-             WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+             WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ?
                AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
                         ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
             RETURNING saga, saga_version, status, runnable_at
@@ -215,6 +220,6 @@ public final class AdvanceSql {
     static final String PARK_AFTER_RETRIES = """
             UPDATE {schema}.run
                SET status = 'PARKED', failure = ?::jsonb, retries = retries + 1, version = version + 1
-             WHERE id = ? AND status = 'RUNNABLE' AND version = ?
+             WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ?
             """;
 }

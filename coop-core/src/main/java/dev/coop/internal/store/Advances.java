@@ -170,7 +170,7 @@ final class Advances {
             OffsetDateTime now = time.bind();
             int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
-                i = bindCountOff(ps, i, next.status(), countOffAt, engine, run.claimedAt(), now,
+                i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt, engine, run.claimedAt(), now,
                         binding.localSagas());
             }
             return readTail(c, ps, i, write, now);
@@ -240,13 +240,15 @@ final class Advances {
         if (write.slim()) {
             ps.setObject(++i, now);
             ps.setString(++i, write.engine());
+            ps.setObject(++i, run.rootId());
             ps.setObject(++i, run.id());
             ps.setInt(++i, run.version() + 1); // the version this advance leaves
             ps.setObject(++i, now);
             return rows.readCommitted(ps, rs -> ClaimRows.continued(rs, run, write.next()));
         }
         // as in reclaim()
-        reclaims.bindReclaim(ps, i, run.saga(), write.limit(), write.lease(), run.id(), write.engine(), now);
+        reclaims.bindReclaim(ps, i, run.saga(), write.limit(), write.lease(), run.rootId(), run.id(),
+                write.engine(), now);
         ClaimedRun again = rows.readCommitted(ps);
         if (again == null && write.lease() != null) {
             write.lease().giveBack();
@@ -313,21 +315,22 @@ final class Advances {
     }
 
     /** Counts a parent committed by its last child off at its own parent. */
-    public Counted countOff(Connection c, UUID parentId, RunStatus childStatus, String engine,
+    public Counted countOff(Connection c, UUID rootId, UUID parentId, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
-            bindCountOff(ps, 0, childStatus, parentId, engine, startedAt, time.bind(), binding.localSagas());
+            bindCountOff(ps, 0, childStatus, rootId, parentId, engine, startedAt, time.bind(), binding.localSagas());
             return readCounted(ps);
         }
     }
 
-    private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID parentId, String engine,
-            OffsetDateTime startedAt, OffsetDateTime now, String localSagas) throws SQLException {
+    private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID rootId, UUID parentId,
+            String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas) throws SQLException {
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
         }
         ps.setObject(++i, now); // finished_at of a parent committed here
         ps.setObject(++i, now); // runnable_at of a parent woken here
+        ps.setObject(++i, rootId, Types.OTHER);
         ps.setObject(++i, parentId, Types.OTHER);
         ps.setString(++i, engine);
         ps.setObject(++i, startedAt);
@@ -346,7 +349,7 @@ final class Advances {
 
     private static Counted counted(ResultSet rs) throws SQLException {
         return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
-                rs.getObject(4, UUID.class), rs.getObject(5, UUID.class));
+                rs.getObject(4, UUID.class), rs.getObject(5, UUID.class), rs.getObject(6, UUID.class));
     }
 
     /**
@@ -363,11 +366,12 @@ final class Advances {
             ps.setLong(2, delayMillis);
             ps.setBoolean(3, seenKept);
             ps.setObject(4, now);
-            ps.setObject(5, run.id());
-            ps.setInt(6, run.version());
-            ps.setString(7, seenKept ? run.xact() : null);
+            ps.setObject(5, run.rootId());
+            ps.setObject(6, run.id());
+            ps.setInt(7, run.version());
             ps.setString(8, seenKept ? run.xact() : null);
-            ps.setString(9, binding.localSagas());
+            ps.setString(9, seenKept ? run.xact() : null);
+            ps.setString(10, binding.localSagas());
             ps.executeQuery().close();
         }
     }
@@ -376,8 +380,9 @@ final class Advances {
     public boolean parkAfterRetries(Connection c, ClaimedRun run, String failure) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(AdvanceSql.PARK_AFTER_RETRIES))) {
             ps.setString(1, failure);
-            ps.setObject(2, run.id());
-            ps.setInt(3, run.version());
+            ps.setObject(2, run.rootId());
+            ps.setObject(3, run.id());
+            ps.setInt(4, run.version());
             return ps.executeUpdate() == 1;
         }
     }

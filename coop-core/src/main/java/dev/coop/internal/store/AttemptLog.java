@@ -23,15 +23,16 @@ public final class AttemptLog {
 
     private static final String FAILED = """
             INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
-                                        created_at)
-            VALUES (?, 'ATTEMPT_FAILED', ?, ?, ?, ?, ?::jsonb, ?, ?, {now})
+                                        created_at, root_id)
+            VALUES (?, 'ATTEMPT_FAILED', ?, ?, ?, ?, ?::jsonb, ?, ?, {now}, ?::uuid)
             """;
 
     /** The last retried attempt of a series past the kept ones: its failure is the one the run row holds. */
     private static final String SUMMARY = """
-            INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, attempt, created_at)
-            SELECT message_id, 'ATTEMPT_FAILED', saga, ?, ?, lineage, failure, ?, {now}
-              FROM {schema}.run WHERE id = ? AND failure->>'type' <> 'dev.coop.DatabaseTrouble' -- a step's failure
+            INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, attempt, created_at,
+                                        root_id)
+            SELECT message_id, 'ATTEMPT_FAILED', saga, ?, ?, lineage, failure, ?, {now}, root_id
+              FROM {schema}.run WHERE root_id = ? AND id = ? AND failure->>'type' <> 'dev.coop.DatabaseTrouble' -- a step's failure
             """;
 
     /**
@@ -42,8 +43,8 @@ public final class AttemptLog {
     private static final String PARKED = """
             WITH parked AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, attempt,
-                                          created_at)
-              VALUES (?, 'PARKED', ?, ?, ?, ?, ?::jsonb, ?, ?, {now})
+                                          created_at, root_id)
+              VALUES (?, 'PARKED', ?, ?, ?, ?, ?::jsonb, ?, ?, {now}, ?::uuid)
               RETURNING saga
             )
             INSERT INTO {schema}.run_count AS c (minute, saga, shard, parked)
@@ -87,6 +88,7 @@ public final class AttemptLog {
             ps.setString(++i, step);
             ps.setInt(++i, run.attempt() - 1);
             ps.setObject(++i, time.bind());
+            ps.setObject(++i, run.rootId());
             ps.setObject(++i, run.id());
             ps.executeUpdate();
         }
@@ -113,6 +115,7 @@ public final class AttemptLog {
         ps.setObject(++i, run.claimedAt());
         ps.setInt(++i, attempt);
         ps.setObject(++i, time.bind());
+        ps.setObject(++i, run.rootId());
         return i;
     }
 }

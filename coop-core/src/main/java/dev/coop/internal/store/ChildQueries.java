@@ -50,17 +50,19 @@ final class ChildQueries {
     public Map<String, Integer> requestChildRollbacks(Connection c, ClaimedRun run, String engine, String step,
             String cause, int seq, String parentContext) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(requestChildRollbacksSql)) {
-            ps.setObject(1, run.id());
-            ps.setInt(2, seq);
-            ps.setString(3, run.saga());
-            ps.setString(4, engine);
-            ps.setString(5, step);
-            ps.setArray(6, c.createArrayOf("uuid", run.lineage()));
-            ps.setString(7, cause);
-            ps.setString(8, parentContext);
-            ps.setString(9, cause);
-            ps.setObject(10, time.bind());
-            ps.setString(11, localSagas);
+            int i = 0;
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, seq);
+            ps.setObject(++i, run.rootId());
+            ps.setString(++i, run.saga());
+            ps.setString(++i, engine);
+            ps.setString(++i, step);
+            ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
+            ps.setString(++i, cause);
+            ps.setString(++i, parentContext);
+            ps.setString(++i, cause);
+            ps.setObject(++i, time.bind());
+            ps.setString(++i, localSagas);
             Map<String, Integer> woken = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

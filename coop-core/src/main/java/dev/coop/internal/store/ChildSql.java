@@ -16,12 +16,12 @@ final class ChildSql {
      */
     static final String REQUEST_CHILD_ROLLBACKS = """
             WITH targets AS (
-              SELECT r.id, r.message_id, r.status, r.finished_at FROM {schema}.run r
-               WHERE r.parent_id = ? AND r.parent_seq = ?
+              SELECT r.id, r.message_id, r.status, r.finished_at, r.root_id FROM {schema}.run r
+               WHERE r.parent_id = ? AND r.parent_seq = ? AND r.root_id = ?
             ), emitted AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
-              SELECT m.message_id, 'ROLLBACK_EMITTED', ?, ?, ?, ?::uuid[], ?::jsonb
-                FROM (SELECT DISTINCT message_id FROM targets) m ORDER BY m.message_id
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, root_id)
+              SELECT m.message_id, 'ROLLBACK_EMITTED', ?, ?, ?, ?::uuid[], ?::jsonb, m.root_id
+                FROM (SELECT DISTINCT message_id, root_id FROM targets) m ORDER BY m.message_id
             ), woken AS (
               UPDATE {schema}.run r
                  SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START', parent_context = ?, awaited = true,
@@ -85,10 +85,10 @@ final class ChildSql {
                  SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb, finished_at = {now},
                      version = r.version + 1
                 FROM d WHERE r.id = d.id
-              RETURNING r.id, r.message_id, r.saga, r.lineage, r.ordering_key
+              RETURNING r.id, r.message_id, r.saga, r.lineage, r.ordering_key, r.root_id
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception)
-              SELECT s.message_id, e.type, s.saga, ?, s.lineage, e.exception::jsonb
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception, root_id)
+              SELECT s.message_id, e.type, s.saga, ?, s.lineage, e.exception::jsonb, s.root_id
                 FROM settled s
                CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text))
                        AS e(n, type, exception)

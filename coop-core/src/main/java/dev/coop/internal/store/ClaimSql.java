@@ -30,6 +30,14 @@ public final class ClaimSql {
     public static final String RUNNING_AS = "coop ";
 
     /**
+     * When a claim locked its run ({@code claimed_at}: the step's start, recorded as its events' {@code started_at}):
+     * the database's clock after the lock, not the statement's start, so that the spans of steps in the log never
+     * overlap where their locks did not (a claim may wait for a lock or a slot). Read in a {@code SELECT}, never in an
+     * {@code UPDATE}; one bind parameter, as {@code {now}}.
+     */
+    public static final String CLAIMED_AT = "coalesce(?::timestamptz, clock_timestamp())";
+
+    /**
      * Claim: lock one runnable run (skipping rows other engines hold), write its SEEN if this is its first step, and
      * look up a cancellation of any scope above it (a primary-key probe per lineage element). The lock is held by
      * the transaction until it commits; a crashed engine's lock dies with its connection. {@code %s} is the
@@ -39,12 +47,12 @@ public final class ClaimSql {
      */
     static final String CLAIM = """
             WITH claimed AS (
-              SELECT r.id, r.saga, r.saga_version, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
+              SELECT r.id, r.root_id, r.saga, r.saga_version, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
                      r.next_step,
                      r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started, r.failed_children,
                      r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause, r.resolution, r.retries,
                      r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                     r.waiting_since, r.runnable_at, {now} AS claimed_at, r.cancel_from, r.ordering_key
+                     r.waiting_since, r.runnable_at, {claimedAt} AS claimed_at, r.cancel_from, r.ordering_key
                 FROM {schema}.run r
                WHERE %s
                LIMIT 1
@@ -52,32 +60,34 @@ public final class ClaimSql {
             ), me AS (
               SELECT ?::text AS engine
             ), seen AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage)
-              SELECT c.message_id, 'SEEN', c.saga, me.engine, c.lineage FROM claimed c, me -- a step that ran COMMIT
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
+              SELECT c.message_id, 'SEEN', c.saga, me.engine, c.lineage, c.root_id FROM claimed c, me -- a step that ran COMMIT
                WHERE NOT started AND {schema}.seen_missing(c.message_id, c.saga) -- itself made its SEEN durable (V16)
             )
             SELECT c.*, m.topic, m.payload::text AS payload, m.created_at AS message_created_at,
                    set_config('application_name', {runningAs} || me.engine, true) AS running_as, -- see RUNNING_AS
                    t.recent, t.recent_top, rs.instance AS rollback_instance, rs.iteration AS rollback_iteration,
                    (SELECT x.failure::text FROM {schema}.cancellation x -- the scopes that reach it (version 24)
-                     WHERE x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
+                     WHERE x.root_id = c.root_id AND x.scope_id = ANY(c.lineage[coalesce(c.cancel_from, 1):])
                      ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
                    pg_current_xact_id()::text AS xact, {idleInTransaction} AS idle_in_transaction
-              FROM claimed c CROSS JOIN me JOIN {schema}.message m ON m.id = c.message_id
+              FROM claimed c CROSS JOIN me JOIN {schema}.message m ON m.root_id = c.root_id AND m.id = c.message_id
               LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.step_seq DESC) AS recent,
                                         max(s.step_seq) AS recent_top
                                    FROM (SELECT e.step_seq, e.instance FROM {schema}.event e -- index event_message
                                           WHERE NOT c.rollback -- a one-time filter: no scan on the rollback path
-                                            AND e.message_id = c.message_id AND e.saga = c.saga
+                                            AND e.root_id = c.root_id AND e.message_id = c.message_id
+                                            AND e.saga = c.saga
                                             AND e.step_seq < c.steps_done
                                           ORDER BY e.step_seq DESC LIMIT %d) s) t ON NOT c.rollback
               LEFT JOIN LATERAL (SELECT e.instance, e.iteration FROM {schema}.event e
                                   WHERE c.rollback -- a one-time filter: no probe on the happy path
-                                    AND e.message_id = c.message_id AND e.saga = c.saga
+                                    AND e.root_id = c.root_id AND e.message_id = c.message_id AND e.saga = c.saga
                                     AND e.step_seq = c.rollback_seq
                                   LIMIT 1) rs ON c.rollback
             """
-            .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'");
+            .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'")
+            .replace("{claimedAt}", CLAIMED_AT);
 
     /** A run's message and saga, which name its rows in the log: two initplans, then index conditions. */
     private static final String RUN_IN_LOG = """
@@ -115,23 +125,24 @@ public final class ClaimSql {
             SELECT r.step_index, r.next_step, r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL,
                    r.failed_children, r.rollback_seq, r.rollback_stage, r.rollback_cause::text, r.resolution, r.retries,
                    r.version, r.context, r.parent_context, r.finally_done, r.pending_children, r.awaited,
-                   r.waiting_since, r.runnable_at, {now},
+                   r.waiting_since, r.runnable_at, {claimedAt},
                    (SELECT x.failure::text FROM {schema}.cancellation x
-                     WHERE x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):])
+                     WHERE x.root_id = r.root_id AND x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):])
                      ORDER BY cardinality(x.lineage) LIMIT 1),
                    pg_current_xact_id()::text, {idleInTransaction},
                    set_config('application_name', {runningAs} || ?::text, true) -- as the claim does
               FROM {schema}.run r
-             WHERE r.id = ? AND r.version = ? AND r.status = 'RUNNABLE' AND r.phase = 'HAPPY'
+             WHERE r.root_id = ? AND r.id = ? AND r.version = ? AND r.status = 'RUNNABLE' AND r.phase = 'HAPPY'
                AND r.runnable_at <= {now}
                FOR UPDATE SKIP LOCKED
-            """.replace("{runningAs}", "'" + RUNNING_AS + "'");
+            """.replace("{runningAs}", "'" + RUNNING_AS + "'").replace("{claimedAt}", CLAIMED_AT);
 
     /**
      * The claim by saga's condition on the reservation: a run reserved for a worker that continues it is skipped
-     * until the reservation lapses. Read from the row found (no index), so it adds no probe.
+     * until the reservation lapses. Read from the row found (no index), so it adds no probe. Reservations are on the
+     * database's clock ({@link AdvanceSql#RESERVED}), read as the statement's start: stable, not volatile.
      */
-    static final String NOT_RESERVED_NOW = "(r.reserved_until IS NULL OR r.reserved_until < clock_timestamp())";
+    static final String NOT_RESERVED_NOW = "(r.reserved_until IS NULL OR r.reserved_until < statement_timestamp())";
 
     /**
      * The claim's condition on {@code r.priority}: every priority, highest first, in the index condition. With it

@@ -66,6 +66,14 @@ public record ClaimedRun(
         java.time.OffsetDateTime runnableAt,
         Integer cancelFrom,
         String orderingKey) {
+    /**
+     * The root of its hierarchy (the first element of its lineage, column {@code root_id}): every statement that
+     * addresses a row of this run's hierarchy names it.
+     */
+    public UUID rootId() {
+        return lineage[0];
+    }
+
     /** The scopes of its lineage whose cancellation reaches this run: from {@link #cancelFrom} on. */
     public UUID[] cancelScope() {
         return cancelFrom == null || cancelFrom <= 1

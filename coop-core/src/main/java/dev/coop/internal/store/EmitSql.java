@@ -30,13 +30,14 @@ final class EmitSql {
      */
     static final String EMIT = """
             WITH input AS (
-              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.idem, u.priority, u.okey, u.n
+              SELECT u.id, u.topic, u.payload::jsonb AS payload, u.context, u.due, u.idem, u.priority, u.okey, u.n,
+                     coalesce(?::uuid, u.id) AS root
                 FROM unnest(?::uuid[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::int[],
                             ?::text[])
                      WITH ORDINALITY AS u(id, topic, payload, context, due, idem, priority, okey, n)
             ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key)
-              SELECT id, topic, payload, {now}, idem FROM input ORDER BY n
+              INSERT INTO {schema}.message (id, topic, payload, created_at, idempotency_key, root_id)
+              SELECT id, topic, payload, {now}, idem, root FROM input ORDER BY n
               ON CONFLICT (topic, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
               RETURNING id, idempotency_key IS NOT NULL AS keyed
             ), duplicate AS ( -- keyed messages not written: the key was taken (usually empty)
@@ -44,15 +45,16 @@ final class EmitSql {
             ), written AS (
               SELECT * FROM input WHERE id NOT IN (SELECT id FROM duplicate)
             ), emitted AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context FROM written ORDER BY n
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context, root_id)
+              SELECT id, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[id]), context, root FROM written ORDER BY n
             ), runs AS (
               INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
-                                        context, runnable_at, priority, ordering_key, cancel_from)
+                                        context, runnable_at, priority, ordering_key, cancel_from, root_id)
               SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || ARRAY[x.id],
                      ?::uuid,
-                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey, ?::int
-                FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, reg.saga, reg.version,
+                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey, ?::int,
+                     x.root
+                FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, written.root, reg.saga, reg.version,
                              written.context, written.due, written.priority, written.okey
                         FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
                        ORDER BY written.n, reg.saga) x
@@ -113,20 +115,21 @@ final class EmitSql {
     /**
      * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
      * child): {@link #EMIT} with scalar parameters, without its arrays and its key handling. Returns the same rows.
-     * Parameters: id, topic, payload, {now}, id, saga, engine, step, scope, id, context, id, scope, id, parent id,
-     * parent seq, context, due, {now}, priority, cancel from, topic, local sagas, topic, topic.
+     * Parameters: id, topic, payload, {now}, root, id, saga, engine, step, scope, id, context, root, id, scope, id,
+     * parent id, parent seq, context, due, {now}, priority, cancel from, root, topic, local sagas, topic, topic.
      */
     static final String EMIT_ONE = """
             WITH msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at) VALUES (?::uuid, ?, ?::jsonb, {now})
+              INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
+              VALUES (?::uuid, ?, ?::jsonb, {now}, ?::uuid)
             ), emitted AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-              VALUES (?::uuid, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[?::uuid]), ?)
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context, root_id)
+              VALUES (?::uuid, 'EMITTED', ?, ?, ?, coalesce(?::uuid[], ARRAY[?::uuid]), ?, ?::uuid)
             ), runs AS (
               INSERT INTO {schema}.run (id, message_id, saga, saga_version, lineage, parent_id, parent_seq, status,
-                                        context, runnable_at, priority, cancel_from)
+                                        context, runnable_at, priority, cancel_from, root_id)
               SELECT x.id, ?::uuid, x.saga, x.version, coalesce(?::uuid[], ARRAY[?::uuid]) || ARRAY[x.id], ?::uuid,
-                     ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int, ?::int
+                     ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int, ?::int, ?::uuid
                 FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version
                         FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
               RETURNING saga, saga_version, status, runnable_at

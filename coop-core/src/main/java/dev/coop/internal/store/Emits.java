@@ -26,6 +26,15 @@ final class Emits {
      */
     record Origin(UUID[] scope, UUID parentId, Integer parentSeq, String saga, String engine, String step,
             Integer cancelFrom) {
+        /** The root of the hierarchy a message launched from here belongs to: the scope's, or its own (global). */
+        UUID root(UUID messageId) {
+            return scope == null ? messageId : scope[0];
+        }
+
+        /** The scope's root, or null on the global scope (each message is then its own root). */
+        UUID scopeRoot() {
+            return scope == null ? null : scope[0];
+        }
     }
 
     private final SchemaName schema;
@@ -81,6 +90,8 @@ final class Emits {
             ps.setString(++i, e.topic());
             ps.setString(++i, e.payload());
             ps.setObject(++i, now);
+            UUID root = origin.root(e.messageId());
+            ps.setObject(++i, root);
             ps.setObject(++i, e.messageId());
             ps.setString(++i, origin.saga());
             ps.setString(++i, origin.engine());
@@ -88,6 +99,7 @@ final class Emits {
             setArrayOrNull(ps, ++i, scopeArray);
             ps.setObject(++i, e.messageId());
             ps.setString(++i, e.context());
+            ps.setObject(++i, root);
             ps.setObject(++i, e.messageId());
             setArrayOrNull(ps, ++i, scopeArray);
             ps.setObject(++i, e.messageId());
@@ -98,6 +110,7 @@ final class Emits {
             ps.setObject(++i, now);
             ps.setInt(++i, e.priority());
             Store.setInteger(ps, ++i, origin.cancelFrom());
+            ps.setObject(++i, root);
             ps.setString(++i, e.topic());
             ps.setString(++i, localSagas);
             ps.setString(++i, e.topic());
@@ -182,7 +195,8 @@ final class Emits {
             throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(keyed ? emitKeyedSql : emitSql)) {
             Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
-            int i = bindColumns(c, ps, emissions);
+            ps.setObject(1, origin.scopeRoot(), Types.OTHER);
+            int i = bindColumns(c, ps, emissions, 1);
             OffsetDateTime now = time.bind();
             ps.setObject(++i, now);
             ps.setString(++i, origin.saga());
@@ -206,8 +220,9 @@ final class Emits {
         }
     }
 
-    /** Binds the messages of {@link EmitSql#EMIT} as its first parameters, one array per column; returns the last. */
-    private static int bindColumns(Connection c, PreparedStatement ps, List<Emission> emissions) throws SQLException {
+    /** Binds the messages of {@link EmitSql#EMIT} after parameter {@code from}, one array per column; returns the last. */
+    private static int bindColumns(Connection c, PreparedStatement ps, List<Emission> emissions, int from)
+            throws SQLException {
         int n = emissions.size();
         UUID[] ids = new UUID[n];
         String[] topics = new String[n];
@@ -228,7 +243,7 @@ final class Emits {
             priorities[i] = e.priority();
             orderingKeys[i] = e.orderingKey();
         }
-        int i = 0;
+        int i = from;
         ps.setArray(++i, c.createArrayOf("uuid", ids));
         ps.setArray(++i, c.createArrayOf("text", topics));
         ps.setArray(++i, c.createArrayOf("text", payloads));

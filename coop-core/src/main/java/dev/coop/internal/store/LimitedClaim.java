@@ -73,7 +73,8 @@ public final class LimitedClaim {
         if (!claim.startsWith("WITH claimed AS (")) {
             throw new IllegalStateException("the claim statement no longer starts with its 'claimed' CTE");
         }
-        sql.append(claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)"));
+        sql.append(claim.substring("WITH ".length()).replace("{now}", "(SELECT g.at FROM gate g)")
+                .replace(dev.coop.internal.store.ClaimSql.CLAIMED_AT, "(SELECT g.at FROM gate g)"));
         return new LimitedClaim(schema.sql(sql.toString()), params);
     }
 

@@ -50,13 +50,13 @@ final class ProbeSql {
     /** The log of a message's hierarchy: its EMITTED, then everything its runs and their descendants wrote. */
     static final String EVENTS = """
             WITH target AS (
-              SELECT lineage FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
+              SELECT root_id FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
             )
             SELECT ev.id, ev.message_id, ev.type, ev.saga, ev.engine, ev.step, ev.lineage, ev.created_at,
                    ev.started_at, ev.exception::text AS exception, ev.context::text AS context, ev.attempt
               FROM {schema}.event ev, target t
-             WHERE ev.lineage[1] = t.lineage[1]
-               AND (ev.lineage[1] = ?::uuid
+             WHERE ev.root_id = t.root_id
+               AND (ev.root_id = ?::uuid
                     OR (ev.message_id = ?::uuid AND ev.type = 'EMITTED')
                     OR EXISTS (SELECT 1 FROM {schema}.run r
                                 WHERE r.message_id = ?::uuid AND ev.lineage[1:cardinality(r.lineage)] = r.lineage))

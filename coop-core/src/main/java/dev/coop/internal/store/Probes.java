@@ -69,24 +69,26 @@ final class Probes {
         }
     }
 
-    /** The failure JSON of a cancellation of any scope in {@code lineage}, or null. */
-    public String cancellation(Connection c, UUID[] lineage) throws SQLException {
+    /** The failure JSON of a cancellation of any scope in {@code lineage} (of hierarchy {@code root}), or null. */
+    public String cancellation(Connection c, UUID root, UUID[] lineage) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                "SELECT failure::text FROM {schema}.cancellation WHERE scope_id = ANY(?) ORDER BY cardinality(lineage)"
-                        + " LIMIT 1"))) {
-            ps.setArray(1, c.createArrayOf("uuid", lineage));
+                "SELECT failure::text FROM {schema}.cancellation WHERE root_id = ? AND scope_id = ANY(?)"
+                        + " ORDER BY cardinality(lineage) LIMIT 1"))) {
+            ps.setObject(1, root);
+            ps.setArray(2, c.createArrayOf("uuid", lineage));
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? rs.getString(1) : null;
             }
         }
     }
 
-    public Liveness liveness(Connection c, UUID[] lineage) throws SQLException {
+    public Liveness liveness(Connection c, UUID root, UUID[] lineage) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                "SELECT (SELECT failure::text FROM {schema}.cancellation WHERE scope_id = ANY(?)"
+                "SELECT (SELECT failure::text FROM {schema}.cancellation WHERE root_id = ? AND scope_id = ANY(?)"
                         + " ORDER BY cardinality(lineage) LIMIT 1), {now}"))) {
-            ps.setArray(1, c.createArrayOf("uuid", lineage));
-            ps.setObject(2, time.bind());
+            ps.setObject(1, root);
+            ps.setArray(2, c.createArrayOf("uuid", lineage));
+            ps.setObject(3, time.bind());
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return new Liveness(rs.getString(1), rs.getObject(2, OffsetDateTime.class).toInstant());

@@ -34,7 +34,7 @@ final class RoundAdvanceSql {
      */
     private static final String WHERE = """
               FROM input i, clock k
-             WHERE r.id = i.id AND %s
+             WHERE r.root_id = (i.lineage::uuid[])[1] AND r.id = i.id AND %s
                AND CASE WHEN pg_current_xact_id() = i.xact::xid8 THEN true ELSE {schema}.claim_lost() END
                AND CASE WHEN i.finished = 'COMMITTED' -- it commits: excludes a cancellation (version 24)
                         THEN {schema}.commit_allowed(r.lineage[1], r.lineage[coalesce(r.cancel_from, 1):], true)
@@ -62,11 +62,12 @@ final class RoundAdvanceSql {
                                           check_cancellation, instance_seq, instance, iteration, finished, count_off, n)
             ), events AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
-                                          step_seq, instance, iteration)
+                                          step_seq, instance, iteration, root_id)
               SELECT i.message_id, e.type, ?, ?, e.step, i.lineage::uuid[], e.exception::jsonb,
                      i.claimed_at::timestamptz, e.context,
                      CASE WHEN e.first THEN i.instance_seq END, CASE WHEN e.first THEN i.instance END,
-                     CASE WHEN e.first THEN i.iteration END -- the run's SUSPENDED carries its executed instance
+                     CASE WHEN e.first THEN i.iteration END, -- the run's SUSPENDED carries its executed instance
+                     (i.lineage::uuid[])[1]
                 FROM unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[])
                      WITH ORDINALITY AS e(run, type, step, exception, context, first, n)
                 JOIN input i ON i.n = e.run
@@ -114,18 +115,19 @@ final class RoundAdvanceSql {
      */
     static final String COUNTING_OFF = ADVANCES + """
             , counting AS (
-              SELECT i.count_off AS parent, i.finished AS status, i.claimed_at::timestamptz AS claimed_at,
+              SELECT i.count_off AS parent, (i.lineage::uuid[])[1] AS root, i.finished AS status,
+                     i.claimed_at::timestamptz AS claimed_at,
                      row_number() OVER (PARTITION BY i.count_off ORDER BY i.n) AS rank
                 FROM input i
                WHERE i.count_off IS NOT NULL
             ), locked AS (
               SELECT p.id, p.pending_children
                 FROM {schema}.run p
-               WHERE p.id IN (SELECT parent FROM counting)
+               WHERE (p.root_id, p.id) IN (SELECT root, parent FROM counting)
                ORDER BY p.id
                  FOR UPDATE
             ), counts AS (
-              SELECT c.parent, count(*)::int AS n,
+              SELECT c.parent, min(c.root::text)::uuid AS root, count(*)::int AS n,
                      count(*) FILTER (WHERE c.status = 'ROLLBACK_FAILED')::int AS rollback_failed,
                      count(*) FILTER (WHERE c.status <> 'COMMITTED')::int AS failed,
                      (array_agg(c.claimed_at ORDER BY c.rank DESC))[1] AS started_at
@@ -144,12 +146,13 @@ final class RoundAdvanceSql {
                      runnable_at = CASE WHEN p.pending_children = c.n THEN k.now ELSE p.runnable_at END,
                      version = p.version + c.n
                 FROM counts c, clock k
-               WHERE p.id = c.parent AND p.status IN ('WAITING', 'RUNNABLE') AND p.pending_children > 0
+               WHERE p.root_id = c.root AND p.id = c.parent AND p.status IN ('WAITING', 'RUNNABLE')
+                 AND p.pending_children > 0
               RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
-                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, c.started_at
+                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, c.started_at, p.root_id
             ), {woken}, parent_committed AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at)
-              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, started_at
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
+              SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, started_at, root_id
                 FROM parent
                WHERE status = 'COMMITTED' AND (SELECT count(*) FROM events) >= 0 -- after the children's events
             )
@@ -159,7 +162,7 @@ final class RoundAdvanceSql {
                           THEN {schema}.release_ordering_key_after(w.saga, w.ordering_key, ARRAY[w.id])
                           ELSE false END
             )
-            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at
+            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at, root_id
               FROM parent, parent_woken, released"""
             .replace("{commits}", COMMITS)
             .replace("{woken}", Wakes.notifying("parent_woken", "(SELECT * FROM parent WHERE pending_children = 0)",

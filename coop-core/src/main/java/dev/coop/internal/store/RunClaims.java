@@ -56,11 +56,11 @@ final class RunClaims {
         this.roundClaimSql = claimSql.replaceFirst("LIMIT 1(\\s+)FOR UPDATE SKIP LOCKED",
                 "LIMIT ?$1FOR UPDATE SKIP LOCKED");
         this.reclaimSql = schema.sql(claim
-                .formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
+                .formatted("r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
         this.reclaimWaitingSql = waiting(reclaimSql);
         this.reclaimUnchangedSql = schema.sql(
-                claim.formatted("r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
+                claim.formatted("r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?"));
         this.reclaimHeldSql = waiting(reclaimUnchangedSql);
         for (int gate = 1; gate < 6; gate++) {
             limited(schema, claim, gate);
@@ -78,7 +78,8 @@ final class RunClaims {
                         + " ORDER BY r.priority DESC, r.runnable_at",
                 slots, rate, leased);
         limitedReclaims[gate] = LimitedClaim.of(schema, claim,
-                "r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate, leased);
+                "r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}", slots, rate,
+                leased);
         // a limited run is reserved for its continuing worker too; a reclaim its limits refuse ends the
         // reservation in the same transaction (Worker), so that the run waits for a slot like any other
         limitedReclaimWaitingSql[gate] = waiting(limitedReclaims[gate].sql());
@@ -168,8 +169,9 @@ final class RunClaims {
     }
 
     /** Locks one specific run of {@code saga} again if it is still runnable (immediate continuation). */
-    public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        return reclaim(c, runId, saga, engine, false);
+    public ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String saga, String engine)
+            throws SQLException {
+        return reclaim(c, rootId, runId, saga, engine, false);
     }
 
     /**
@@ -179,9 +181,10 @@ final class RunClaims {
      * rejected). Waits for that lock, {@link #RECLAIM_WAIT_MILLIS} at most: the caller's transaction has no lock to
      * wait for in turn. Returns null (the transaction rolled back) when the wait ran out.
      */
-    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String saga, String engine) throws SQLException {
+    public ClaimedRun reclaimWaiting(Connection c, UUID rootId, UUID runId, String saga, String engine)
+            throws SQLException {
         try {
-            return reclaim(c, runId, saga, engine, true);
+            return reclaim(c, rootId, runId, saga, engine, true);
         } catch (SQLException e) {
             if (!"55P03".equals(e.getSQLState())) { // lock_not_available: the other transaction still runs
                 throw e;
@@ -191,7 +194,7 @@ final class RunClaims {
         }
     }
 
-    private ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine, boolean waiting)
+    private ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String saga, String engine, boolean waiting)
             throws SQLException {
         SagaLimits.Limit limit = gates.limit(saga);
         RateLease lease = gates.takeLease(saga, limit);
@@ -199,7 +202,7 @@ final class RunClaims {
         try (PreparedStatement ps = c.prepareStatement(waiting
                 ? (limit == null ? reclaimWaitingSql : limitedReclaimWaitingSql[gateOf(limit, lease)])
                 : (limit == null ? reclaimSql : limitedReclaims[gateOf(limit, lease)].sql()))) {
-            bindReclaim(ps, 0, saga, limit, lease, runId, engine, time.bind());
+            bindReclaim(ps, 0, saga, limit, lease, rootId, runId, engine, time.bind());
             run = waiting ? rows.readCommitted(ps) : rows.readClaim(ps); // waiting: the settings' result set comes first
         } finally {
             if (run == null && lease != null) {
@@ -210,13 +213,15 @@ final class RunClaims {
     }
 
     void bindReclaim(PreparedStatement ps, int i, String saga, SagaLimits.Limit limit, RateLease lease,
-            UUID runId, String engine, OffsetDateTime now) throws SQLException {
-        if (limit != null) { // pick (run, now), then the gate
+            UUID rootId, UUID runId, String engine, OffsetDateTime now) throws SQLException {
+        if (limit != null) { // pick (root, run, now), then the gate
+            ps.setObject(++i, rootId);
             ps.setObject(++i, runId);
             ps.setObject(++i, now);
             i = limitedReclaims[gateOf(limit, lease)].bind(ps, i, saga, limit, now, lease);
         } else {
             ps.setObject(++i, now);
+            ps.setObject(++i, rootId);
             ps.setObject(++i, runId);
             ps.setObject(++i, now);
         }
@@ -265,7 +270,7 @@ final class RunClaims {
      */
     public void hold(Connection c, UUID runId, int millis) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
-                "UPDATE {schema}.run SET reserved_until = clock_timestamp() + ? * interval '1 millisecond'"
+                "UPDATE {schema}.run SET reserved_until = statement_timestamp() + ? * interval '1 millisecond'"
                         + " WHERE id = ?"))) {
             ps.setInt(1, millis);
             ps.setObject(2, runId);
@@ -281,9 +286,10 @@ final class RunClaims {
     public ClaimedRun reclaimHeld(Connection c, ClaimedRun run, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(reclaimHeldSql)) {
             ps.setObject(1, time.bind());
-            ps.setObject(2, run.id());
-            ps.setInt(3, run.version());
-            ps.setString(4, engine);
+            ps.setObject(2, run.rootId());
+            ps.setObject(3, run.id());
+            ps.setInt(4, run.version());
+            ps.setString(5, engine);
             return rows.readCommitted(ps);
         } catch (SQLException e) {
             if (!"55P03".equals(e.getSQLState())) {
@@ -298,9 +304,10 @@ final class RunClaims {
     public ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(reclaimUnchangedSql)) {
             ps.setObject(1, time.bind());
-            ps.setObject(2, run.id());
-            ps.setInt(3, run.version());
-            ps.setString(4, engine);
+            ps.setObject(2, run.rootId());
+            ps.setObject(3, run.id());
+            ps.setInt(4, run.version());
+            ps.setString(5, engine);
             return rows.readClaim(ps);
         }
     }

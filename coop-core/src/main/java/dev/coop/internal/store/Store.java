@@ -138,12 +138,14 @@ public final class Store {
         return claims.claimRound(c, saga, version, engine, max);
     }
 
-    public ClaimedRun reclaim(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        return claims.reclaim(c, runId, saga, engine);
+    public ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String saga, String engine)
+            throws SQLException {
+        return claims.reclaim(c, rootId, runId, saga, engine);
     }
 
-    public ClaimedRun reclaimWaiting(Connection c, UUID runId, String saga, String engine) throws SQLException {
-        return claims.reclaimWaiting(c, runId, saga, engine);
+    public ClaimedRun reclaimWaiting(Connection c, UUID rootId, UUID runId, String saga, String engine)
+            throws SQLException {
+        return claims.reclaimWaiting(c, rootId, runId, saga, engine);
     }
 
     public void release(Connection c, UUID runId) throws SQLException {
@@ -212,9 +214,9 @@ public final class Store {
         return advances.advanceFinishedAndCommit(c, run, engine, entries, next);
     }
 
-    public Counted countOff(Connection c, UUID parentId, RunStatus childStatus, String engine,
+    public Counted countOff(Connection c, UUID rootId, UUID parentId, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
-        return advances.countOff(c, parentId, childStatus, engine, startedAt);
+        return advances.countOff(c, rootId, parentId, childStatus, engine, startedAt);
     }
 
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
@@ -315,12 +317,13 @@ public final class Store {
         return probes.probe(c, sagas);
     }
 
-    public String cancellation(Connection c, UUID[] lineage) throws SQLException {
-        return probes.cancellation(c, lineage);
+    /** The cancellation reaching {@code scope} (scopes of hierarchy {@code root}), or null. */
+    public String cancellation(Connection c, UUID root, UUID[] scope) throws SQLException {
+        return probes.cancellation(c, root, scope);
     }
 
-    public Liveness liveness(Connection c, UUID[] lineage) throws SQLException {
-        return probes.liveness(c, lineage);
+    public Liveness liveness(Connection c, UUID root, UUID[] scope) throws SQLException {
+        return probes.liveness(c, root, scope);
     }
 
     public boolean messageExists(Connection c, MessageId message) throws SQLException {

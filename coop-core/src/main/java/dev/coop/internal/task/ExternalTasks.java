@@ -42,14 +42,15 @@ public final class ExternalTasks {
     public ExternalTasks(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
-        String countOff = AdvanceSql.countOffParentOf("(SELECT parent_id FROM settled)",
+        String countOff = AdvanceSql.countOffParentOf("(SELECT root_id FROM settled)",
+                "(SELECT parent_id FROM settled)",
                 "AND (SELECT count(*) FROM logged) >= 0");
         if (!countOff.contains(AdvanceSql.COUNT_OFF_RESULT)) {
             throw new IllegalStateException("the count-off's result changed: " + countOff);
         }
         countOff = countOff.replace(AdvanceSql.COUNT_OFF_RESULT, """
                 SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
-                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled)
+                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled), p.root_id
                   FROM (SELECT 1) one LEFT JOIN parent p ON true CROSS JOIN parent_woken""");
         String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
         this.settleByToken = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_TOKEN));
@@ -145,12 +146,14 @@ public final class ExternalTasks {
     private void bindOpener(Connection c, PreparedStatement ps, int i, Opener o) throws SQLException {
         OffsetDateTime now = time.bind();
         ps.setObject(++i, now); // message.created_at
+        ps.setObject(++i, o.run().rootId()); // message.root_id
         var lineage = c.createArrayOf("uuid", o.run().lineage());
         ps.setString(++i, o.run().saga());
         ps.setString(++i, o.engine());
         ps.setString(++i, o.step());
         ps.setArray(++i, lineage);
         ps.setString(++i, o.context());
+        ps.setObject(++i, o.run().rootId());
         ps.setArray(++i, lineage); // runs
         ps.setObject(++i, o.run().id());
         ps.setInt(++i, o.seq());
@@ -159,7 +162,9 @@ public final class ExternalTasks {
             ps.setObject(++i, now);
         }
         dev.coop.internal.store.Store.setInteger(ps, ++i, o.run().childCancelFrom(false)); // as the opener's
+        ps.setObject(++i, o.run().rootId());
         ps.setArray(++i, lineage); // taken
+        ps.setObject(++i, o.run().rootId());
         ps.setObject(++i, o.run().id()); // tasks
         ps.setInt(++i, o.seq());
         ps.setObject(++i, o.run().lineage()[0]);
@@ -185,6 +190,7 @@ public final class ExternalTasks {
                 ps.setObject(++i, now);
             }
             ps.setString(++i, engine);
+            ps.setObject(++i, run.rootId());
             ps.setObject(++i, run.id());
             ps.setObject(++i, run.id());
             ps.setInt(++i, seq);
@@ -296,7 +302,7 @@ public final class ExternalTasks {
                 ? null
                 : new Counted(parent, rs.getString(3),
                         RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),
-                        rs.getObject(6, UUID.class)));
+                        rs.getObject(6, UUID.class), rs.getObject(8, UUID.class)));
     }
 
     /**

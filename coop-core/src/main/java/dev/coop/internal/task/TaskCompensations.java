@@ -46,10 +46,10 @@ public final class TaskCompensations {
               UPDATE {schema}.run r SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb,
                                         finished_at = {now}, version = r.version + 1
                 FROM task WHERE r.id = task.run_id
-              RETURNING r.id, r.message_id, r.lineage
+              RETURNING r.id, r.message_id, r.lineage, r.root_id
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception)
-              SELECT r.message_id, e.type, '~external-task', ?, NULL, r.lineage, e.exception::jsonb
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, root_id)
+              SELECT r.message_id, e.type, '~external-task', ?, NULL, r.lineage, e.exception::jsonb, r.root_id
                 FROM runs r
                CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text)) AS e(n, type, exception)
                ORDER BY r.id, e.n

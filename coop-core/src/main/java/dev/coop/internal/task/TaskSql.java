@@ -21,22 +21,23 @@ final class TaskSql {
                        WITH ORDINALITY AS u(mid, rid, name, payload, token, task_key, ctopic, cpayload, result,
                                             timeout_at, n)
             ), msg AS (
-              INSERT INTO {schema}.message (id, topic, payload, created_at)
-              SELECT mid, name, payload::jsonb, {now} FROM input ORDER BY n
+              INSERT INTO {schema}.message (id, topic, payload, created_at, root_id)
+              SELECT mid, name, payload::jsonb, {now}, ?::uuid FROM input ORDER BY n
             ), emitted AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context)
-              SELECT mid, 'EMITTED', ?, ?, ?, ?::uuid[], ? FROM input ORDER BY n
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, context, root_id)
+              SELECT mid, 'EMITTED', ?, ?, ?, ?::uuid[], ?, ?::uuid FROM input ORDER BY n
               RETURNING 1
             ), runs AS ( -- a task that took a kept signal is completed at once (result set)
               INSERT INTO {schema}.run (id, message_id, saga, lineage, parent_id, parent_seq, status, context,
-                                        runnable_at, result, started_at, finished_at, cancel_from)
+                                        runnable_at, result, started_at, finished_at, cancel_from, root_id)
               SELECT rid, mid, '~external-task', ?::uuid[] || ARRAY[rid], ?::uuid, ?::int,
                      CASE WHEN result IS NULL THEN 'WAITING' ELSE 'COMMITTED' END, ?, {now}, result,
-                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END, ?::int
+                     CASE WHEN result IS NOT NULL THEN {now} END, CASE WHEN result IS NOT NULL THEN {now} END, ?::int,
+                     ?::uuid
                 FROM input ORDER BY n
             ), taken AS (
-              INSERT INTO {schema}.event (message_id, type, saga, lineage)
-              SELECT i.mid, e.type, '~external-task', ?::uuid[] || ARRAY[i.rid]
+              INSERT INTO {schema}.event (message_id, type, saga, lineage, root_id)
+              SELECT i.mid, e.type, '~external-task', ?::uuid[] || ARRAY[i.rid], ?::uuid
                 FROM input i CROSS JOIN (VALUES (1, 'SEEN'), (2, 'COMMITTED')) AS e(k, type)
                WHERE i.result IS NOT NULL AND (SELECT count(*) FROM emitted) >= 0
                ORDER BY i.n, e.k
@@ -81,18 +82,19 @@ final class TaskSql {
                          'stackTrace', '[]'::jsonb, 'causes', '[]'::jsonb)
                 FROM d, {schema}.external_task t
                WHERE r.id = d.id AND t.run_id = d.id
-              RETURNING r.id, r.message_id, r.lineage, r.failure
+              RETURNING r.id, r.message_id, r.lineage, r.failure, r.root_id
             ), tasks AS (
               UPDATE {schema}.external_task t SET state = 'TIMED_OUT', settled_at = {now}, settled_by = 'coop'
                 FROM settled s WHERE t.run_id = s.id
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception)
-              SELECT s.message_id, e.type, '~external-task', ?, s.lineage, CASE WHEN e.n = 1 THEN s.failure END
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception, root_id)
+              SELECT s.message_id, e.type, '~external-task', ?, s.lineage, CASE WHEN e.n = 1 THEN s.failure END,
+                     s.root_id
                 FROM settled s CROSS JOIN (VALUES (1, 'ROLLING_BACK'), (2, 'ROLLED_BACK')) AS e(n, type)
                ORDER BY s.id, e.n
             ), counted AS (
               UPDATE {schema}.run p SET failed_children = p.failed_children + (SELECT count(*) FROM settled)::int
-               WHERE p.id = ? AND EXISTS (SELECT 1 FROM settled)
+               WHERE p.root_id = ? AND p.id = ? AND EXISTS (SELECT 1 FROM settled)
             )
             SELECT (SELECT count(*) FROM settled)::int,
                    (SELECT min(t.timeout_at) FROM {schema}.external_task t
@@ -131,10 +133,10 @@ final class TaskSql {
                  SET status = ?, phase = ?, result = ?, failure = ?::jsonb, started_at = {now}, finished_at = {now},
                      version = r.version + 1
                WHERE r.id = (SELECT run_id FROM task)
-              RETURNING r.id, r.message_id, r.lineage, r.parent_id
+              RETURNING r.id, r.message_id, r.lineage, r.parent_id, r.root_id
             ), logged AS (
-              INSERT INTO {schema}.event (message_id, type, saga, lineage, exception)
-              SELECT s.message_id, e.type, '~external-task', s.lineage, e.exception::jsonb
+              INSERT INTO {schema}.event (message_id, type, saga, lineage, exception, root_id)
+              SELECT s.message_id, e.type, '~external-task', s.lineage, e.exception::jsonb, s.root_id
                 FROM settled s CROSS JOIN unnest(?::text[], ?::text[]) WITH ORDINALITY AS e(type, exception, n)
                ORDER BY e.n
               RETURNING 1
