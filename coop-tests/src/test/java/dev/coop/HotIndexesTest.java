@@ -37,21 +37,24 @@ class HotIndexesTest {
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
             st.execute("SET session_replication_role = replica"); // rows written as they are, no trigger
             st.execute("""
-                    INSERT INTO coop.message (id, topic, payload, created_at)
-                    SELECT md5(i::text)::uuid, 'pop', '{}', now() - i * interval '1 second'
+                    INSERT INTO coop.message (id, topic, payload, created_at, root_id)
+                    SELECT md5(i::text)::uuid, 'pop', '{}', now() - i * interval '1 second', md5(i::text)::uuid
                       FROM generate_series(1, %d) i""".formatted(HIERARCHIES));
             st.execute("""
-                    INSERT INTO coop.run (id, message_id, saga, lineage, status, created_at, finished_at)
+                    INSERT INTO coop.run (id, message_id, saga, lineage, status, created_at, finished_at, root_id)
                     SELECT md5('r' || i)::uuid, md5(i::text)::uuid, 'pop-saga',
                            ARRAY[md5(i::text)::uuid, md5('r' || i)::uuid], 'COMMITTED',
-                           now() - i * interval '1 second', now() - i * interval '1 second' + interval '1 second'
+                           now() - i * interval '1 second', now() - i * interval '1 second' + interval '1 second',
+                           md5(i::text)::uuid
                       FROM generate_series(1, %d) i""".formatted(HIERARCHIES));
-            st.execute("""
-                    INSERT INTO coop.run (id, message_id, saga, lineage, parent_id, status, created_at, finished_at)
-                    SELECT md5('c' || i)::uuid, md5(i::text)::uuid, 'pop-child',
-                           ARRAY[md5(i::text)::uuid, md5('r' || i)::uuid, md5('c' || i)::uuid], md5('r' || i)::uuid,
-                           'COMMITTED', now() - i * interval '1 second', now() - i * interval '1 second'
-                      FROM generate_series(1, %d) i""".formatted(HIERARCHIES));
+            st.execute(
+                    """
+                            INSERT INTO coop.run (id, message_id, saga, lineage, parent_id, status, created_at, finished_at, root_id)
+                            SELECT md5('c' || i)::uuid, md5(i::text)::uuid, 'pop-child',
+                                   ARRAY[md5(i::text)::uuid, md5('r' || i)::uuid, md5('c' || i)::uuid], md5('r' || i)::uuid,
+                                   'COMMITTED', now() - i * interval '1 second', now() - i * interval '1 second', md5(i::text)::uuid
+                              FROM generate_series(1, %d) i"""
+                            .formatted(HIERARCHIES));
             st.execute("""
                     UPDATE coop.run SET status = 'PARKED', finished_at = NULL
                      WHERE saga = 'pop-saga' AND id IN (SELECT md5('r' || i)::uuid FROM generate_series(1, 50) i)""");

@@ -54,7 +54,8 @@ final class Commits {
             committedAboveSagas.add(parent.saga());
             parent = parent.parentId() == null
                     ? null
-                    : engine.store().countOff(c, parent.rootId(), parent.parentId(), RunStatus.COMMITTED, engine.engineId(),
+                    : engine.store().countOff(c, parent.rootId(), parent.parentId(), RunStatus.COMMITTED,
+                            engine.engineId(),
                             run.claimedAt());
         }
         java.util.Set<String> joined = commitUnlessJoined(c, run, committedAbove);

@@ -52,8 +52,8 @@ final class EmitSql {
                                         context, runnable_at, priority, ordering_key, cancel_from, root_id)
               SELECT x.id, x.message_id, x.saga, x.version, coalesce(?::uuid[], ARRAY[x.message_id]) || ARRAY[x.id],
                      ?::uuid,
-                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0), x.okey, ?::int,
-                     x.root
+                     ?::int, 'RUNNABLE', x.context, coalesce(x.due, {now}), coalesce(x.priority, 0),
+                     x.okey, ?::int, x.root
                 FROM (SELECT {schema}.uuid_v7() AS id, written.id AS message_id, written.root, reg.saga, reg.version,
                              written.context, written.due, written.priority, written.okey
                         FROM written JOIN {schema}.saga_registration reg ON reg.topic = written.topic
@@ -79,7 +79,7 @@ final class EmitSql {
 
     private static String keyed(String emit) {
         String[][] edits = {
-                {"ordering_key, cancel_from)", "ordering_key, cancel_from, key_seq)"},
+                {"ordering_key, cancel_from, root_id)", "ordering_key, cancel_from, root_id, key_seq)"},
                 {"?::int, 'RUNNABLE', x.context,",
                         """
                                 ?::int,
@@ -94,7 +94,7 @@ final class EmitSql {
                                                   THEN 'HELD' ELSE 'RUNNABLE' END,
                                              x.context,"""
                                 .strip()},
-                {"x.okey, ?::int\n", "x.okey, ?::int, x.key_seq\n"},
+                {"x.okey, ?::int, x.root\n", "x.okey, ?::int, x.root, x.key_seq\n"},
                 {"written.context, written.due, written.priority, written.okey\n", """
                         written.context, written.due, written.priority, written.okey,
                                              CASE WHEN written.okey IS NOT NULL THEN nextval('{schema}.run_key_seq') END
