@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -91,12 +90,6 @@ class StepLocksTest {
     /** Sagas run before the warm measurement: enough for pgjdbc's and the server's plan caches to settle. */
     static final int WARM_UP = 30;
 
-    /**
-     * Relations that a trigger on run's path writes today (the counts over time): they leave with the triggers
-     * (issue 37, decision 2), and this test's assertion then holds for them too.
-     */
-    static final Set<String> TRIGGERS_TABLES = Set.of("coop.run_count", "coop.run_count_pkey");
-
     @Test
     void a_plain_steps_transactions_keep_their_relation_locks_in_the_fast_path_slots(DataSource dataSource)
             throws Exception {
@@ -113,7 +106,6 @@ class StepLocksTest {
         generic.entrySet().stream().filter(e -> !e.getKey().endsWith("end") && !e.getKey().contains("launch"))
                 .forEach(e -> assertThat(e.getValue())
                         .as("%s holds %d relation locks (%s)", e.getKey(), e.getValue().size(), e.getValue())
-                        .filteredOn(l -> !TRIGGERS_TABLES.contains(l.relation))
                         .allMatch(l -> l.fastPath)
                         .hasSizeLessThanOrEqualTo(FAST_PATH_SLOTS));
     }
