@@ -32,6 +32,10 @@ final class Versus {
         String table = v.table();
         report.json.put("versusTable", table);
         report.extra(table);
+        ServerTables server = new ServerTables(v.runs, o.profiledThreads());
+        String serverTable = server.tables();
+        report.json.put("versusServerTable", serverTable);
+        report.extra(serverTable);
     }
 
     private void round(boolean warm, int round) {
@@ -39,11 +43,12 @@ final class Versus {
         long[] rowBytes = new long[1];
         add("phys", warm, label, () -> Bench.physOnce(o, rowBytes));
         for (int threads : o.versusThreads) {
-            add("coop w1 " + threads, warm, label, () -> coop("w1", threads));
+            boolean profiled = !warm && threads == o.profiledThreads();
+            add("coop w1 " + threads, warm, label, () -> coopW1(threads, profiled));
             add("dbos w1 " + threads, warm, label,
-                    () -> DbosRunner.run(o, "w1", o.w1SagasAt(threads), threads));
+                    () -> DbosRunner.run(o, "w1", o.w1SagasAt(threads), threads, false, profiled));
             add("db-scheduler w1 " + threads, warm, label,
-                    () -> DbSchedulerRunner.w1(o, o.w1SagasAt(threads), threads));
+                    () -> DbSchedulerRunner.w1(o, o.w1SagasAt(threads), threads, false, profiled));
         }
         int slow = o.slowThreads();
         add("coop slow w1", warm, label, () -> coopSlow(slow));
@@ -62,6 +67,20 @@ final class Versus {
                 case "w2" -> Throughput.w2(o, env.db, env.pool, Double.NaN, o.w2Parents, threads, "vs");
                 default -> Throughput.w3(o, env.db, env.pool, Double.NaN, o.w3Chains, threads, "vs");
             };
+        }
+    }
+
+    /** W1; with {@code profiled}, its measured window observed on the server ({@link ServerProfile}). */
+    private Map<String, Object> coopW1(int threads, boolean profiled) {
+        try (RunEnv env = RunEnv.fresh(o, "vs_w1", false)) {
+            int sagas = o.w1SagasAt(threads);
+            ServerProfile server = profiled ? new ServerProfile(o, env.db, "Coop") : null;
+            Map<String, Object> m = Throughput.w1(o, env.db, env.pool, Double.NaN, sagas, threads, "vs", server);
+            if (server != null) {
+                env.pool.close();
+                ServerTables.put(m, server.finish(sagas, 3L * sagas));
+            }
+            return m;
         }
     }
 

@@ -1,0 +1,203 @@
+package dev.coop.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+/**
+ * The PostgreSQL server's CPU by function family during a window ({@code --perf}): {@code perf record -e cpu-clock
+ * -a --call-graph dwarf} (software clock events, which work in containers and VMs without hardware counters), then
+ * {@code perf script}; only samples of the postmaster's children count. Each sample goes to one family: triggers
+ * when any frame of its stack is in a trigger (everything a trigger runs is its cost), else the family of the
+ * innermost frame that belongs to one (a hash lookup inside LockAcquire is locks, inside the planner planning); a
+ * sample in no family is "other". Each sample weighs its period (CPU nanoseconds).
+ */
+final class PerfProfile {
+    /** Families in the order the table lists them; a frame matches a family when its symbol matches the pattern. */
+    static final List<Map.Entry<String, Pattern>> FAMILIES = List.of(
+            family("triggers", "^(ExecCallTriggerFunc|AfterTrigger\\w*|ExecB[RS]\\w*Triggers|ExecA[RS]\\w*Triggers"
+                    + "|plpgsql_\\w+|exec_stmt\\w*|RI_FKey_\\w+)$"),
+            family("executor start-up", "^(standard_ExecutorStart|ExecutorStart|InitPlan|ExecInit\\w*|ExecBuild\\w*"
+                    + "|ExecReadyExpr|ExecOpenIndices|ExecGetRangeTableRelation|ExecOpenScanRelation"
+                    + "|CreateExecutorState|ExecAssign\\w*|ExecConditionalAssignProjectionInfo|ExecTypeFromTL)$"),
+            family("planning and plan revalidation", "^(planner|standard_planner|pg_plan_quer(y|ies)"
+                    + "|BuildCachedPlan|RevalidateCachedQuery|GetCachedPlan|CheckCachedPlan|CompleteCachedPlan"
+                    + "|pg_analyze_and_rewrite\\w*|parse_analyze\\w*|raw_parser|pg_parse_query|QueryRewrite"
+                    + "|AcquireExecutorLocks|AcquirePlannerLocks|PlanCacheRelCallback|PlanCacheObjectCallback)$"),
+            family("locks", "^(LockAcquire\\w*|LockRelease\\w*|LockRelationOid|LockRelation|UnlockRelation\\w*"
+                    + "|LockRelationIdForSession|FastPath\\w*|SetupLockInTable|GrantLock\\w*|UnGrantLock|LockCheckConflicts"
+                    + "|LockTagHashCode|RemoveLocalLock|CleanUpLock|LockReassign\\w*|VirtualXactLock\\w*"
+                    + "|XactLockTableWait|LockTuple|heap_acquire_tuplock|ConditionalLockRelationOid)$"),
+            family("WAL", "^(XLog\\w+|XLogInsert\\w*|issue_xlog_fsync|log_heap_\\w+|WALInsertLock\\w*"
+                    + "|CopyXLogRecordToWAL|ReserveXLogInsertLocation|AdvanceXLInsertBuffer|WalSndWakeup\\w*)$"),
+            family("transaction start and commit", "^(CommitTransaction|CommitTransactionCommand|StartTransaction"
+                    + "|StartTransactionCommand|RecordTransactionCommit|AtEOXact_\\w+|AtCommit_\\w+|AtStart_\\w+"
+                    + "|ProcArrayEndTransaction|PreCommit_\\w+|TransactionIdCommitTree|AbortTransaction"
+                    + "|CleanupTransaction)$"),
+            family("protocol", "^(pq_\\w+|secure_read|secure_write|socket_\\w+|SocketBackend|ReadCommand"
+                    + "|exec_bind_message|exec_parse_message|exec_describe_\\w+|exec_simple_query|printtup\\w*"
+                    + "|SendRowDescriptionMessage|ReadyForQuery|EndCommand|BeginCommand)$"),
+            family("executor run", "^(standard_ExecutorRun|ExecutorRun|ExecutePlan|ExecModifyTable|ExecProcNode\\w*"
+                    + "|ExecScan\\w*|ExecInsert|ExecUpdate|ExecDelete|ExecInsertIndexTuples)$"),
+            family("executor end", "^(standard_ExecutorEnd|ExecutorEnd|ExecEnd\\w*|ExecCloseIndices"
+                    + "|ExecCloseResultRelations|ExecCloseRangeTableRelations|FreeExecutorState|PortalDrop"
+                    + "|PortalCleanup)$"),
+            family("vacuum and pruning", "^(heap_page_prune\\w*|lazy_\\w+|heap_vacuum_rel|do_autovacuum"
+                    + "|vacuum\\w*|autovac\\w*)$"));
+
+    private static Map.Entry<String, Pattern> family(String name, String regex) {
+        return Map.entry(name, Pattern.compile(regex));
+    }
+
+    private final Path data;
+    private final Process process;
+    private final Set<Long> pids;
+    private final String error;
+
+    private PerfProfile(Path data, Process process, Set<Long> pids, String error) {
+        this.data = data;
+        this.process = process;
+        this.pids = pids;
+        this.error = error;
+    }
+
+    /** Starts sampling the whole machine; a profile that could not start says why when folded. */
+    static PerfProfile start() {
+        Set<Long> pids = Cpu.postgresPids();
+        if (pids.isEmpty()) {
+            return new PerfProfile(null, null, pids, "the PostgreSQL server does not run on this machine");
+        }
+        try {
+            Path data = Files.createTempFile("coop-bench-perf", ".data");
+            Process p = new ProcessBuilder("perf", "record", "-e", "cpu-clock", "-F", "499", "-a",
+                    "--call-graph", "dwarf,8192", "-o", data.toString(), "-q")
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            return new PerfProfile(data, p, pids, null);
+        } catch (IOException e) {
+            return new PerfProfile(null, null, pids, "perf could not start (apt-get install linux-perf): "
+                    + e.getMessage());
+        }
+    }
+
+    /** Stops sampling (perf writes its file on SIGTERM). */
+    void stop() {
+        pids.addAll(Cpu.postgresPids());
+        if (process == null) {
+            return;
+        }
+        process.destroy();
+        try {
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** CPU µs per step by family, and the share of each; the raw file is deleted. */
+    Map<String, Object> fold(long steps) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (error != null) {
+            m.put("error", error);
+            return m;
+        }
+        Map<String, Long> nanos = new LinkedHashMap<>();
+        FAMILIES.forEach(f -> nanos.put(f.getKey(), 0L));
+        nanos.put("other", 0L);
+        long samples = 0;
+        try {
+            Process script = new ProcessBuilder("perf", "script", "-i", data.toString(), "-F", "pid,period,ip,sym",
+                    "--no-inline").redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            try (BufferedReader in = new BufferedReader(
+                    new InputStreamReader(script.getInputStream(), StandardCharsets.UTF_8))) {
+                samples = read(in, nanos);
+            }
+            script.waitFor(300, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            m.put("error", "perf script failed: " + e.getMessage());
+            return m;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            try {
+                Files.deleteIfExists(data);
+            } catch (IOException ignored) {
+                // a temporary file
+            }
+        }
+        long total = nanos.values().stream().mapToLong(Long::longValue).sum();
+        m.put("samples", samples);
+        m.put("postgresUsPerStep", Stats.round(total / 1e3 / steps, 1));
+        Map<String, Object> fam = new LinkedHashMap<>();
+        nanos.forEach((k, v) -> fam.put(k, Stats.round(v / 1e3 / steps, 1)));
+        m.put("usPerStep", fam);
+        if (samples == 0) {
+            m.put("error", "perf recorded no sample of the server's processes (perf_event_paranoid, or no"
+                    + " permission to sample other processes?)");
+        }
+        return m;
+    }
+
+    /** Reads perf script's samples (a header line "pid period", then one frame per line, then a blank line). */
+    private long read(BufferedReader in, Map<String, Long> nanos) throws IOException {
+        long samples = 0;
+        long pid = -1;
+        long period = 0;
+        List<String> frames = new ArrayList<>();
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                if (pid >= 0 && pids.contains(pid)) {
+                    nanos.merge(familyOf(frames), period, Long::sum);
+                    samples++;
+                }
+                pid = -1;
+                frames.clear();
+            } else if (line.startsWith("\t") || line.startsWith("        ")) {
+                String f = line.strip();
+                int space = f.indexOf(' ');
+                String sym = space < 0 ? f : f.substring(space + 1);
+                int plus = sym.indexOf('+');
+                frames.add(plus > 0 ? sym.substring(0, plus) : sym);
+            } else {
+                String[] f = line.strip().split("\\s+");
+                try {
+                    pid = Long.parseLong(f[0]);
+                    period = f.length > 1 ? Long.parseLong(f[1]) : 0;
+                } catch (NumberFormatException e) {
+                    pid = -1;
+                }
+            }
+        }
+        return samples;
+    }
+
+    /** The family of a sample's stack (innermost frame first). */
+    static String familyOf(List<String> frames) {
+        Pattern triggers = FAMILIES.getFirst().getValue();
+        for (String f : frames) {
+            if (triggers.matcher(f).matches()) {
+                return FAMILIES.getFirst().getKey();
+            }
+        }
+        for (String f : frames) {
+            for (Map.Entry<String, Pattern> fam : FAMILIES) {
+                if (fam.getValue().matcher(f).matches()) {
+                    return fam.getKey();
+                }
+            }
+        }
+        return "other";
+    }
+}
