@@ -56,11 +56,12 @@ final class DbSchedulerRunner {
 
     /** As {@link #w1(Options, int, int)}, with every commit delayed 100 ms when {@code slowCommits}. */
     static Map<String, Object> w1(Options o, int units, int threads, boolean slowCommits) {
-        return w1(o, units, threads, slowCommits, false);
+        return w1(o, units, threads, slowCommits, null);
     }
 
-    /** As above; with {@code profiled}, the measured window is observed on the server ({@link ServerProfile}). */
-    static Map<String, Object> w1(Options o, int units, int threads, boolean slowCommits, boolean profiled) {
+    /** As above; with a {@code profile}, the measured window is observed on the server ({@link ServerProfile}). */
+    static Map<String, Object> w1(Options o, int units, int threads, boolean slowCommits,
+            ServerProfile.Mode profile) {
         try (BenchDb db = BenchDb.create("dbsched_w1", o.keep)) {
             if (slowCommits) {
                 db.slowCommits();
@@ -97,7 +98,7 @@ final class DbSchedulerRunner {
             Units.Result r;
             Cpu.Snapshot c0;
             Cpu.Snapshot c1;
-            ServerProfile server = profiled ? new ServerProfile(o, db, "db-scheduler") : null;
+            ServerProfile server = profile == null ? null : new ServerProfile(o, db, "db-scheduler", profile);
             scheduler.start();
             try {
                 if (server != null) {

@@ -98,12 +98,12 @@ final class DbosRunner {
 
     /** As {@link #run(Options, String, int, int)}, with every commit delayed 100 ms when {@code slowCommits}. */
     static Map<String, Object> run(Options o, String workload, int units, int threads, boolean slowCommits) {
-        return run(o, workload, units, threads, slowCommits, false);
+        return run(o, workload, units, threads, slowCommits, null);
     }
 
-    /** As above; with {@code profiled}, the measured window is observed on the server ({@link ServerProfile}). */
+    /** As above; with a {@code profile}, the measured window is observed on the server ({@link ServerProfile}). */
     static Map<String, Object> run(Options o, String workload, int units, int threads, boolean slowCommits,
-            boolean profiled) {
+            ServerProfile.Mode profile) {
         try (BenchDb db = BenchDb.create("dbos_" + workload, o.keep)) {
             if (slowCommits) {
                 db.slowCommits();
@@ -119,7 +119,7 @@ final class DbosRunner {
             Units.Result r;
             Cpu.Snapshot c0;
             Cpu.Snapshot c1;
-            ServerProfile server = profiled ? new ServerProfile(o, db, "DBOS Transact") : null;
+            ServerProfile server = profile == null ? null : new ServerProfile(o, db, "DBOS Transact", profile);
             try (DBOS dbos = new DBOS(config)) {
                 FlowsImpl impl = new FlowsImpl(dbos, o.w2Children);
                 Flows flows = dbos.registerProxy(Flows.class, impl);

@@ -71,7 +71,7 @@ final class Options {
     int serverProfileThreads = 8;
     /** Preload pg_stat_statements on the embedded durable server (per-statement server times). */
     boolean statementStats = true;
-    /** Sample the server's CPU with perf during the profiled W1 runs of {@code versus}. */
+    /** {@code versus}: a W1 run per system of its own whose server CPU perf samples (its sampling costs CPU). */
     boolean perf;
     /** Milliseconds between two pg_locks samples during the profiled runs. */
     int lockSampleMs = 25;
@@ -131,8 +131,8 @@ final class Options {
         HELP.put("--profile-at", "versus: the W1 client thread count whose runs are profiled on the server"
                 + " (pg_stat_statements, pg_locks, perf; default 8)");
         HELP.put("--statement-stats", "on (default) or off: the embedded durable server preloads pg_stat_statements");
-        HELP.put("--perf", "versus: sample PostgreSQL's CPU with perf (linux-perf) during the profiled W1 runs and"
-                + " fold it into function families");
+        HELP.put("--perf", "versus: one more W1 run per system at --profile-at threads in the first measured round,"
+                + " PostgreSQL's CPU sampled with perf (linux-perf) and folded into function families");
         HELP.put("--lock-sample-ms", "versus: milliseconds between pg_locks samples in the profiled runs (default 25)");
         HELP.put("--w1-single-sagas", "W1 sagas of a run with one client thread (default 400)");
         HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");

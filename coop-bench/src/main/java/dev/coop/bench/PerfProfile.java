@@ -2,7 +2,10 @@ package dev.coop.bench;
 
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,7 +14,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 
 /**
@@ -35,8 +41,8 @@ final class PerfProfile {
                     + "|pg_analyze_and_rewrite\\w*|parse_analyze\\w*|raw_parser|pg_parse_query|QueryRewrite"
                     + "|AcquireExecutorLocks|AcquirePlannerLocks|PlanCacheRelCallback|PlanCacheObjectCallback)$"),
             family("locks", "^(LockAcquire\\w*|LockRelease\\w*|LockRelationOid|LockRelation|UnlockRelation\\w*"
-                    + "|LockRelationIdForSession|FastPath\\w*|SetupLockInTable|GrantLock\\w*|UnGrantLock|LockCheckConflicts"
-                    + "|LockTagHashCode|RemoveLocalLock|CleanUpLock|LockReassign\\w*|VirtualXactLock\\w*"
+                    + "|LockRelationIdForSession|FastPath\\w*|SetupLockInTable|GrantLock\\w*|UnGrantLock"
+                    + "|LockCheckConflicts|LockTagHashCode|RemoveLocalLock|CleanUpLock|LockReassign\\w*|VirtualXactLock\\w*"
                     + "|XactLockTableWait|LockTuple|heap_acquire_tuplock|ConditionalLockRelationOid)$"),
             family("WAL", "^(XLog\\w+|XLogInsert\\w*|issue_xlog_fsync|log_heap_\\w+|WALInsertLock\\w*"
                     + "|CopyXLogRecordToWAL|ReserveXLogInsertLocation|AdvanceXLInsertBuffer|WalSndWakeup\\w*)$"),
@@ -71,21 +77,71 @@ final class PerfProfile {
         this.error = error;
     }
 
-    /** Starts sampling the whole machine; a profile that could not start says why when folded. */
+    /**
+     * Starts sampling the whole machine and returns once perf records: it starts with its events disabled and is
+     * told to enable them through its control fifo, then acknowledges (it first reads every process's memory map,
+     * which takes seconds on a busy machine). A profile that could not start says why when folded.
+     */
     static PerfProfile start() {
         Set<Long> pids = Cpu.postgresPids();
         if (pids.isEmpty()) {
             return new PerfProfile(null, null, pids, "the PostgreSQL server does not run on this machine");
         }
+        Process p = null;
         try {
-            Path data = Files.createTempFile("coop-bench-perf", ".data");
-            Process p = new ProcessBuilder("perf", "record", "-e", "cpu-clock", "-F", "499", "-a",
-                    "--call-graph", "dwarf,8192", "-o", data.toString(), "-q")
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return new PerfProfile(data, p, pids, null);
+            Path dir = Files.createTempDirectory("coop-bench-perf");
+            Path data = dir.resolve("perf.data");
+            Path ctl = dir.resolve("ctl");
+            Path ack = dir.resolve("ack");
+            if (new ProcessBuilder("mkfifo", ctl.toString(), ack.toString()).start().waitFor() != 0) {
+                return new PerfProfile(null, null, pids, "mkfifo failed in " + dir);
+            }
+            p = new ProcessBuilder("perf", "record", "-e", "cpu-clock", "-F", "499", "-a",
+                    "--call-graph", "dwarf,8192", "-D", "-1", "--control", "fifo:" + ctl + "," + ack,
+                    "-o", data.toString(), "-q")
+                    .redirectErrorStream(true).redirectOutput(dir.resolve("perf.log").toFile()).start();
+            Process perf = p;
+            CompletableFuture<String> enabled = CompletableFuture.supplyAsync(() -> enable(ctl, ack));
+            String answer = enabled.get(60, TimeUnit.SECONDS);
+            if (!answer.startsWith("ack") || !perf.isAlive()) {
+                perf.destroy();
+                return new PerfProfile(null, null, pids, "perf did not start recording: " + answer + " "
+                        + log(dir));
+            }
+            return new PerfProfile(data, perf, pids, null);
         } catch (IOException e) {
             return new PerfProfile(null, null, pids, "perf could not start (apt-get install linux-perf): "
                     + e.getMessage());
+        } catch (ExecutionException | TimeoutException e) {
+            p.destroyForcibly();
+            return new PerfProfile(null, null, pids, "perf did not start recording within 60 s: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new PerfProfile(null, null, pids, "interrupted");
+        }
+    }
+
+    /** Writes "enable" into perf's control fifo and returns its answer ("ack"). */
+    private static String enable(Path ctl, Path ack) {
+        try (OutputStream out = Files.newOutputStream(ctl); InputStream in = Files.newInputStream(ack)) {
+            out.write("enable\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            StringBuilder sb = new StringBuilder();
+            int c;
+            while ((c = in.read()) >= 0 && c != '\n') {
+                sb.append((char) c);
+            }
+            return sb.toString();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static String log(Path dir) {
+        try {
+            return Files.readString(dir.resolve("perf.log")).strip();
+        } catch (IOException e) {
+            return "";
         }
     }
 
@@ -130,10 +186,13 @@ final class PerfProfile {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
-            try {
-                Files.deleteIfExists(data);
+            try (var files = Files.list(data.getParent())) {
+                for (Path f : files.toList()) {
+                    Files.deleteIfExists(f);
+                }
+                Files.deleteIfExists(data.getParent());
             } catch (IOException ignored) {
-                // a temporary file
+                // temporary files
             }
         }
         long total = nanos.values().stream().mapToLong(Long::longValue).sum();

@@ -20,12 +20,18 @@ import java.util.Properties;
  * that they add nothing to the measured database's counters.
  */
 final class ServerProfile {
+    /** What a profiled run records: the statements, commits, locks and plans; or all that and perf's samples. */
+    enum Mode {
+        STATEMENTS, PERF
+    }
+
     private static BenchDb probe;
 
     private final Options o;
     private final BenchDb db;
     private final String system;
     private final boolean statements;
+    private final Mode mode;
     private long dbOid;
     private long commitsBefore;
     private long xidBefore;
@@ -35,8 +41,9 @@ final class ServerProfile {
     private LockSampler locks;
     private PerfProfile perf;
 
-    ServerProfile(Options o, BenchDb db, String system) {
+    ServerProfile(Options o, BenchDb db, String system, Mode mode) {
         this.o = o;
+        this.mode = mode;
         this.db = db;
         this.system = system;
         this.statements = probe().pgStatStatements();
@@ -74,7 +81,7 @@ final class ServerProfile {
         }
         xidBefore = p.longValue("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint");
         locks = LockSampler.start(dbOid, o.lockSampleMs);
-        perf = o.perf ? PerfProfile.start() : null;
+        perf = mode == Mode.PERF ? PerfProfile.start() : null;
         windowNanos = System.nanoTime();
     }
 

@@ -187,15 +187,16 @@ final class ServerTables {
     private String perf() {
         List<String[]> systems = new ArrayList<>();
         for (String[] s : SYSTEMS) {
-            Runs r = runs.get(s[1] + threads);
+            Runs r = runs.get(s[1] + threads + " perf");
             if (r != null && !Double.isNaN(r.median("perfPgUsPerStep"))) {
-                systems.add(new String[]{s[0], s[1] + threads});
+                systems.add(new String[]{s[0], s[1] + threads + " perf"});
             }
         }
         if (systems.isEmpty()) {
             return null;
         }
-        StringBuilder head = new StringBuilder("| PostgreSQL CPU us per W1 step (perf, " + threads + " threads) |");
+        StringBuilder head = new StringBuilder("| PostgreSQL CPU us per W1 step (perf, " + threads + " threads,"
+                + " runs of its own) |");
         StringBuilder sep = new StringBuilder("|---|");
         for (String[] s : systems) {
             head.append(' ').append(s[0]).append(" | share |");

@@ -43,12 +43,11 @@ final class Versus {
         long[] rowBytes = new long[1];
         add("phys", warm, label, () -> Bench.physOnce(o, rowBytes));
         for (int threads : o.versusThreads) {
-            boolean profiled = !warm && threads == o.profiledThreads();
-            add("coop w1 " + threads, warm, label, () -> coopW1(threads, profiled));
-            add("dbos w1 " + threads, warm, label,
-                    () -> DbosRunner.run(o, "w1", o.w1SagasAt(threads), threads, false, profiled));
-            add("db-scheduler w1 " + threads, warm, label,
-                    () -> DbSchedulerRunner.w1(o, o.w1SagasAt(threads), threads, false, profiled));
+            ServerProfile.Mode profile = !warm && threads == o.profiledThreads() ? ServerProfile.Mode.STATEMENTS : null;
+            w1(threads, "", profile, warm, label);
+            if (o.perf && profile != null && round == o.warmups) { // perf's own runs: its sampling costs CPU
+                w1(threads, " perf", ServerProfile.Mode.PERF, false, label);
+            }
         }
         int slow = o.slowThreads();
         add("coop slow w1", warm, label, () -> coopSlow(slow));
@@ -70,11 +69,21 @@ final class Versus {
         }
     }
 
-    /** W1; with {@code profiled}, its measured window observed on the server ({@link ServerProfile}). */
-    private Map<String, Object> coopW1(int threads, boolean profiled) {
+    /** W1 of each system, run names ending in {@code suffix}; observed on the server with a {@code profile}. */
+    private void w1(int threads, String suffix, ServerProfile.Mode profile, boolean warm, String label) {
+        int sagas = o.w1SagasAt(threads);
+        add("coop w1 " + threads + suffix, warm, label, () -> coopW1(threads, profile));
+        add("dbos w1 " + threads + suffix, warm, label,
+                () -> DbosRunner.run(o, "w1", sagas, threads, false, profile));
+        add("db-scheduler w1 " + threads + suffix, warm, label,
+                () -> DbSchedulerRunner.w1(o, sagas, threads, false, profile));
+    }
+
+    /** W1; with a {@code profile}, its measured window observed on the server ({@link ServerProfile}). */
+    private Map<String, Object> coopW1(int threads, ServerProfile.Mode profile) {
         try (RunEnv env = RunEnv.fresh(o, "vs_w1", false)) {
             int sagas = o.w1SagasAt(threads);
-            ServerProfile server = profiled ? new ServerProfile(o, env.db, "Coop") : null;
+            ServerProfile server = profile == null ? null : new ServerProfile(o, env.db, "Coop", profile);
             Map<String, Object> m = Throughput.w1(o, env.db, env.pool, Double.NaN, sagas, threads, "vs", server);
             if (server != null) {
                 env.pool.close();
