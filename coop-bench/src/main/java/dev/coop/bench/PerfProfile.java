@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -171,13 +172,15 @@ final class PerfProfile {
         Map<String, Long> nanos = new LinkedHashMap<>();
         FAMILIES.forEach(f -> nanos.put(f.getKey(), 0L));
         nanos.put("other", 0L);
+        Map<String, Long> leaves = new HashMap<>();
+        Map<String, Long> otherFrames = new HashMap<>();
         long samples = 0;
         try {
             Process script = new ProcessBuilder("perf", "script", "-i", data.toString(), "-F", "pid,period,ip,sym",
                     "--no-inline").redirectError(ProcessBuilder.Redirect.DISCARD).start();
             try (BufferedReader in = new BufferedReader(
                     new InputStreamReader(script.getInputStream(), StandardCharsets.UTF_8))) {
-                samples = read(in, nanos);
+                samples = read(in, nanos, leaves, otherFrames);
             }
             script.waitFor(300, TimeUnit.SECONDS);
         } catch (IOException e) {
@@ -201,6 +204,8 @@ final class PerfProfile {
         Map<String, Object> fam = new LinkedHashMap<>();
         nanos.forEach((k, v) -> fam.put(k, Stats.round(v / 1e3 / steps, 1)));
         m.put("usPerStep", fam);
+        m.put("flatTop", top(leaves, steps, 25));
+        m.put("otherTop", top(otherFrames, steps, 15));
         if (samples == 0) {
             m.put("error", "perf recorded no sample of the server's processes (perf_event_paranoid, or no"
                     + " permission to sample other processes?)");
@@ -208,8 +213,20 @@ final class PerfProfile {
         return m;
     }
 
-    /** Reads perf script's samples (a header line "pid period", then one frame per line, then a blank line). */
-    private long read(BufferedReader in, Map<String, Long> nanos) throws IOException {
+    /** The {@code n} symbols of most CPU, in µs per step. */
+    private static Map<String, Object> top(Map<String, Long> bySymbol, long steps, int n) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        bySymbol.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue(), a.getValue())).limit(n)
+                .forEach(e -> m.put(e.getKey(), Stats.round(e.getValue() / 1e3 / steps, 1)));
+        return m;
+    }
+
+    /**
+     * Reads perf script's samples (a header line "pid period", then one frame per line, then a blank line) into
+     * the families, the flat profile (innermost frames) and the innermost frames of the samples no family claims.
+     */
+    private long read(BufferedReader in, Map<String, Long> nanos, Map<String, Long> leaves,
+            Map<String, Long> otherFrames) throws IOException {
         long samples = 0;
         long pid = -1;
         long period = 0;
@@ -217,8 +234,13 @@ final class PerfProfile {
         String line;
         while ((line = in.readLine()) != null) {
             if (line.isBlank()) {
-                if (pid >= 0 && pids.contains(pid)) {
-                    nanos.merge(familyOf(frames), period, Long::sum);
+                if (pid >= 0 && pids.contains(pid) && !frames.isEmpty()) {
+                    String family = familyOf(frames);
+                    nanos.merge(family, period, Long::sum);
+                    leaves.merge(frames.getFirst(), period, Long::sum);
+                    if (family.equals("other")) {
+                        otherFrames.merge(frames.getFirst(), period, Long::sum);
+                    }
                     samples++;
                 }
                 pid = -1;

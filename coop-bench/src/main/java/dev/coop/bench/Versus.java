@@ -62,7 +62,6 @@ final class Versus {
     private Map<String, Object> coop(String workload, int threads) {
         try (RunEnv env = RunEnv.fresh(o, "vs_" + workload, false)) {
             return switch (workload) {
-                case "w1" -> Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1SagasAt(threads), threads, "vs");
                 case "w2" -> Throughput.w2(o, env.db, env.pool, Double.NaN, o.w2Parents, threads, "vs");
                 default -> Throughput.w3(o, env.db, env.pool, Double.NaN, o.w3Chains, threads, "vs");
             };
