@@ -38,6 +38,7 @@ final class ServerProfile {
     private long xidAfter;
     private long windowNanos;
     private List<Map<String, Object>> statementRows = List.of();
+    private String statementsError;
     private LockSampler locks;
     private PerfProfile perf;
 
@@ -95,11 +96,14 @@ final class ServerProfile {
         BenchDb p = probe();
         xidAfter = p.longValue("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint");
         if (statements) {
-            statementRows = p.rows("""
-                    SELECT queryid::text AS queryid, calls, rows, plans, total_exec_time, total_plan_time,
-                           query
-                      FROM pg_stat_statements
-                     WHERE dbid = ?::oid AND toplevel""", dbOid);
+            try {
+                statementRows = p.rows("""
+                        SELECT queryid::text AS queryid, calls, rows, plans, total_exec_time, total_plan_time, query
+                          FROM pg_stat_statements
+                         WHERE dbid = ?::oid AND toplevel""", dbOid);
+            } catch (RuntimeException e) { // before PostgreSQL 14: no toplevel, no plans
+                statementsError = "pg_stat_statements could not be read: " + e.getMessage();
+            }
         }
     }
 
@@ -116,10 +120,12 @@ final class ServerProfile {
         m.put("windowSec", Stats.round(windowNanos / 1e9, 3));
         m.put("commitsPerSaga", Stats.round(commits / (double) sagas, 3));
         m.put("writeTransactionsPerSaga", Stats.round((xidAfter - xidBefore) / (double) sagas, 3));
-        if (statements) {
+        if (statements && statementsError == null) {
             statementsPerSaga(m, sagas);
         } else {
-            m.put("statementsSkipped", "pg_stat_statements is not preloaded by this server");
+            m.put("statementsSkipped", statements
+                    ? statementsError
+                    : "pg_stat_statements is not preloaded by this server");
         }
         m.put("locks", locks.summary(db));
         if (perf != null) {

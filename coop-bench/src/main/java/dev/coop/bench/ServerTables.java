@@ -69,13 +69,31 @@ final class ServerTables {
             if (r == null || Double.isNaN(r.median("pgCommitsPerSaga"))) {
                 continue;
             }
-            rows.add(String.format(Locale.ROOT, "| %s (%s) | %s | %s | %s us | %s us | %s us | %s |", s[0],
-                    what(r), Report.fmt(r.median("pgStatementsPerSaga")), Report.fmt(r.median("pgCommitsPerSaga")),
+            String what = what(r);
+            rows.add(String.format(Locale.ROOT, "| %s | %s | %s | %s us | %s us | %s us | %s |",
+                    what.isEmpty() ? s[0] : s[0] + " (" + what + ")", Report.fmt(r.median("pgStatementsPerSaga")),
+                    Report.fmt(r.median("pgCommitsPerSaga")),
                     Report.fmt(r.median("pgExecUsPerSaga")), Report.fmt(r.median("pgPlanUsPerSaga")),
                     Report.fmt(r.median("pgUtilityExecUsPerSaga")),
                     Report.fmt(r.median("pgWriteTransactionsPerSaga"))));
         }
-        return String.join("\n", rows);
+        String skipped = skipped();
+        return String.join("\n", rows) + (skipped == null ? "" : "\n\nNo statement figures: " + skipped + ".");
+    }
+
+    /** Why a profiled run has no statement figures, or null. */
+    private String skipped() {
+        for (String[] s : SYSTEMS) {
+            Runs r = runs.get(s[1] + threads);
+            if (r != null) {
+                for (Map<String, Object> run : r.measured) {
+                    if (run.get("server") instanceof Map<?, ?> server && server.get("statementsSkipped") != null) {
+                        return String.valueOf(server.get("statementsSkipped"));
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     /** "launch 660, 2 x advance 210, ...": each statement kind's calls per saga and mean execution time. */
