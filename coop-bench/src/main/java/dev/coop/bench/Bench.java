@@ -53,6 +53,7 @@ public final class Bench {
         report.json.put("options", o.toMap());
         Throwable failure = null;
         try {
+            BenchDb.statementStats = o.statementStats;
             CoopPostgres server = BenchDb.server(o.durable);
             try (BenchDb db = BenchDb.create("settings", false)) {
                 Map<String, Object> server0 = new LinkedHashMap<>();

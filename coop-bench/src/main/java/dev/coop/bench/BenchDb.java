@@ -44,10 +44,29 @@ final class BenchDb implements AutoCloseable {
             String url = System.getenv(CoopPostgres.URL_VARIABLE);
             chosen = !durable || (url != null && !url.isBlank())
                     ? CoopPostgres.shared()
-                    : CoopPostgres.startEmbedded(Map.of("fsync", "on", "synchronous_commit", "on",
-                            "full_page_writes", "on"));
+                    : CoopPostgres.startEmbedded(durableSettings());
         }
         return chosen;
+    }
+
+    /** Whether the embedded durable server preloads pg_stat_statements ({@code --statement-stats}). */
+    static volatile boolean statementStats = true;
+
+    /**
+     * The embedded durable server's settings: durable commits, and pg_stat_statements preloaded (the zonky binaries
+     * ship it) with top-level statements and their planning tracked, so that the side-by-side runs record each
+     * statement's server time; its cost (a hash lookup per statement) falls on every system alike.
+     */
+    private static Map<String, String> durableSettings() {
+        Map<String, String> s = new LinkedHashMap<>(Map.of("fsync", "on", "synchronous_commit", "on",
+                "full_page_writes", "on"));
+        if (statementStats) {
+            s.put("shared_preload_libraries", "pg_stat_statements");
+            s.put("pg_stat_statements.track", "top");
+            s.put("pg_stat_statements.track_planning", "on");
+            s.put("pg_stat_statements.max", "10000");
+        }
+        return s;
     }
 
     static BenchDb create(String prefix, boolean keep) {

@@ -145,6 +145,27 @@ final class Cpu {
         return sum;
     }
 
+    /** The postmaster's pid and its children's, when the server runs on this machine; else empty. */
+    static java.util.Set<Long> postgresPids() {
+        java.util.Set<Long> pids = new java.util.HashSet<>();
+        long pm = postmaster;
+        if (pm <= 0) {
+            return pids;
+        }
+        pids.add(pm);
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+            for (Path d : dirs) {
+                long[] stat = stat(d.resolve("stat"));
+                if (stat != null && stat[0] == pm) {
+                    pids.add(Long.parseLong(d.getFileName().toString()));
+                }
+            }
+        } catch (IOException e) {
+            return pids;
+        }
+        return pids;
+    }
+
     /** CPU of the given server processes in nanoseconds (they must run on this machine), or -1. */
     static long processNanos(List<Long> pids) {
         if (postmaster <= 0) {

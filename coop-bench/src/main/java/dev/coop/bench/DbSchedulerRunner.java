@@ -56,6 +56,12 @@ final class DbSchedulerRunner {
 
     /** As {@link #w1(Options, int, int)}, with every commit delayed 100 ms when {@code slowCommits}. */
     static Map<String, Object> w1(Options o, int units, int threads, boolean slowCommits) {
+        return w1(o, units, threads, slowCommits, null);
+    }
+
+    /** As above; with a {@code profile}, the measured window is observed on the server ({@link ServerProfile}). */
+    static Map<String, Object> w1(Options o, int units, int threads, boolean slowCommits,
+            ServerProfile.Mode profile) {
         try (BenchDb db = BenchDb.create("dbsched_w1", o.keep)) {
             if (slowCommits) {
                 db.slowCommits();
@@ -92,8 +98,12 @@ final class DbSchedulerRunner {
             Units.Result r;
             Cpu.Snapshot c0;
             Cpu.Snapshot c1;
+            ServerProfile server = profile == null ? null : new ServerProfile(o, db, "db-scheduler", profile);
             scheduler.start();
             try {
+                if (server != null) {
+                    server.begin();
+                }
                 c0 = Cpu.take();
                 r = Units.run(units, threads, i -> {
                     String id = "u" + i;
@@ -105,9 +115,14 @@ final class DbSchedulerRunner {
                     }
                 });
                 c1 = Cpu.take();
+                if (server != null) {
+                    server.end();
+                }
             } finally {
                 scheduler.stop();
             }
+            pool.close();
+            Map<String, Object> observed = server == null ? null : server.finish(units, (long) STEPS * units);
             Verify.noFailures("db-scheduler W1", r.failures());
             long left = db.longValue("SELECT count(*) FROM scheduled_tasks");
             if (left != 0 || executions.get() != (long) STEPS * units) {
@@ -123,6 +138,7 @@ final class DbSchedulerRunner {
             m.put("durable", Map.of("executionsLeft", left, "stepsRun", executions.get()));
             Cpu.perUnit(m, c0, c1, steps, "Step");
             m.put("cpu", Cpu.between(c0, c1));
+            ServerTables.put(m, observed);
             return m;
         }
     }

@@ -98,6 +98,12 @@ final class DbosRunner {
 
     /** As {@link #run(Options, String, int, int)}, with every commit delayed 100 ms when {@code slowCommits}. */
     static Map<String, Object> run(Options o, String workload, int units, int threads, boolean slowCommits) {
+        return run(o, workload, units, threads, slowCommits, null);
+    }
+
+    /** As above; with a {@code profile}, the measured window is observed on the server ({@link ServerProfile}). */
+    static Map<String, Object> run(Options o, String workload, int units, int threads, boolean slowCommits,
+            ServerProfile.Mode profile) {
         try (BenchDb db = BenchDb.create("dbos_" + workload, o.keep)) {
             if (slowCommits) {
                 db.slowCommits();
@@ -113,6 +119,7 @@ final class DbosRunner {
             Units.Result r;
             Cpu.Snapshot c0;
             Cpu.Snapshot c1;
+            ServerProfile server = profile == null ? null : new ServerProfile(o, db, "DBOS Transact", profile);
             try (DBOS dbos = new DBOS(config)) {
                 FlowsImpl impl = new FlowsImpl(dbos, o.w2Children);
                 Flows flows = dbos.registerProxy(Flows.class, impl);
@@ -123,10 +130,18 @@ final class DbosRunner {
                     case "w2" -> flows::parent;
                     default -> i -> flows.level(o.w3Depth);
                 };
+                if (server != null) {
+                    server.begin();
+                }
                 c0 = Cpu.take();
                 r = Units.run(units, threads, unit);
                 c1 = Cpu.take();
+                if (server != null) {
+                    server.end();
+                }
             }
+            pool.close();
+            Map<String, Object> observed = server == null ? null : server.finish(units, 3L * units);
             Verify.noFailures("DBOS " + workload, r.failures());
             long workflows = switch (workload) {
                 case "w1" -> units;
@@ -153,6 +168,7 @@ final class DbosRunner {
             m.put("durable", Map.of("workflows", statuses, "operationOutputs", outputs));
             Cpu.perUnit(m, c0, c1, steps, "Step");
             m.put("cpu", Cpu.between(c0, c1));
+            ServerTables.put(m, observed);
             return m;
         }
     }

@@ -63,7 +63,18 @@ final class Options {
     int bigFanout = 10_000;
 
     /** Client threads of W1 in the side-by-side comparison (workload versus) and the A/B runs (workload ab). */
-    int[] versusThreads = {1, 8, 32};
+    int[] versusThreads = {1, 8, 32, 128};
+    /**
+     * The W1 client thread count of {@code versus} whose runs are profiled on the server (pg_stat_statements,
+     * pg_locks, perf): 8, or the first of {@code --versus-threads} when 8 is not among them.
+     */
+    int serverProfileThreads = 8;
+    /** Preload pg_stat_statements on the embedded durable server (per-statement server times). */
+    boolean statementStats = true;
+    /** {@code versus}: a W1 run per system of its own whose server CPU perf samples (its sampling costs CPU). */
+    boolean perf;
+    /** Milliseconds between two pg_locks samples during the profiled runs. */
+    int lockSampleMs = 25;
     /** W1 sagas of a run with one client thread (its latency, not its throughput, is what it measures). */
     int w1SingleSagas = 400;
     /** Rounds of the A/B runs (each round runs every variant once, in alternating order). */
@@ -116,7 +127,13 @@ final class Options {
         HELP.put("--phys-tx", "transactions per physical-limit run (default 6000)");
         HELP.put("--w1-sagas", "W1 sagas per run (default 2000)");
         HELP.put("--w1-threads", "W1 client thread counts (default 8,32,128)");
-        HELP.put("--versus-threads", "W1 client thread counts of workloads versus and ab (default 8,32)");
+        HELP.put("--versus-threads", "W1 client thread counts of workloads versus and ab (default 1,8,32,128)");
+        HELP.put("--profile-at", "versus: the W1 client thread count whose runs are profiled on the server"
+                + " (pg_stat_statements, pg_locks, perf; default 8)");
+        HELP.put("--statement-stats", "on (default) or off: the embedded durable server preloads pg_stat_statements");
+        HELP.put("--perf", "versus: one more W1 run per system at --profile-at threads in the first measured round,"
+                + " PostgreSQL's CPU sampled with perf (linux-perf) and folded into function families");
+        HELP.put("--lock-sample-ms", "versus: milliseconds between pg_locks samples in the profiled runs (default 25)");
         HELP.put("--w1-single-sagas", "W1 sagas of a run with one client thread (default 400)");
         HELP.put("--ab-rounds", "rounds of workload ab, each running every variant once (default 4)");
         HELP.put("--ab-builds", "workload ab compares two builds: git refs before,after (e.g. main,HEAD), each"
@@ -177,9 +194,20 @@ final class Options {
         return threads == 1 ? Math.min(w1Sagas, w1SingleSagas) : w1Sagas;
     }
 
-    /** The client thread count of the slow-commit W1 runs: the largest of {@code --versus-threads}. */
+    /** The W1 client thread count of {@code versus} profiled on the server: one of {@code --versus-threads}. */
+    int profiledThreads() {
+        return Arrays.stream(versusThreads).anyMatch(t -> t == serverProfileThreads)
+                ? serverProfileThreads
+                : versusThreads[0];
+    }
+
+    /**
+     * The client thread count of the slow-commit W1 runs: the largest of {@code --versus-threads} up to 32 (at 128,
+     * each client thread would launch under two of the slow runs' sagas).
+     */
     int slowThreads() {
-        return Arrays.stream(versusThreads).max().orElse(32);
+        return Arrays.stream(versusThreads).filter(t -> t <= 32).max()
+                .orElse(Arrays.stream(versusThreads).min().orElse(32));
     }
 
     static Options parse(String[] args) {
@@ -192,6 +220,9 @@ final class Options {
         }
         if (list.remove("--quick")) {
             o.quick();
+        }
+        if (list.remove("--perf")) {
+            o.perf = true;
         }
         if (list.remove("--keep")) {
             o.keep = true;
@@ -285,6 +316,14 @@ final class Options {
             case "--versus-threads" -> versusThreads = Arrays.stream(v.split(",")).map(String::strip)
                     .mapToInt(s -> positive(key, s)).toArray();
             case "--ab-rounds" -> abRounds = positive(key, v);
+            case "--profile-at" -> serverProfileThreads = positive(key, v);
+            case "--lock-sample-ms" -> lockSampleMs = positive(key, v);
+            case "--statement-stats" -> {
+                if (!v.equals("on") && !v.equals("off")) {
+                    throw new IllegalArgumentException("--statement-stats is on or off, was '" + v + "'");
+                }
+                statementStats = v.equals("on");
+            }
             case "--w1-single-sagas" -> w1SingleSagas = positive(key, v);
             case "--slow-sagas" -> slowSagas = positive(key, v);
             case "--ab-change" -> {
@@ -422,6 +461,10 @@ final class Options {
         m.put("timeoutSeconds", timeoutSeconds);
         m.put("durability", durable ? "durable" : "fast");
         m.put("versusThreads", Arrays.stream(versusThreads).boxed().toList());
+        m.put("serverProfileThreads", profiledThreads());
+        m.put("statementStats", statementStats);
+        m.put("perf", perf);
+        m.put("lockSampleMs", lockSampleMs);
         m.put("w1SingleSagas", w1SingleSagas);
         m.put("abRounds", abRounds);
         m.put("abChange", abChange);

@@ -71,6 +71,18 @@ final class Throughput {
     static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
             String tag, long prior, java.util.List<dev.coop.EngineListener> listeners,
             java.util.function.Function<Topic<Job>, Saga<Job>> sagaOf) {
+        return w1(o, db, ds, phys, sagas, threads, tag, prior, listeners, sagaOf, null);
+    }
+
+    /** W1 whose measured window {@code server} observes on the server (the side-by-side runs), when not null. */
+    static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
+            String tag, ServerProfile server) {
+        return w1(o, db, ds, phys, sagas, threads, tag, 0, java.util.List.of(), topic -> w1Saga(topic, tag), server);
+    }
+
+    private static Map<String, Object> w1(Options o, BenchDb db, DataSource ds, double phys, int sagas, int threads,
+            String tag, long prior, java.util.List<dev.coop.EngineListener> listeners,
+            java.util.function.Function<Topic<Job>, Saga<Job>> sagaOf, ServerProfile server) {
         Topic<Job> topic = Topic.of("w1-" + tag, Job.class);
         Saga<Job> saga = sagaOf.apply(topic);
         long watermark = Verify.maxEventId(db);
@@ -82,12 +94,18 @@ final class Throughput {
         listeners.forEach(builder::listener);
         try (CoopEngine engine = builder.start()) {
             CoopClient client = engine.client();
+            if (server != null) {
+                server.begin();
+            }
             c0 = Cpu.take();
             boolean options = LaunchOptionsAb.on();
             r = ClosedLoop.run(sagas, threads, i -> options
                     ? client.launch(topic, new Job(i), LaunchOptionsAb.options(i))
                     : client.launch(topic, new Job(i)), client, Duration.ofSeconds(o.timeoutSeconds));
             c1 = Cpu.take();
+            if (server != null) {
+                server.end();
+            }
         }
         Verify.noFailures("W1", r.failures());
         Verify.runsCommitted(db, saga.name(), prior + sagas);

@@ -32,6 +32,10 @@ final class Versus {
         String table = v.table();
         report.json.put("versusTable", table);
         report.extra(table);
+        ServerTables server = new ServerTables(v.runs, o.profiledThreads());
+        String serverTable = server.tables();
+        report.json.put("versusServerTable", serverTable);
+        report.extra(serverTable);
     }
 
     private void round(boolean warm, int round) {
@@ -39,11 +43,11 @@ final class Versus {
         long[] rowBytes = new long[1];
         add("phys", warm, label, () -> Bench.physOnce(o, rowBytes));
         for (int threads : o.versusThreads) {
-            add("coop w1 " + threads, warm, label, () -> coop("w1", threads));
-            add("dbos w1 " + threads, warm, label,
-                    () -> DbosRunner.run(o, "w1", o.w1SagasAt(threads), threads));
-            add("db-scheduler w1 " + threads, warm, label,
-                    () -> DbSchedulerRunner.w1(o, o.w1SagasAt(threads), threads));
+            ServerProfile.Mode profile = !warm && threads == o.profiledThreads() ? ServerProfile.Mode.STATEMENTS : null;
+            w1(threads, "", profile, warm, label);
+            if (o.perf && profile != null && round == o.warmups) { // perf's own runs: its sampling costs CPU
+                w1(threads, " perf", ServerProfile.Mode.PERF, false, label);
+            }
         }
         int slow = o.slowThreads();
         add("coop slow w1", warm, label, () -> coopSlow(slow));
@@ -58,10 +62,33 @@ final class Versus {
     private Map<String, Object> coop(String workload, int threads) {
         try (RunEnv env = RunEnv.fresh(o, "vs_" + workload, false)) {
             return switch (workload) {
-                case "w1" -> Throughput.w1(o, env.db, env.pool, Double.NaN, o.w1SagasAt(threads), threads, "vs");
                 case "w2" -> Throughput.w2(o, env.db, env.pool, Double.NaN, o.w2Parents, threads, "vs");
                 default -> Throughput.w3(o, env.db, env.pool, Double.NaN, o.w3Chains, threads, "vs");
             };
+        }
+    }
+
+    /** W1 of each system, run names ending in {@code suffix}; observed on the server with a {@code profile}. */
+    private void w1(int threads, String suffix, ServerProfile.Mode profile, boolean warm, String label) {
+        int sagas = o.w1SagasAt(threads);
+        add("coop w1 " + threads + suffix, warm, label, () -> coopW1(threads, profile));
+        add("dbos w1 " + threads + suffix, warm, label,
+                () -> DbosRunner.run(o, "w1", sagas, threads, false, profile));
+        add("db-scheduler w1 " + threads + suffix, warm, label,
+                () -> DbSchedulerRunner.w1(o, sagas, threads, false, profile));
+    }
+
+    /** W1; with a {@code profile}, its measured window observed on the server ({@link ServerProfile}). */
+    private Map<String, Object> coopW1(int threads, ServerProfile.Mode profile) {
+        try (RunEnv env = RunEnv.fresh(o, "vs_w1", false)) {
+            int sagas = o.w1SagasAt(threads);
+            ServerProfile server = profile == null ? null : new ServerProfile(o, env.db, "Coop", profile);
+            Map<String, Object> m = Throughput.w1(o, env.db, env.pool, Double.NaN, sagas, threads, "vs", server);
+            if (server != null) {
+                env.pool.close();
+                ServerTables.put(m, server.finish(sagas, 3L * sagas));
+            }
+            return m;
         }
     }
 
