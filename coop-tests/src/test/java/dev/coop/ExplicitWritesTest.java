@@ -20,7 +20,6 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.postgresql.PGConnection;
-import org.postgresql.PGNotification;
 
 /**
  * Schema version 27: no trigger on {@code run}; the statements of the engine and the client write the wake-ups, the
@@ -75,7 +74,7 @@ class ExplicitWritesTest {
                 List<String> received = new ArrayList<>();
                 PGConnection pg = listen.unwrap(PGConnection.class);
                 Await.until("the notification of the other engine's saga", WAIT, () -> {
-                    receive(pg, received);
+                    QuietWakeUpTest.receive(pg, received);
                     return received.contains(remote.name());
                 });
                 assertThat(received).as("in commit order: the engine's own launch and run sent nothing")
@@ -127,19 +126,6 @@ class ExplicitWritesTest {
                     .filter(n -> n.saga().equals(saga.name())).toList();
             assertThat(counts.stream().mapToLong(RunCount::launched).sum()).isEqualTo(3);
             assertThat(counts.stream().mapToLong(RunCount::committed).sum()).isEqualTo(3);
-        }
-    }
-
-    private static void receive(PGConnection pg, List<String> received) {
-        try {
-            PGNotification[] batch = pg.getNotifications(100);
-            if (batch != null) {
-                for (PGNotification n : batch) {
-                    received.add(n.getParameter());
-                }
-            }
-        } catch (SQLException e) {
-            throw new IllegalStateException(e);
         }
     }
 }

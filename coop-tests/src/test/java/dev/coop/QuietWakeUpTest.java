@@ -136,7 +136,7 @@ class QuietWakeUpTest {
     }
 
     /** Adds the payloads of the notifications that arrived (waiting up to 100 ms for some) to {@code received}. */
-    private static void receive(PGConnection pg, List<String> received) {
+    static void receive(PGConnection pg, List<String> received) {
         try {
             PGNotification[] batch = pg.getNotifications(100);
             if (batch != null) {
