@@ -51,7 +51,8 @@ class CommitRowLockTest {
     @Test
     void commits_share_the_root_row_and_an_operator_waits_for_them(DataSource dataSource) throws SQLException {
         UUID root = rootMessage(dataSource);
-        try (Connection first = transaction(dataSource); Connection second = transaction(dataSource);
+        try (Connection first = transaction(dataSource);
+                Connection second = transaction(dataSource);
                 Connection operator = transaction(dataSource)) {
             assertThat(commitAllowed(first, root)).isTrue();
             assertThat(commitAllowed(second, root)).as("a second commit of the hierarchy meanwhile").isTrue();
@@ -81,8 +82,9 @@ class CommitRowLockTest {
 
     private static UUID rootMessage(DataSource dataSource) throws SQLException {
         UUID root = UUID.randomUUID();
-        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO coop.message (id, topic, payload, root_id) VALUES (?, 'row-lock', '{}', ?)")) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "INSERT INTO coop.message (id, topic, payload, root_id) VALUES (?, 'row-lock', '{}', ?)")) {
             ps.setObject(1, root);
             ps.setObject(2, root);
             ps.executeUpdate();

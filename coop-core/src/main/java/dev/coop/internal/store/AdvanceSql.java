@@ -278,20 +278,30 @@ public final class AdvanceSql {
      */
     static final String COUNT_OFF = COUNT_OFF_LOCK + ";\n" + COUNT_OFF_PARENT + ";\n" + PARENT_NOTIFIED;
 
-    /** Postponing a run; its wake-up, due later, for the other engines (the last parameter: {@link Wakes}). */
+    /**
+     * Postponing a run, as the advance's statements are sent: a guard (in the claim's transaction, that it is still
+     * this one: else {@code claim_lost()}, CP002), the update by key with no function call, and its wake-up, due
+     * later, for the other engines ({@link Wakes}), for the run as the update left it (its version one more than
+     * the one bound). Parameters: the claim's transaction twice; the delay, whether the SEEN is kept, the key and
+     * version; the key, the version and the local sagas.
+     */
     static final String POSTPONE = """
-            WITH moved AS (
+            SELECT NULL::int
+              FROM (SELECT CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's
+                                ELSE {schema}.claim_lost() END AS allowed                     -- lock: its transaction
+                    OFFSET 0) g
+             WHERE g.allowed IS NULL;
             UPDATE {schema}.run
                SET runnable_at = {now} + ? * interval '1 millisecond', retries = retries + 1,
                    version = version + 1,
                    started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
-             WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ?
-               AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
-                        ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
-            RETURNING saga, saga_version, status, runnable_at
+             WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ?;
+            WITH moved AS (
+              SELECT saga, saga_version, status, runnable_at FROM {schema}.run
+               WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ? + 1
             ), {notified}
             SELECT count(*) FROM moved, notified
-            """.replace("{notified}", Wakes.notifying("notified", "moved", "?"));
+            """.replace("{notified}", Wakes.notifying("notified", "moved", "?::text"));
 
     /** Parks a runnable run that met database trouble too often in a row, if nobody moved it meanwhile. */
     static final String PARK_AFTER_RETRIES = """

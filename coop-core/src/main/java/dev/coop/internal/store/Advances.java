@@ -380,17 +380,21 @@ final class Advances {
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
             OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setLong(2, delayMillis);
-            ps.setBoolean(3, seenKept);
-            ps.setObject(4, now);
-            ps.setObject(5, run.rootId());
-            ps.setObject(6, run.id());
-            ps.setInt(7, run.version());
-            ps.setString(8, seenKept ? run.xact() : null);
-            ps.setString(9, seenKept ? run.xact() : null);
-            ps.setString(10, binding.localSagas());
-            ps.executeQuery().close();
+            int i = 0;
+            ps.setString(++i, seenKept ? run.xact() : null); // the guard (AdvanceSql.POSTPONE)
+            ps.setString(++i, seenKept ? run.xact() : null);
+            ps.setObject(++i, now); // the update
+            ps.setLong(++i, delayMillis);
+            ps.setBoolean(++i, seenKept);
+            ps.setObject(++i, now);
+            ps.setObject(++i, run.rootId());
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, run.version());
+            ps.setObject(++i, run.rootId()); // its wake-up
+            ps.setObject(++i, run.id());
+            ps.setInt(++i, run.version());
+            ps.setString(++i, binding.localSagas());
+            executeAll(ps);
         }
     }
 
