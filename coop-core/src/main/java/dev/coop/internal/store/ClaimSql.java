@@ -44,6 +44,8 @@ public final class ClaimSql {
      * selection (by saga and due time, or by run id). The newest step instances (the step log: the events that carry
      * a {@code step_seq}, schema version 23) are read with the statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
      * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
+     * Sent for the claims of a limited saga (inside {@link LimitedClaim}) and the reclaims of a run by id; a saga
+     * without limits is claimed in two smaller statements ({@link #CLAIM_LOCK}, {@link SplitClaim}).
      */
     static final String CLAIM = """
             WITH claimed AS (
