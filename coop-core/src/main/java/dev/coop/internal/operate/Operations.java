@@ -263,7 +263,9 @@ public final class Operations {
             ps.execute();
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(ROOT_ROW_LOCK))) {
-            ps.setArray(1, c.createArrayOf("uuid", new UUID[]{root}));
+            java.sql.Array roots = c.createArrayOf("uuid", new UUID[]{root});
+            ps.setArray(1, roots);
+            ps.setArray(2, roots);
             ps.executeQuery().close();
         }
     }
@@ -273,12 +275,13 @@ public final class Operations {
      * FOR UPDATE}, waiting for the transactions that commit runs in them (each holds its root's row {@code FOR KEY
      * SHARE} from its advance's guard to its commit, a moment; nothing else locks a message row since version 13
      * dropped the foreign keys to it, so a running step is not waited for). A root whose message was pruned has no
-     * row: the advisory lock, taken before, stands alone (and {@code commit_allowed} tries it). One parameter: the
-     * roots.
+     * row: the advisory lock, taken before, stands alone (and {@code commit_allowed} tries it). Two parameters: the
+     * roots, twice: by {@code id} for the primary key, by {@code root_id} so that a distributed database reads only
+     * their shards.
      */
     public static final String ROOT_ROW_LOCK = """
             SELECT m.id FROM {schema}.message m
-             WHERE m.id = ANY(?::uuid[]) AND m.root_id = m.id
+             WHERE m.id = ANY(?::uuid[]) AND m.root_id = ANY(?::uuid[]) AND m.root_id = m.id
              ORDER BY m.id
                FOR UPDATE
             """;

@@ -203,7 +203,9 @@ public final class SelectionBatches {
             ps.executeQuery().close();
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(Operations.ROOT_ROW_LOCK))) {
-            ps.setArray(1, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
+            java.sql.Array distinct = c.createArrayOf("uuid", roots.stream().distinct().toArray());
+            ps.setArray(1, distinct);
+            ps.setArray(2, distinct);
             ps.executeQuery().close(); // the row locks after the advisory ones: as a single operator action takes them
         }
         if (cancel) {
