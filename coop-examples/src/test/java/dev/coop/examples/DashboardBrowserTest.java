@@ -39,6 +39,8 @@ class DashboardBrowserTest {
     @RegisterExtension
     static final CoopDatabase db = new CoopDatabase();
     static final Duration WAIT = Duration.ofSeconds(45);
+    /** How often a wait looks again: Selenium's default, half a second, is mostly idle time on every wait. */
+    static final Duration POLL = Duration.ofMillis(100);
     static final String SCRIPT_TIER = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">";
 
     @TempDir
@@ -541,11 +543,11 @@ class DashboardBrowserTest {
     }
 
     static WebElement await(By by) {
-        return new WebDriverWait(browser, WAIT).until(ExpectedConditions.visibilityOfElementLocated(by));
+        return new WebDriverWait(browser, WAIT, POLL).until(ExpectedConditions.visibilityOfElementLocated(by));
     }
 
     static void waitUntil(java.util.function.BooleanSupplier condition) {
-        new WebDriverWait(browser, WAIT).ignoring(org.openqa.selenium.StaleElementReferenceException.class)
+        new WebDriverWait(browser, WAIT, POLL).ignoring(org.openqa.selenium.StaleElementReferenceException.class)
                 .until(d -> condition.getAsBoolean());
     }
 
