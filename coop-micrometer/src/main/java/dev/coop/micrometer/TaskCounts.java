@@ -7,7 +7,9 @@ import io.micrometer.core.instrument.Tags;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -18,6 +20,9 @@ import org.slf4j.LoggerFactory;
  * The gauges of open external tasks by name: how many, and the age of the oldest. A daemon thread of its own reads
  * them from the database once per interval (one scan of the index of open tasks, whatever their number), so the gauges
  * move without a caller; names come and go with their tasks. {@link #close()} stops the thread.
+ *
+ * <p>A name's gauges are registered once and read its latest values from a map: re-registering them on every refresh
+ * (Micrometer's {@code overwrite}) removes each gauge before adding it again, and a scrape in between would miss it.
  */
 final class TaskCounts implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TaskCounts.class);
@@ -26,6 +31,8 @@ final class TaskCounts implements AutoCloseable {
     private final MultiGauge open;
     private final MultiGauge oldest;
     private final ScheduledExecutorService timer;
+    /** The latest open count and oldest age (seconds) by task name, as the gauges read them. */
+    private final Map<String, double[]> latest = new ConcurrentHashMap<>();
 
     TaskCounts(CoopClient client, Duration refresh, MultiGauge open, MultiGauge oldest) {
         this.client = Objects.requireNonNull(client, "client");
@@ -52,14 +59,26 @@ final class TaskCounts implements AutoCloseable {
         try {
             List<OpenTaskCount> counts = client.openTaskCounts();
             Instant at = client.now();
-            open.register(counts.stream().map(c -> MultiGauge.Row.of(Tags.of("name", c.name()), c.open())).toList(),
-                    true);
-            oldest.register(counts.stream().map(c -> MultiGauge.Row.of(Tags.of("name", c.name()),
-                    Math.max(0, Duration.between(c.oldest(), at).toMillis() / 1000.0))).toList(), true);
+            for (OpenTaskCount c : counts) { // values first: a gauge registered below reads them at once
+                latest.put(c.name(), new double[]{c.open(),
+                        Math.max(0, Duration.between(c.oldest(), at).toMillis() / 1000.0)});
+            }
+            open.register(rows(counts, 0), false); // false: keep a name's gauge, drop the names gone
+            oldest.register(rows(counts, 1), false);
+            latest.keySet().retainAll(counts.stream().map(OpenTaskCount::name).toList());
         } catch (RuntimeException e) {
             log.warn("Could not count the open external tasks (the gauges keep their values; next try in one"
                     + " refresh interval): {}", e.toString());
         }
+    }
+
+    /** One row per name, whose gauge reads value {@code index} of the name's latest values (0 once it is gone). */
+    private List<MultiGauge.Row<?>> rows(List<OpenTaskCount> counts, int index) {
+        return counts.stream().<MultiGauge.Row<?>>map(c -> MultiGauge.Row.of(Tags.of("name", c.name()), c.name(),
+                name -> {
+                    double[] values = latest.get(name);
+                    return values == null ? 0 : values[index];
+                })).toList();
     }
 
     @Override
