@@ -20,8 +20,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * The hierarchy's operator lock as the root message's row (schema version 30), read from two connections: a
  * transaction that commits a run ({@code commit_allowed}) takes the row {@code FOR KEY SHARE} without waiting, and
  * fails with SQLSTATE 40001 while an operator holds it {@code FOR UPDATE}; committers do not exclude each other; an
- * operator waits for a committer; and a root whose message row is gone (pruned) falls back to the advisory lock,
- * which operators still take first.
+ * operator waits for a committer, and new committers give way to an operator that waits (the advisory lock, tried
+ * first, has the queue a row lock lacks); and a root whose message row is gone (pruned) keeps the advisory lock, which
+ * operators still take first.
  */
 class CommitRowLockTest {
     @RegisterExtension
@@ -59,6 +60,55 @@ class CommitRowLockTest {
             setLockTimeout(operator, "200ms");
             assertThatThrownBy(() -> lockAsOperator(operator, root)).as("the operator waits for the commits")
                     .isInstanceOfSatisfying(SQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("55P03"));
+        }
+    }
+
+    @Test
+    void commits_give_way_to_an_operator_that_waits(DataSource dataSource) throws Exception {
+        UUID root = rootMessage(dataSource);
+        try (Connection first = transaction(dataSource);
+                Connection operator = transaction(dataSource);
+                Connection later = transaction(dataSource)) {
+            assertThat(commitAllowed(first, root)).isTrue();
+            int operatorPid = pid(operator);
+            Thread waiting = new Thread(() -> {
+                try (PreparedStatement ps = operator.prepareStatement(
+                        "SELECT pg_advisory_xact_lock(x'636f6f70'::int, hashtext(?))")) {
+                    ps.setString(1, root.toString());
+                    ps.execute(); // waits for the first commit's transaction
+                } catch (SQLException e) {
+                    // ended below by the first transaction's rollback, or the test's end
+                }
+            }, "operator");
+            waiting.start();
+            dev.coop.test.Await.until("the operator waits for the advisory lock", java.time.Duration.ofSeconds(30),
+                    () -> waitsForAdvisoryLock(dataSource, operatorPid));
+            assertThatThrownBy(() -> commitAllowed(later, root)).as("a commit that arrives while the operator waits")
+                    .isInstanceOfSatisfying(SQLException.class, e -> assertThat(e.getSQLState()).isEqualTo("40001"));
+            first.rollback();
+            waiting.join(30_000);
+            assertThat(waiting.isAlive()).as("the operator got its lock once the first commit ended").isFalse();
+        }
+    }
+
+    private static int pid(Connection c) throws SQLException {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    private static boolean waitsForAdvisoryLock(DataSource dataSource, int pid) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT count(*) FROM pg_locks WHERE pid = ? AND locktype = 'advisory' AND NOT granted")) {
+            ps.setInt(1, pid);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
         }
     }
 
