@@ -113,6 +113,16 @@ public final class CitusDatabase implements BeforeAllCallback, AfterAllCallback,
     }
 
     /**
+     * Returns the JDBC URL of the database on the coordinator (user {@code postgres}, no password).
+     *
+     * @return the URL
+     */
+    public synchronized String jdbcUrl() {
+        requireStarted();
+        return cluster.coordinator().jdbcUrl(databaseName);
+    }
+
+    /**
      * Returns the database's name (the same on every node).
      *
      * @return the name
