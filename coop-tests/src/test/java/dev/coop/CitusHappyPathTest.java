@@ -26,6 +26,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -37,14 +38,21 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * claim by saga, the class is aborted with that reason ({@link CitusStatements#assumeTheClaimPlans}).
  */
 class CitusHappyPathTest {
+    // tag::citus-database[]
     @RegisterExtension
     static final CitusDatabase db = new CitusDatabase();
+    // end::citus-database[]
 
     static final Duration WAIT = Duration.ofSeconds(30);
 
     @BeforeAll
-    static void theClaimMustPlan() throws Exception {
+    static void migrate() {
         Coop.client(db.dataSource()); // migrations and the Citus layout
+    }
+
+    /** Each test is reported skipped with the blocker's name (an abort in beforeAll would report none). */
+    @BeforeEach
+    void theClaimMustPlan() throws Exception {
         CitusStatements.assumeTheClaimPlans(db); // aborts, naming the blocker, while Citus refuses the claim
     }
 
