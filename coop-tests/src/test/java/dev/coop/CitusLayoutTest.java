@@ -60,6 +60,12 @@ class CitusLayoutTest {
         assertThat(strings(db.dataSource(), """
                 SELECT DISTINCT nodeport::text FROM citus_shards WHERE table_name = 'coop.run'::regclass"""))
                 .as("run's shards on both workers").hasSize(2);
+        assertThat(strings(db.dataSource(), "SELECT indexdef FROM pg_indexes WHERE schemaname = 'coop'"
+                + " AND indexname IN ('cancellation_scope', 'message_idempotency') ORDER BY 1"))
+                .as("unique per shard, with citus.allow_unsafe_constraints").containsExactly(
+                        "CREATE UNIQUE INDEX cancellation_scope ON coop.cancellation USING btree (scope_id)",
+                        "CREATE UNIQUE INDEX message_idempotency ON coop.message USING btree (topic, idempotency_key)"
+                                + " WHERE (idempotency_key IS NOT NULL)");
     }
 
     @Test

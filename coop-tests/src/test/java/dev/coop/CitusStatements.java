@@ -158,6 +158,9 @@ final class CitusStatements {
                     if (name.equals("ClaimSql.CLAIM")) { // its selections, as RunClaims fills them in
                         put(out, c, name + " by saga", e.getValue(), template.formatted(BY_SAGA));
                         put(out, c, name + " by id", e.getValue(), template.formatted(BY_ID));
+                        // a hint for the claim: the same reclaim with the root bound in every table's filter
+                        put(out, c, name + " by id, root bound in every filter", e.getValue(),
+                                template.formatted(BY_ID).replace("= c.root_id", "= ?::uuid"));
                     } else {
                         put(out, c, name, e.getValue(), template);
                     }
@@ -223,7 +226,7 @@ final class CitusStatements {
                 String type = meta.getParameterTypeName(i);
                 switch (type) {
                     case "uuid" -> explain.setObject(i, ROOT);
-                    case "text", "varchar", "name" -> explain.setString(i, "x");
+                    case "text", "varchar", "name" -> explain.setString(i, "{}"); // also valid JSON
                     case "int4", "int2" -> explain.setInt(i, 1);
                     case "int8" -> explain.setLong(i, 1L);
                     case "bool" -> explain.setBoolean(i, false);

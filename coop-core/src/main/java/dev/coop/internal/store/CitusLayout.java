@@ -41,6 +41,12 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>
+ * <b>Scopes</b>: {@code cancellation} keeps a unique index on {@code scope_id} alone (created with
+ * {@code citus.allow_unsafe_constraints}, so enforced per shard): every row of a scope carries the scope's root and
+ * is therefore on one shard, so per-shard uniqueness is uniqueness, and the operators' {@code ON CONFLICT (scope_id)}
+ * keeps an index to plan against.
+ *
+ * <p>
  * <b>Idempotency keys</b>: {@code message_idempotency (topic, idempotency_key)} cannot be enforced across shards.
  * The launch's {@code ON CONFLICT (topic, idempotency_key)} needs an index of exactly those columns to plan, so the
  * index is kept per shard ({@code citus.allow_unsafe_constraints}), and a check constraint
@@ -101,6 +107,8 @@ public final class CitusLayout {
             st.execute("SET LOCAL citus.allow_unsafe_constraints = on");
             st.execute(schema.sql("CREATE UNIQUE INDEX message_idempotency ON {schema}.message (topic, idempotency_key)"
                     + " WHERE idempotency_key IS NOT NULL"));
+            // a scope's rows all carry its root, so they share a shard: per shard, scope_id alone is unique
+            st.execute(schema.sql("CREATE UNIQUE INDEX cancellation_scope ON {schema}.cancellation (scope_id)"));
             st.execute(schema.sql("ALTER TABLE {schema}.message ADD CONSTRAINT " + NO_KEYS
                     + " CHECK (idempotency_key IS NULL) NOT VALID"));
             st.execute("SET LOCAL citus.allow_unsafe_constraints = off");
