@@ -58,16 +58,22 @@ final class ClaimRows {
      * change, so what was seen is right.
      */
     private StepHistory history(Connection c, ResultSet rs) throws SQLException {
-        UUID run = rs.getObject("id", UUID.class);
-        int stepsDone = rs.getInt("steps_done");
-        int[] iterations = ints(rs.getArray("iterations"));
         Array recentArray = rs.getArray("recent");
-        int[] recent = recentArray == null ? new int[0] : ints(recentArray);
-        Integer top = rs.getObject("recent_top", Integer.class);
-        Integer rollbackSeq = rs.getObject("rollback_seq", Integer.class);
-        Integer rollbackInstance = rs.getObject("rollback_instance", Integer.class);
-        Integer rollbackIteration = rs.getObject("rollback_iteration", Integer.class);
-        if (rs.getBoolean("rollback")) {
+        return history(c, rs.getObject("id", UUID.class), rs.getInt("steps_done"), ints(rs.getArray("iterations")),
+                rs.getBoolean("rollback"), recentArray == null ? new int[0] : ints(recentArray),
+                rs.getObject("recent_top", Integer.class), rs.getObject("rollback_seq", Integer.class),
+                rs.getObject("rollback_instance", Integer.class), rs.getObject("rollback_iteration", Integer.class));
+    }
+
+    /**
+     * The history from what a claim read of the step log ({@code recent} newest first, {@code top} the newest seq
+     * read; the instance at {@code rollbackSeq} on the rollback path), read again where it misses what the run's row
+     * says was written.
+     */
+    StepHistory history(Connection c, UUID run, int stepsDone, int[] iterations, boolean rollback, int[] recent,
+            Integer top, Integer rollbackSeq, Integer rollbackInstance, Integer rollbackIteration)
+            throws SQLException {
+        if (rollback) {
             if (rollbackSeq != null && rollbackSeq >= 0 && rollbackInstance == null) {
                 try (PreparedStatement ps = c.prepareStatement(schema.sql(ClaimSql.INSTANCE_AT))) {
                     ps.setObject(1, run);

@@ -44,6 +44,8 @@ public final class ClaimSql {
      * selection (by saga and due time, or by run id). The newest step instances (the step log: the events that carry
      * a {@code step_seq}, schema version 23) are read with the statement's snapshot, which may predate the commit of the run version it locked: the caller checks that they
      * reach {@code steps_done - 1} (and that the instance being rolled back was seen) and reads them again if not.
+     * Sent for the claims of a limited saga (inside {@link LimitedClaim}) and the reclaims of a run by id; a saga
+     * without limits is claimed in two smaller statements ({@link #CLAIM_LOCK}, {@link SplitClaim}).
      */
     static final String CLAIM = """
             WITH claimed AS (
@@ -88,6 +90,121 @@ public final class ClaimSql {
             """
             .replace("%d", String.valueOf(StepHistory.RECENT)).replace("{runningAs}", "'" + RUNNING_AS + "'")
             .replace("{claimedAt}", CLAIMED_AT);
+
+    /**
+     * The claim of one run by saga, in small statements (issue 37): this first one only locks the run by
+     * {@code run_runnable} and returns its row, the cancellation of any scope above it, the claim's time and the
+     * transaction id, as {@link #RECLAIM_CONTINUATION} does for a continuation. What else the claim needs (the
+     * message, the run's SEEN, the step log) is written and read by one more statement chosen by what this one
+     * returned ({@link #CLAIMED_SEEN}, {@link #CLAIMED_RECENT}, {@link #CLAIMED_ROLLBACK}): a new statement takes a
+     * snapshot after this one's lock, so it reads the log as of the lock without {@code seen_missing} and without
+     * reading it again. {@code %s} is the selection. Parameters: {now} (the claim's time), the engine, then the
+     * selection's.
+     */
+    static final String CLAIM_LOCK = """
+            SELECT r.id, r.root_id, r.saga, r.saga_version, r.message_id, r.lineage, r.parent_id, r.phase = 'ROLLBACK' AS rollback, r.step_index,
+                   r.next_step, r.steps_done, r.iterations, r.attempt, r.started_at IS NOT NULL AS started,
+                   r.failed_children, r.rollback_seq, r.rollback_stage, r.rollback_cause::text AS rollback_cause,
+                   r.resolution, r.retries, r.version, r.context, r.parent_context, r.finally_done, r.pending_children,
+                   r.awaited, r.waiting_since, r.runnable_at, {claimedAt} AS claimed_at, r.cancel_from, r.ordering_key,
+                   set_config('application_name', {runningAs} || ?::text, true) AS running_as, -- see RUNNING_AS
+                   (SELECT x.failure::text FROM {schema}.cancellation x -- the scopes that reach it (version 24)
+                     WHERE x.root_id = r.root_id AND x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):])
+                     ORDER BY cardinality(x.lineage) LIMIT 1) AS cancellation,
+                   pg_current_xact_id()::text AS xact, {idleInTransaction} AS idle_in_transaction
+              FROM {schema}.run r
+             WHERE %s
+             LIMIT 1
+             FOR UPDATE SKIP LOCKED
+            """
+            .replace("{runningAs}", "'" + RUNNING_AS + "'").replace("{claimedAt}", CLAIMED_AT);
+
+    /** The columns every statement that completes a {@link #CLAIM_LOCK} returns, in this order. */
+    private static final String CLAIMED_MESSAGE = "m.topic, m.payload::text AS payload, m.created_at";
+
+    /**
+     * Completes the claim of a run that has not started: writes its SEEN unless the log has one (a step that ran
+     * {@code COMMIT} itself made its claim's SEEN durable, schema version 16; this statement's snapshot is taken after
+     * the lock, so a plain {@code NOT EXISTS} sees it) and reads its message. Parameters: message id, saga, engine,
+     * lineage, root; message id, saga (the test, by {@code event_message}: a test by {@code root_id} too lets a
+     * generic plan pick {@code event_root}, every event of the hierarchy); root, message id (the message).
+     */
+    static final String CLAIMED_SEEN = """
+            WITH seen AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
+              SELECT ?::uuid, 'SEEN', ?, ?, ?::uuid[], ?::uuid
+               WHERE NOT EXISTS (SELECT 1 FROM {schema}.event e -- event_message, as seen_missing reads it
+                                  WHERE e.message_id = ?::uuid AND e.saga = ? AND e.type = 'SEEN')
+            )
+            SELECT {message}, NULL::int[] AS recent, NULL::int AS recent_top,
+                   NULL::int AS rollback_instance, NULL::int AS rollback_iteration
+              FROM {schema}.message m WHERE m.root_id = ?::uuid AND m.id = ?::uuid
+            """
+            .replace("{message}", CLAIMED_MESSAGE);
+
+    /**
+     * Completes the claim of a started run on the happy path: its message and its newest step instances before
+     * {@code steps_done} (a backward walk of {@code event_message} that stops after {@link StepHistory#RECENT}).
+     * Parameters: root, message id, saga, steps done; root, message id.
+     */
+    static final String CLAIMED_RECENT = """
+            SELECT {message}, t.recent, t.recent_top, NULL::int AS rollback_instance, NULL::int AS rollback_iteration
+              FROM {schema}.message m,
+                   (SELECT array_agg(s.instance ORDER BY s.step_seq DESC) AS recent, max(s.step_seq) AS recent_top
+                      FROM (SELECT e.step_seq, e.instance FROM {schema}.event e -- index event_message
+                             WHERE e.root_id = ?::uuid AND e.message_id = ?::uuid AND e.saga = ? AND e.step_seq < ?
+                             ORDER BY e.step_seq DESC LIMIT %d) s) t
+             WHERE m.root_id = ?::uuid AND m.id = ?::uuid
+            """.replace("{message}", CLAIMED_MESSAGE).replace("%d", String.valueOf(StepHistory.RECENT));
+
+    /**
+     * Completes the claim of a started run that rolls back: its message and the instance being rolled back (one
+     * probe of {@code event_message}). Parameters: root, message id, saga, rollback seq; root, message id.
+     */
+    static final String CLAIMED_ROLLBACK = """
+            SELECT {message}, NULL::int[] AS recent, NULL::int AS recent_top,
+                   rs.instance AS rollback_instance, rs.iteration AS rollback_iteration
+              FROM {schema}.message m
+              LEFT JOIN (SELECT e.instance, e.iteration FROM {schema}.event e
+                          WHERE e.root_id = ?::uuid AND e.message_id = ?::uuid AND e.saga = ? AND e.step_seq = ?
+                          LIMIT 1) rs ON true
+             WHERE m.root_id = ?::uuid AND m.id = ?::uuid
+            """.replace("{message}", CLAIMED_MESSAGE);
+
+    /**
+     * Completes the claim of a round's runs, locked by {@link #CLAIM_LOCK} with {@code LIMIT ?}, in one statement:
+     * the SEEN of those that have not started, and for each its message and its step log as {@link #CLAIMED_RECENT}
+     * and {@link #CLAIMED_ROLLBACK} read them (the rollback path's probe only for runs that roll back, the backward
+     * walk only for the others). The runs come as arrays, one element per run; each row returned carries its run's
+     * ordinal {@code n}. Parameters: root ids, message ids, started, rollback, steps done, rollback seqs, lineages
+     * (as text); saga and engine (the SEEN); the saga three times (the SEEN test, the walk, the probe).
+     */
+    static final String CLAIMED_ROUND = """
+            WITH c AS (
+              SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::boolean[], ?::boolean[], ?::int[], ?::int[], ?::text[])
+                       WITH ORDINALITY AS c(root, message, started, rollback, steps_done, rollback_seq, lineage, n)
+            ), seen AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
+              SELECT c.message, 'SEEN', ?, ?, c.lineage::uuid[], c.root FROM c
+               WHERE NOT c.started
+                 AND NOT EXISTS (SELECT 1 FROM {schema}.event e -- event_message, as seen_missing reads it
+                                  WHERE e.message_id = c.message AND e.saga = ? AND e.type = 'SEEN')
+            )
+            SELECT c.n, {message}, t.recent, t.recent_top, rs.instance AS rollback_instance,
+                   rs.iteration AS rollback_iteration
+              FROM c JOIN {schema}.message m ON m.root_id = c.root AND m.id = c.message
+              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.step_seq DESC) AS recent,
+                                        max(s.step_seq) AS recent_top
+                                   FROM (SELECT e.step_seq, e.instance FROM {schema}.event e -- index event_message
+                                          WHERE NOT c.rollback AND e.root_id = c.root AND e.message_id = c.message
+                                            AND e.saga = ? AND e.step_seq < c.steps_done
+                                          ORDER BY e.step_seq DESC LIMIT %d) s) t ON NOT c.rollback
+              LEFT JOIN LATERAL (SELECT e.instance, e.iteration FROM {schema}.event e
+                                  WHERE c.rollback AND e.root_id = c.root AND e.message_id = c.message
+                                    AND e.saga = ? AND e.step_seq = c.rollback_seq
+                                  LIMIT 1) rs ON c.rollback
+            """
+            .replace("{message}", CLAIMED_MESSAGE).replace("%d", String.valueOf(StepHistory.RECENT));
 
     /** A run's message and saga, which name its rows in the log: two initplans, then index conditions. */
     private static final String RUN_IN_LOG = """

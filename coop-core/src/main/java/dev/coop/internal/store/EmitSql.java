@@ -114,9 +114,11 @@ final class EmitSql {
 
     /**
      * Emit of one message without an idempotency key or an ordering key (a client's launch, a step that launches one
-     * child): {@link #EMIT} with scalar parameters, without its arrays and its key handling. Returns the same rows.
+     * child): {@link #EMIT} with scalar parameters, without its arrays and its key handling. Returns a row per saga
+     * that got a run (one each), and no row at all for a topic nobody handles (the caller knows the topic: no second
+     * probe of {@code saga_registration}, no aggregate, no {@code UNION}).
      * Parameters: id, topic, payload, {now}, root, id, saga, engine, step, scope, id, context, root, id, scope, id,
-     * parent id, parent seq, context, due, {now}, priority, cancel from, root, topic, local sagas, topic, topic.
+     * parent id, parent seq, context, due, {now}, priority, cancel from, root, topic, local sagas.
      */
     static final String EMIT_ONE = """
             WITH msg AS (
@@ -134,8 +136,6 @@ final class EmitSql {
                         FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
               RETURNING saga, saga_version, status, runnable_at
             ), {woke}
-            SELECT saga, count(*)::int FROM runs, woke GROUP BY saga
-            UNION ALL
-            SELECT '#' || ?::text, 0 WHERE NOT EXISTS (SELECT 1 FROM {schema}.saga_registration r WHERE r.topic = ?)
+            SELECT saga, 1 FROM runs, woke -- one message: one run per saga; none when nobody handles the topic
             """.replace("{woke}", WOKE);
 }

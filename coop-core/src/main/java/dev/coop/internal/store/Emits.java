@@ -113,9 +113,7 @@ final class Emits {
             ps.setObject(++i, root);
             ps.setString(++i, e.topic());
             ps.setString(++i, localSagas);
-            ps.setString(++i, e.topic());
-            ps.setString(++i, e.topic());
-            return emitted(ps, origin.saga(), origin.step());
+            return emitted(ps, origin.saga(), origin.step(), e.topic());
         }
     }
 
@@ -124,6 +122,11 @@ final class Emits {
      * {@code '!'} with the ordinal of a message whose idempotency key was taken.
      */
     private Emitted emitted(PreparedStatement ps, String saga, String step) throws SQLException {
+        return emitted(ps, saga, step, null);
+    }
+
+    /** As {@link #emitted(PreparedStatement, String, String)}; no row at all means nobody handles {@code one}. */
+    private Emitted emitted(PreparedStatement ps, String saga, String step, String one) throws SQLException {
         Map<String, Integer> created = new HashMap<>();
         List<String> unhandled = new ArrayList<>();
         List<Integer> duplicates = new ArrayList<>();
@@ -138,6 +141,9 @@ final class Emits {
                     created.put(name, rs.getInt(2));
                 }
             }
+        }
+        if (one != null && created.isEmpty()) {
+            unhandled.add(one); // EMIT_ONE: a topic nobody handles returns no row
         }
         unhandled(unhandled, saga, step);
         return new Emitted(created, duplicates);

@@ -4,7 +4,6 @@ import static dev.coop.internal.store.ClaimGates.gateOf;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.OffsetDateTime;
 import java.util.List;
@@ -21,8 +20,8 @@ final class RunClaims {
     private final ClaimRows rows;
 
     private final String claimSql;
-    /** The claim of a round: up to a bound number of runs at once ({@link #claimRound}). */
-    private final String roundClaimSql;
+    /** The claim of one run of a saga without limits, in two small statements. */
+    private final SplitClaim split;
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
     /** {@link #reclaimUnchangedSql} waiting for the run's lock a moment ({@link #reclaimHeld}). */
@@ -43,18 +42,18 @@ final class RunClaims {
     /**
      * @param claim the claim statement's text ({@link ClaimSql#CLAIM} with the transaction's idle timeout), before its
      *        schema and its condition are filled in
+     * @param lock the first statement of the claim of one run ({@link ClaimSql#CLAIM_LOCK} with the same timeout)
      */
-    RunClaims(SchemaName schema, Time time, String claim, ClaimGates gates, ClaimRows rows) {
+    RunClaims(SchemaName schema, Time time, String claim, String lock, ClaimGates gates, ClaimRows rows) {
         this.schema = schema;
         this.time = time;
         this.gates = gates;
         this.rows = rows;
-        this.claimSql = schema.sql(claim
-                .formatted("r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + ClaimSql.EVERY_PRIORITY
-                        + " AND r.runnable_at <= " + ClaimSql.DUE_NOW + " AND " + ClaimSql.NOT_RESERVED_NOW
-                        + " ORDER BY r.priority DESC, r.runnable_at"));
-        this.roundClaimSql = claimSql.replaceFirst("LIMIT 1(\\s+)FOR UPDATE SKIP LOCKED",
-                "LIMIT ?$1FOR UPDATE SKIP LOCKED");
+        String bySaga = "r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND " + ClaimSql.EVERY_PRIORITY
+                + " AND r.runnable_at <= " + ClaimSql.DUE_NOW + " AND " + ClaimSql.NOT_RESERVED_NOW
+                + " ORDER BY r.priority DESC, r.runnable_at";
+        this.claimSql = schema.sql(claim.formatted(bySaga));
+        this.split = new SplitClaim(schema, lock, bySaga, rows);
         this.reclaimSql = schema.sql(claim
                 .formatted("r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
@@ -90,7 +89,11 @@ final class RunClaims {
         return gate == 0 ? reclaimSql : limitedReclaims[gate].sql();
     }
 
-    /** The claim statement for {@code saga} as this store sends it (for EXPLAIN in tests and the benchmark). */
+    /**
+     * The one-statement claim for {@code saga} as this store sends it in a round, or for a limited saga also alone
+     * (for EXPLAIN in tests and the benchmark); a single run of a saga without limits is claimed by
+     * {@link SplitClaim} instead.
+     */
     public String claimSql(String saga) {
         return claimSql(gates.limit(saga), null);
     }
@@ -106,6 +109,9 @@ final class RunClaims {
     public ClaimedRun claim(Connection c, String saga, int version, String engine) throws SQLException {
         SagaLimits.Limit limit = gates.limit(saga); // once: the probe may change it meanwhile
         RateLease lease = gates.takeLease(saga, limit);
+        if (limit == null) {
+            return split.claim(c, saga, version, engine, time.bind());
+        }
         ClaimedRun run;
         try (PreparedStatement ps = c.prepareStatement(claimSql(limit, lease))) {
             bindClaim(ps, saga, limit, lease, version, engine);
@@ -119,7 +125,8 @@ final class RunClaims {
 
     /**
      * Locks up to {@code max} runnable runs of version {@code version} of {@code saga} in one statement, the ones due
-     * first, as {@link #claim} locks one (a SEEN each for the runs that had not started). Only for sagas without
+     * first, as {@link #claim} locks one (a SEEN each for the runs that had not started), in two statements
+     * ({@link SplitClaim#claimRound}). Only for sagas without
      * limits: a limited saga's slots and rate tokens are taken one claim at a time.
      */
     public List<ClaimedRun> claimRound(Connection c, String saga, int version, String engine, int max)
@@ -127,22 +134,7 @@ final class RunClaims {
         if (gates.isLimited(saga)) {
             throw new IllegalStateException("a limited saga is claimed one run at a time");
         }
-        List<ClaimedRun> runs = new java.util.ArrayList<>(max);
-        try (PreparedStatement ps = c.prepareStatement(roundClaimSql)) {
-            OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setString(2, saga);
-            ps.setInt(3, version);
-            ps.setObject(4, now);
-            ps.setInt(5, max);
-            ps.setString(6, engine);
-            try (ResultSet rs = ps.executeQuery()) {
-                for (ClaimedRun run = rows.readClaim(c, rs); run != null; run = rows.readClaim(c, rs)) {
-                    runs.add(run);
-                }
-            }
-        }
-        return runs;
+        return split.claimRound(c, saga, version, engine, time.bind(), max);
     }
 
     /** Binds {@link #claimSql(String)} (for EXPLAIN in tests and the benchmark). */

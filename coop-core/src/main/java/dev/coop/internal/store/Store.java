@@ -74,7 +74,8 @@ public final class Store {
         this.roundAdvances = new RoundAdvances(schema, this.time, local);
         this.gates = new ClaimGates(schema, this.time);
         this.rows = new ClaimRows(schema);
-        this.claims = new RunClaims(schema, this.time, claim, gates, rows);
+        this.claims = new RunClaims(schema, this.time, claim,
+                ClaimSql.idleInTransaction(ClaimSql.CLAIM_LOCK, idleInTransaction), gates, rows);
         String slim = schema.sql(ClaimSql.idleInTransaction(ClaimSql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advances = new Advances(this, new AdvanceBinding(local), gates, claims, rows, slim);
         this.emits = new Emits(schema, this.time, requireHandlers, local);
