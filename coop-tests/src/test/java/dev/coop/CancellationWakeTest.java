@@ -124,7 +124,8 @@ class CancellationWakeTest {
     /**
      * The root's step advanced it to wait (its barrier timer) with a snapshot taken before the cancellation committed,
      * and committed after the cancellation's wake skipped the root it held locked. The advance that leaves a run
-     * waiting on the happy path reads the cancellation under the operator lock ({@code commit_allowed}): the
+     * waiting on the happy path reads the cancellation under the operator lock ({@code commit_allowed}: the root
+     * message's row since schema version 30, so the cancellation waits for the advance's transaction): the
      * cancellation waits for it and then wakes the root, or the advance sees the cancellation and gives up. The
      * advance is held by a trigger on its {@code SUSPENDED}, after its snapshot was taken.
      */
@@ -141,8 +142,8 @@ class CancellationWakeTest {
                         () -> waitsFor(dataSource, "advisory"));
                 CompletableFuture<CancelResult> cancel = CompletableFuture.supplyAsync(
                         () -> client.cancel(id, "stop"));
-                Await.until("the cancel to finish, or to wait for the advance", WAIT,
-                        () -> cancel.isDone() || waitsFor(dataSource, "advisory", 2));
+                Await.until("the cancel to finish, or to wait for the advance", WAIT, // for the root message's row
+                        () -> cancel.isDone() || waitsFor(dataSource, "transactionid")); // its lock (version 30)
                 holder.commit();
                 assertThat(cancel.get()).isEqualTo(CancelResult.REQUESTED);
                 assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);

@@ -202,6 +202,10 @@ public final class SelectionBatches {
             ps.setArray(2, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
             ps.executeQuery().close();
         }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(Operations.ROOT_ROW_LOCK))) {
+            ps.setArray(1, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
+            ps.executeQuery().close(); // the row locks after the advisory ones: as a single operator action takes them
+        }
         if (cancel) {
             Operations.waitForLocksAtMost(c); // the wake waits for the locks of the runs it must wake
         }
