@@ -106,6 +106,17 @@ public final class Store {
 
     // claims and reclaims (RunClaims), through the sagas' limits (ClaimGates)
 
+    /** Whether the schema has the Citus layout: the claims then go through {@link ShardedClaims}. */
+    public void sharded(boolean citus) {
+        claims.sharded(citus);
+        probes.sharded(citus);
+    }
+
+    /** The Citus claim's statements as sent (for EXPLAIN in tests). */
+    public List<String> shardedClaimSql() {
+        return claims.shardedSql();
+    }
+
     public void limited(Map<String, SagaLimits.Limit> sagas) {
         gates.limited(sagas);
     }
