@@ -105,7 +105,6 @@ public final class EngineRuntime {
                 context.limits().register(c, config.sagas().newest(name));
             }
             context.store().limited(context.limits().limited(c, config.sagas().names()));
-            context.store().sharded(dev.coop.internal.store.CitusLayout.isCitus(c)); // the claim Citus can route
             topology.engineStarted(c, config.engineId(), config.name(), host(), List.copyOf(config.sagas().names()),
                     config.sagas().keys());
             return null;

@@ -74,7 +74,54 @@ public final class CitusLayout {
     /** Reference tables: a copy on every node. */
     private static final List<String> REFERENCE = List.of("saga_registration", "saga_version", "engine");
 
+    /**
+     * {@code {now}} on Citus: the bound time, or the statement's time, by {@code now_or} ({@link #NOW_OR}). Marked
+     * {@code IMMUTABLE} on purpose: Citus then evaluates it on the coordinator with its bound argument, once per
+     * statement (its argument is a parameter: no plan keeps a folded value), and sends the workers a constant, where
+     * it refuses a stable or volatile function inside {@code CASE} or {@code COALESCE} of an {@code UPDATE}.
+     */
+    static final String NOW_SQL = "{schema}.now_or(?::timestamptz)";
+
+    /**
+     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times; PL/pgSQL, so that the planner does not
+     * inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
+     */
+    private static final String NOW_OR = "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
+            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END';"
+            + " CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz, ms float8)"
+            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END'";
+
+    /** A due time {@code {now} + n ms} as the store writes it, and what it becomes on Citus (same parameters). */
+    private static final String[][] DUE_IN = {
+            {"{now} + ? * interval '1 millisecond'", "{schema}.now_plus(?::timestamptz, ?::float8)"},
+            {"{now} + ?::bigint * interval '1 millisecond'", "{schema}.now_plus(?::timestamptz, ?::bigint::float8)"}};
+
+    /**
+     * {@code template} with its times as Citus plans them inside an {@code UPDATE}'s {@code CASE}: {@code {now}} as
+     * {@link #NOW_SQL} and {@code {now} + n ms} as {@code now_plus} (a stable {@code timestamptz + interval} there is
+     * refused too). {@code {schema}} is left for the caller.
+     */
+    static String onCitus(String template) {
+        String sql = template;
+        for (String[] due : DUE_IN) {
+            sql = sql.replace(due[0], due[1]);
+        }
+        return sql.replace("{now}", NOW_SQL);
+    }
+
     private CitusLayout() {
+    }
+
+    /** {@code schema} as its statements are written for the database behind {@code dataSource}: Citus or not. */
+    public static SchemaName layoutOf(javax.sql.DataSource dataSource, SchemaName schema) {
+        try (Connection c = dataSource.getConnection()) {
+            return isCitus(c) ? schema.onCitus() : schema;
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read whether schema '" + schema.value()
+                    + "' is on Citus: " + e.getMessage(), e);
+        }
     }
 
     /** Whether the connection's database has the {@code citus} extension. */
@@ -88,7 +135,13 @@ public final class CitusLayout {
 
     /** Distributes the schema's tables when the database is a Citus one and they are not yet; else does nothing. */
     static void applyIfCitus(Connection c, SchemaName schema) throws SQLException {
-        if (!isCitus(c) || distributed(c, schema)) {
+        if (!isCitus(c)) {
+            return;
+        }
+        try (Statement st = c.createStatement()) {
+            st.execute(schema.sql(NOW_OR));
+        }
+        if (distributed(c, schema)) {
             return;
         }
         try (Statement st = c.createStatement()) {

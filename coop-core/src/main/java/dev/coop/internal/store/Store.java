@@ -81,6 +81,7 @@ public final class Store {
         this.emits = new Emits(schema, this.time, requireHandlers, local);
         this.children = new ChildQueries(schema, this.time, local);
         this.probes = new Probes(schema, this.time);
+        sharded(schema.citus()); // the claim and probe Citus can route
         this.sessionReset = new dev.coop.internal.guard.SessionReset(
                 idleInTransaction == null ? 0 : idleInTransaction.toMillis());
     }
