@@ -27,7 +27,7 @@ BEGIN
             MESSAGE = 'an operator action on the hierarchy of message ' || root || ' is under way; try again';
     END IF;
   END IF;
-  SELECT c.failure INTO f FROM {schema}.cancellation c WHERE c.scope_id = ANY(scope) LIMIT 1;
+  SELECT c.failure INTO f FROM {schema}.cancellation c WHERE c.root_id = root AND c.scope_id = ANY(scope) LIMIT 1;
   IF f IS NOT NULL AND raise THEN
     RAISE EXCEPTION USING ERRCODE = 'CP001', MESSAGE = f::text;
   END IF;
