@@ -151,7 +151,7 @@ abstract class ClientSettings<B extends ClientSettings<B>> {
         if (migrate) {
             Migrations.apply(dataSource, name);
         }
-        return name;
+        return dev.coop.internal.store.CitusLayout.layoutOf(dataSource, name); // Citus: its {now}, its claim
     }
 
     /** How payloads become JSON: the mapper, the allowed polymorphic types and the payload limit. */

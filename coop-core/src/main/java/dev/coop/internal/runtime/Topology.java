@@ -21,7 +21,7 @@ public final class Topology {
     private static final String REGISTER = """
             WITH reg AS (
               INSERT INTO {schema}.saga_registration (saga, topic, last_engine, version) VALUES (?, ?, ?, ?)
-              ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = clock_timestamp(),
+              ON CONFLICT (saga) DO UPDATE SET last_engine = EXCLUDED.last_engine, last_seen_at = EXCLUDED.last_seen_at,
                  version = greatest(saga_registration.version, EXCLUDED.version)
                WHERE saga_registration.topic = EXCLUDED.topic
               RETURNING topic, version
@@ -29,7 +29,7 @@ public final class Topology {
               INSERT INTO {schema}.saga_version (saga, version, last_engine, first_step, compensating_steps)
               SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM reg)
               ON CONFLICT (saga, version) DO UPDATE SET last_engine = EXCLUDED.last_engine,
-                 last_seen_at = clock_timestamp(), first_step = EXCLUDED.first_step,
+                 last_seen_at = EXCLUDED.last_seen_at, first_step = EXCLUDED.first_step,
                  compensating_steps = EXCLUDED.compensating_steps
             )
             SELECT topic, version FROM reg
@@ -263,9 +263,10 @@ public final class Topology {
         }
     }
 
+    /** Marks an engine stopped; {@code statement_timestamp()}, not the volatile clock: Citus refuses that here. */
     public void engineStopped(Connection c, String engine) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(
-                schema.sql("UPDATE {schema}.engine SET stopped_at = clock_timestamp() WHERE id = ?"))) {
+                schema.sql("UPDATE {schema}.engine SET stopped_at = statement_timestamp() WHERE id = ?"))) {
             ps.setString(1, engine);
             ps.executeUpdate();
         }

@@ -113,7 +113,9 @@ final class Advances {
         if (next.status().isFinished()) {
             throw new IllegalArgumentException("a finished run is counted off and settled before its commit");
         }
-        return (ClaimedRun) advance(c, reclaim ? Tail.CONTINUE : Tail.COMMIT, run, engine, entries, next);
+        // on Citus no continuation in the same round trip: its reclaim's joins would read every shard
+        return (ClaimedRun) advance(c, reclaim && !reclaims.sharded() ? Tail.CONTINUE : Tail.COMMIT, run, engine,
+                entries, next);
     }
 
     /** What is sent after the advance in the same round trip. */

@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Versioned schema migrations, applied in order under a transaction-scoped advisory lock so that engines starting
- * together apply each version once. Versions live in {@code dev/coop/migrations/V<n>__<name>.sql}.
+ * together apply each version once. Versions live in {@code dev/coop/migrations/V<n>__<name>.sql}. On a database with
+ * the {@code citus} extension, {@link CitusLayout} then distributes the tables in the same transaction.
  */
 public final class Migrations {
     private static final Logger log = LoggerFactory.getLogger(Migrations.class);
@@ -41,6 +42,7 @@ public final class Migrations {
             c.setAutoCommit(false);
             try {
                 applyLocked(c, schema);
+                CitusLayout.applyIfCitus(c, schema); // on a Citus database only: see its Javadoc
                 c.commit();
             } catch (SQLException | RuntimeException e) {
                 c.rollback();

@@ -41,6 +41,21 @@ final class ProbeSql {
             """
             .formatted(ClaimSql.DUE_NOW);
 
+    /**
+     * {@link #PROBE} on Citus, where a recursive CTE must filter by the distribution column: one aggregate per saga
+     * over every shard (one task each), without the priority levels (the earliest due run of any priority) and with
+     * the versions as a set apart from the names (a saga's run of a version another saga has counts too: a claim
+     * then finds nothing, and the engine waits for its poll). Parameters: {now} three times, names, versions.
+     */
+    static final String PROBE_SHARDED = """
+            SELECT r.saga, floor(extract(epoch FROM (min(r.runnable_at) - {now})) * 1000)::bigint,
+                   ceil(extract(epoch FROM (min(r.runnable_at) FILTER (WHERE r.runnable_at > {now}) - {now}))
+                        * 1000)::bigint
+              FROM {schema}.run r
+             WHERE r.saga = ANY(?::text[]) AND r.saga_version = ANY(?::int[]) AND r.status = 'RUNNABLE'
+             GROUP BY r.saga
+            """;
+
     /** The statuses of a message's runs as readers show them: RUNNABLE while awaiting children is WAITING. */
     static final String RUN_STATUSES = """
             SELECT CASE WHEN status = 'RUNNABLE' AND pending_children > 0 THEN 'WAITING' ELSE status END

@@ -27,6 +27,9 @@ final class Probes {
     private final Time time;
 
     private final String probeSql;
+    private final String probeShardedSql;
+    /** Whether the schema has the Citus layout ({@link ProbeSql#PROBE_SHARDED}). */
+    private volatile boolean sharded;
 
     private final String runStatusesSql;
     private final String eventsSql;
@@ -35,6 +38,7 @@ final class Probes {
         this.schema = schema;
         this.time = time;
         this.probeSql = schema.sql(ProbeSql.PROBE);
+        this.probeShardedSql = schema.sql(ProbeSql.PROBE_SHARDED);
         this.runStatusesSql = schema.sql(ProbeSql.RUN_STATUSES);
         this.eventsSql = schema.sql(ProbeSql.EVENTS);
     }
@@ -52,13 +56,16 @@ final class Probes {
                 versions.add(version);
             }
         }
-        try (PreparedStatement ps = c.prepareStatement(probeSql)) {
+        boolean citus = sharded;
+        try (PreparedStatement ps = c.prepareStatement(citus ? probeShardedSql : probeSql)) {
             OffsetDateTime now = time.bind();
-            ps.setArray(1, c.createArrayOf("text", names.toArray()));
-            ps.setArray(2, c.createArrayOf("integer", versions.toArray()));
-            ps.setObject(3, now);
-            ps.setObject(4, now);
-            ps.setObject(5, now);
+            int at = citus ? 4 : 1;
+            ps.setArray(at, c.createArrayOf("text", names.toArray()));
+            ps.setArray(at + 1, c.createArrayOf("integer", versions.toArray()));
+            at = citus ? 1 : 3;
+            ps.setObject(at, now);
+            ps.setObject(at + 1, now);
+            ps.setObject(at + 2, now);
             Map<String, Due> due = new HashMap<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -67,6 +74,11 @@ final class Probes {
             }
             return due;
         }
+    }
+
+    /** On Citus: the probe without its recursive CTE ({@link ProbeSql#PROBE_SHARDED}). */
+    void sharded(boolean citus) {
+        this.sharded = citus;
     }
 
     /** The failure JSON of a cancellation of any scope in {@code lineage} (of hierarchy {@code root}), or null. */

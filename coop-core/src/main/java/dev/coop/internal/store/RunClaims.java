@@ -22,6 +22,9 @@ final class RunClaims {
     private final String claimSql;
     /** The claim of one run of a saga without limits, in two small statements. */
     private final SplitClaim split;
+    /** The claim by saga and the reclaim by id on Citus; used once {@link #sharded} said the layout is Citus's. */
+    private final ShardedClaims shardedClaims;
+    private volatile boolean sharded;
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
     /** {@link #reclaimUnchangedSql} waiting for the run's lock a moment ({@link #reclaimHeld}). */
@@ -54,6 +57,7 @@ final class RunClaims {
                 + " ORDER BY r.priority DESC, r.runnable_at";
         this.claimSql = schema.sql(claim.formatted(bySaga));
         this.split = new SplitClaim(schema, lock, bySaga, rows);
+        this.shardedClaims = new ShardedClaims(schema, ShardedClaims.lockOf(lock), split);
         this.reclaimSql = schema.sql(claim
                 .formatted("r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
@@ -84,6 +88,24 @@ final class RunClaims {
         limitedReclaimWaitingSql[gate] = waiting(limitedReclaims[gate].sql());
     }
 
+    /**
+     * Claims by saga and reclaims by id as Citus routes them ({@link ShardedClaims}) from now on: the engine found the
+     * Citus layout at start ({@link CitusLayout#isCitus}). Sagas with limits keep their claim (refused on Citus).
+     */
+    void sharded(boolean citus) {
+        this.sharded = citus;
+    }
+
+    /** Whether claims go through {@link ShardedClaims}. */
+    boolean sharded() {
+        return sharded;
+    }
+
+    /** The sharded claims' statements as sent (for EXPLAIN in tests). */
+    List<String> shardedSql() {
+        return shardedClaims.sql();
+    }
+
     /** The reclaim statement of a run of a saga without limits, or with the limits of {@code gate}. */
     String reclaimSql(int gate) {
         return gate == 0 ? reclaimSql : limitedReclaims[gate].sql();
@@ -110,7 +132,9 @@ final class RunClaims {
         SagaLimits.Limit limit = gates.limit(saga); // once: the probe may change it meanwhile
         RateLease lease = gates.takeLease(saga, limit);
         if (limit == null) {
-            return split.claim(c, saga, version, engine, time.bind());
+            return sharded
+                    ? shardedClaims.claim(c, saga, version, engine, time.bind())
+                    : split.claim(c, saga, version, engine, time.bind());
         }
         ClaimedRun run;
         try (PreparedStatement ps = c.prepareStatement(claimSql(limit, lease))) {
@@ -133,6 +157,10 @@ final class RunClaims {
             throws SQLException {
         if (gates.isLimited(saga)) {
             throw new IllegalStateException("a limited saga is claimed one run at a time");
+        }
+        if (sharded) { // one run a transaction: a round's statements by arrays of roots would read every shard
+            ClaimedRun run = shardedClaims.claim(c, saga, version, engine, time.bind());
+            return run == null ? List.of() : List.of(run);
         }
         return split.claimRound(c, saga, version, engine, time.bind(), max);
     }
@@ -189,6 +217,9 @@ final class RunClaims {
     private ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String saga, String engine, boolean waiting)
             throws SQLException {
         SagaLimits.Limit limit = gates.limit(saga);
+        if (sharded && limit == null) { // skips a held lock where the waiting reclaim waits: the run is claimed later
+            return shardedClaims.reclaim(c, rootId, runId, engine, time.bind());
+        }
         RateLease lease = gates.takeLease(saga, limit);
         ClaimedRun run = null;
         try (PreparedStatement ps = c.prepareStatement(waiting

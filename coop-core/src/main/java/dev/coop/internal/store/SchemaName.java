@@ -9,7 +9,7 @@ import java.util.regex.Pattern;
  * SQL text (identifiers cannot be bind parameters), so it is checked strictly: lower-case letters, digits and
  * underscores, starting with a letter or underscore, at most 50 characters.
  */
-public record SchemaName(String value) {
+public record SchemaName(String value, boolean citus) {
     private static final Pattern VALID = Pattern.compile("[a-z_][a-z0-9_]{0,49}");
 
     /**
@@ -27,6 +27,20 @@ public record SchemaName(String value) {
             "references", "returning", "right", "select", "session_user", "similar", "some", "symmetric",
             "system_user", "table", "tablesample", "then", "to", "trailing", "true", "union", "unique", "user",
             "using", "variadic", "verbose", "when", "where", "window", "with");
+
+    /** A schema on plain PostgreSQL. */
+    public SchemaName(String value) {
+        this(value, false);
+    }
+
+    /**
+     * This schema with the Citus layout ({@link CitusLayout}): its {@code {now}} is {@code now_or(?)}, which Citus
+     * evaluates on the coordinator once per statement, where it refuses {@code coalesce(?, statement_timestamp())}
+     * in an {@code UPDATE} ("non-IMMUTABLE functions are not allowed in CASE or COALESCE statements").
+     */
+    public SchemaName onCitus() {
+        return new SchemaName(value, true);
+    }
 
     public SchemaName {
         if (value == null || !VALID.matcher(value).matches()) {
@@ -49,7 +63,8 @@ public record SchemaName(String value) {
      * engine's time: one bind parameter each, bound with {@link Time#bind()}.
      */
     public String sql(String template) {
-        return template.replace("{schema}", value).replace("{now}", Time.NOW_SQL)
+        return (citus ? CitusLayout.onCitus(template) : template.replace("{now}", Time.NOW_SQL))
+                .replace("{schema}", value)
                 .replace(ClaimSql.IDLE_IN_TRANSACTION, "NULL::text"); // not set by its caller: the server's setting
     }
 }

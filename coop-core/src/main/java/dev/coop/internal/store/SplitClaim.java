@@ -187,7 +187,7 @@ final class SplitClaim {
     }
 
     /** {@code run} with its message and step history, as the current row of {@code m} completes it. */
-    private ClaimedRun completed(Connection c, ClaimedRun run, ResultSet m) throws SQLException {
+    ClaimedRun completed(Connection c, ClaimedRun run, ResultSet m) throws SQLException {
         Array recentArray = m.getArray("recent");
         StepHistory history = rows.history(c, run.id(), run.stepsDone(), run.history().iterations(),
                 run.rollback(), recentArray == null ? new int[0] : ClaimRows.ints(recentArray),
@@ -204,7 +204,7 @@ final class SplitClaim {
     }
 
     /** The run in the current row of the locking statement: no message yet, its history only its iterations. */
-    private static ClaimedRun locked(ResultSet rs) throws SQLException {
+    static ClaimedRun locked(ResultSet rs) throws SQLException {
         StepHistory iterations = new StepHistory(ClaimRows.ints(rs.getArray("iterations")), new int[0], null, null);
         return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"), rs.getInt("saga_version"),
                 rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),

@@ -81,6 +81,7 @@ public final class Store {
         this.emits = new Emits(schema, this.time, requireHandlers, local);
         this.children = new ChildQueries(schema, this.time, local);
         this.probes = new Probes(schema, this.time);
+        sharded(schema.citus()); // the claim and probe Citus can route
         this.sessionReset = new dev.coop.internal.guard.SessionReset(
                 idleInTransaction == null ? 0 : idleInTransaction.toMillis());
     }
@@ -105,6 +106,17 @@ public final class Store {
     }
 
     // claims and reclaims (RunClaims), through the sagas' limits (ClaimGates)
+
+    /** Whether the schema has the Citus layout: the claims then go through {@link ShardedClaims}. */
+    public void sharded(boolean citus) {
+        claims.sharded(citus);
+        probes.sharded(citus);
+    }
+
+    /** The Citus claim's statements as sent (for EXPLAIN in tests). */
+    public List<String> shardedClaimSql() {
+        return claims.shardedSql();
+    }
 
     public void limited(Map<String, SagaLimits.Limit> sagas) {
         gates.limited(sagas);

@@ -1,0 +1,218 @@
+package dev.coop.internal.store;
+
+import dev.coop.failure.CoopStoreException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Coop's tables on a Citus cluster: after the ordinary migrations, each hierarchy's rows are put on one shard, so
+ * that a step's transaction (claim by id, advance, count-off, scoped launches) can be routed to one worker.
+ *
+ * <p>
+ * <b>Chosen by detection</b>: the layout applies when the database has the {@code citus} extension. Citus keeps its
+ * metadata per database, so the extension is an exact statement of intent: a database without it is plain PostgreSQL,
+ * where nothing here runs and nothing changes for users. Leaving Coop's tables local on a Citus database would run
+ * (through the coordinator, as one PostgreSQL) but scale nothing, which is not what a team that installed Citus into
+ * Coop's database asked for; a team that wants that keeps Coop in a database of its own. Detection also needs no new
+ * setting on the builders.
+ *
+ * <p>
+ * <b>The distribution</b> (docs/scaling.md, "Tables"):
+ * <ul>
+ * <li>{@code run}, {@code event}, {@code message}, {@code cancellation}: hash by {@code root_id}, co-located;
+ * {@code audit}: by {@code message_id} (a hierarchy's root message), co-located. Citus enforces a primary key only
+ * within a shard, so each primary key gains the distribution column first: {@code (root_id, id)},
+ * {@code (root_id, scope_id)}, {@code (message_id, id)}. The primary keys stay unique: ids are UUIDs or from a
+ * sequence.</li>
+ * <li>The registry ({@code saga_registration}, {@code saga_version}, {@code engine}): reference tables, a copy on every
+ * node, so that a launch on a worker joins its own copy; written only when engines start.</li>
+ * <li>Everything cross-hierarchy by nature stays local to the coordinator: {@code schedule}, {@code join_group},
+ * {@code join_member}, {@code rate_token} (saga limits), {@code run_count}, {@code external_task} (its token and its
+ * open task key are unique across hierarchies), {@code signal} and {@code schema_version}. Their triggers
+ * ({@code schedule_created_notify}, {@code schedule_moved_notify}, {@code join_group_timeout_notify}: notifications)
+ * are allowed there, since only triggers on distributed and reference tables are refused.</li>
+ * </ul>
+ *
+ * <p>
+ * <b>Scopes</b>: {@code cancellation} keeps a unique index on {@code scope_id} alone (created with
+ * {@code citus.allow_unsafe_constraints}, so enforced per shard): every row of a scope carries the scope's root and
+ * is therefore on one shard, so per-shard uniqueness is uniqueness, and the operators' {@code ON CONFLICT (scope_id)}
+ * keeps an index to plan against.
+ *
+ * <p>
+ * <b>Idempotency keys</b>: {@code message_idempotency (topic, idempotency_key)} cannot be enforced across shards.
+ * The launch's {@code ON CONFLICT (topic, idempotency_key)} needs an index of exactly those columns to plan, so the
+ * index is kept per shard ({@code citus.allow_unsafe_constraints}), and a check constraint
+ * {@value #NO_KEYS} refuses every keyed message, so that a key is never silently enforced on one shard only. Keyed
+ * launches need the {@code launch_key} table docs/scaling.md proposes.
+ *
+ * <p>
+ * Applied once, in the migrations' transaction under their lock; a schema whose {@code run} is already distributed is
+ * left alone. A schema migrated before Citus was installed is distributed on the next start (Citus copies the rows).
+ */
+public final class CitusLayout {
+    private static final Logger log = LoggerFactory.getLogger(CitusLayout.class);
+
+    /** The check constraint that refuses keyed messages on Citus. */
+    static final String NO_KEYS = "message_idempotency_key_needs_launch_key_table_on_citus";
+
+    /** Distributed by the hierarchy's root: table, distribution column, primary key constraint, new primary key. */
+    private static final String[][] BY_ROOT = {
+            {"run", "root_id", "run_pkey", "root_id, id"},
+            {"event", "root_id", "event_pkey", "root_id, id"},
+            {"message", "root_id", "message_pkey", "root_id, id"},
+            {"cancellation", "root_id", "cancellation_pkey", "root_id, scope_id"},
+            {"audit", "message_id", "audit_pkey", "message_id, id"}};
+
+    /** Reference tables: a copy on every node. */
+    private static final List<String> REFERENCE = List.of("saga_registration", "saga_version", "engine");
+
+    /**
+     * {@code {now}} on Citus: the bound time, or the statement's time, by {@code now_or} ({@link #NOW_OR}). Marked
+     * {@code IMMUTABLE} on purpose: Citus then evaluates it on the coordinator with its bound argument, once per
+     * statement (its argument is a parameter: no plan keeps a folded value), and sends the workers a constant, where
+     * it refuses a stable or volatile function inside {@code CASE} or {@code COALESCE} of an {@code UPDATE}.
+     */
+    static final String NOW_SQL = "{schema}.now_or(?::timestamptz)";
+
+    /**
+     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times; PL/pgSQL, so that the planner does not
+     * inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
+     */
+    private static final String NOW_OR = "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
+            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END';"
+            + " CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz, ms float8)"
+            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END'";
+
+    /** A due time {@code {now} + n ms} as the store writes it, and what it becomes on Citus (same parameters). */
+    private static final String[][] DUE_IN = {
+            {"{now} + ? * interval '1 millisecond'", "{schema}.now_plus(?::timestamptz, ?::float8)"},
+            {"{now} + ?::bigint * interval '1 millisecond'", "{schema}.now_plus(?::timestamptz, ?::bigint::float8)"}};
+
+    /**
+     * {@code template} with its times as Citus plans them inside an {@code UPDATE}'s {@code CASE}: {@code {now}} as
+     * {@link #NOW_SQL} and {@code {now} + n ms} as {@code now_plus} (a stable {@code timestamptz + interval} there is
+     * refused too). {@code {schema}} is left for the caller.
+     */
+    static String onCitus(String template) {
+        String sql = template;
+        for (String[] due : DUE_IN) {
+            sql = sql.replace(due[0], due[1]);
+        }
+        return sql.replace("{now}", NOW_SQL);
+    }
+
+    private CitusLayout() {
+    }
+
+    /** {@code schema} as its statements are written for the database behind {@code dataSource}: Citus or not. */
+    public static SchemaName layoutOf(javax.sql.DataSource dataSource, SchemaName schema) {
+        try (Connection c = dataSource.getConnection()) {
+            return isCitus(c) ? schema.onCitus() : schema;
+        } catch (SQLException e) {
+            throw new CoopStoreException("Could not read whether schema '" + schema.value()
+                    + "' is on Citus: " + e.getMessage(), e);
+        }
+    }
+
+    /** Whether the connection's database has the {@code citus} extension. */
+    public static boolean isCitus(Connection c) throws SQLException {
+        try (Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")) {
+            rs.next();
+            return rs.getBoolean(1);
+        }
+    }
+
+    /** Distributes the schema's tables when the database is a Citus one and they are not yet; else does nothing. */
+    static void applyIfCitus(Connection c, SchemaName schema) throws SQLException {
+        if (!isCitus(c)) {
+            return;
+        }
+        try (Statement st = c.createStatement()) {
+            st.execute(schema.sql(NOW_OR));
+        }
+        if (distributed(c, schema)) {
+            return;
+        }
+        try (Statement st = c.createStatement()) {
+            for (String table : REFERENCE) {
+                call(c, "SELECT create_reference_table(?::regclass)", schema.value() + "." + table, null);
+            }
+            st.execute(schema.sql("DROP INDEX {schema}.message_idempotency"));
+            String colocate = null;
+            for (String[] t : BY_ROOT) {
+                st.execute(schema.sql("ALTER TABLE {schema}." + t[0] + " DROP CONSTRAINT " + t[2] + ", ADD CONSTRAINT "
+                        + t[2] + " PRIMARY KEY (" + t[3] + ")"));
+                call(c, "SELECT create_distributed_table(?::regclass, ?, colocate_with => ?)",
+                        schema.value() + "." + t[0], new String[]{t[1], colocate == null ? "default" : colocate});
+                colocate = schema.value() + "." + t[0];
+            }
+            st.execute("SET LOCAL citus.allow_unsafe_constraints = on");
+            st.execute(schema.sql("CREATE UNIQUE INDEX message_idempotency ON {schema}.message (topic, idempotency_key)"
+                    + " WHERE idempotency_key IS NOT NULL"));
+            // a scope's rows all carry its root, so they share a shard: per shard, scope_id alone is unique
+            st.execute(schema.sql("CREATE UNIQUE INDEX cancellation_scope ON {schema}.cancellation (scope_id)"));
+            st.execute(schema.sql("ALTER TABLE {schema}.message ADD CONSTRAINT " + NO_KEYS
+                    + " CHECK (idempotency_key IS NULL) NOT VALID"));
+            st.execute("SET LOCAL citus.allow_unsafe_constraints = off");
+        }
+        List<String> refused = triggersOnCitusTables(c, schema);
+        if (!refused.isEmpty()) {
+            throw new CoopStoreException("Citus refuses triggers on distributed and reference tables, and schema '"
+                    + schema.value() + "' has " + refused, null);
+        }
+        log.info("Distributed Coop schema {} on Citus: run, event, message, cancellation and audit by hierarchy"
+                + " root, the registry as reference tables", schema.value());
+    }
+
+    private static boolean distributed(Connection c, SchemaName schema) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass(?))")) {
+            ps.setString(1, schema.value() + ".run");
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** The user triggers left on the schema's distributed and reference tables, as {@code table.trigger}. */
+    static List<String> triggersOnCitusTables(Connection c, SchemaName schema) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement("""
+                SELECT t.tgrelid::regclass::text || '.' || t.tgname FROM pg_trigger t
+                  JOIN pg_dist_partition p ON p.logicalrelid = t.tgrelid
+                  JOIN pg_class r ON r.oid = t.tgrelid
+                 WHERE NOT t.tgisinternal AND r.relnamespace = ?::regnamespace ORDER BY 1""")) {
+            ps.setString(1, schema.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(rs.getString(1));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static void call(Connection c, String sql, String table, String[] more) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, table);
+            if (more != null) {
+                for (int i = 0; i < more.length; i++) {
+                    ps.setString(i + 2, more[i]);
+                }
+            }
+            ps.execute();
+        }
+    }
+}

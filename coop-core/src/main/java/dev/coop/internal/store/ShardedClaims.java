@@ -1,0 +1,178 @@
+package dev.coop.internal.store;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * The claim by saga on Citus (docs/guide/citus.md, "The claim"), where {@code run} is distributed by {@code root_id}
+ * and Citus refuses a {@code FOR UPDATE SKIP LOCKED} that reads more than one shard. The claim is two steps: a read of
+ * a few due runs of the saga without a lock ({@link #CANDIDATES}: one task per shard, merged by the coordinator in
+ * claim order), then the lock of one of them by its root and id ({@link #LOCK}: routed to the one shard that holds
+ * it), the next candidate when another engine took it first. Every statement of the claimed step names the root as a
+ * bound value (never {@code = r.root_id}): Citus routes a statement to one shard only when each distributed table in
+ * it is filtered by a constant root. The lock re-checks every condition of the claim, so a candidate that another
+ * engine advanced, reserved or finished after the read is not claimed: the read is only a hint.
+ *
+ * <p>
+ * Plain PostgreSQL never gets here: the store picks this class only when the engine found the Citus layout at start
+ * ({@link CitusLayout#isCitus}); its claim stays {@link SplitClaim} there.
+ */
+final class ShardedClaims {
+    /** How many candidates one claim reads: the engines that claim the same saga at once skip each other's. */
+    static final int CANDIDATES_PER_CLAIM = 4;
+
+    /** The due runs of a saga, first due first, without a lock. Parameters: saga, version, {now}, limit. */
+    static final String CANDIDATES = """
+            SELECT r.root_id, r.id FROM {schema}.run r
+             WHERE r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND {every}
+               AND r.runnable_at <= {due} AND {notReserved}
+             ORDER BY r.priority DESC, r.runnable_at
+             LIMIT ?
+            """.replace("{every}", ClaimSql.EVERY_PRIORITY).replace("{due}", ClaimSql.DUE_NOW)
+            .replace("{notReserved}", ClaimSql.NOT_RESERVED_NOW);
+
+    /** The lock's selection of a candidate: the claim's conditions again. Parameters: root, id, saga, version, {now}. */
+    private static final String BY_SAGA = "r.root_id = ? AND r.id = ? AND r.saga = ? AND r.saga_version = ?"
+            + " AND r.status = 'RUNNABLE' AND r.runnable_at <= " + ClaimSql.DUE_NOW + " AND "
+            + ClaimSql.NOT_RESERVED_NOW;
+    /** The reclaim's selection of a run by id. Parameters: root, id, {now}. */
+    private static final String BY_ID = "r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= "
+            + ClaimSql.DUE_NOW;
+
+    /**
+     * {@link ClaimSql#CLAIM_LOCK} with the cancellation's root bound. Parameters: {now}, engine, root (the
+     * cancellation), then the selection's.
+     */
+    static final String LOCK = lockOf(ClaimSql.CLAIM_LOCK);
+
+    /** {@code lock} ({@link ClaimSql#CLAIM_LOCK}, its timeout set or not) with the cancellation's root bound. */
+    static String lockOf(String lock) {
+        return bound(lock, "x.root_id = r.root_id", "x.root_id = ?::uuid");
+    }
+
+    /** {@link ClaimSql#CLAIMED_SEEN} with the root in its test for a SEEN: one shard instead of all. */
+    static final String CLAIMED_SEEN = bound(ClaimSql.CLAIMED_SEEN, "AND e.type = 'SEEN')",
+            "AND e.type = 'SEEN' AND e.root_id = ?::uuid)");
+
+    private final String candidatesSql;
+    private final String lockBySagaSql;
+    private final String lockByIdSql;
+    private final String seenSql;
+    private final String recentSql;
+    private final String rollbackSql;
+    private final SplitClaim split;
+
+    /** @param lock {@link #LOCK} with its idle-in-transaction timeout set, before its schema and selection */
+    ShardedClaims(SchemaName schema, String lock, SplitClaim split) {
+        this.candidatesSql = schema.sql(CANDIDATES);
+        this.lockBySagaSql = schema.sql(lock.formatted(BY_SAGA));
+        this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
+        this.seenSql = schema.sql(CLAIMED_SEEN);
+        this.recentSql = schema.sql(ClaimSql.CLAIMED_RECENT);
+        this.rollbackSql = schema.sql(ClaimSql.CLAIMED_ROLLBACK);
+        this.split = split;
+    }
+
+    private static String bound(String sql, String from, String to) {
+        if (!sql.contains(from)) {
+            throw new IllegalStateException("ShardedClaims no longer finds '" + from + "' to bind the root in");
+        }
+        return sql.replace(from, to);
+    }
+
+    /** The statements as sent: the candidates' read, the lock by saga, the lock by id (for EXPLAIN in tests). */
+    List<String> sql() {
+        return List.of(candidatesSql, lockBySagaSql, lockByIdSql, seenSql);
+    }
+
+    /** Locks the first due candidate of {@code version} of {@code saga} that no other engine holds, and completes it. */
+    ClaimedRun claim(Connection c, String saga, int version, String engine, OffsetDateTime now) throws SQLException {
+        for (UUID[] candidate : candidates(c, saga, version, now)) {
+            ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], saga, version, engine, now);
+            if (locked != null) {
+                return complete(c, locked, engine);
+            }
+        }
+        return null;
+    }
+
+    /** Locks {@code runId} again if it is still runnable and due (a reclaim by id), and completes it; or null. */
+    ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String engine, OffsetDateTime now) throws SQLException {
+        ClaimedRun locked = lock(c, lockByIdSql, rootId, runId, null, 0, engine, now);
+        return locked == null ? null : complete(c, locked, engine);
+    }
+
+    private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now) throws SQLException {
+        List<UUID[]> out = new ArrayList<>(CANDIDATES_PER_CLAIM);
+        try (PreparedStatement ps = c.prepareStatement(candidatesSql)) {
+            ps.setString(1, saga);
+            ps.setInt(2, version);
+            ps.setObject(3, now);
+            ps.setInt(4, CANDIDATES_PER_CLAIM);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                }
+            }
+        }
+        return out;
+    }
+
+    private static ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String saga, int version,
+            String engine, OffsetDateTime now) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            int i = 0;
+            ps.setObject(++i, now);
+            ps.setString(++i, engine);
+            ps.setObject(++i, root); // the cancellation's
+            ps.setObject(++i, root);
+            ps.setObject(++i, id);
+            if (saga != null) {
+                ps.setString(++i, saga);
+                ps.setInt(++i, version);
+            }
+            ps.setObject(++i, now);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? SplitClaim.locked(rs) : null;
+            }
+        }
+    }
+
+    /** As {@link SplitClaim}'s completion, with the root bound in the SEEN's test. */
+    private ClaimedRun complete(Connection c, ClaimedRun run, String engine) throws SQLException {
+        String sql = !run.started() ? seenSql : run.rollback() ? rollbackSql : recentSql;
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            int i = 0;
+            if (!run.started()) {
+                ps.setObject(++i, run.messageId());
+                ps.setString(++i, run.saga());
+                ps.setString(++i, engine);
+                ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
+                ps.setObject(++i, run.rootId());
+            } else {
+                ps.setObject(++i, run.rootId());
+            }
+            ps.setObject(++i, run.messageId());
+            ps.setString(++i, run.saga());
+            if (!run.started()) {
+                ps.setObject(++i, run.rootId());
+            } else if (run.rollback()) {
+                ps.setObject(++i, run.rollbackSeq(), Types.INTEGER);
+            } else {
+                ps.setInt(++i, run.stepsDone());
+            }
+            ps.setObject(++i, run.rootId());
+            ps.setObject(++i, run.messageId());
+            try (ResultSet m = ps.executeQuery()) {
+                return m.next() ? split.completed(c, run, m) : null;
+            }
+        }
+    }
+}

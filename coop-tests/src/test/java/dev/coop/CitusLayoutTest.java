@@ -1,0 +1,134 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.coop.test.CitusDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The Citus layout of Coop's schema ({@code CitusLayout}): which table is distributed how, which triggers remain and
+ * where, and that a statement by a hierarchy's root is routed to one shard on one worker.
+ */
+class CitusLayoutTest {
+    @RegisterExtension
+    static final CitusDatabase db = new CitusDatabase(4);
+
+    @BeforeAll
+    static void migrate() {
+        Coop.client(db.dataSource()); // migrations, then the layout (the database has the citus extension)
+    }
+
+    @Test
+    void hot_tables_are_distributed_by_root_co_located_and_the_registry_is_replicated() throws SQLException {
+        assertThat(strings(db.dataSource(), """
+                SELECT logicalrelid::text || ' ' || CASE partmethod WHEN 'h' THEN 'hash('
+                         || column_to_column_name(logicalrelid, partkey) || ') group ' || (colocationid = (
+                         SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'coop.run'::regclass))
+                       WHEN 'n' THEN 'reference' END
+                  FROM pg_dist_partition WHERE logicalrelid::text LIKE 'coop.%' ORDER BY 1"""))
+                .containsExactly(
+                        "coop.audit hash(message_id) group true",
+                        "coop.cancellation hash(root_id) group true",
+                        "coop.engine reference",
+                        "coop.event hash(root_id) group true",
+                        "coop.message hash(root_id) group true",
+                        "coop.run hash(root_id) group true",
+                        "coop.saga_registration reference",
+                        "coop.saga_version reference");
+        assertThat(strings(db.dataSource(), """
+                SELECT conrelid::regclass::text || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+                 WHERE contype = 'p' AND conrelid IN ('coop.run'::regclass, 'coop.event'::regclass,
+                       'coop.message'::regclass, 'coop.cancellation'::regclass, 'coop.audit'::regclass)
+                 ORDER BY 1""")).containsExactly(
+                "coop.audit PRIMARY KEY (message_id, id)",
+                "coop.cancellation PRIMARY KEY (root_id, scope_id)",
+                "coop.event PRIMARY KEY (root_id, id)",
+                "coop.message PRIMARY KEY (root_id, id)",
+                "coop.run PRIMARY KEY (root_id, id)");
+        assertThat(strings(db.dataSource(), """
+                SELECT DISTINCT nodeport::text FROM citus_shards WHERE table_name = 'coop.run'::regclass"""))
+                .as("run's shards on both workers").hasSize(2);
+        assertThat(strings(db.dataSource(), "SELECT indexdef FROM pg_indexes WHERE schemaname = 'coop'"
+                + " AND indexname IN ('cancellation_scope', 'message_idempotency') ORDER BY 1"))
+                .as("unique per shard, with citus.allow_unsafe_constraints").containsExactly(
+                        "CREATE UNIQUE INDEX cancellation_scope ON coop.cancellation USING btree (scope_id)",
+                        "CREATE UNIQUE INDEX message_idempotency ON coop.message USING btree (topic, idempotency_key)"
+                                + " WHERE (idempotency_key IS NOT NULL)");
+    }
+
+    @Test
+    void the_triggers_left_are_on_tables_local_to_the_coordinator() throws SQLException {
+        assertThat(strings(db.dataSource(), """
+                SELECT t.tgrelid::regclass::text || '.' || t.tgname || CASE WHEN p.logicalrelid IS NULL
+                       THEN ' (local)' ELSE ' (distributed)' END
+                  FROM pg_trigger t LEFT JOIN pg_dist_partition p ON p.logicalrelid = t.tgrelid
+                 WHERE NOT t.tgisinternal AND t.tgrelid::regclass::text LIKE 'coop.%' ORDER BY 1"""))
+                .containsExactly(
+                        "coop.join_group.join_group_timeout_notify (local)",
+                        "coop.schedule.schedule_created_notify (local)",
+                        "coop.schedule.schedule_moved_notify (local)");
+    }
+
+    @Test
+    void statements_by_root_are_one_task_on_one_worker() throws SQLException {
+        UUID root = UUID.randomUUID();
+        assertThat(plan("SELECT type, created_at FROM coop.event WHERE root_id = ? ORDER BY id", root))
+                .contains("Task Count: 1");
+        assertThat(plan("UPDATE coop.run SET attempt = attempt + 1 WHERE root_id = ? AND id = ?", root, root))
+                .contains("Task Count: 1");
+        assertThat(plan("SELECT r.status FROM coop.run r JOIN coop.message m ON m.root_id = r.root_id"
+                + " AND m.id = r.message_id WHERE r.root_id = ?", root)).contains("Task Count: 1");
+        assertThat(plan("SELECT count(*) FROM coop.run WHERE status = 'RUNNABLE'"))
+                .as("a cross-hierarchy read runs on every shard").contains("Task Count: 8");
+    }
+
+    @Test
+    void a_keyed_launch_is_refused_by_name_rather_than_enforced_on_one_shard_only() {
+        Topic<Payloads.Empty> topic = Topic.of("citus-keyed", Payloads.Empty.class);
+        CoopClient client = Coop.client(db.dataSource());
+        assertThatThrownBy(() -> client.launch(topic, new Payloads.Empty(),
+                LaunchOptions.none().idempotencyKey("order-1")))
+                .hasStackTraceContaining("message_idempotency_key_needs_launch_key_table_on_citus");
+    }
+
+    /** Citus's EXPLAIN of a statement with bind values; tasks and nodes are in its text. */
+    static String plan(String sql, Object... values) throws SQLException {
+        try (Connection c = db.dataSource().getConnection();
+                PreparedStatement ps = c.prepareStatement("EXPLAIN " + sql)) {
+            for (int i = 0; i < values.length; i++) {
+                ps.setObject(i + 1, values[i]);
+            }
+            StringBuilder out = new StringBuilder();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    out.append(rs.getString(1)).append('\n');
+                }
+            }
+            return out.toString();
+        }
+    }
+
+    static List<String> strings(DataSource dataSource, String sql) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Connection c = dataSource.getConnection();
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+}
