@@ -67,19 +67,16 @@ final class CitusStatements {
 
     /**
      * Aborts the calling test, naming the blocker, while a step's transaction cannot commit on Citus: the claim is
-     * routed now ({@code ShardedClaims}), but the advance's guard calls {@code commit_allowed}, which reads
-     * {@code message} and {@code cancellation} from inside a statement Citus pushed down to the hierarchy's worker (a
-     * nested distributed execution), and a launch's {@code INSERT ... SELECT} sends intermediate results to every
-     * worker: the commit then needs two-phase commit, and the worker refuses to PREPARE ("cannot use 2PC in
-     * transactions involving multiple servers"). {@code -Dcoop.citus.steps=true} runs the tests anyway.
+     * routed now ({@code ShardedClaims}), but the advance calls {@code claim_lost} and {@code commit_allowed} inside
+     * its {@code UPDATE}, which Citus refuses (volatile functions in a modification of a distributed table). The
+     * split advance that avoided them (reverted on plain PostgreSQL's cost) then met a two-phase commit the worker
+     * refused; docs/guide/citus.md has both. {@code -Dcoop.citus.steps=true} runs the tests anyway.
      */
     static void assumeStepsCommit() {
         if (!Boolean.getBoolean("coop.citus.steps")) {
-            throw new org.opentest4j.TestAbortedException("Blocked on Citus: a step's commit needs two-phase commit"
-                    + " and the hierarchy's worker refuses to PREPARE (\"cannot use 2PC in transactions involving"
-                    + " multiple servers\"): the advance's guard calls commit_allowed, which reads distributed tables"
-                    + " on the worker (advance area), and the launch's INSERT ... SELECT writes intermediate results"
-                    + " on every worker (launch area); see docs/guide/citus.md. -Dcoop.citus.steps=true runs it.");
+            throw new org.opentest4j.TestAbortedException("Blocked on Citus: the advance calls claim_lost and"
+                    + " commit_allowed inside its UPDATE, which Citus refuses on a distributed table (advance area);"
+                    + " see docs/guide/citus.md, 'What Citus refuses'. -Dcoop.citus.steps=true runs it.");
         }
     }
 

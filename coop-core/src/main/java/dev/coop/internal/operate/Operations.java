@@ -251,10 +251,7 @@ public final class Operations {
     /**
      * Operator actions on one hierarchy take turns: a transaction-scoped advisory lock on its root, taken before any
      * check, so that {@code rollback(root)} and {@code rollback(child)} issued together cannot both pass their checks
-     * (each would see the other's scope as finished) and roll the parent back before its child. Then the root
-     * message's row, {@code FOR UPDATE} ({@link #ROOT_ROW_LOCK}): the lock a transaction that commits a run takes
-     * {@code FOR KEY SHARE} ({@code commit_allowed}, schema version 30), so that the operator's checks see every
-     * commit that took it before, and a later one sees the operator's action.
+     * (each would see the other's scope as finished) and roll the parent back before its child.
      */
     private void serialise(Connection c, UUID root) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_xact_lock(?, hashtext(?))")) {
@@ -262,29 +259,7 @@ public final class Operations {
             ps.setString(2, root.toString());
             ps.execute();
         }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(ROOT_ROW_LOCK))) {
-            java.sql.Array roots = c.createArrayOf("uuid", new UUID[]{root});
-            ps.setArray(1, roots);
-            ps.setArray(2, roots);
-            ps.executeQuery().close();
-        }
     }
-
-    /**
-     * The hierarchies' operator lock as row locks (schema version 30): their root messages' rows, in id order, {@code
-     * FOR UPDATE}, waiting for the transactions that commit runs in them (each holds its root's row {@code FOR KEY
-     * SHARE} from its advance's guard to its commit, a moment; nothing else locks a message row since version 13
-     * dropped the foreign keys to it, so a running step is not waited for). A root whose message was pruned has no
-     * row: the advisory lock, taken before, stands alone (and {@code commit_allowed} tries it). Two parameters: the
-     * roots, twice: by {@code id} for the primary key, by {@code root_id} so that a distributed database reads only
-     * their shards.
-     */
-    public static final String ROOT_ROW_LOCK = """
-            SELECT m.id FROM {schema}.message m
-             WHERE m.id = ANY(?::uuid[]) AND m.root_id = ANY(?::uuid[]) AND m.root_id = m.id
-             ORDER BY m.id
-               FOR UPDATE
-            """;
 
     private void refuseUnlessFinished(Connection c, List<Scope> scopes) throws SQLException {
         for (Scope scope : scopes) {

@@ -202,12 +202,6 @@ public final class SelectionBatches {
             ps.setArray(2, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
             ps.executeQuery().close();
         }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(Operations.ROOT_ROW_LOCK))) {
-            java.sql.Array distinct = c.createArrayOf("uuid", roots.stream().distinct().toArray());
-            ps.setArray(1, distinct);
-            ps.setArray(2, distinct);
-            ps.executeQuery().close(); // the row locks after the advisory ones: as a single operator action takes them
-        }
         if (cancel) {
             Operations.waitForLocksAtMost(c); // the wake waits for the locks of the runs it must wake
         }

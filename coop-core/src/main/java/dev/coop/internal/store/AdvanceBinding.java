@@ -13,9 +13,9 @@ import java.util.function.Function;
 
 /**
  * Binds the parameters of one advance ({@link AdvanceSql#ADVANCE} and its forms): its own part, before any count-off,
- * in the order of its statements' text: the guard's checks and the run's key, the run's new state, its due time (left
- * out of a quiet advance, {@link AdvanceSql#quiet}), the rest of the run's columns and its key, then the events and
- * the executed instance their SUSPENDED carries.
+ * in the order of the statement's text: the events, the executed instance their SUSPENDED carries, the run's new
+ * state, its due time (left out of a quiet advance, {@link AdvanceSql#quiet}), then the rest of the run's columns and
+ * the checks of its {@code WHERE}.
  */
 final class AdvanceBinding {
     private final String localSagas;
@@ -33,14 +33,13 @@ final class AdvanceBinding {
     /** Binds the parameters of one advance from {@code i}; returns the last. */
     int bind(PreparedStatement ps, int i, Store.Move move, String engine, boolean quiet, OffsetDateTime now)
             throws SQLException {
-        i = bindGuard(ps, i, move.run(), move.next(), now);
+        i = bindEvents(ps, i, move.run(), engine, move.entries());
+        i = bindInstance(ps, i, move.next(), move.entries());
         i = bindState(ps, i, move.next(), quiet, now);
         if (!quiet) {
             i = bindRunnableAt(ps, i, move.next(), now);
         }
-        i = bindEnd(ps, i, move, now);
-        i = bindEvents(ps, i, move.run(), engine, move.entries());
-        return bindInstance(ps, i, move.next(), move.entries());
+        return bindEnd(ps, i, move, now);
     }
 
     /** The events' columns: the run's, then one array per column of the entries. */
@@ -144,26 +143,7 @@ final class AdvanceBinding {
                         || next.runnableAt() != null && next.runnableAt().isAfter(run.claimedAt()));
     }
 
-    /**
-     * The guard's parameters ({@code AdvanceSql.GUARD}): the claim's transaction, whether the cancellation is read
-     * under the operator lock, whether it is read at all, the wake-up of a run left due later, the run's key.
-     */
-    private static int bindGuard(PreparedStatement ps, int i, ClaimedRun run, Advance next, OffsetDateTime now)
-            throws SQLException {
-        ps.setString(++i, run.xact());
-        ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)
-        ps.setBoolean(++i, next.checkCancellation());
-        String wake = next.status() == dev.coop.RunStatus.RUNNABLE
-                ? Wakes.later(run.saga(), next.delayMillis(), next.runnableAt(), now)
-                : null;
-        ps.setString(++i, wake); // a run left due later notifies the other engines (schema version 27)
-        ps.setString(++i, wake);
-        ps.setObject(++i, run.rootId());
-        ps.setObject(++i, run.id());
-        return i;
-    }
-
-    /** The run's remaining columns, from its context to its failure, then its key. */
+    /** The run's remaining columns, from its context to its failure, then the checks of the update's WHERE. */
     private int bindEnd(PreparedStatement ps, int i, Store.Move move, OffsetDateTime now) throws SQLException {
         ClaimedRun run = move.run();
         Advance next = move.next();
@@ -177,6 +157,14 @@ final class AdvanceBinding {
         ps.setString(++i, next.failure());
         ps.setObject(++i, run.rootId());
         ps.setObject(++i, run.id());
+        ps.setString(++i, run.xact());
+        ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)
+        ps.setBoolean(++i, next.checkCancellation());
+        String wake = next.status() == dev.coop.RunStatus.RUNNABLE
+                ? Wakes.later(run.saga(), next.delayMillis(), next.runnableAt(), now)
+                : null;
+        ps.setString(++i, wake); // a run left due later notifies the other engines (schema version 27)
+        ps.setString(++i, wake);
         return i;
     }
 }

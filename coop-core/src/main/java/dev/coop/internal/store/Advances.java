@@ -220,8 +220,8 @@ final class Advances {
     private Object readTail(Connection c, PreparedStatement ps, int i, Write write, OffsetDateTime now)
             throws SQLException {
         switch (write.tail()) {
-            case NONE -> { // the count-off's result is the second (after the guard's), the guard's empty one alone
-                return readCounted(ps, write.alone() ? 1 : 2);
+            case NONE -> {
+                return readCounted(ps);
             }
             case COMMIT_UNLESS_JOINED -> {
                 ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{write.run().messageId()}));
@@ -320,10 +320,8 @@ final class Advances {
     public Counted countOff(Connection c, UUID rootId, UUID parentId, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
-            ps.setObject(1, rootId, Types.OTHER); // the hierarchy's operator lock (AdvanceSql.COUNT_OFF_LOCK)
-            ps.setString(2, childStatus.name());
-            bindCountOff(ps, 2, childStatus, rootId, parentId, engine, startedAt, time.bind(), binding.localSagas());
-            return readCounted(ps, 2);
+            bindCountOff(ps, 0, childStatus, rootId, parentId, engine, startedAt, time.bind(), binding.localSagas());
+            return readCounted(ps);
         }
     }
 
@@ -338,33 +336,17 @@ final class Advances {
         ps.setObject(++i, parentId, Types.OTHER);
         ps.setString(++i, engine);
         ps.setObject(++i, startedAt);
-        ps.setObject(++i, rootId, Types.OTHER); // the parent's wake-up (AdvanceSql.PARENT_NOTIFIED)
-        ps.setObject(++i, parentId, Types.OTHER);
-        ps.setString(++i, localSagas);
-        ps.setObject(++i, rootId, Types.OTHER); // the release of a keyed parent's key
-        ps.setObject(++i, parentId, Types.OTHER);
+        ps.setString(++i, localSagas); // the parent's wake-up (AdvanceSql.PARENT_WOKEN)
         return i;
     }
 
-    /**
-     * Sends {@code ps} (statements sent together in one round trip) and reads its {@code n}th result (1-based), read
-     * past the others: the count-off's parent, or null.
-     */
-    private static Counted readCounted(PreparedStatement ps, int n) throws SQLException {
-        Counted counted = null;
-        int results = 0;
-        boolean isResultSet = ps.execute();
-        while (isResultSet || ps.getUpdateCount() != -1) {
-            if (isResultSet) {
-                try (ResultSet rs = ps.getResultSet()) {
-                    if (++results == n && rs.next()) {
-                        counted = counted(rs);
-                    }
-                }
+    private static Counted readCounted(PreparedStatement ps) throws SQLException {
+        try (ResultSet rs = ps.executeQuery()) {
+            if (!rs.next()) {
+                return null;
             }
-            isResultSet = ps.getMoreResults();
+            return counted(rs);
         }
-        return counted;
     }
 
     private static Counted counted(ResultSet rs) throws SQLException {
@@ -382,21 +364,17 @@ final class Advances {
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
             OffsetDateTime now = time.bind();
-            int i = 0;
-            ps.setString(++i, seenKept ? run.xact() : null); // the guard (AdvanceSql.POSTPONE)
-            ps.setString(++i, seenKept ? run.xact() : null);
-            ps.setObject(++i, now); // the update
-            ps.setLong(++i, delayMillis);
-            ps.setBoolean(++i, seenKept);
-            ps.setObject(++i, now);
-            ps.setObject(++i, run.rootId());
-            ps.setObject(++i, run.id());
-            ps.setInt(++i, run.version());
-            ps.setObject(++i, run.rootId()); // its wake-up
-            ps.setObject(++i, run.id());
-            ps.setInt(++i, run.version());
-            ps.setString(++i, binding.localSagas());
-            executeAll(ps);
+            ps.setObject(1, now);
+            ps.setLong(2, delayMillis);
+            ps.setBoolean(3, seenKept);
+            ps.setObject(4, now);
+            ps.setObject(5, run.rootId());
+            ps.setObject(6, run.id());
+            ps.setInt(7, run.version());
+            ps.setString(8, seenKept ? run.xact() : null);
+            ps.setString(9, seenKept ? run.xact() : null);
+            ps.setString(10, binding.localSagas());
+            ps.executeQuery().close();
         }
     }
 

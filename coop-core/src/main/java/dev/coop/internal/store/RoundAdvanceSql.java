@@ -29,36 +29,19 @@ final class RoundAdvanceSql {
                 failure = i.failure::jsonb, retries = 0, reserved_until = NULL, version = r.version + 1""";
 
     /**
-     * Which runs an update takes ({@code %s}): their keys alone, with no function call; {@link #GUARD}, the statement
-     * before, checked each as the single advance's guard checks it.
+     * Which runs an update takes ({@code %s}), each checked as the single advance checks it: its claim's transaction
+     * is still this one, and (when asked) its scope was not cancelled.
      */
     private static final String WHERE = """
               FROM input i, clock k
              WHERE r.root_id = (i.lineage::uuid[])[1] AND r.id = i.id AND %s
+               AND CASE WHEN pg_current_xact_id() = i.xact::xid8 THEN true ELSE {schema}.claim_lost() END
+               AND CASE WHEN i.finished = 'COMMITTED' -- it commits: excludes a cancellation (version 24)
+                        THEN {schema}.commit_allowed(r.lineage[1], r.lineage[coalesce(r.cancel_from, 1):], true)
+                        WHEN i.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                        WHERE x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):]))
+                        THEN {schema}.assert_not_cancelled(r.lineage[coalesce(r.cancel_from, 1):]) ELSE true END
             RETURNING 1""";
-
-    /**
-     * The round's guard, a statement before its advances (as the single advance's, {@code AdvanceSql}): for each run,
-     * its claim's transaction is still this one (else {@code claim_lost()}: CP002), and, when asked, its scope was not
-     * cancelled (CP001), read under the hierarchy's operator lock ({@code commit_allowed}, version 24) when it commits.
-     * Returns no row. Parameters: the runs' ids, lineages, claims' transactions, whether to check the cancellation,
-     * final statuses.
-     */
-    static final String GUARD = """
-            SELECT NULL::int
-              FROM (SELECT CASE WHEN pg_current_xact_id() = g.xact::xid8
-                                THEN CASE WHEN g.finished = 'COMMITTED' -- it commits: excludes a cancellation (v24)
-                                          THEN {schema}.commit_allowed(r.lineage[1], {scope}, true)
-                                          WHEN g.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                                                 WHERE x.scope_id = ANY({scope}))
-                                          THEN {schema}.assert_not_cancelled({scope}) ELSE true END
-                                ELSE {schema}.claim_lost() END AS allowed
-                      FROM unnest(?::uuid[], ?::text[], ?::text[], ?::boolean[], ?::text[])
-                           AS g(id, lineage, xact, check_cancellation, finished)
-                      JOIN {schema}.run r ON r.root_id = (g.lineage::uuid[])[1] AND r.id = g.id
-                    OFFSET 0) x
-             WHERE x.allowed IS NULL
-            """.replace("{scope}", "r.lineage[coalesce(r.cancel_from, 1):]");
 
     /**
      * The advances, up to their last CTE. {@code clock} reads the time once and names the sagas this engine wakes
@@ -112,13 +95,12 @@ final class RoundAdvanceSql {
     /**
      * Whether the last of the counted children makes the parent commit (as the count-off of that child decides it): the
      * parent ran its last step, is on the happy path, had no failed child and none of these failed, and its scope was
-     * not cancelled: read with the statement's snapshot, which postdates the hierarchy's operator lock the guard took
-     * (a child that commits takes it: {@code commit_allowed}), as the single count-off reads it.
+     * not cancelled.
      */
     private static final String COMMITS = """
             p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0 AND c.failed = 0
-                                        AND NOT EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                         WHERE x.scope_id = ANY(p.lineage[coalesce(p.cancel_from, 1):]))""";
+                                        AND {schema}.commit_allowed(p.lineage[1],
+                                                                    p.lineage[coalesce(p.cancel_from, 1):], false)""";
 
     /**
      * The advances, then the count-offs of the runs that finished at their parents, one update per parent. The parents
@@ -168,37 +150,21 @@ final class RoundAdvanceSql {
                  AND p.pending_children > 0
               RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
                         p.final_step, p.pending_children, p.runnable_at, p.ordering_key, c.started_at, p.root_id
-            ), parent_committed AS (
+            ), {woken}, parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, started_at, root_id
                 FROM parent
                WHERE status = 'COMMITTED' AND (SELECT count(*) FROM events) >= 0 -- after the children's events
             )
-            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at, root_id
-              FROM parent"""
-            .replace("{commits}", COMMITS);
-
-    /**
-     * After the count-offs, a statement of its own (a {@code SELECT}, where functions belong), as the single
-     * count-off's ({@code AdvanceSql.PARENT_NOTIFIED}): the wake-ups of the parents left runnable with no child
-     * pending, for the engines that need them ({@link Wakes}), and the release of a keyed parent's key when it
-     * committed ({@link KeyedRuns}). Parameters: the runs' lineages and parents to count off at (the round's
-     * columns), the local sagas.
-     */
-    static final String PARENTS_NOTIFIED = """
-            WITH counted AS (
-              SELECT DISTINCT (u.lineage::uuid[])[1] AS root, u.parent
-                FROM unnest(?::text[], ?::uuid[]) AS u(lineage, parent)
-               WHERE u.parent IS NOT NULL
-            ), parent AS (
-              SELECT w.* FROM {schema}.run w JOIN counted c ON w.root_id = c.root AND w.id = c.parent
-            ), {woken}, released AS ( -- a keyed parent committed here releases its key's next run (KeyedRuns)
+            , released AS ( -- a keyed parent committed here releases its key's next run (KeyedRuns)
               SELECT count(*) AS released FROM parent w
                WHERE CASE WHEN w.status = 'COMMITTED' AND w.ordering_key IS NOT NULL
                           THEN {schema}.release_ordering_key_after(w.saga, w.ordering_key, ARRAY[w.id])
                           ELSE false END
             )
-            SELECT (SELECT notified FROM parent_woken), (SELECT released FROM released)"""
+            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at, root_id
+              FROM parent, parent_woken, released"""
+            .replace("{commits}", COMMITS)
             .replace("{woken}", Wakes.notifying("parent_woken", "(SELECT * FROM parent WHERE pending_children = 0)",
-                    "?::text"));
+                    "(SELECT local_sagas FROM clock)"));
 }

@@ -32,11 +32,10 @@ final class RoundAdvances {
     RoundAdvances(SchemaName schema, Time time, String localSagas) {
         this.keys = new KeyedRuns(schema);
         this.joinCheckAloneSql = schema.sql(Advances.JOIN_CHECK);
-        this.sql = schema.sql(RoundAdvanceSql.GUARD + ";\n" + RoundAdvanceSql.SQL);
+        this.sql = schema.sql(RoundAdvanceSql.SQL);
         this.commitSql = sql + ";\nCOMMIT";
         this.joinCheckSql = sql + ";\n" + schema.sql(Advances.JOIN_CHECK); // then the join check and COMMIT
-        this.countingOffSql = schema.sql(RoundAdvanceSql.GUARD + ";\n" + RoundAdvanceSql.COUNTING_OFF + ";\n"
-                + RoundAdvanceSql.PARENTS_NOTIFIED);
+        this.countingOffSql = schema.sql(RoundAdvanceSql.COUNTING_OFF);
         this.time = time;
         this.localSagas = localSagas;
     }
@@ -118,31 +117,16 @@ final class RoundAdvances {
         try (PreparedStatement ps = c.prepareStatement(countingOffSql)) {
             int i = bindAdvances(ps, columns, saga, engine);
             ps.setString(++i, engine); // of a parent's COMMITTED
-            i = columns.bindParents(ps, i); // their wake-ups (RoundAdvanceSql.PARENTS_NOTIFIED)
-            ps.setString(++i, localSagas);
             List<CountedOff> parents = new ArrayList<>();
-            int results = 0;
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    try (ResultSet rs = ps.getResultSet()) {
-                        if (++results == 2) { // the guard's, the count-offs', the wake-ups'
-                            readParents(rs, parents);
-                        }
-                    }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    parents.add(new CountedOff(new Counted(rs.getObject(1, UUID.class), rs.getString(2),
+                            RunStatus.valueOf(rs.getString(3)), rs.getObject(4, UUID.class),
+                            rs.getObject(5, UUID.class), rs.getObject(7, UUID.class)),
+                            rs.getObject(6, OffsetDateTime.class)));
                 }
-                isResultSet = ps.getMoreResults();
             }
             return parents;
-        }
-    }
-
-    private static void readParents(ResultSet rs, List<CountedOff> parents) throws SQLException {
-        while (rs.next()) {
-            parents.add(new CountedOff(new Counted(rs.getObject(1, UUID.class), rs.getString(2),
-                    RunStatus.valueOf(rs.getString(3)), rs.getObject(4, UUID.class),
-                    rs.getObject(5, UUID.class), rs.getObject(7, UUID.class)),
-                    rs.getObject(6, OffsetDateTime.class)));
         }
     }
 
@@ -157,10 +141,10 @@ final class RoundAdvances {
         return columns;
     }
 
-    /** Binds the guard's and the advances' parameters (the clock, the runs, the events); returns the last. */
+    /** Binds the advances' parameters (the clock, the runs, the events); returns the last. */
     private int bindAdvances(PreparedStatement ps, RoundColumns columns, String saga, String engine)
             throws SQLException {
-        int i = columns.bindGuard(ps, 0);
+        int i = 0;
         ps.setObject(++i, time.bind());
         ps.setString(++i, localSagas);
         i = columns.bind(ps, i);

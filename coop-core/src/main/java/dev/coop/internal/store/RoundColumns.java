@@ -73,27 +73,6 @@ final class RoundColumns {
         return i;
     }
 
-    /**
-     * The columns of the round's guard ({@link RoundAdvanceSql#GUARD}): the runs' ids, lineages, claims'
-     * transactions, cancellation checks and final statuses.
-     */
-    int bindGuard(PreparedStatement ps, int i) throws SQLException {
-        return bindColumns(ps, i, 0, 2, 20, 21, 25);
-    }
-
-    /** The columns of the count-offs' wake-ups ({@link RoundAdvanceSql#PARENTS_NOTIFIED}): lineages and parents. */
-    int bindParents(PreparedStatement ps, int i) throws SQLException {
-        return bindColumns(ps, i, 2, 26);
-    }
-
-    private int bindColumns(PreparedStatement ps, int i, int... columns) throws SQLException {
-        Connection c = ps.getConnection();
-        for (int k : columns) {
-            ps.setArray(++i, c.createArrayOf(TYPES[k], runs[k]));
-        }
-        return i;
-    }
-
     int bindEvents(PreparedStatement ps, int i) throws SQLException {
         Connection c = ps.getConnection();
         for (int k = 0; k < EVENT_TYPES.length; k++) {
