@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Types;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
@@ -65,8 +64,6 @@ final class ShardedClaims {
     private final String lockBySagaSql;
     private final String lockByIdSql;
     private final String seenSql;
-    private final String recentSql;
-    private final String rollbackSql;
     private final SplitClaim split;
 
     /** @param lock {@link #LOCK} with its idle-in-transaction timeout set, before its schema and selection */
@@ -75,8 +72,6 @@ final class ShardedClaims {
         this.lockBySagaSql = schema.sql(lock.formatted(BY_SAGA));
         this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
         this.seenSql = schema.sql(CLAIMED_SEEN);
-        this.recentSql = schema.sql(ClaimSql.CLAIMED_RECENT);
-        this.rollbackSql = schema.sql(ClaimSql.CLAIMED_ROLLBACK);
         this.split = split;
     }
 
@@ -97,7 +92,7 @@ final class ShardedClaims {
         for (UUID[] candidate : candidates(c, saga, version, now)) {
             ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], saga, version, engine, now);
             if (locked != null) {
-                return complete(c, locked, engine);
+                return split.complete(c, locked, engine, seenSql, true);
             }
         }
         return null;
@@ -106,7 +101,7 @@ final class ShardedClaims {
     /** Locks {@code runId} again if it is still runnable and due (a reclaim by id), and completes it; or null. */
     ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String engine, OffsetDateTime now) throws SQLException {
         ClaimedRun locked = lock(c, lockByIdSql, rootId, runId, null, 0, engine, now);
-        return locked == null ? null : complete(c, locked, engine);
+        return locked == null ? null : split.complete(c, locked, engine, seenSql, true);
     }
 
     private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now) throws SQLException {
@@ -141,37 +136,6 @@ final class ShardedClaims {
             ps.setObject(++i, now);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? SplitClaim.locked(rs) : null;
-            }
-        }
-    }
-
-    /** As {@link SplitClaim}'s completion, with the root bound in the SEEN's test. */
-    private ClaimedRun complete(Connection c, ClaimedRun run, String engine) throws SQLException {
-        String sql = !run.started() ? seenSql : run.rollback() ? rollbackSql : recentSql;
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            int i = 0;
-            if (!run.started()) {
-                ps.setObject(++i, run.messageId());
-                ps.setString(++i, run.saga());
-                ps.setString(++i, engine);
-                ps.setArray(++i, c.createArrayOf("uuid", run.lineage()));
-                ps.setObject(++i, run.rootId());
-            } else {
-                ps.setObject(++i, run.rootId());
-            }
-            ps.setObject(++i, run.messageId());
-            ps.setString(++i, run.saga());
-            if (!run.started()) {
-                ps.setObject(++i, run.rootId());
-            } else if (run.rollback()) {
-                ps.setObject(++i, run.rollbackSeq(), Types.INTEGER);
-            } else {
-                ps.setInt(++i, run.stepsDone());
-            }
-            ps.setObject(++i, run.rootId());
-            ps.setObject(++i, run.messageId());
-            try (ResultSet m = ps.executeQuery()) {
-                return m.next() ? split.completed(c, run, m) : null;
             }
         }
     }

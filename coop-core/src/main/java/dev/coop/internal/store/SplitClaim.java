@@ -99,7 +99,16 @@ final class SplitClaim {
 
     /** The claim of {@code run}: its message, its SEEN or its step log, by a statement more; null without message. */
     private ClaimedRun complete(Connection c, ClaimedRun run, String engine) throws SQLException {
-        String sql = !run.started() ? seenSql : run.rollback() ? rollbackSql : recentSql;
+        return complete(c, run, engine, seenSql, false);
+    }
+
+    /**
+     * {@link #complete(Connection, ClaimedRun, String)} with another SEEN statement: {@code seenNamesRoot} when it
+     * also names the root in its test for an existing SEEN (one parameter more, after the saga: {@link ShardedClaims}).
+     */
+    ClaimedRun complete(Connection c, ClaimedRun run, String engine, String seen, boolean seenNamesRoot)
+            throws SQLException {
+        String sql = !run.started() ? seen : run.rollback() ? rollbackSql : recentSql;
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             int i = 0;
             if (!run.started()) {
@@ -114,9 +123,13 @@ final class SplitClaim {
             }
             ps.setObject(++i, run.messageId());
             ps.setString(++i, run.saga());
-            if (run.started() && run.rollback()) {
+            if (!run.started()) {
+                if (seenNamesRoot) {
+                    ps.setObject(++i, run.rootId());
+                }
+            } else if (run.rollback()) {
                 ps.setObject(++i, run.rollbackSeq(), Types.INTEGER);
-            } else if (run.started()) {
+            } else {
                 ps.setInt(++i, run.stepsDone());
             }
             ps.setObject(++i, run.rootId());
