@@ -251,9 +251,11 @@ class StepPoisonTest {
     }
 
     /**
-     * A connection whose session defaults make Coop's own statements fail (read-only here, set before Coop got it, as
-     * no step can leave it now) is evicted from its pool, not handed back: the worker's next claim gets a fresh one
-     * and every run commits, where such a connection once failed every later claim.
+     * A connection whose session makes Coop's own statements fail (a role without Coop's privileges here, set before
+     * Coop got it, as no step can leave it now) is evicted from its pool, not handed back: the worker's next claim gets
+     * a fresh one and every run commits, where such a connection once failed every later claim. (A read-only default
+     * would not do: a worker's probe only reads, so the connection went back to the pool, and another thread of the
+     * engine, that only listens, could keep it for good.)
      */
     @org.junit.jupiter.api.Test
     void a_connection_whose_session_fails_coops_statements_is_evicted_not_handed_back() throws Exception {
@@ -268,14 +270,14 @@ class StepPoisonTest {
                 .build();
         List<Integer> poisoned = new CopyOnWriteArrayList<>();
         try (var pool = db.newDataSource(3)) {
-            // the first connection a worker takes comes read-only by default
+            // the first connection a worker takes comes with a role that may not read Coop's tables
             DataSource poisoning = (DataSource) java.lang.reflect.Proxy.newProxyInstance(
                     DataSource.class.getClassLoader(), new Class<?>[]{DataSource.class}, (proxy, method, args) -> {
                         Object result = method.invoke(pool, args);
                         if (result instanceof Connection c && poisoned.isEmpty()
                                 && Thread.currentThread().getName().contains("-worker-")) {
                             try (Statement st = c.createStatement()) {
-                                st.execute("SET default_transaction_read_only = on");
+                                st.execute("SET ROLE " + ROLE);
                                 try (ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
                                     rs.next();
                                     poisoned.add(rs.getInt(1));
@@ -292,8 +294,8 @@ class StepPoisonTest {
                     ids.put("e" + i, client.launch(saga.topic(), "e" + i));
                 }
                 awaitCommitted(client, ids);
-                assertThat(poisoned).as("a worker got the read-only connection").hasSize(1);
-                dev.coop.test.Await.until("the read-only connection is closed", WAIT,
+                assertThat(poisoned).as("a worker got the connection with the other role").hasSize(1);
+                dev.coop.test.Await.until("the connection with the other role is closed", WAIT,
                         () -> connected(poisoned.getFirst()) == 0);
             }
         }
