@@ -54,7 +54,7 @@ final class Commits {
             committedAboveSagas.add(parent.saga());
             parent = parent.parentId() == null
                     ? null
-                    : engine.store().countOff(c, parent.rootId(), parent.parentId(), RunStatus.COMMITTED,
+                    : engine.store().countOff(c, parent, RunStatus.COMMITTED,
                             engine.engineId(),
                             run.claimedAt());
         }

@@ -204,7 +204,7 @@ final class StepRound {
             level = new ArrayList<>();
             for (Counted child : committed) {
                 OffsetDateTime started = startedAt.get(child.id());
-                Counted above = engine.store().countOff(connection, child.rootId(), child.parentId(),
+                Counted above = engine.store().countOff(connection, child,
                         RunStatus.COMMITTED,
                         engine.engineId(), started);
                 if (above != null) {

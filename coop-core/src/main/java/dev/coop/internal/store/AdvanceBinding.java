@@ -15,7 +15,7 @@ import java.util.function.Function;
  * Binds the parameters of one advance ({@link AdvanceSql#ADVANCE} and its forms): its own part, before any count-off,
  * in the order of the statement's text: the events, the executed instance their SUSPENDED carries, the run's new
  * state, its due time (left out of a quiet advance, {@link AdvanceSql#quiet}), then the rest of the run's columns and
- * the checks of its {@code WHERE}.
+ * its row's key. Its guard's checks come first ({@link AdvanceSql#GUARD}).
  */
 final class AdvanceBinding {
     private final String localSagas;
@@ -33,6 +33,7 @@ final class AdvanceBinding {
     /** Binds the parameters of one advance from {@code i}; returns the last. */
     int bind(PreparedStatement ps, int i, Store.Move move, String engine, boolean quiet, OffsetDateTime now)
             throws SQLException {
+        i = bindGuard(ps, i, move.run(), move.next());
         i = bindEvents(ps, i, move.run(), engine, move.entries());
         i = bindInstance(ps, i, move.next(), move.entries());
         i = bindState(ps, i, move.next(), quiet, now);
@@ -40,6 +41,21 @@ final class AdvanceBinding {
             i = bindRunnableAt(ps, i, move.next(), now);
         }
         return bindEnd(ps, i, move, now);
+    }
+
+    /** The checks of the advance's guard ({@link AdvanceSql#GUARD}, schema version 30). */
+    private static int bindGuard(PreparedStatement ps, int i, ClaimedRun run, Advance next) throws SQLException {
+        java.sql.Array scope = ps.getConnection().createArrayOf("uuid", run.cancelScope());
+        ps.setString(++i, run.xact());
+        ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)
+        ps.setObject(++i, run.rootId());
+        ps.setArray(++i, scope);
+        ps.setBoolean(++i, next.checkCancellation());
+        for (int k = 0; k < 2; k++) { // the cancellation seen, then assert_not_cancelled
+            ps.setObject(++i, run.rootId());
+            ps.setArray(++i, scope);
+        }
+        return i;
     }
 
     /** The events' columns: the run's, then one array per column of the entries. */
@@ -143,7 +159,7 @@ final class AdvanceBinding {
                         || next.runnableAt() != null && next.runnableAt().isAfter(run.claimedAt()));
     }
 
-    /** The run's remaining columns, from its context to its failure, then the checks of the update's WHERE. */
+    /** The run's remaining columns, from its context to its failure, then its row's key and its wake-up. */
     private int bindEnd(PreparedStatement ps, int i, Store.Move move, OffsetDateTime now) throws SQLException {
         ClaimedRun run = move.run();
         Advance next = move.next();
@@ -157,9 +173,6 @@ final class AdvanceBinding {
         ps.setString(++i, next.failure());
         ps.setObject(++i, run.rootId());
         ps.setObject(++i, run.id());
-        ps.setString(++i, run.xact());
-        ps.setBoolean(++i, excludesCancellation(run, next)); // commit_allowed (version 24)
-        ps.setBoolean(++i, next.checkCancellation());
         String wake = next.status() == dev.coop.RunStatus.RUNNABLE
                 ? Wakes.later(run.saga(), next.delayMillis(), next.runnableAt(), now)
                 : null;

@@ -9,15 +9,6 @@ public final class AdvanceSql {
     }
 
     /**
-     * The part of a run's lineage whose cancellations reach it (schema version 24): from {@code cancel_from} on, so
-     * that a run launched by a rollback, and the runs below it, are not reached by a cancellation of a scope above it
-     * (the one its rollback answers). {@code alias}: the run's table alias with its dot, or empty.
-     */
-    private static String cancelScope(String alias) {
-        return alias + "lineage[coalesce(" + alias + "cancel_from, 1):]";
-    }
-
-    /**
      * The advance's setting of {@code status} (one parameter) and of {@code runnable_at} (seven parameters), which
      * {@link #quiet} removes.
      */
@@ -45,42 +36,68 @@ public final class AdvanceSql {
         return quiet;
     }
 
+    /**
+     * Whether a cancellation of a scope of the run exists, read with the statement's snapshot (two parameters: the
+     * root and the scope): the guard calls {@code assert_not_cancelled} only then. On Citus the guard must read no
+     * distributed table itself (it is evaluated on the coordinator, {@link #GUARD}), so this becomes a condition that
+     * is always true there ({@link CitusLayout#onCitus}) and the function reads the cancellation by root.
+     */
+    static final String CANCELLATION_SEEN = "EXISTS (SELECT 1 FROM {schema}.cancellation x"
+            + " WHERE x.root_id = ?::uuid AND x.scope_id = ANY(?::uuid[]))";
+
+    /**
+     * The advance's checks (schema version 30), a CTE that its run's {@code UPDATE} reads as one value, every input
+     * bound: the advance runs in the transaction that claimed the run ({@code claim_lost} raises CP002 otherwise: a
+     * step ended that transaction); when it commits the run or leaves it waiting, the run's scope was not cancelled,
+     * read under the hierarchy's operator lock ({@code commit_allowed}, version 24); otherwise, on the happy path, not
+     * cancelled as the statement's snapshot sees it ({@code assert_not_cancelled}, CP001). The functions raise, so that
+     * nothing sent after the advance in its round trip (its COMMIT) commits a step whose check failed. They are called
+     * in this {@code SELECT}, not in the {@code UPDATE}: no volatile function inside an update of a hot table, and on
+     * Citus a {@code SELECT} without tables is evaluated on the coordinator (where operators take the lock), the
+     * result sent with the update to the hierarchy's shard. Parameters: the claim's transaction, whether the advance
+     * commits or waits, the root and the scope, whether it checks the cancellation, the root and the scope twice.
+     */
+    static final String GUARD = """
+            WITH guard AS MATERIALIZED (
+              SELECT CASE WHEN pg_current_xact_id() <> ?::xid8 THEN {schema}.claim_lost()
+                          WHEN ? THEN {schema}.commit_allowed(?::uuid, ?::uuid[], true) -- it commits or waits
+                          WHEN ? AND {cancellationSeen} THEN {schema}.assert_not_cancelled(?::uuid, ?::uuid[])
+                          ELSE true END AS ok
+            ), """.replace("{cancellationSeen}", CANCELLATION_SEEN);
+
     /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
-    private static final String ADVANCE_RUN = """
-            WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
-                                          step_seq, instance, iteration, root_id)
-              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
-                     ?::uuid
-                FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
-                LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
-               ORDER BY e.n
-              RETURNING 1
-            ), advanced AS (
-              UPDATE {schema}.run
-                 SET status = ?, phase = ?, step_index = ?, next_step = ?,
-                     final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
-                     iterations = coalesce(?::int[], iterations),
-                     attempt = ?, pending_children = ?,
-                     failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
-                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
-                     rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
-                     {runnableAt}
-                     context = ?,
-                     result = coalesce(?, result),
-                     finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
-                     started_at = coalesce(started_at, ?),
-                     finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
-                     reserved_until = {reserve}, version = version + 1
-               WHERE root_id = ? AND id = ? AND CASE WHEN pg_current_xact_id() = ?::xid8 THEN true ELSE {schema}.claim_lost() END
-                 AND CASE WHEN ? THEN {schema}.commit_allowed(lineage[1], {cancelScope}, true) -- it commits or waits
-                          WHEN ? AND EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                              WHERE x.scope_id = ANY({cancelScope}))
-                          THEN {schema}.assert_not_cancelled({cancelScope}) ELSE true END
-                 AND (?::text IS NULL OR (SELECT true FROM pg_notify('coop_{schema}', ?::text))) -- due later (v27)
-            )
-            """
-            .replace("{runnableAt}", SET_RUNNABLE_AT).replace("{cancelScope}", cancelScope(""));
+    private static final String ADVANCE_RUN = GUARD
+            + """
+                    events AS (
+                      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                                  step_seq, instance, iteration, root_id)
+                      SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
+                             ?::uuid
+                        FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
+                        LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
+                       ORDER BY e.n
+                      RETURNING 1
+                    ), advanced AS (
+                      UPDATE {schema}.run
+                         SET status = ?, phase = ?, step_index = ?, next_step = ?,
+                             final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
+                             iterations = coalesce(?::int[], iterations),
+                             attempt = ?, pending_children = ?,
+                             failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
+                             waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
+                             rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
+                             {runnableAt}
+                             context = ?,
+                             result = coalesce(?, result),
+                             finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
+                             started_at = coalesce(started_at, ?),
+                             finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
+                             reserved_until = {reserve}, version = version + 1
+                       WHERE root_id = ? AND id = ? AND (SELECT ok FROM guard)
+                         AND (?::text IS NULL OR (SELECT true FROM pg_notify('coop_{schema}', ?::text))) -- due later (v27)
+                    )
+                    """
+                    .replace("{runnableAt}", SET_RUNNABLE_AT);
 
     /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
@@ -144,10 +161,14 @@ public final class AdvanceSql {
      * engine, the start time.
      * Expressions read the parent row as updated (so concurrent siblings are seen), never a snapshot of it. Whether
      * the parent's scope was cancelled is read under the hierarchy's operator lock, taken shared ({@code
-     * commit_allowed}, schema version 24), so that a cancellation deciding at the same time cannot miss the commit.
+     * commit_allowed}, schema version 24), so that a cancellation deciding at the same time cannot miss the commit;
+     * the parent's root and scope are bound ({@link #parentScope}), the first two parameters, so that the function is
+     * called in a {@code SELECT} of its own, not in the update (schema version 30, as {@link #GUARD}).
      */
     private static final String COUNT_OFF_PARENT = """
-            parent AS (
+            parent_allowed AS MATERIALIZED ( -- read only when the parent would commit (schema version 30)
+              SELECT {schema}.commit_allowed(?::uuid, ?::uuid[], false) AS ok
+            ), parent AS (
               UPDATE {schema}.run p
                  SET pending_children = p.pending_children - 1,
                      failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK'
@@ -155,21 +176,18 @@ public final class AdvanceSql {
                                                                 ELSE (?::text <> 'COMMITTED')::int END,
                      status = CASE WHEN p.pending_children > 1 THEN p.status
                                    WHEN p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0
-                                        AND ?::text = 'COMMITTED'
-                                        AND {schema}.commit_allowed(p.lineage[1],
-                                                                    p.lineage[coalesce(p.cancel_from, 1):], false)
+                                        AND ?::text = 'COMMITTED' AND (SELECT ok FROM parent_allowed)
                                    THEN 'COMMITTED' ELSE 'RUNNABLE' END,
                      finished_at = CASE WHEN p.pending_children = 1 AND p.final_step IS NOT NULL
                                          AND p.phase = 'HAPPY' AND p.failed_children = 0 AND ?::text = 'COMMITTED'
-                                         AND {schema}.commit_allowed(p.lineage[1],
-                                                                     p.lineage[coalesce(p.cancel_from, 1):], false)
+                                         AND (SELECT ok FROM parent_allowed)
                                         THEN {now} ELSE p.finished_at END,
                      runnable_at = CASE WHEN p.pending_children = 1 THEN {now} ELSE p.runnable_at END,
                      version = p.version + 1
                WHERE p.root_id = ?::uuid AND p.id = ?::uuid AND p.status IN ('WAITING', 'RUNNABLE')
                  AND p.pending_children > 0
               RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
-                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, p.root_id
+                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, p.root_id, p.cancel_from
             ), parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, ?, root_id FROM parent
@@ -181,7 +199,7 @@ public final class AdvanceSql {
      * What the count-off returns: the parent, and the parent's own parent to count it off at when it committed here
      * (null when it has none, or when that parent stopped awaiting it).
      */
-    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, root_id FROM parent, parent_woken";
+    public static final String COUNT_OFF_RESULT = "SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, root_id, lineage, cancel_from FROM parent, parent_woken";
 
     /**
      * The count-off of {@link #COUNT_OFF} for a parent named by an SQL expression of the enclosing statement (an
@@ -189,13 +207,37 @@ public final class AdvanceSql {
      * {@code after}: a condition of the parent's COMMITTED insert that makes it run after the statement's own events
      * (so that the log shows the child's end first).
      */
-    public static String countOffParentOf(String rootId, String parentId, String after) {
-        String sql = COUNT_OFF_PARENT.replace("WHERE p.root_id = ?::uuid AND p.id = ?::uuid",
+    public static String countOffParentOf(String rootId, String parentId, String parentScope, String after) {
+        String named = COUNT_OFF_PARENT.replace("WHERE p.root_id = ?::uuid AND p.id = ?::uuid",
                 "WHERE p.root_id = " + rootId + " AND p.id = " + parentId);
-        if (sql.equals(COUNT_OFF_PARENT)) {
-            throw new IllegalStateException("the count-off no longer names its parent by a parameter");
+        String sql = named.replace("commit_allowed(?::uuid, ?::uuid[], false)",
+                "commit_allowed(" + rootId + ", " + parentScope + ", false)");
+        if (named.equals(COUNT_OFF_PARENT) || sql.equals(named)) {
+            throw new IllegalStateException("the count-off no longer names its parent by parameters");
         }
         return sql.formatted(after);
+    }
+
+    /**
+     * The scope of the parent of a run with {@code lineage} and {@code cancel_from} (SQL expressions) whose
+     * cancellations keep the parent from committing, as {@link #parentScope(java.util.UUID[], Integer)} computes it.
+     */
+    public static String parentScopeOf(String lineage, String cancelFrom) {
+        return ("CASE WHEN {c} IS NULL OR {c} >= cardinality({l}) THEN {l}[1:cardinality({l}) - 1]"
+                + " ELSE {l}[{c}:cardinality({l}) - 1] END").replace("{c}", cancelFrom).replace("{l}", lineage);
+    }
+
+    /**
+     * The scopes of a parent whose cancellation keeps it from committing, from its child's lineage (the parent's and
+     * the child's own id) and {@code cancelFrom}. A child launched on the happy path has its parent's {@code
+     * cancel_from}; one launched on the parent's rollback path has its own lineage's length, and then the parent is
+     * not on the happy path and cannot commit: its whole lineage is returned, which can only make a commit wait for
+     * the parent's own step. Never empty: the root is in every lineage.
+     */
+    static java.util.UUID[] parentScope(java.util.UUID[] childLineage, Integer cancelFrom) {
+        int parentLength = childLineage.length - 1;
+        int from = cancelFrom == null || cancelFrom >= childLineage.length ? 1 : Math.max(cancelFrom, 1);
+        return java.util.Arrays.copyOfRange(childLineage, from - 1, parentLength);
     }
 
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
@@ -203,14 +245,15 @@ public final class AdvanceSql {
 
     /** Postponing a run; its wake-up, due later, for the other engines (the last parameter: {@link Wakes}). */
     static final String POSTPONE = """
-            WITH moved AS (
+            WITH guard AS MATERIALIZED ( -- under the claim's lock: in the claim's transaction (as GUARD, version 30)
+              SELECT CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true
+                          ELSE {schema}.claim_lost() END AS ok
+            ), moved AS (
             UPDATE {schema}.run
                SET runnable_at = {now} + ? * interval '1 millisecond', retries = retries + 1,
                    version = version + 1,
                    started_at = CASE WHEN ? THEN coalesce(started_at, {now}) ELSE started_at END
-             WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ?
-               AND CASE WHEN ?::xid8 IS NULL OR pg_current_xact_id() = ?::xid8 THEN true -- under the claim's lock:
-                        ELSE {schema}.claim_lost() END                                 -- in the claim's transaction
+             WHERE root_id = ? AND id = ? AND status = 'RUNNABLE' AND version = ? AND (SELECT ok FROM guard)
             RETURNING saga, saga_version, status, runnable_at
             ), {notified}
             SELECT count(*) FROM moved, notified

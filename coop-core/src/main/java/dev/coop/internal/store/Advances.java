@@ -172,7 +172,8 @@ final class Advances {
             OffsetDateTime now = time.bind();
             int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
-                i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt, engine, run.claimedAt(), now,
+                i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt,
+                        AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), engine, run.claimedAt(), now,
                         binding.localSagas());
             }
             return readTail(c, ps, i, write, now);
@@ -316,17 +317,22 @@ final class Advances {
         }
     }
 
-    /** Counts a parent committed by its last child off at its own parent. */
-    public Counted countOff(Connection c, UUID rootId, UUID parentId, RunStatus childStatus, String engine,
+    /** Counts {@code child}, a parent committed by its last child, off at its own parent. */
+    public Counted countOff(Connection c, Counted child, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
-            bindCountOff(ps, 0, childStatus, rootId, parentId, engine, startedAt, time.bind(), binding.localSagas());
+            bindCountOff(ps, 0, childStatus, child.rootId(), child.parentId(),
+                    AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), engine, startedAt, time.bind(),
+                    binding.localSagas());
             return readCounted(ps);
         }
     }
 
     private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID rootId, UUID parentId,
-            String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas) throws SQLException {
+            UUID[] parentScope, String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas)
+            throws SQLException {
+        ps.setObject(++i, rootId, Types.OTHER); // the parent's commit_allowed (AdvanceSql.COUNT_OFF_PARENT)
+        ps.setArray(++i, ps.getConnection().createArrayOf("uuid", parentScope));
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
         }
@@ -351,7 +357,8 @@ final class Advances {
 
     private static Counted counted(ResultSet rs) throws SQLException {
         return new Counted(rs.getObject(1, UUID.class), rs.getString(2), RunStatus.valueOf(rs.getString(3)),
-                rs.getObject(4, UUID.class), rs.getObject(5, UUID.class), rs.getObject(6, UUID.class));
+                rs.getObject(4, UUID.class), rs.getObject(5, UUID.class), rs.getObject(6, UUID.class),
+                Counted.lineage(rs, 7), Counted.cancelFrom(rs, 8));
     }
 
     /**
@@ -364,15 +371,15 @@ final class Advances {
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(postponeSql)) {
             OffsetDateTime now = time.bind();
-            ps.setObject(1, now);
-            ps.setLong(2, delayMillis);
-            ps.setBoolean(3, seenKept);
-            ps.setObject(4, now);
-            ps.setObject(5, run.rootId());
-            ps.setObject(6, run.id());
-            ps.setInt(7, run.version());
-            ps.setString(8, seenKept ? run.xact() : null);
-            ps.setString(9, seenKept ? run.xact() : null);
+            ps.setString(1, seenKept ? run.xact() : null);
+            ps.setString(2, seenKept ? run.xact() : null);
+            ps.setObject(3, now);
+            ps.setLong(4, delayMillis);
+            ps.setBoolean(5, seenKept);
+            ps.setObject(6, now);
+            ps.setObject(7, run.rootId());
+            ps.setObject(8, run.id());
+            ps.setInt(9, run.version());
             ps.setString(10, binding.localSagas());
             ps.executeQuery().close();
         }

@@ -29,19 +29,33 @@ final class RoundAdvanceSql {
                 failure = i.failure::jsonb, retries = 0, reserved_until = NULL, version = r.version + 1""";
 
     /**
-     * Which runs an update takes ({@code %s}), each checked as the single advance checks it: its claim's transaction
-     * is still this one, and (when asked) its scope was not cancelled.
+     * Which runs an update takes ({@code %s}): those whose checks passed ({@code guard}), each checked as the single
+     * advance checks it ({@link AdvanceSql#GUARD}).
      */
     private static final String WHERE = """
-              FROM input i, clock k
+              FROM input i JOIN guard g ON g.id = i.id AND g.ok, clock k
              WHERE r.root_id = (i.lineage::uuid[])[1] AND r.id = i.id AND %s
-               AND CASE WHEN pg_current_xact_id() = i.xact::xid8 THEN true ELSE {schema}.claim_lost() END
-               AND CASE WHEN i.finished = 'COMMITTED' -- it commits: excludes a cancellation (version 24)
-                        THEN {schema}.commit_allowed(r.lineage[1], r.lineage[coalesce(r.cancel_from, 1):], true)
-                        WHEN i.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
-                                                        WHERE x.scope_id = ANY(r.lineage[coalesce(r.cancel_from, 1):]))
-                        THEN {schema}.assert_not_cancelled(r.lineage[coalesce(r.cancel_from, 1):]) ELSE true END
             RETURNING 1""";
+
+    /**
+     * Each run's checks, as its own advance's guard makes them (schema version 30), in a {@code SELECT} ahead of the
+     * updates: its claim's transaction is still this one; when it commits, its scope (bound: {@code i.scope}) was not
+     * cancelled, read under the hierarchy's operator lock (version 24); else, when asked, not cancelled as the
+     * statement's snapshot sees it. The functions raise, so that nothing commits a step whose check failed.
+     */
+    private static final String GUARD = """
+            guard AS MATERIALIZED (
+              SELECT i.id,
+                     CASE WHEN pg_current_xact_id() <> i.xact::xid8 THEN {schema}.claim_lost()
+                          WHEN i.finished = 'COMMITTED' -- it commits: excludes a cancellation (version 24)
+                          THEN {schema}.commit_allowed((i.lineage::uuid[])[1], i.scope::uuid[], true)
+                          WHEN i.check_cancellation AND EXISTS (SELECT 1 FROM {schema}.cancellation x
+                                                                 WHERE x.root_id = (i.lineage::uuid[])[1]
+                                                                   AND x.scope_id = ANY(i.scope::uuid[]))
+                          THEN {schema}.assert_not_cancelled((i.lineage::uuid[])[1], i.scope::uuid[])
+                          ELSE true END AS ok
+                FROM input i
+            )""";
 
     /**
      * The advances, up to their last CTE. {@code clock} reads the time once and names the sagas this engine wakes
@@ -55,12 +69,13 @@ final class RoundAdvanceSql {
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[],
                                    ?::text[], ?::int[], ?::text[], ?::int[], ?::int[], ?::boolean[], ?::int[],
                                    ?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[],
-                                   ?::boolean[], ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[])
+                                   ?::boolean[], ?::int[], ?::int[], ?::int[], ?::text[], ?::uuid[], ?::text[])
                      WITH ORDINALITY AS i(id, message_id, lineage, claimed_at, phase, step_index, next_step, final_step,
                                           steps_done, iterations, attempt, pending, keep_failed, rollback_seq,
                                           rollback_stage, rollback_cause, context, result, finally_done, failure, xact,
-                                          check_cancellation, instance_seq, instance, iteration, finished, count_off, n)
-            ), events AS (
+                                          check_cancellation, instance_seq, instance, iteration, finished, count_off, scope,
+                                          n)
+            ), {guard}, events AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
                                           step_seq, instance, iteration, root_id)
               SELECT i.message_id, e.type, ?, ?, e.step, i.lineage::uuid[], e.exception::jsonb,
@@ -83,7 +98,7 @@ final class RoundAdvanceSql {
                      status = i.finished, runnable_at = k.now, finished_at = k.now
             {finished}
             )"""
-            .replace("{set}", SET)
+            .replace("{guard}", GUARD).replace("{set}", SET)
             .replace("{runnable}", WHERE.formatted("i.finished IS NULL"))
             .replace("{finished}", WHERE.formatted("i.finished IS NOT NULL"));
 
@@ -95,12 +110,18 @@ final class RoundAdvanceSql {
     /**
      * Whether the last of the counted children makes the parent commit (as the count-off of that child decides it): the
      * parent ran its last step, is on the happy path, had no failed child and none of these failed, and its scope was
-     * not cancelled.
+     * not cancelled (read under the hierarchy's operator lock, in this {@code SELECT} ahead of the parents' update,
+     * only for a parent that would commit: schema version 30). The parents as locked are their newest rows.
      */
     private static final String COMMITS = """
-            p.final_step IS NOT NULL AND p.phase = 'HAPPY' AND p.failed_children = 0 AND c.failed = 0
-                                        AND {schema}.commit_allowed(p.lineage[1],
-                                                                    p.lineage[coalesce(p.cancel_from, 1):], false)""";
+            commits AS MATERIALIZED (
+              SELECT c.parent, l.pending_children = c.n AND l.final_step IS NOT NULL AND l.phase = 'HAPPY'
+                               AND l.failed_children = 0 AND c.failed = 0
+                               AND {schema}.commit_allowed(l.root_id, l.lineage[coalesce(l.cancel_from, 1):], false)
+                               AS ok
+                FROM counts c
+                JOIN locked l ON l.id = c.parent
+            )""";
 
     /**
      * The advances, then the count-offs of the runs that finished at their parents, one update per parent. The parents
@@ -121,7 +142,8 @@ final class RoundAdvanceSql {
                 FROM input i
                WHERE i.count_off IS NOT NULL
             ), locked AS (
-              SELECT p.id, p.pending_children
+              SELECT p.id, p.pending_children, p.final_step, p.phase, p.failed_children, p.root_id, p.lineage,
+                     p.cancel_from
                 FROM {schema}.run p
                WHERE (p.root_id, p.id) IN (SELECT root, parent FROM counting)
                ORDER BY p.id
@@ -135,21 +157,22 @@ final class RoundAdvanceSql {
                 JOIN locked l ON l.id = c.parent
                WHERE c.rank <= l.pending_children
                GROUP BY c.parent
-            ), parent AS (
+            ), {commits}, parent AS (
               UPDATE {schema}.run p
                  SET pending_children = p.pending_children - c.n,
                      failed_children = p.failed_children + CASE WHEN p.phase = 'ROLLBACK' THEN c.rollback_failed
                                                                 ELSE c.failed END,
                      status = CASE WHEN p.pending_children > c.n THEN p.status
-                                   WHEN {commits} THEN 'COMMITTED' ELSE 'RUNNABLE' END,
-                     finished_at = CASE WHEN p.pending_children = c.n AND {commits} THEN k.now ELSE p.finished_at END,
+                                   WHEN a.ok THEN 'COMMITTED' ELSE 'RUNNABLE' END,
+                     finished_at = CASE WHEN a.ok THEN k.now ELSE p.finished_at END,
                      runnable_at = CASE WHEN p.pending_children = c.n THEN k.now ELSE p.runnable_at END,
                      version = p.version + c.n
-                FROM counts c, clock k
+                FROM counts c JOIN commits a ON a.parent = c.parent, clock k
                WHERE p.root_id = c.root AND p.id = c.parent AND p.status IN ('WAITING', 'RUNNABLE')
                  AND p.pending_children > 0
               RETURNING p.id, p.saga, p.saga_version, p.status, p.message_id, p.lineage, p.parent_id, p.awaited,
-                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, c.started_at, p.root_id
+                        p.final_step, p.pending_children, p.runnable_at, p.ordering_key, c.started_at, p.root_id,
+                        p.cancel_from
             ), {woken}, parent_committed AS (
               INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
               SELECT message_id, 'COMMITTED', saga, ?, final_step, lineage, started_at, root_id
@@ -162,7 +185,8 @@ final class RoundAdvanceSql {
                           THEN {schema}.release_ordering_key_after(w.saga, w.ordering_key, ARRAY[w.id])
                           ELSE false END
             )
-            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at, root_id
+            SELECT id, saga, status, message_id, CASE WHEN awaited THEN parent_id END, started_at, root_id, lineage,
+                   cancel_from
               FROM parent, parent_woken, released"""
             .replace("{commits}", COMMITS)
             .replace("{woken}", Wakes.notifying("parent_woken", "(SELECT * FROM parent WHERE pending_children = 0)",

@@ -122,7 +122,8 @@ final class RoundAdvances {
                 while (rs.next()) {
                     parents.add(new CountedOff(new Counted(rs.getObject(1, UUID.class), rs.getString(2),
                             RunStatus.valueOf(rs.getString(3)), rs.getObject(4, UUID.class),
-                            rs.getObject(5, UUID.class), rs.getObject(7, UUID.class)),
+                            rs.getObject(5, UUID.class), rs.getObject(7, UUID.class), Counted.lineage(rs, 8),
+                            Counted.cancelFrom(rs, 9)),
                             rs.getObject(6, OffsetDateTime.class)));
                 }
             }

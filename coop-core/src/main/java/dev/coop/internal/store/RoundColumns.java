@@ -15,7 +15,7 @@ import java.util.UUID;
 final class RoundColumns {
     private static final String[] TYPES = {"uuid", "uuid", "text", "text", "text", "integer", "text", "text",
             "integer", "text", "integer", "integer", "boolean", "integer", "text", "text", "text", "text",
-            "integer", "text", "text", "boolean", "integer", "integer", "integer", "text", "uuid"};
+            "integer", "text", "text", "boolean", "integer", "integer", "integer", "text", "uuid", "text"};
     private static final String[] EVENT_TYPES = {"integer", "text", "text", "text", "text", "boolean"};
 
     private final Object[][] runs;
@@ -43,7 +43,8 @@ final class RoundColumns {
                 next.pendingChildren(), next.keepFailedChildren(), next.rollbackSeq(), next.rollbackStage(),
                 next.rollbackCause(), next.context(), next.result(), next.finallyDone(), next.failure(),
                 run.xact(), next.checkCancellation(), next.instanceSeq(), next.instance(),
-                next.instanceIteration(), finished ? next.status().name() : null, countOff};
+                next.instanceIteration(), finished ? next.status().name() : null, countOff,
+                literal(run.cancelScope())};
         for (int k = 0; k < row.length; k++) {
             runs[k][n] = row[k];
         }

@@ -227,9 +227,9 @@ public final class Store {
         return advances.advanceFinishedAndCommit(c, run, engine, entries, next);
     }
 
-    public Counted countOff(Connection c, UUID rootId, UUID parentId, RunStatus childStatus, String engine,
+    public Counted countOff(Connection c, Counted child, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
-        return advances.countOff(c, rootId, parentId, childStatus, engine, startedAt);
+        return advances.countOff(c, child, childStatus, engine, startedAt);
     }
 
     public void postpone(Connection c, ClaimedRun run, long delayMillis, boolean seenKept) throws SQLException {

@@ -44,13 +44,15 @@ public final class ExternalTasks {
         this.time = time;
         String countOff = AdvanceSql.countOffParentOf("(SELECT root_id FROM settled)",
                 "(SELECT parent_id FROM settled)",
+                "(SELECT " + AdvanceSql.parentScopeOf("s.lineage", "s.cancel_from") + " FROM settled s)",
                 "AND (SELECT count(*) FROM logged) >= 0");
         if (!countOff.contains(AdvanceSql.COUNT_OFF_RESULT)) {
             throw new IllegalStateException("the count-off's result changed: " + countOff);
         }
         countOff = countOff.replace(AdvanceSql.COUNT_OFF_RESULT, """
                 SELECT (SELECT count(*) FROM settled)::int, p.id, p.saga, p.status, p.message_id,
-                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled), p.root_id
+                       CASE WHEN p.awaited THEN p.parent_id END, (SELECT message_id FROM settled), p.root_id,
+                       p.lineage, p.cancel_from
                   FROM (SELECT 1) one LEFT JOIN parent p ON true CROSS JOIN parent_woken""");
         String settle = TaskSql.SETTLE.replace("{countOff}", countOff);
         this.settleByToken = schema.sql(settle.replace("{alone}", "").formatted(TaskSql.BY_TOKEN));
@@ -302,7 +304,8 @@ public final class ExternalTasks {
                 ? null
                 : new Counted(parent, rs.getString(3),
                         RunStatus.valueOf(rs.getString(4)), rs.getObject(5, UUID.class),
-                        rs.getObject(6, UUID.class), rs.getObject(8, UUID.class)));
+                        rs.getObject(6, UUID.class), rs.getObject(8, UUID.class), Counted.lineage(rs, 9),
+                        Counted.cancelFrom(rs, 10)));
     }
 
     /**

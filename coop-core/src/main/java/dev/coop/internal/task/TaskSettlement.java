@@ -87,7 +87,7 @@ public final class TaskSettlement {
             committedAbove.add(parent.messageId());
             parent = parent.parentId() == null
                     ? null
-                    : store.countOff(c, parent.rootId(), parent.parentId(), RunStatus.COMMITTED, null, null);
+                    : store.countOff(c, parent, RunStatus.COMMITTED, null, null);
         }
         Set<String> woken = new java.util.HashSet<>(joins.runsFinished(c, settled.message(), committedAbove));
         if (parent != null && parent.status() == RunStatus.RUNNABLE) {

@@ -133,7 +133,7 @@ final class TaskSql {
                  SET status = ?, phase = ?, result = ?, failure = ?::jsonb, started_at = {now}, finished_at = {now},
                      version = r.version + 1
                WHERE r.id = (SELECT run_id FROM task)
-              RETURNING r.id, r.message_id, r.lineage, r.parent_id, r.root_id
+              RETURNING r.id, r.message_id, r.lineage, r.parent_id, r.root_id, r.cancel_from
             ), logged AS (
               INSERT INTO {schema}.event (message_id, type, saga, lineage, exception, root_id)
               SELECT s.message_id, e.type, '~external-task', s.lineage, e.exception::jsonb, s.root_id
