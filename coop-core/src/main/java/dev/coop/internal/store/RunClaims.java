@@ -325,6 +325,9 @@ final class RunClaims {
 
     /** Locks a run again after its failed step was rolled back, unless another engine moved it on meanwhile. */
     public ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine) throws SQLException {
+        if (sharded) {
+            return shardedClaims.reclaimUnchanged(c, run, engine, time.bind());
+        }
         try (PreparedStatement ps = c.prepareStatement(reclaimUnchangedSql)) {
             ps.setObject(1, time.bind());
             ps.setObject(2, run.rootId());

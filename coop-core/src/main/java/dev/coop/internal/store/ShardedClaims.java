@@ -44,6 +44,8 @@ final class ShardedClaims {
     /** The reclaim's selection of a run by id. Parameters: root, id, {now}. */
     private static final String BY_ID = "r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= "
             + ClaimSql.DUE_NOW;
+    /** The reclaim of a run whose failed step was rolled back, unless it moved on. Parameters: root, id, version. */
+    private static final String UNCHANGED = "r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.version = ?";
 
     /**
      * {@link ClaimSql#CLAIM_LOCK} with the cancellation's root bound. Parameters: {now}, engine, root (the
@@ -56,6 +58,13 @@ final class ShardedClaims {
         return bound(lock, "x.root_id = r.root_id", "x.root_id = ?::uuid");
     }
 
+    /**
+     * Sent before the lock, in its round trip: the transaction's id on the coordinator. The lock is routed to the
+     * worker, where {@code pg_current_xact_id()} names the worker's own transaction; the advance's guard is evaluated on
+     * the coordinator ({@link AdvanceSql#GUARD}), so the claim is remembered by the coordinator's.
+     */
+    private static final String COORDINATOR_XACT = "SELECT pg_current_xact_id()::text;\n";
+
     /** {@link ClaimSql#CLAIMED_SEEN} with the root in its test for a SEEN: one shard instead of all. */
     static final String CLAIMED_SEEN = bound(ClaimSql.CLAIMED_SEEN, "AND e.type = 'SEEN')",
             "AND e.type = 'SEEN' AND e.root_id = ?::uuid)");
@@ -63,6 +72,7 @@ final class ShardedClaims {
     private final String candidatesSql;
     private final String lockBySagaSql;
     private final String lockByIdSql;
+    private final String lockUnchangedSql;
     private final String seenSql;
     private final SplitClaim split;
 
@@ -71,6 +81,7 @@ final class ShardedClaims {
         this.candidatesSql = schema.sql(CANDIDATES);
         this.lockBySagaSql = schema.sql(lock.formatted(BY_SAGA));
         this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
+        this.lockUnchangedSql = schema.sql(lock.formatted(UNCHANGED));
         this.seenSql = schema.sql(CLAIMED_SEEN);
         this.split = split;
     }
@@ -84,13 +95,13 @@ final class ShardedClaims {
 
     /** The statements as sent: the candidates' read, the lock by saga, the lock by id (for EXPLAIN in tests). */
     List<String> sql() {
-        return List.of(candidatesSql, lockBySagaSql, lockByIdSql, seenSql);
+        return List.of(candidatesSql, lockBySagaSql, lockByIdSql, seenSql, lockUnchangedSql);
     }
 
     /** Locks the first due candidate of {@code version} of {@code saga} that no other engine holds, and completes it. */
     ClaimedRun claim(Connection c, String saga, int version, String engine, OffsetDateTime now) throws SQLException {
         for (UUID[] candidate : candidates(c, saga, version, now)) {
-            ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], saga, version, engine, now);
+            ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], engine, now, saga, version, now);
             if (locked != null) {
                 return split.complete(c, locked, engine, seenSql, true);
             }
@@ -100,7 +111,13 @@ final class ShardedClaims {
 
     /** Locks {@code runId} again if it is still runnable and due (a reclaim by id), and completes it; or null. */
     ClaimedRun reclaim(Connection c, UUID rootId, UUID runId, String engine, OffsetDateTime now) throws SQLException {
-        ClaimedRun locked = lock(c, lockByIdSql, rootId, runId, null, 0, engine, now);
+        ClaimedRun locked = lock(c, lockByIdSql, rootId, runId, engine, now, now);
+        return locked == null ? null : split.complete(c, locked, engine, seenSql, true);
+    }
+
+    /** Locks {@code run} again after its failed step was rolled back, unless it moved on meanwhile; or null. */
+    ClaimedRun reclaimUnchanged(Connection c, ClaimedRun run, String engine, OffsetDateTime now) throws SQLException {
+        ClaimedRun locked = lock(c, lockUnchangedSql, run.rootId(), run.id(), engine, now, run.version());
         return locked == null ? null : split.complete(c, locked, engine, seenSql, true);
     }
 
@@ -120,22 +137,30 @@ final class ShardedClaims {
         return out;
     }
 
-    private static ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String saga, int version,
-            String engine, OffsetDateTime now) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
+    /** Locks one run by {@code root} and {@code id}; {@code selection}: the rest of the selection's parameters. */
+    private static ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String engine, OffsetDateTime now,
+            Object... selection) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(COORDINATOR_XACT + sql)) {
             int i = 0;
             ps.setObject(++i, now);
             ps.setString(++i, engine);
             ps.setObject(++i, root); // the cancellation's
             ps.setObject(++i, root);
             ps.setObject(++i, id);
-            if (saga != null) {
-                ps.setString(++i, saga);
-                ps.setInt(++i, version);
+            for (Object value : selection) {
+                ps.setObject(++i, value);
             }
-            ps.setObject(++i, now);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() ? SplitClaim.locked(rs) : null;
+            ps.execute();
+            String xact;
+            try (ResultSet rs = ps.getResultSet()) {
+                rs.next();
+                xact = rs.getString(1);
+            }
+            if (!ps.getMoreResults()) {
+                throw new IllegalStateException("the sharded claim's lock returned no rows");
+            }
+            try (ResultSet rs = ps.getResultSet()) {
+                return rs.next() ? SplitClaim.locked(rs, xact) : null;
             }
         }
     }

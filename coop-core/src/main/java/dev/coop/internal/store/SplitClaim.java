@@ -218,6 +218,11 @@ final class SplitClaim {
 
     /** The run in the current row of the locking statement: no message yet, its history only its iterations. */
     static ClaimedRun locked(ResultSet rs) throws SQLException {
+        return locked(rs, rs.getString("xact"));
+    }
+
+    /** {@link #locked(ResultSet)} with the claim's transaction as {@code xact} names it, not as the row does. */
+    static ClaimedRun locked(ResultSet rs, String xact) throws SQLException {
         StepHistory iterations = new StepHistory(ClaimRows.ints(rs.getArray("iterations")), new int[0], null, null);
         return new ClaimedRun(rs.getObject("id", UUID.class), rs.getString("saga"), rs.getInt("saga_version"),
                 rs.getObject("message_id", UUID.class), (UUID[]) rs.getArray("lineage").getArray(),
@@ -228,7 +233,7 @@ final class SplitClaim {
                 rs.getInt("retries"), rs.getInt("version"), rs.getString("context"), rs.getString("parent_context"),
                 ClaimRows.ints(rs.getArray("finally_done")), rs.getInt("pending_children"), rs.getBoolean("awaited"),
                 rs.getObject("waiting_since", OffsetDateTime.class), rs.getString("cancellation"), null, null, null,
-                rs.getObject("claimed_at", OffsetDateTime.class), rs.getString("xact"),
+                rs.getObject("claimed_at", OffsetDateTime.class), xact,
                 rs.getObject("runnable_at", OffsetDateTime.class), rs.getObject("cancel_from", Integer.class),
                 rs.getString("ordering_key"));
     }
