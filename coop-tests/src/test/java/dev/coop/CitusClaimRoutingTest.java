@@ -26,19 +26,21 @@ class CitusClaimRoutingTest {
         Coop.client(db.dataSource()); // migrations and the Citus layout
         Store store = new Store(new SchemaName("coop").onCitus(), Time.DATABASE);
         List<String> sent = store.shardedClaimSql();
-        assertThat(sent).hasSize(4);
+        assertThat(sent).hasSize(5);
         try (Connection c = db.cluster().connect(db.cluster().ports().get(0), db.databaseName())) {
             c.setAutoCommit(false);
             Verdict candidates = CitusStatements.explainSent(c, "candidates", sent.get(0));
             Verdict bySaga = CitusStatements.explainSent(c, "lock by saga", sent.get(1));
             Verdict byId = CitusStatements.explainSent(c, "lock by id", sent.get(2));
             Verdict seen = CitusStatements.explainSent(c, "SEEN", sent.get(3));
+            Verdict unchanged = CitusStatements.explainSent(c, "lock unchanged", sent.get(4));
             System.out.println(String.join("\n", candidates.toString(), bySaga.toString(), byId.toString(),
-                    seen.toString()));
+                    seen.toString(), unchanged.toString()));
             assertThat(candidates.tasks()).as(candidates.toString()).isEqualTo(8); // citus.shard_count of CoopCitus
             assertThat(bySaga.tasks()).as(bySaga.toString()).isEqualTo(1);
             assertThat(byId.tasks()).as(byId.toString()).isEqualTo(1);
             assertThat(seen.tasks()).as(seen.toString()).isEqualTo(1);
+            assertThat(unchanged.tasks()).as(unchanged.toString()).isEqualTo(1);
         }
     }
 }

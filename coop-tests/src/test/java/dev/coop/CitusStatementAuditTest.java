@@ -42,5 +42,10 @@ class CitusStatementAuditTest {
         // the one-statement claim by saga stays refused: on Citus the store claims through ShardedClaims
         // (CitusClaimRoutingTest)
         assertThat(verdicts.get("ClaimSql.CLAIM by saga").error()).contains("FOR UPDATE");
+        // the advance's checks are a guard without tables (schema version 30): each advance is one task on one node
+        for (String advance : new String[]{"AdvanceSql.ADVANCE", "AdvanceSql.ADVANCE_ALONE", "AdvanceSql.COUNT_OFF",
+                "AdvanceSql.POSTPONE"}) {
+            assertThat(verdicts.get(advance).tasks()).as(verdicts.get(advance).toString()).isEqualTo(1);
+        }
     }
 }
