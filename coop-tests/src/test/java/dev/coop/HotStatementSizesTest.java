@@ -60,8 +60,8 @@ class HotStatementSizesTest {
             }
         }
         System.out.println("statements sent for one W1 saga (launch, claims, advances): " + sent.size());
-        // a round (runs due before the engine starts) and a parent claimed again after its child: the claim's other
-        // completing statements
+        // a round (runs due before the engine starts: claimed in the one statement) and a parent claimed again after
+        // its child (the claim's other completing statements)
         Topic<Empty> child = Topic.of("sizes-child", Empty.class);
         Saga<Empty> parent = Saga.on(Topic.of("sizes-parent", Empty.class), "sizes-parent-saga")
                 .step("p0", step -> step.launch(child, new Empty())).step("p1", step -> {
@@ -87,7 +87,7 @@ class HotStatementSizesTest {
         Map<String, Size> round = new LinkedHashMap<>();
         for (String text : new TreeSet<>(sent)) {
             for (String statement : statements(text)) {
-                if (statement.contains("unnest(") && statement.contains("JOIN coop.message m")) {
+                if (statement.contains("FOR UPDATE SKIP LOCKED") && statement.contains("LIMIT ?")) {
                     round.put(statement, size(dataSource, statement));
                 } else if (statement.contains("INSERT INTO coop.message")) {
                     launch.put(statement, size(dataSource, statement));
@@ -103,7 +103,7 @@ class HotStatementSizesTest {
         print("launch", launch);
         print("claim", claim);
         print("reclaim of a continuation", reclaim);
-        print("completion of a round's claim", round);
+        print("a round's claim", round);
         assertThat(launch).as("the launch's statements").isNotEmpty();
         assertThat(claim).as("the claim's locking statement").isNotEmpty();
         assertThat(reclaim).as("the reclaim of a continuation").isNotEmpty();
@@ -111,13 +111,15 @@ class HotStatementSizesTest {
         launch.forEach((sql, s) -> assertThat(s.relations()).as("relations of %s", sql).hasSizeLessThanOrEqualTo(8));
         assertThat(claim).as("the claim's lock and the statements that complete it: SEEN, the step log")
                 .hasSizeGreaterThanOrEqualTo(3);
-        assertThat(round).as("the completion of a round's claim").isNotEmpty();
-        assertThat(sent).as("no claim of a saga without limits calls seen_missing")
+        assertThat(round).as("a round's claim").isNotEmpty();
+        assertThat(sent).as("no claim of one run of a saga without limits calls seen_missing")
+                .filteredOn(sql -> statements(sql).stream().noneMatch(round::containsKey))
                 .noneMatch(sql -> sql.contains("seen_missing("));
         claim.forEach((sql, s) -> assertThat(s.nodes()).as("plan nodes of %s", sql).isLessThanOrEqualTo(14));
         claim.forEach((sql, s) -> assertThat(s.relations()).as("relations of %s", sql).hasSizeLessThanOrEqualTo(6));
+        // a round's claim is the one big statement: measured cheaper than two per round once several runs are locked
         round.forEach((sql, s) -> assertThat(s.nodes()).as("plan nodes of %s", sql).isLessThanOrEqualTo(36));
-        round.forEach((sql, s) -> assertThat(s.relations()).as("relations of %s", sql).hasSizeLessThanOrEqualTo(8));
+        round.forEach((sql, s) -> assertThat(s.relations()).as("relations of %s", sql).hasSizeLessThanOrEqualTo(9));
         reclaim.forEach((sql, s) -> assertThat(s.nodes()).as("plan nodes of %s", sql).isLessThanOrEqualTo(10));
         reclaim.forEach((sql, s) -> assertThat(s.relations()).as("relations of %s", sql).hasSizeLessThanOrEqualTo(4));
     }

@@ -171,41 +171,6 @@ public final class ClaimSql {
              WHERE m.root_id = ?::uuid AND m.id = ?::uuid
             """.replace("{message}", CLAIMED_MESSAGE);
 
-    /**
-     * Completes the claim of a round's runs, locked by {@link #CLAIM_LOCK} with {@code LIMIT ?}, in one statement:
-     * the SEEN of those that have not started, and for each its message and its step log as {@link #CLAIMED_RECENT}
-     * and {@link #CLAIMED_ROLLBACK} read them (the rollback path's probe only for runs that roll back, the backward
-     * walk only for the others). The runs come as arrays, one element per run; each row returned carries its run's
-     * ordinal {@code n}. Parameters: root ids, message ids, started, rollback, steps done, rollback seqs, lineages
-     * (as text); saga and engine (the SEEN); the saga three times (the SEEN test, the walk, the probe).
-     */
-    static final String CLAIMED_ROUND = """
-            WITH c AS (
-              SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::boolean[], ?::boolean[], ?::int[], ?::int[], ?::text[])
-                       WITH ORDINALITY AS c(root, message, started, rollback, steps_done, rollback_seq, lineage, n)
-            ), seen AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
-              SELECT c.message, 'SEEN', ?, ?, c.lineage::uuid[], c.root FROM c
-               WHERE NOT c.started
-                 AND NOT EXISTS (SELECT 1 FROM {schema}.event e -- event_message, as seen_missing reads it
-                                  WHERE e.message_id = c.message AND e.saga = ? AND e.type = 'SEEN')
-            )
-            SELECT c.n, {message}, t.recent, t.recent_top, rs.instance AS rollback_instance,
-                   rs.iteration AS rollback_iteration
-              FROM c JOIN {schema}.message m ON m.root_id = c.root AND m.id = c.message
-              LEFT JOIN LATERAL (SELECT array_agg(s.instance ORDER BY s.step_seq DESC) AS recent,
-                                        max(s.step_seq) AS recent_top
-                                   FROM (SELECT e.step_seq, e.instance FROM {schema}.event e -- index event_message
-                                          WHERE NOT c.rollback AND e.root_id = c.root AND e.message_id = c.message
-                                            AND e.saga = ? AND e.step_seq < c.steps_done
-                                          ORDER BY e.step_seq DESC LIMIT %d) s) t ON NOT c.rollback
-              LEFT JOIN LATERAL (SELECT e.instance, e.iteration FROM {schema}.event e
-                                  WHERE c.rollback AND e.root_id = c.root AND e.message_id = c.message
-                                    AND e.saga = ? AND e.step_seq = c.rollback_seq
-                                  LIMIT 1) rs ON c.rollback
-            """
-            .replace("{message}", CLAIMED_MESSAGE).replace("%d", String.valueOf(StepHistory.RECENT));
-
     /** A run's message and saga, which name its rows in the log: two initplans, then index conditions. */
     private static final String RUN_IN_LOG = """
             message_id = (SELECT r.message_id FROM {schema}.run r WHERE r.id = ?::uuid)

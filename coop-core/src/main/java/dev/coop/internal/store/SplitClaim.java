@@ -7,8 +7,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.time.OffsetDateTime;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.UUID;
 
 /**
@@ -19,13 +17,10 @@ import java.util.UUID;
  * message and the step log). Each is a handful of plan nodes on few relations, where the one statement was some
  * thirty nodes on nine; the second statement's snapshot is taken after the lock, so it needs neither
  * {@code seen_missing} nor a second read of the log. A round and the reclaims by id keep the one statement
- * ({@link ClaimSql#CLAIM}): a round's second statements would be one per run.
+ * ({@link ClaimSql#CLAIM}): a round's two statements were measured slower than the one (2026-12-02).
  */
 final class SplitClaim {
     private final String lockSql;
-    /** {@link #lockSql} of a round: {@code LIMIT ?}. */
-    private final String roundLockSql;
-    private final String roundSql;
     private final String seenSql;
     private final String recentSql;
     private final String rollbackSql;
@@ -38,12 +33,6 @@ final class SplitClaim {
      */
     SplitClaim(SchemaName schema, String lock, String selection, ClaimRows rows) {
         this.lockSql = schema.sql(lock.formatted(selection));
-        this.roundLockSql = lockSql.replaceFirst("LIMIT 1(\\s+)FOR UPDATE SKIP LOCKED",
-                "LIMIT ?$1FOR UPDATE SKIP LOCKED");
-        if (roundLockSql.equals(lockSql)) {
-            throw new IllegalStateException("the claim's lock no longer ends in LIMIT 1 FOR UPDATE SKIP LOCKED");
-        }
-        this.roundSql = schema.sql(ClaimSql.CLAIMED_ROUND);
         this.seenSql = schema.sql(ClaimSql.CLAIMED_SEEN);
         this.recentSql = schema.sql(ClaimSql.CLAIMED_RECENT);
         this.rollbackSql = schema.sql(ClaimSql.CLAIMED_ROLLBACK);
@@ -57,44 +46,18 @@ final class SplitClaim {
 
     /** Locks the due run of {@code version} of {@code saga} that comes first, and completes its claim; or null. */
     ClaimedRun claim(Connection c, String saga, int version, String engine, OffsetDateTime now) throws SQLException {
-        List<ClaimedRun> locked = lock(c, lockSql, saga, version, engine, now, 1);
-        return locked.isEmpty() ? null : complete(c, locked.get(0), engine);
-    }
-
-    /**
-     * Locks up to {@code max} due runs of {@code version} of {@code saga}, the ones due first, and completes their
-     * claims: one run as {@link #claim} does, several by {@link ClaimSql#CLAIMED_ROUND}. Two statements either way.
-     */
-    List<ClaimedRun> claimRound(Connection c, String saga, int version, String engine, OffsetDateTime now, int max)
-            throws SQLException {
-        List<ClaimedRun> locked = lock(c, roundLockSql, saga, version, engine, now, max);
-        if (locked.size() <= 1) {
-            ClaimedRun run = locked.isEmpty() ? null : complete(c, locked.get(0), engine);
-            return run == null ? List.of() : List.of(run);
-        }
-        return completeRound(c, locked, saga, engine);
-    }
-
-    /** The runs {@code sql} locked, their message and step history not read yet. */
-    private static List<ClaimedRun> lock(Connection c, String sql, String saga, int version, String engine,
-            OffsetDateTime now, int max) throws SQLException {
-        List<ClaimedRun> locked = new ArrayList<>(max);
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ClaimedRun locked;
+        try (PreparedStatement ps = c.prepareStatement(lockSql)) {
             ps.setObject(1, now);
             ps.setString(2, engine);
             ps.setString(3, saga);
             ps.setInt(4, version);
             ps.setObject(5, now);
-            if (max > 1) {
-                ps.setInt(6, max);
-            }
             try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    locked.add(locked(rs));
-                }
+                locked = rs.next() ? locked(rs) : null;
             }
         }
-        return locked;
+        return locked == null ? null : complete(c, locked, engine);
     }
 
     /** The claim of {@code run}: its message, its SEEN or its step log, by a statement more; null without message. */
@@ -138,65 +101,6 @@ final class SplitClaim {
                 return m.next() ? completed(c, run, m) : null; // its message gone: as the one statement's join
             }
         }
-    }
-
-    private List<ClaimedRun> completeRound(Connection c, List<ClaimedRun> locked, String saga, String engine)
-            throws SQLException {
-        int n = locked.size();
-        Object[] roots = new Object[n];
-        Object[] messages = new Object[n];
-        Object[] started = new Object[n];
-        Object[] rollback = new Object[n];
-        Object[] stepsDone = new Object[n];
-        Object[] rollbackSeqs = new Object[n];
-        Object[] lineages = new Object[n];
-        for (int k = 0; k < n; k++) {
-            ClaimedRun run = locked.get(k);
-            roots[k] = run.rootId();
-            messages[k] = run.messageId();
-            started[k] = run.started();
-            rollback[k] = run.rollback();
-            stepsDone[k] = run.stepsDone();
-            rollbackSeqs[k] = run.rollbackSeq();
-            lineages[k] = lineage(run.lineage());
-        }
-        ClaimedRun[] claimed = new ClaimedRun[n];
-        try (PreparedStatement ps = c.prepareStatement(roundSql)) {
-            ps.setArray(1, c.createArrayOf("uuid", roots));
-            ps.setArray(2, c.createArrayOf("uuid", messages));
-            ps.setArray(3, c.createArrayOf("boolean", started));
-            ps.setArray(4, c.createArrayOf("boolean", rollback));
-            ps.setArray(5, c.createArrayOf("integer", stepsDone));
-            ps.setArray(6, c.createArrayOf("integer", rollbackSeqs));
-            ps.setArray(7, c.createArrayOf("text", lineages));
-            ps.setString(8, saga);
-            ps.setString(9, engine);
-            ps.setString(10, saga);
-            ps.setString(11, saga);
-            ps.setString(12, saga);
-            try (ResultSet m = ps.executeQuery()) {
-                while (m.next()) {
-                    int k = m.getInt("n") - 1;
-                    claimed[k] = completed(c, locked.get(k), m);
-                }
-            }
-        }
-        List<ClaimedRun> runs = new ArrayList<>(n);
-        for (ClaimedRun run : claimed) {
-            if (run != null) { // a run without message is not claimed, as the one statement's join
-                runs.add(run);
-            }
-        }
-        return runs;
-    }
-
-    /** A lineage as an array literal, which the round's statement casts back to {@code uuid[]}. */
-    private static String lineage(UUID[] lineage) {
-        StringBuilder s = new StringBuilder("{");
-        for (int i = 0; i < lineage.length; i++) {
-            s.append(i == 0 ? "" : ",").append(lineage[i]);
-        }
-        return s.append('}').toString();
     }
 
     /** {@code run} with its message and step history, as the current row of {@code m} completes it. */
