@@ -181,7 +181,8 @@ class CitusCancellationTest {
         List<String> out = new java.util.ArrayList<>();
         try (Connection c = db.dataSource().getConnection();
                 PreparedStatement ps = c.prepareStatement(
-                        "SELECT exception::text FROM coop.event WHERE root_id = ? AND type = 'CANCELLATION_REQUESTED'")) {
+                        "SELECT exception::text FROM coop.event WHERE root_id = ?"
+                                + " AND type = 'CANCELLATION_REQUESTED'")) {
             ps.setObject(1, root.value());
             try (java.sql.ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {

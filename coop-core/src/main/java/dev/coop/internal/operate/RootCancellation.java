@@ -13,7 +13,7 @@ import java.util.Set;
 import java.util.UUID;
 
 /**
- * A scope's cancellation on Citus (docs/guide/citus.md, "Operators on Citus"): what
+ * A scope's cancellation on Citus (docs/guide/citus.md, "Operators and clients on Citus"): what
  * {@link Operations#REQUEST_CANCELLATION} does in one statement, as statements of the caller's transaction that each
  * name the hierarchy's root (bound), so that Citus routes each to the hierarchy's shard. Citus refuses a
  * {@code FOR UPDATE} that reads more than one shard, and the one statement with the root bound is refused at
@@ -68,7 +68,7 @@ final class RootCancellation {
         this.time = time;
     }
 
-    /** Requests the cancellation of the scope {@code lineage} (its last id) of message {@code message}; false when requested before. */
+    /** Requests the cancellation of the scope {@code lineage} (its last id) of {@code message}; false if done before. */
     boolean request(Connection c, UUID message, UUID[] lineage, String failure) throws SQLException {
         UUID root = lineage[0];
         var array = c.createArrayOf("uuid", lineage);

@@ -112,9 +112,9 @@ public final class CitusLayout {
     }
 
     /**
-     * {@code sql} with each {@code from} replaced by its {@code to} (pairs): a statement's form on Citus, written as the
-     * difference from plain PostgreSQL's (which stays exactly as it is). Fails when a {@code from} is not in it, so that
-     * an edit of the statement cannot silently drop the Citus form's change.
+     * {@code sql} with each {@code from} replaced by its {@code to} (pairs): a statement's form on Citus, written as
+     * the difference from plain PostgreSQL's (which stays exactly as it is). Fails when a {@code from} is not in it,
+     * so that an edit of the statement cannot silently drop the Citus form's change.
      */
     public static String rewritten(String sql, String... fromTo) {
         String out = sql;
