@@ -7,6 +7,7 @@ import dev.coop.test.CitusDatabase;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
@@ -46,6 +47,17 @@ class CitusStatementAuditTest {
         for (String advance : new String[]{"AdvanceSql.ADVANCE", "AdvanceSql.ADVANCE_ALONE", "AdvanceSql.COUNT_OFF",
                 "AdvanceSql.POSTPONE"}) {
             assertThat(verdicts.get(advance).tasks()).as(verdicts.get(advance).toString()).isEqualTo(1);
+        }
+        // the operators' and the client's forms on Citus: by root, one task; read across shards, one per shard
+        // (RootCancellation.WAKE too, as sent: the audit plans its {now} as plain PostgreSQL's, see the guide)
+        for (String byRoot : List.of("RootCancellation.REQUEST", "RootCancellation.REACHED",
+                "RootCancellation.LOCK_DUE", "Unfinished.WHY_UNFINISHED_BY_ROOT",
+                "BulkActions.LOCK_BY_ROOT", "BulkActions.RETRY_BY_ROOT", "Retention.BUSY_BY_ROOT")) {
+            assertThat(verdicts.get(byRoot).tasks()).as(byRoot).isEqualTo(1);
+        }
+        for (String across : List.of("BulkActions.PARKED_BY_ROOT", "Retention.CANDIDATES_BY_ROOT",
+                "Retention.COUNT_BY_ROOT", "Retention.SAMPLE_ROOTS_BY_ROOT")) {
+            assertThat(verdicts.get(across).tasks()).as(across).isEqualTo(8);
         }
     }
 }

@@ -40,7 +40,8 @@ final class CitusStatements {
         CLASSES.put("dev.coop.internal.operate.Operations", "advance (operator lock)");
         CLASSES.put("dev.coop.internal.task.TaskSql", "advance (operator lock)");
         for (String c : List.of("store.SagaLimits", "runtime.Topology", "operate.SelectionBatches",
-                "operate.BulkActions", "read.RunListing", "read.TreeReader", "read.Unfinished", "read.RunCountRollup",
+                "operate.BulkActions", "operate.RootCancellation", "read.RunListing", "read.TreeReader",
+                "read.Unfinished", "read.RunCountRollup",
                 "retention.Retention", "schedule.Schedules", "join.JoinSql", "task.TaskCompensations")) {
             CLASSES.put("dev.coop.internal." + c, "other");
         }

@@ -38,6 +38,28 @@ public final class BulkActions {
             SELECT count(*)::int FROM resolved, notified
             """.replace("{notified}", Wakes.notifying("notified", "resolved", Wakes.NONE_LOCAL));
 
+    /**
+     * On Citus, the parked runs of a saga, oldest first, read without a lock (one task per shard): Citus refuses
+     * {@link #RETRY_PARKED}'s {@code FOR UPDATE} across shards. Each hierarchy's are then locked and retried by root.
+     * Parameters: saga, limit.
+     */
+    private static final String PARKED_BY_ROOT = """
+            SELECT root_id, id FROM {schema}.run WHERE status = 'PARKED' AND saga = ? ORDER BY created_at LIMIT ?
+            """;
+    /** On Citus, the candidates of one hierarchy no other transaction holds, still parked. Parameters: root, ids. */
+    private static final String LOCK_BY_ROOT = """
+            SELECT id FROM {schema}.run WHERE root_id = ? AND id = ANY(?::uuid[]) AND status = 'PARKED'
+               FOR UPDATE SKIP LOCKED
+            """;
+    /**
+     * {@link #RETRY_PARKED} of one hierarchy's runs locked by {@link #LOCK_BY_ROOT}, named by root. Parameters: ids,
+     * {now}, root, {now}, actor, reason, saga.
+     */
+    static final String RETRY_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(RETRY_PARKED, """
+            SELECT id FROM {schema}.run WHERE status = 'PARKED' AND saga = ?
+               ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED""", "SELECT unnest(?::uuid[]) AS id",
+            "FROM picked WHERE r.id = picked.id", "FROM picked WHERE r.root_id = ? AND r.id = picked.id");
+
     private final SchemaName schema;
     private final Time time;
 
@@ -64,6 +86,9 @@ public final class BulkActions {
      * {@link #BATCH}.
      */
     public int retryParkedBatch(Connection c, String saga, String actor, String reason) throws SQLException {
+        if (schema.citus()) {
+            return retryParkedByRoot(c, saga, actor, reason);
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(RETRY_PARKED))) {
             int i = 0;
             ps.setString(++i, saga);
@@ -78,5 +103,56 @@ public final class BulkActions {
                 return rs.getInt(1);
             }
         }
+    }
+
+    /**
+     * {@link #retryParkedBatch} on Citus: up to {@link #BATCH} parked runs read without a lock, then each hierarchy's
+     * locked ({@code SKIP LOCKED}) and retried in statements that name its root. Runs another transaction holds are
+     * skipped, as on plain PostgreSQL, but not replaced by later ones: the batch may then retry fewer than
+     * {@link #BATCH} while more are parked, and the caller's next call (another transaction) takes them.
+     */
+    private int retryParkedByRoot(Connection c, String saga, String actor, String reason) throws SQLException {
+        java.util.Map<java.util.UUID, java.util.List<java.util.UUID>> byRoot = new java.util.LinkedHashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(PARKED_BY_ROOT))) {
+            ps.setString(1, saga);
+            ps.setInt(2, BATCH);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    byRoot.computeIfAbsent(rs.getObject(1, java.util.UUID.class), r -> new java.util.ArrayList<>())
+                            .add(rs.getObject(2, java.util.UUID.class));
+                }
+            }
+        }
+        int retried = 0;
+        for (var root : byRoot.entrySet()) {
+            java.util.List<java.util.UUID> locked = new java.util.ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(schema.sql(LOCK_BY_ROOT))) {
+                ps.setObject(1, root.getKey());
+                ps.setArray(2, c.createArrayOf("uuid", root.getValue().toArray()));
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        locked.add(rs.getObject(1, java.util.UUID.class));
+                    }
+                }
+            }
+            if (locked.isEmpty()) {
+                continue;
+            }
+            try (PreparedStatement ps = c.prepareStatement(schema.sql(RETRY_BY_ROOT))) {
+                int i = 0;
+                ps.setArray(++i, c.createArrayOf("uuid", locked.toArray()));
+                ps.setObject(++i, time.bind());
+                ps.setObject(++i, root.getKey());
+                ps.setObject(++i, time.bind());
+                ps.setString(++i, actor);
+                ps.setString(++i, reason);
+                ps.setString(++i, saga);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    retried += rs.getInt(1);
+                }
+            }
+        }
+        return retried;
     }
 }

@@ -39,10 +39,13 @@ public final class Operations {
 
     private final SchemaName schema;
     private final Time time;
+    /** The cancellation by statements that name the root, on Citus only ({@link RootCancellation}); else null. */
+    private final RootCancellation byRoot;
 
     public Operations(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
+        this.byRoot = schema.citus() ? new RootCancellation(schema, time) : null;
     }
 
     /** A scope in the cooperation tree: the lineage of a run. */
@@ -69,7 +72,7 @@ public final class Operations {
                 : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ?")
                 + (lock ? " FOR UPDATE" : "");
         if (lock) {
-            waitForLocksAtMost(c);
+            waitForLocksAtMost(c, schema);
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
             ps.setObject(1, message != null ? message.value() : lineage.last());
@@ -150,7 +153,7 @@ public final class Operations {
         }
         Failure failure = new Failure(reason, CancellationRequestedException.TYPE, CLIENT_SOURCE, List.of(),
                 List.of());
-        waitForLocksAtMost(c); // the wake waits for the locks of the runs it must wake
+        waitForLocksAtMost(c, schema); // the wake waits for the locks of the runs it must wake
         boolean any = false;
         try {
             for (Scope scope : scopes) {
@@ -174,8 +177,27 @@ public final class Operations {
         }
     }
 
+    /**
+     * {@link #waitForLocksAtMost(Connection)}, on Citus also on the workers: the row locks are taken there, and Citus
+     * sends a worker the transaction's {@code SET LOCAL} commands only when {@code citus.propagate_set_commands} is
+     * {@code local} (a {@code set_config} never).
+     */
+    static void waitForLocksAtMost(Connection c, SchemaName schema) throws SQLException {
+        if (!schema.citus()) {
+            waitForLocksAtMost(c);
+            return;
+        }
+        try (java.sql.Statement st = c.createStatement()) { // constants, not input; for this transaction only
+            st.execute("SELECT set_config('citus.propagate_set_commands', 'local', true)");
+            st.execute("SET LOCAL lock_timeout = " + LOCK_WAIT_MILLIS);
+        }
+    }
+
     /** Requests the cancellation of one scope; false when it was requested before. */
     private boolean requestCancellation(Connection c, Scope scope, Failure failure) throws SQLException {
+        if (byRoot != null) {
+            return byRoot.request(c, scope.messageId(), scope.lineage(), failure.toJson());
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(REQUEST_CANCELLATION))) {
             var array = c.createArrayOf("uuid", scope.lineage());
             ps.setObject(1, scope.id());

@@ -15,7 +15,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
@@ -37,6 +39,12 @@ public final class SelectionBatches {
             SELECT r.id, r.root_id FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
              WHERE %s AND r.id > ? ORDER BY r.id LIMIT ?
             """;
+    /**
+     * {@link #PICK} on Citus: the message joined by root as well, so that the join is on the distribution column
+     * (Citus refuses the join by message id alone); one task per shard. A run's message is in its hierarchy.
+     */
+    private static final String PICK_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(PICK,
+            "ON m.id = r.message_id", "ON m.root_id = r.root_id AND m.id = r.message_id");
     private static final String LOCK = """
             SELECT pg_advisory_xact_lock(?, hashtext(root::text)) FROM unnest(?::uuid[]) root ORDER BY root
             """;
@@ -120,12 +128,31 @@ public final class SelectionBatches {
             """.replace("{notified}", Wakes.notifying("notified", "requested", Wakes.NONE_LOCAL))
             .replace("{counted}", Counts.supersededCommits("counted", "requested"));
 
+    /**
+     * On Citus, the picked runs still unfinished on the happy path (a read without a lock), whose scopes are then
+     * cancelled one by one by {@link RootCancellation}, as a single cancel is. Parameters: roots, ids.
+     */
+    private static final String PICKED_BY_ROOT = """
+            SELECT id, message_id, lineage, root_id FROM {schema}.run
+             WHERE root_id = ANY(?::uuid[]) AND id = ANY(?::uuid[]) AND phase = 'HAPPY'
+               AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
+             ORDER BY id
+            """;
+    /** On Citus, a hierarchy's audit entry. Parameters: root, actor, reason, count, the selection in words. */
+    private static final String AUDITED_BY_ROOT = """
+            INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
+            VALUES (?, NULL, ?, ?, ?, 'REQUESTED for ' || ? || ' run(s) of a selection: ' || ?)
+            """;
+
     private final SchemaName schema;
     private final Time time;
+    /** The cancellation by statements that name the root, on Citus only; else null. */
+    private final RootCancellation byRoot;
 
     public SelectionBatches(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
+        this.byRoot = schema.citus() ? new RootCancellation(schema, time) : null;
     }
 
     /** Cancels the next batch of the selection's unfinished runs after {@code after} (null: from the start). */
@@ -133,7 +160,10 @@ public final class SelectionBatches {
             String described) throws SQLException {
         Failure failure = new Failure(reason, CancellationRequestedException.TYPE, Operations.CLIENT_SOURCE,
                 List.of(), List.of());
-        return act(c, selection, true, after, ps -> {
+        ByRoot citus = byRoot == null
+                ? null
+                : (cc, ids, roots) -> cancelByRoot(cc, ids, roots, failure.toJson(), actor, reason, described);
+        return act(c, selection, true, after, citus, ps -> {
             int i = 1;
             ps.setString(++i, failure.toJson());
             ps.setString(++i, failure.toJson());
@@ -150,7 +180,7 @@ public final class SelectionBatches {
             String described) throws SQLException {
         Failure failure = new Failure(reason, RollbackRequestedException.TYPE, Operations.CLIENT_SOURCE, List.of(),
                 List.of());
-        return act(c, selection, false, after, ps -> {
+        return act(c, selection, false, after, null, ps -> {
             int i = 1;
             ps.setString(++i, failure.toJson());
             ps.setString(++i, failure.toJson());
@@ -190,7 +220,13 @@ public final class SelectionBatches {
         void bind(PreparedStatement ps) throws SQLException;
     }
 
-    private Batch act(Connection c, RunQuery selection, boolean cancel, UUID after, Binder rest) throws SQLException {
+    /** A batch's action on Citus, by root: how many runs it acted on. */
+    private interface ByRoot {
+        int act(Connection c, List<UUID> ids, List<UUID> roots) throws SQLException;
+    }
+
+    private Batch act(Connection c, RunQuery selection, boolean cancel, UUID after, ByRoot citus, Binder rest)
+            throws SQLException {
         List<UUID> ids = new ArrayList<>();
         List<UUID> roots = new ArrayList<>();
         pick(c, selection, cancel, after, ids, roots);
@@ -203,7 +239,14 @@ public final class SelectionBatches {
             ps.executeQuery().close();
         }
         if (cancel) {
-            Operations.waitForLocksAtMost(c); // the wake waits for the locks of the runs it must wake
+            Operations.waitForLocksAtMost(c, schema); // the wake waits for the locks of the runs it must wake
+        }
+        if (citus != null) {
+            try {
+                return new Batch(ids.size(), citus.act(c, ids, roots), ids.getLast());
+            } catch (SQLException e) {
+                throw busy(cancel, e);
+            }
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(cancel ? CANCEL : ROLLBACK))) {
             ps.setArray(1, c.createArrayOf("uuid", ids.toArray()));
@@ -213,12 +256,50 @@ public final class SelectionBatches {
                 return new Batch(ids.size(), rs.getInt(1), ids.getLast());
             }
         } catch (SQLException e) {
-            if (cancel && "55P03".equals(e.getSQLState())) {
-                throw new dev.coop.failure.CoopValidationException("Cannot cancel this batch of the selection now:"
-                        + " one of its waiting runs is busy; try again (the runs cancelled before it stay cancelled)");
-            }
-            throw e;
+            throw busy(cancel, e);
         }
+    }
+
+    private static SQLException busy(boolean cancel, SQLException e) {
+        if (cancel && "55P03".equals(e.getSQLState())) {
+            throw new dev.coop.failure.CoopValidationException("Cannot cancel this batch of the selection now:"
+                    + " one of its waiting runs is busy; try again (the runs cancelled before it stay cancelled)");
+        }
+        return e;
+    }
+
+    /** {@link #CANCEL} on Citus: each picked run's scope cancelled by root, one audit entry per hierarchy. */
+    private int cancelByRoot(Connection c, List<UUID> ids, List<UUID> roots, String failure, String actor,
+            String reason, String described) throws SQLException {
+        List<Object[]> picked = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(PICKED_BY_ROOT))) {
+            ps.setArray(1, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
+            ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    picked.add(new Object[]{rs.getObject(2, UUID.class), rs.getArray(3).getArray(),
+                            rs.getObject(4, UUID.class)});
+                }
+            }
+        }
+        Map<UUID, Integer> requested = new LinkedHashMap<>();
+        for (Object[] run : picked) {
+            if (byRoot.request(c, (UUID) run[0], (UUID[]) run[1], failure)) {
+                requested.merge((UUID) run[2], 1, Integer::sum);
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(AUDITED_BY_ROOT))) {
+            for (Map.Entry<UUID, Integer> root : requested.entrySet()) {
+                ps.setObject(1, root.getKey());
+                ps.setString(2, "cancel-selection");
+                ps.setString(3, actor);
+                ps.setString(4, reason);
+                ps.setInt(5, root.getValue());
+                ps.setString(6, described);
+                ps.executeUpdate();
+            }
+        }
+        return requested.values().stream().mapToInt(Integer::intValue).sum();
     }
 
     private void pick(Connection c, RunQuery selection, boolean cancel, UUID after, List<UUID> ids, List<UUID> roots)
@@ -228,7 +309,8 @@ public final class SelectionBatches {
                 : "r.status = 'COMMITTED'");
         List<Object> values = new ArrayList<>();
         RunListing.filter(selection, where, values);
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(PICK.formatted(where)))) {
+        try (PreparedStatement ps = c
+                .prepareStatement(schema.sql((schema.citus() ? PICK_BY_ROOT : PICK).formatted(where)))) {
             int i = 0;
             for (Object v : values) {
                 ps.setObject(++i, v);

@@ -38,6 +38,18 @@ public final class Unfinished {
              GROUP BY saga, saga_version, status ORDER BY saga, saga_version, status
             """;
 
+    /**
+     * {@link #WHY_UNFINISHED} on Citus: both parts of the walk name the hierarchy's root (bound), so that Citus plans
+     * the recursion (it refuses a recursive CTE without a filter on the distribution column) and routes it to the
+     * hierarchy's shard. Parameters: root, message, root.
+     */
+    static final String WHY_UNFINISHED_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(WHY_UNFINISHED,
+            "FROM {schema}.run WHERE message_id = ?", "FROM {schema}.run WHERE root_id = ? AND message_id = ?",
+            "FROM {schema}.run r JOIN h ON r.parent_id = h.id", "FROM {schema}.run r JOIN h ON r.parent_id = h.id"
+                    + " WHERE r.root_id = ?");
+    /** The root of a message's hierarchy (Citus: one task per shard, read only when a wait gave up). */
+    private static final String ROOT_OF = "SELECT root_id FROM {schema}.message WHERE id = ?";
+
     private final SchemaName schema;
 
     public Unfinished(SchemaName schema) {
@@ -70,8 +82,21 @@ public final class Unfinished {
      */
     public String whyUnfinished(Connection c, MessageId message) throws SQLException {
         List<String> parts = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(WHY_UNFINISHED))) {
-            ps.setObject(1, message.value());
+        java.util.UUID root = schema.citus() ? rootOf(c, message) : null;
+        if (schema.citus() && root == null) {
+            return "nothing left to run";
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(root != null
+                ? WHY_UNFINISHED_BY_ROOT
+                : WHY_UNFINISHED))) {
+            int i = 0;
+            if (root != null) {
+                ps.setObject(++i, root);
+            }
+            ps.setObject(++i, message.value());
+            if (root != null) {
+                ps.setObject(++i, root);
+            }
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     parts.add(describe(rs));
@@ -79,6 +104,15 @@ public final class Unfinished {
             }
         }
         return parts.isEmpty() ? "nothing left to run" : String.join("; ", parts);
+    }
+
+    private java.util.UUID rootOf(Connection c, MessageId message) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(ROOT_OF))) {
+            ps.setObject(1, message.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? rs.getObject(1, java.util.UUID.class) : null;
+            }
+        }
     }
 
     /** One group of unfinished runs (a row of {@link #WHY_UNFINISHED}) and what it waits for. */

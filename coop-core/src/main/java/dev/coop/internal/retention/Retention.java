@@ -79,6 +79,36 @@ public final class Retention {
     private static final String SAMPLE_ROOTS = "SELECT r.root_id " + FINISHED_ROOT_RUNS
             + " GROUP BY r.root_id ORDER BY min(r.finished_at) LIMIT ?";
 
+    /**
+     * On Citus, {@link #FINISHED_ROOT_RUNS} with its runs of the root message joined by root as well, so that both
+     * subqueries join {@code run} on its distribution column and Citus pushes them down to each shard (it refuses
+     * the join by {@code message_id} alone). The root message's runs are in its own hierarchy: same rows.
+     */
+    private static final String FINISHED_ROOT_RUNS_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(
+            FINISHED_ROOT_RUNS, "WHERE o.message_id = r.message_id",
+            "WHERE o.root_id = r.root_id AND o.message_id = r.message_id");
+    /**
+     * {@link #CANDIDATES} on Citus: read without a lock (one task per shard), since Citus refuses a {@code FOR UPDATE}
+     * across shards. Pruners share the work through the operator locks, tried ({@link #LOCK}): a root another pruner
+     * holds is left to it.
+     */
+    private static final String CANDIDATES_BY_ROOT = "SELECT DISTINCT c.root FROM (SELECT r.root_id AS root "
+            + FINISHED_ROOT_RUNS_BY_ROOT + " ORDER BY r.finished_at LIMIT ?) c";
+    /**
+     * {@link #PRUNABLE} on Citus, read the other way round: the hierarchies of the batch that are no longer wholly
+     * finished before the cutoff (Citus refuses {@link #PRUNABLE}'s subqueries correlated with an array's elements).
+     * A root message's runs are those with {@code message_id = root_id}. Parameters: roots, cutoff.
+     */
+    private static final String BUSY_BY_ROOT = """
+            SELECT DISTINCT root_id FROM {schema}.run
+             WHERE root_id = ANY(?::uuid[])
+               AND (status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
+                    OR (message_id = root_id AND (finished_at IS NULL OR finished_at >= ?)))
+            """;
+    private static final String COUNT_BY_ROOT = "SELECT count(DISTINCT r.root_id) " + FINISHED_ROOT_RUNS_BY_ROOT;
+    private static final String SAMPLE_ROOTS_BY_ROOT = "SELECT r.root_id " + FINISHED_ROOT_RUNS_BY_ROOT
+            + " GROUP BY r.root_id ORDER BY min(r.finished_at) LIMIT ?";
+
     private final SchemaName schema;
     private final Time time;
 
@@ -129,7 +159,10 @@ public final class Retention {
         if (!roots.isEmpty()) {
             roots = select(c, LOCK, roots, ps -> ps.setInt(2, Operations.OPERATOR_LOCK)); // busy: next time
         }
-        if (!roots.isEmpty()) {
+        if (!roots.isEmpty() && schema.citus()) {
+            roots = new ArrayList<>(roots);
+            roots.removeAll(select(c, schema.sql(BUSY_BY_ROOT), roots, ps -> ps.setObject(2, at(cutoff))));
+        } else if (!roots.isEmpty()) {
             roots = select(c, schema.sql(PRUNABLE), roots, ps -> ps.setObject(2, at(cutoff)));
         }
         if (roots.isEmpty()) {
@@ -171,7 +204,7 @@ public final class Retention {
     /** What {@link #pruneBatch} would delete, all batches together, without deleting or locking anything. */
     PruneResult dryRun(Connection c, Instant cutoff) throws SQLException {
         long hierarchies;
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(COUNT))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(schema.citus() ? COUNT_BY_ROOT : COUNT))) {
             ps.setObject(1, at(cutoff));
             ps.setObject(2, at(cutoff));
             try (ResultSet rs = ps.executeQuery()) {
@@ -180,7 +213,8 @@ public final class Retention {
             }
         }
         List<MessageId> sample = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(SAMPLE_ROOTS))) {
+        try (PreparedStatement ps = c
+                .prepareStatement(schema.sql(schema.citus() ? SAMPLE_ROOTS_BY_ROOT : SAMPLE_ROOTS))) {
             ps.setObject(1, at(cutoff));
             ps.setObject(2, at(cutoff));
             ps.setInt(3, SAMPLE);
@@ -195,7 +229,7 @@ public final class Retention {
 
     private List<UUID> candidates(Connection c, Instant cutoff) throws SQLException {
         List<UUID> roots = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(CANDIDATES))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(schema.citus() ? CANDIDATES_BY_ROOT : CANDIDATES))) {
             ps.setObject(1, at(cutoff));
             ps.setObject(2, at(cutoff));
             ps.setInt(3, BATCH);

@@ -113,6 +113,22 @@ public final class CitusLayout {
         return sql.replace("{now}", NOW_SQL);
     }
 
+    /**
+     * {@code sql} with each {@code from} replaced by its {@code to} (pairs): a statement's form on Citus, written as
+     * the difference from plain PostgreSQL's (which stays exactly as it is). Fails when a {@code from} is not in it,
+     * so that an edit of the statement cannot silently drop the Citus form's change.
+     */
+    public static String rewritten(String sql, String... fromTo) {
+        String out = sql;
+        for (int i = 0; i < fromTo.length; i += 2) {
+            if (!out.contains(fromTo[i])) {
+                throw new IllegalStateException("The Citus form no longer finds '" + fromTo[i] + "' in " + sql);
+            }
+            out = out.replace(fromTo[i], fromTo[i + 1]);
+        }
+        return out;
+    }
+
     private CitusLayout() {
     }
 
