@@ -1,21 +1,17 @@
 package dev.coop;
 
-import dev.coop.failure.CoopValidationException;
-
+import dev.coop.internal.saga.SagaRules;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * A saga: a named handler of one topic, made of ordered steps. Each run of a saga handles one message; a step starts
  * only after every run caused by the previous step finished. Build one with {@link #on(Topic, String)}.
  */
 public final class Saga<P> {
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}");
-    private static final int MAX_STEP_NAME = 200;
     /** The highest saga version. */
     public static final int MAX_VERSION = 1_000_000;
     /** The largest {@link Builder#concurrency(int)}: each slot is an advisory lock tried in turn. */
@@ -116,14 +112,7 @@ public final class Saga<P> {
     /** Starts a saga named {@code name} that handles every message on {@code topic}. */
     public static <P> Builder<P> on(Topic<P> topic, String name) {
         Objects.requireNonNull(topic, "topic");
-        if (name == null) {
-            throw new CoopValidationException("Saga name is missing (null)");
-        }
-        if (!NAME.matcher(name).matches()) {
-            throw new CoopValidationException("Invalid saga name '" + name
-                    + "': use 1 to 200 letters, digits or . _ - : / and start with a letter or digit");
-        }
-        return new Builder<>(topic, name);
+        return new Builder<>(topic, name, SagaRules.of(name));
     }
 
     public Topic<P> topic() {
@@ -179,6 +168,8 @@ public final class Saga<P> {
     public static final class Builder<P> {
         private final Topic<P> topic;
         private final String name;
+        /** What each call may be given; its messages name this saga. */
+        private final SagaRules rules;
         private final List<Step<P>> steps = new ArrayList<>();
         private final Set<String> stepNames = new HashSet<>();
         private CooperationStrategy strategy;
@@ -191,9 +182,10 @@ public final class Saga<P> {
         private final java.util.Map<String, java.time.Duration> timeouts = new java.util.HashMap<>();
         private java.time.Duration stepTimeout;
 
-        private Builder(Topic<P> topic, String name) {
+        private Builder(Topic<P> topic, String name, SagaRules rules) {
             this.topic = topic;
             this.name = name;
+            this.rules = rules;
         }
 
         /** Adds a step. Step names are unique within the saga and recorded in the event log. */
@@ -224,12 +216,7 @@ public final class Saga<P> {
          */
         public Builder<P> periodic(String stepName, java.time.Duration period, int times, StepBody<P> body) {
             Objects.requireNonNull(body, "body of periodic step '" + stepName + "'");
-            dev.coop.internal.store.InputLimits.delay("The period of step '" + stepName + "' of saga '" + name + "'",
-                    period);
-            if (times < 1) {
-                throw new CoopValidationException("Periodic step '" + stepName + "' of saga '" + name
-                        + "' must run at least once, was " + times + " times");
-            }
+            rules.periodic(stepName, period, times);
             return add(stepName, step -> {
                 body.run(step);
                 return step.iteration() < times ? Flow.repeatAfter(period) : Flow.next();
@@ -242,8 +229,7 @@ public final class Saga<P> {
          */
         public Builder<P> sleep(String stepName, java.time.Duration duration) {
             Objects.requireNonNull(duration, "duration of sleep step '" + stepName + "'");
-            dev.coop.internal.store.InputLimits.delay(
-                    "The duration of sleep step '" + stepName + "' of saga '" + name + "'", duration);
+            rules.sleep(stepName, duration);
             return sleepUntil(stepName, step -> step.startedAt().plus(duration));
         }
 
@@ -267,35 +253,16 @@ public final class Saga<P> {
         public Builder<P> andFinally(StepBody<P> finallyBody) {
             Objects.requireNonNull(finallyBody, "finally part");
             Step<P> s = last("andFinally");
-            if (s.finallyBody() != null || s.isFinallyPart() || s.wakeAt() != null) {
-                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
-                        + "' cannot take a finally part" + (s.finallyBody() != null ? ": it already has one" : ""));
-            }
+            rules.finallyPart(s.name(), s.finallyBody() == null && !s.isFinallyPart() && s.wakeAt() == null,
+                    s.finallyBody() != null);
             int index = lastIndex();
             replaceLast(s.with(s.compensation(), s.childFailureHandler(), s.retryPolicy(), finallyBody));
             return add(s.name() + dev.coop.internal.store.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
         }
 
         private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
-            if (stepName == null || stepName.isBlank() || stepName.length() > MAX_STEP_NAME
-                    || stepName.chars().anyMatch(Character::isISOControl)
-                    || dev.coop.internal.store.InputLimits.loneSurrogateAt(stepName) >= 0) {
-                throw new CoopValidationException("Invalid step name '" + stepName + "' in saga '" + name
-                        + "': use 1 to " + MAX_STEP_NAME + " printable characters (no control characters, no unpaired"
-                        + " UTF-16 surrogates)");
-            }
-            if (finallyOf < 0 && (stepName.startsWith(dev.coop.internal.store.LogNames.ROLLBACK_PREFIX)
-                    || stepName.endsWith(dev.coop.internal.store.LogNames.HANDLER_SUFFIX)
-                    || stepName.endsWith(dev.coop.internal.store.LogNames.CHILDREN_SUFFIX)
-                    || stepName.endsWith(dev.coop.internal.store.LogNames.FINALLY_SUFFIX))) {
-                throw new CoopValidationException("Step name '" + stepName + "' in saga '" + name
-                        + "' imitates the names Coop logs for rollbacks, child-failure handlers and finally parts;"
-                        + " choose another");
-            }
-            if (!stepNames.add(stepName)) {
-                throw new CoopValidationException(
-                        "Saga '" + name + "' already has a step named '" + stepName + "'");
-            }
+            rules.stepName(stepName, finallyOf >= 0);
+            rules.uniqueStep(stepName, stepNames.add(stepName));
             steps.add(new Step<>(stepName, body, null, null, null, null, wakeAt, finallyOf));
             return this;
         }
@@ -304,10 +271,7 @@ public final class Saga<P> {
         public Builder<P> compensateWith(Compensation<P> compensation) {
             Objects.requireNonNull(compensation, "compensation");
             Step<P> s = last("compensateWith");
-            if (s.compensation() != null) {
-                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
-                        + "' already has a compensation");
-            }
+            rules.stepOption(s.name(), s.compensation(), "a compensation");
             return replaceLast(s.with(compensation, s.childFailureHandler(), s.retryPolicy(), s.finallyBody()));
         }
 
@@ -328,10 +292,7 @@ public final class Saga<P> {
         public Builder<P> onChildFailure(ChildFailureFlow<P> handler) {
             Objects.requireNonNull(handler, "handler");
             Step<P> s = last("onChildFailure");
-            if (s.childFailureHandler() != null) {
-                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
-                        + "' already has a child failure handler");
-            }
+            rules.stepOption(s.name(), s.childFailureHandler(), "a child failure handler");
             return replaceLast(s.with(s.compensation(), handler, s.retryPolicy(), s.finallyBody()));
         }
 
@@ -339,10 +300,7 @@ public final class Saga<P> {
         public Builder<P> retry(RetryPolicy policy) {
             Objects.requireNonNull(policy, "policy");
             Step<P> s = last("retry");
-            if (s.retryPolicy() != null) {
-                throw new CoopValidationException("Step '" + s.name() + "' of saga '" + name
-                        + "' already has a retry policy");
-            }
+            rules.stepOption(s.name(), s.retryPolicy(), "a retry policy");
             return replaceLast(s.with(s.compensation(), s.childFailureHandler(), policy, s.finallyBody()));
         }
 
@@ -355,14 +313,7 @@ public final class Saga<P> {
          */
         public Builder<P> timeout(java.time.Duration timeout) {
             Step<P> s = last("timeout");
-            String option = "timeout of step '" + s.name() + "' of saga '" + name + "'";
-            if (s.wakeAt() != null) {
-                throw new CoopValidationException(option + ": a sleep step runs no code to time out");
-            }
-            if (timeouts.containsKey(s.name())) {
-                throw new CoopValidationException(option + " was already set to " + timeouts.get(s.name()));
-            }
-            timeouts.put(s.name(), validTimeout(option, timeout));
+            timeouts.put(s.name(), rules.stepTimeout(s.name(), s.wakeAt() != null, timeouts.get(s.name()), timeout));
             return this;
         }
 
@@ -371,31 +322,13 @@ public final class Saga<P> {
          * as long as it likes).
          */
         public Builder<P> stepTimeout(java.time.Duration timeout) {
-            String option = "stepTimeout of saga '" + name + "'";
-            if (stepTimeout != null) {
-                throw new CoopValidationException(option + " was already set to " + stepTimeout);
-            }
-            this.stepTimeout = validTimeout(option, timeout);
+            this.stepTimeout = rules.defaultTimeout(stepTimeout, timeout);
             return this;
-        }
-
-        private static java.time.Duration validTimeout(String option, java.time.Duration timeout) {
-            if (timeout == null) {
-                throw new CoopValidationException(option + " must be a duration, was null");
-            }
-            if (timeout.compareTo(java.time.Duration.ofMillis(1)) < 0) {
-                throw new CoopValidationException(option + " must be at least 1 ms, was " + timeout);
-            }
-            if (timeout.compareTo(java.time.Duration.ofDays(365)) > 0) {
-                throw new CoopValidationException(option + " must be at most 365 days, was " + timeout);
-            }
-            return java.time.Duration.ofMillis(timeout.toMillis());
         }
 
         private Step<P> last(String method) {
             if (steps.isEmpty()) {
-                throw new CoopValidationException(method + "() applies to the step added last, but saga '" + name
-                        + "' has no step yet");
+                throw rules.noStepYet(method);
             }
             return steps.get(lastIndex());
         }
@@ -423,11 +356,7 @@ public final class Saga<P> {
          * engine: two engines running the saga may run twice as many at once. Between 1 and 1024.
          */
         public Builder<P> workers(int workers) {
-            if (workers < 1 || workers > 1024) {
-                throw new CoopValidationException("workers of saga '" + name + "' must be between 1 and 1024, was "
-                        + workers);
-            }
-            this.workers = workers;
+            this.workers = rules.between("workers", workers, 1, 1024);
             return this;
         }
 
@@ -453,11 +382,7 @@ public final class Saga<P> {
          * none of its runs is unfinished.
          */
         public Builder<P> version(int version) {
-            if (version < 1 || version > MAX_VERSION) {
-                throw new CoopValidationException("version of saga '" + name + "' must be between 1 and "
-                        + MAX_VERSION + ", was " + version);
-            }
-            this.version = version;
+            this.version = rules.between("version", version, 1, MAX_VERSION);
             return this;
         }
 
@@ -468,15 +393,8 @@ public final class Saga<P> {
          * {@value #MAX_CONCURRENCY}. Part of the saga's definition: see {@code docs/protocol.md}, Saga limits.
          */
         public Builder<P> concurrency(int runs) {
-            if (concurrency != 0) {
-                throw new CoopValidationException("concurrency of saga '" + name + "' was already set to "
-                        + concurrency);
-            }
-            if (runs < 1 || runs > MAX_CONCURRENCY) {
-                throw new CoopValidationException("concurrency of saga '" + name + "' must be between 1 and "
-                        + MAX_CONCURRENCY + ", was " + runs);
-            }
-            this.concurrency = runs;
+            rules.setOnce("concurrency", concurrency != 0, concurrency);
+            this.concurrency = rules.between("concurrency", runs, 1, MAX_CONCURRENCY);
             return this;
         }
 
@@ -487,32 +405,14 @@ public final class Saga<P> {
          * between 1 ms and 1 day.
          */
         public Builder<P> rateLimit(int starts, java.time.Duration period) {
-            if (rateLimit != 0) {
-                throw new CoopValidationException("rateLimit of saga '" + name + "' was already set to "
-                        + rateLimit + " per " + ratePeriod);
-            }
-            if (starts < 1 || starts > MAX_RATE_LIMIT) {
-                throw new CoopValidationException("rateLimit of saga '" + name + "' must allow between 1 and "
-                        + MAX_RATE_LIMIT + " starts, was " + starts);
-            }
-            if (period == null) {
-                throw new CoopValidationException("rateLimit of saga '" + name + "' needs a period, was null");
-            }
-            if (period.compareTo(java.time.Duration.ofMillis(1)) < 0
-                    || period.compareTo(java.time.Duration.ofDays(1)) > 0) {
-                throw new CoopValidationException("rateLimit period of saga '" + name
-                        + "' must be between 1 ms and 1 day, was " + period);
-            }
+            rules.setOnce("rateLimit", rateLimit != 0, rateLimit + " per " + ratePeriod);
+            this.ratePeriod = rules.rateLimit(starts, MAX_RATE_LIMIT, period);
             this.rateLimit = starts;
-            this.ratePeriod = java.time.Duration.ofMillis(period.toMillis());
             return this;
         }
 
         public Saga<P> build() {
-            if (steps.isEmpty()) {
-                throw new CoopValidationException(
-                        "Saga '" + name + "' has no steps; add at least one with step()");
-            }
+            rules.hasSteps(!steps.isEmpty());
             return new Saga<>(this);
         }
     }

@@ -21,7 +21,7 @@ public final class AbSide {
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         }
-        Options o = Options.parse(args);
+        Options o = OptionParser.parse(args);
         Map<String, Object> result = new AbRound(o, true, true).measure(Boolean.getBoolean(COUNTED));
         new ObjectMapper().writeValue(Path.of(System.getProperty(OUT)).toFile(), result);
         System.exit(0); // the engines' pools are closed; leftover daemon threads of a peer must not keep it alive

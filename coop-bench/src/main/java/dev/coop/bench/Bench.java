@@ -31,7 +31,7 @@ public final class Bench {
         }
         Options o;
         try {
-            o = Options.parse(args);
+            o = OptionParser.parse(args);
         } catch (IllegalArgumentException e) {
             System.err.println(e.getMessage());
             System.exit(2);

@@ -4,7 +4,6 @@ import dev.coop.internal.store.Due;
 
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -40,16 +39,8 @@ public final class Dispatcher {
     private int idle;
     /** Limited sagas whose last claim found nothing (slots busy, rate window full): tried again when a step ends. */
     private final java.util.Set<String> blocked = new java.util.HashSet<>();
-    private final long pollNanos;
-    private long nextProbe;
-    private boolean probing;
-    /** A probe was asked for while one ran: what it read may be stale (the time jumped), so probe again. */
-    private boolean reprobe;
-    /**
-     * The earliest due time asked for ({@link #dueIn}) while a probe ran, or {@link Long#MAX_VALUE}: the probe may
-     * have read the database before the commit that made it due, so its result must not push the next probe past it.
-     */
-    private long dueDuringProbe = Long.MAX_VALUE;
+    /** When the next probe is due, and whether one runs. */
+    private final ProbeSchedule probes;
     private boolean stopped;
     /**
      * What {@link #pause} waits on: signalled only by {@link #stop}. A thread pausing on {@code changed} would take
@@ -87,8 +78,7 @@ public final class Dispatcher {
 
     public Dispatcher(List<String> sagas, long pollNanos) {
         this.sagas = new ReadySagas(sagas);
-        this.pollNanos = pollNanos;
-        this.nextProbe = System.nanoTime(); // probe at once: there may be work from before this engine started
+        this.probes = new ProbeSchedule(pollNanos);
     }
 
     /** Blocks until there is something to do; null once stopped. */
@@ -103,13 +93,12 @@ public final class Dispatcher {
                     return task;
                 }
                 long now = System.nanoTime();
-                if (!probing && now - nextProbe >= 0) {
-                    probing = true;
+                if (probes.start(now)) {
                     return PROBE;
                 }
                 idle++;
                 try {
-                    changed.awaitNanos(probing ? pollNanos : nextProbe - now);
+                    changed.awaitNanos(probes.waitNanos(now));
                 } finally {
                     idle--;
                 }
@@ -231,8 +220,7 @@ public final class Dispatcher {
     public void probeNow() {
         lock.lock();
         try {
-            reprobe = probing;
-            nextProbe = System.nanoTime();
+            probes.soon();
             changed.signal();
         } finally {
             lock.unlock();
@@ -243,12 +231,7 @@ public final class Dispatcher {
     public void dueIn(long millis) {
         lock.lock();
         try {
-            long at = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, millis));
-            if (probing && (dueDuringProbe == Long.MAX_VALUE || at - dueDuringProbe < 0)) {
-                dueDuringProbe = at;
-            }
-            if (at - nextProbe < 0) {
-                nextProbe = at;
+            if (probes.dueIn(millis)) {
                 changed.signal();
             }
         } finally {
@@ -346,22 +329,13 @@ public final class Dispatcher {
     void probed(Map<String, Due> dues) {
         lock.lock();
         try {
-            probing = false;
             long now = System.nanoTime();
-            long next = now + pollNanos;
-            for (Map.Entry<String, Due> e : dues.entrySet()) {
-                Due due = e.getValue();
+            dues.forEach((saga, due) -> {
                 if (due.firstMillis() <= 0) {
-                    sagas.markSearched(e.getKey()); // searched: a probe does not say how many runs are due
-                } else {
-                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(due.firstMillis()));
+                    sagas.markSearched(saga); // searched: a probe does not say how many runs are due
                 }
-                if (due.nextMillis() != null) {
-                    next = Math.min(next, now + TimeUnit.MILLISECONDS.toNanos(Math.max(0, due.nextMillis())));
-                }
-            }
-            nextProbe = reprobe ? now : earliest(next);
-            reprobe = false;
+            });
+            probes.probed(now, dues.values());
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -372,8 +346,7 @@ public final class Dispatcher {
     void probeFailed(long delayNanos) {
         lock.lock();
         try {
-            probing = false;
-            nextProbe = earliest(System.nanoTime() + delayNanos);
+            probes.failed(delayNanos);
         } finally {
             lock.unlock();
         }
@@ -410,12 +383,5 @@ public final class Dispatcher {
         } finally {
             lock.unlock();
         }
-    }
-
-    /** {@code next}, or a due time asked for during the probe that just ended if that is earlier; forgets it. */
-    private long earliest(long next) {
-        long due = dueDuringProbe;
-        dueDuringProbe = Long.MAX_VALUE;
-        return due != Long.MAX_VALUE && due - next < 0 ? due : next;
     }
 }

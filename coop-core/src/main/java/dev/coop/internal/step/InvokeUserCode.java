@@ -30,7 +30,7 @@ final class InvokeUserCode {
             return supervised(code, context, round, split);
         }
         if (round != null) { // the steps before it are written whole before user code uses the connection
-            context.beforeFirstUse(round::firstUse);
+            context.session.beforeFirstUse(round::firstUse);
         }
         StepLogContext.enter(context);
         Listeners listeners = context.listeners();
@@ -38,7 +38,7 @@ final class InvokeUserCode {
         long start = states == null ? 0 : System.nanoTime();
         Throwable thrown = run(code, context, listeners);
         try {
-            thrown = context.withRefusal(thrown); // a refused statement fails the part, even when it was caught
+            thrown = context.session.withRefusal(thrown); // a refused statement fails the part, even when it was caught
             if (thrown == null) { // a part that failed is reset after its writes are undone (discardWrites)
                 thrown = resetSession(context);
             }
@@ -68,12 +68,12 @@ final class InvokeUserCode {
     private static Throwable supervised(UserCode code, StepContextImpl<?> context, StepRound round,
             RoundSplit split) {
         if (split != null) {
-            context.beforeFirstUse(split::firstUse);
+            context.session.beforeFirstUse(split::firstUse);
         } else if (round != null) {
-            context.beforeFirstUse(round::firstUse);
+            context.session.beforeFirstUse(round::firstUse);
         }
         Listeners listeners = context.listeners();
-        NetworkTimeouts.forUserCode(context.rawConnection());
+        NetworkTimeouts.forUserCode(context.session.raw());
         Throwable thrown;
         try {
             thrown = SupervisedCall.run(call -> onStepThread(code, context, listeners, call), context,
@@ -84,7 +84,7 @@ final class InvokeUserCode {
         if (context.lost) {
             return null; // the run went to another transaction: nothing of this step is written
         }
-        NetworkTimeouts.forCoop(context.rawConnection());
+        NetworkTimeouts.forCoop(context.session.raw());
         if (thrown == null) { // as on the worker's own thread: before Coop's statements (a failed part: discardWrites)
             thrown = resetSession(context);
         }
@@ -103,7 +103,7 @@ final class InvokeUserCode {
         Throwable thrown = null;
         try {
             thrown = runCode(code, context, listeners);
-            thrown = context.withRefusal(thrown);
+            thrown = context.session.withRefusal(thrown);
         } finally {
             if (states != null) {
                 Throwable reported = call.timedOut() != null ? call.timedOut() : thrown;
@@ -122,7 +122,7 @@ final class InvokeUserCode {
      */
     private static Throwable resetSession(StepContextImpl<?> context) {
         try {
-            context.resetSession();
+            context.session.resetSession();
             return null;
         } catch (java.sql.SQLException e) {
             return e;
@@ -131,9 +131,9 @@ final class InvokeUserCode {
 
     /** Runs the code with the user's network timeout, in the listeners' transaction hook if there is one. */
     private static Throwable run(UserCode code, StepContextImpl<?> context, Listeners listeners) {
-        NetworkTimeouts.forUserCode(context.rawConnection()); // a slow statement of the user's is not Coop's to end
+        NetworkTimeouts.forUserCode(context.session.raw()); // a slow statement of the user's is not Coop's to end
         Throwable thrown = runCode(code, context, listeners);
-        NetworkTimeouts.forCoop(context.rawConnection());
+        NetworkTimeouts.forCoop(context.session.raw());
         return thrown;
     }
 

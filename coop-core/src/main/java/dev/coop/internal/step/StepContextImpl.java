@@ -2,7 +2,6 @@ package dev.coop.internal.step;
 
 import dev.coop.internal.store.ClaimedRun;
 import dev.coop.internal.Listeners;
-import dev.coop.internal.guard.GuardedConnection;
 import dev.coop.internal.store.Emission;
 import dev.coop.internal.store.Liveness;
 
@@ -50,7 +49,8 @@ final class StepContextImpl<P> extends StepContextForms<P> {
     private P payload;
     private java.util.function.Supplier<P> lazyPayload;
     private final EngineContext engine;
-    private final GuardedConnection.Guard guard;
+    /** The connection the part runs with, under its guard, and what Coop does to it around the part's code. */
+    final StepConnection session;
     private final Kind kind;
     private final int iteration;
     private volatile boolean ended;
@@ -80,13 +80,13 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         this.step = step;
         this.payload = payload;
         this.engine = engine;
-        this.guard = GuardedConnection.wrap(connection);
+        this.session = new StepConnection(connection, engine);
         this.kind = kind;
         this.iteration = iteration;
         this.context = context;
         this.initialContext = context;
-        this.launches = new StepLaunches(engine, guard);
-        this.children = new StepChildren(run, engine, guard, childSeqs);
+        this.launches = new StepLaunches(engine, session.guard());
+        this.children = new StepChildren(run, engine, session.guard(), childSeqs);
     }
 
     /**
@@ -234,7 +234,7 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         }
         Liveness liveness;
         try {
-            liveness = engine.store().liveness(guard.connection(), run.rootId(), run.cancelScope());
+            liveness = engine.store().liveness(session.handedOut(), run.rootId(), run.cancelScope());
         } catch (SQLException e) {
             throw new CoopStoreException("Could not check for a cancellation of run " + run.id(), e);
         }
@@ -258,7 +258,7 @@ final class StepContextImpl<P> extends StepContextForms<P> {
 
     @Override
     public Connection connection() {
-        return guard.connection();
+        return session.handedOut();
     }
 
     @Override
@@ -334,47 +334,11 @@ final class StepContextImpl<P> extends StepContextForms<P> {
                 || (thrown instanceof InterruptedException && engine.dispatcher().stopped())) {
             return dev.coop.EngineListener.Outcome.RETRIED;
         }
-        if (retryPolicy != null && !(thrown instanceof CooperationException) && !refused()
+        if (retryPolicy != null && !(thrown instanceof CooperationException) && !session.refused()
                 && retryPolicy.shouldRetry(thrown, run.attempt())) {
             return dev.coop.EngineListener.Outcome.RETRIED;
         }
         return dev.coop.EngineListener.Outcome.FAILED;
-    }
-
-    /** Runs {@code action} before the step first uses its connection (see {@link GuardedConnection.Guard}). */
-    void beforeFirstUse(GuardedConnection.FirstUse action) {
-        guard.beforeFirstUse(action);
-    }
-
-    /** The step's connection itself, under the guard (for Coop's settings around user code). */
-    Connection rawConnection() {
-        return guard.target();
-    }
-
-    /** Whether the part was refused a statement that would have ended its transaction. */
-    boolean refused() {
-        return guard.refusal() != null;
-    }
-
-    /**
-     * What the part threw, or the statement it was refused when it caught that refusal (or threw something else
-     * after it): a part that tried to end its transaction fails.
-     */
-    Throwable withRefusal(Throwable thrown) {
-        Exception refusal = guard.refusal();
-        if (refusal == null || thrown == refusal) {
-            return thrown;
-        }
-        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        for (Throwable t = thrown; t != null && seen.size() < 100 && seen.add(t); t = t.getCause()) {
-            if (t == refusal) {
-                return thrown; // it carries the refusal (a framework's translation of it, say)
-            }
-        }
-        if (thrown != null) {
-            refusal.addSuppressed(thrown);
-        }
-        return refusal;
     }
 
     /**
@@ -386,22 +350,13 @@ final class StepContextImpl<P> extends StepContextForms<P> {
      */
     boolean revoke(long graceNanos) {
         ended = true;
-        return guard.revoke(graceNanos);
-    }
-
-    /** The step's code is stuck in a statement on its connection: the connection is aborted (its transaction dies). */
-    void abortConnection() {
-        try {
-            guard.target().abort(Runnable::run);
-        } catch (SQLException | RuntimeException e) {
-            // already gone
-        }
+        return session.revoke(graceNanos);
     }
 
     /** Ends the step: the connection handed out can no longer be used. */
     void close() {
         ended = true;
-        guard.close();
+        session.close();
     }
 
     /** The step failed: undo its writes (and forget what it launched and changed), keeping the transaction. */
@@ -410,46 +365,6 @@ final class StepContextImpl<P> extends StepContextForms<P> {
         children.tasks.clear();
         context = initialContext;
         result = null;
-        try {
-            guard.discardWrites();
-        } catch (SQLException e) {
-            if (guard.used()) {
-                dev.coop.internal.guard.SessionReset.failed(); // the session is in a state nobody knows
-            }
-            throw e;
-        }
-        resetSession(); // what the rollback to the savepoint does not undo (session locks, SQL PREPARE)
-    }
-
-    /**
-     * After user code that used the connection: gives it back as Coop had it ({@link
-     * dev.coop.internal.guard.SessionReset}), before Coop's own statements; in a round, a step whose SQL took
-     * transaction-level advisory locks ends the round's shared part. Nothing when the code did not use the connection.
-     *
-     * @throws SQLException when the reset failed (the code left its transaction unusable, say), or the code made its
-     *         transaction read-only (SQLSTATE 25006): the part fails
-     */
-    void resetSession() throws SQLException {
-        if (!guard.used()) {
-            return;
-        }
-        boolean readOnly;
-        try {
-            readOnly = engine.store().sessionReset().reset(guard.target(),
-                    dev.coop.internal.store.ClaimSql.RUNNING_AS + engine.engineId());
-        } catch (SQLException e) {
-            dev.coop.internal.guard.SessionReset.failed();
-            throw e;
-        }
-        dev.coop.internal.guard.SessionReset.succeeded();
-        if (readOnly) { // undone with the step's writes, back to its savepoint: the failure can then be written
-            throw new SQLException("The step made its transaction read-only (SET TRANSACTION READ ONLY), so it"
-                    + " cannot be committed: Coop writes the step's log rows and its run's advance in that"
-                    + " transaction", "25006");
-        }
-        StepRound round = StepRound.current();
-        if (guard.tookTransactionLocks() && round != null) {
-            round.endShare();
-        }
+        session.discardWrites();
     }
 }

@@ -144,7 +144,7 @@ final class StepRecovery {
         String json = failure.toJson();
         // a step refused for ending its transaction is wrong, not unlucky: trying it again would only refuse it again
         RetryPolicy policy = context.retryPolicy; // a step's own; none for finally parts and handlers
-        boolean retryable = policy != null && !(thrown instanceof CooperationException) && !context.refused();
+        boolean retryable = policy != null && !(thrown instanceof CooperationException) && !context.session.refused();
         try {
             if (retryable && policy.shouldRetry(thrown, run.attempt())) {
                 long delay = policy.delayAfter(run.attempt()).toMillis();

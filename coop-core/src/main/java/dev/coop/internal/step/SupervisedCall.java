@@ -144,7 +144,7 @@ final class SupervisedCall {
     /** The step's outcome is not wanted: its connection refuses every further use, its thread is interrupted. */
     private void abandon(StepContextImpl<?> context) {
         if (!context.revoke(REVOKE_GRACE_NANOS)) {
-            context.abortConnection();
+            context.session.abort();
         }
         lock.lock();
         try {
@@ -181,7 +181,7 @@ final class SupervisedCall {
         if (!free) {
             log.warn("Run {} (saga {}): step '{}' ran past its timeout inside a statement that its cancel did not end;"
                     + " aborting its connection", context.runId(), context.saga(), context.step());
-            context.abortConnection();
+            context.session.abort();
         }
         log.warn("Run {} (saga {}): step '{}' ran past its timeout of {} ms{}", context.runId(), context.saga(),
                 context.step(), timeout.toMillis(), name == null
