@@ -85,7 +85,7 @@ final class CountOffRounds {
                             child.name()) == 0);
         }
         if (maxRuns > 1) {
-            assertThat(rounds.committed.getFirst()).as("one round of 8").containsExactly(8, 8);
+            assertThat(rounds.first()).as("one round of 8").containsExactly(8, 8);
         }
         return sent;
     }

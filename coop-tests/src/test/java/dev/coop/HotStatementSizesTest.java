@@ -112,8 +112,8 @@ class HotStatementSizesTest {
         assertThat(claim).as("the claim's lock and the statements that complete it: SEEN, the step log")
                 .hasSizeGreaterThanOrEqualTo(3);
         assertThat(round).as("a round's claim").isNotEmpty();
-        assertThat(sent).as("no claim of one run of a saga without limits calls seen_missing")
-                .filteredOn(sql -> statements(sql).stream().noneMatch(round::containsKey))
+        // (a reclaim by id, sent when a continuation's slim reclaim does not apply, keeps the one statement)
+        assertThat(claim.keySet()).as("no claim by saga of one run of a saga without limits calls seen_missing")
                 .noneMatch(sql -> sql.contains("seen_missing("));
         claim.forEach((sql, s) -> assertThat(s.nodes()).as("plan nodes of %s", sql).isLessThanOrEqualTo(14));
         claim.forEach((sql, s) -> assertThat(s.relations()).as("relations of %s", sql).hasSizeLessThanOrEqualTo(6));

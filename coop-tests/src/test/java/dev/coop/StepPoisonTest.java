@@ -63,16 +63,6 @@ class StepPoisonTest {
                      'lock_timeout=' || current_setting('lock_timeout'))
             """;
 
-    /** The rounds the engine committed: runs claimed, runs executed. */
-    static final class Rounds implements EngineListener {
-        final List<int[]> committed = new CopyOnWriteArrayList<>();
-
-        @Override
-        public void roundCommitted(String saga, int claimed, int executed) {
-            committed.add(new int[]{claimed, executed});
-        }
-    }
-
     @BeforeAll
     static void tables(DataSource dataSource) throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
@@ -144,7 +134,7 @@ class StepPoisonTest {
                 ids.put(payload, client.launch(saga.topic(), payload));
                 CLOCK.advance(Duration.ofMillis(1)); // due in this order: the poisoner is the round's fourth
             }
-            Rounds rounds = new Rounds();
+            StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
             try (CoopEngine engine = Coop.engine(pool).workers(1).maxRunsPerTransaction(8)
                     .pollInterval(Duration.ofMillis(100)).clock(CLOCK).listener(rounds).register(saga).start()) {
                 awaitCommitted(client, ids);
@@ -167,7 +157,7 @@ class StepPoisonTest {
             assertThat(ran.get("poisoner").get()).as("the poisoner's code did not loop").isLessThanOrEqualTo(2);
             assertThat(rows("SELECT count(*) FROM evil.obs_target WHERE what LIKE ?", route + ":%"))
                     .as("nothing was written into the poisoner's schema").isZero();
-            assertThat(rounds.committed.getFirst()).as("the first round: claimed, executed")
+            assertThat(rounds.first()).as("the first round: claimed, executed")
                     .containsExactly(8, firstRound);
         }
     }
@@ -203,7 +193,7 @@ class StepPoisonTest {
                 ids.put(payload, client.launch(saga.topic(), payload));
                 CLOCK.advance(Duration.ofMillis(1));
             }
-            Rounds rounds = new Rounds();
+            StepRoundTest.Rounds rounds = new StepRoundTest.Rounds();
             try (CoopEngine engine = Coop.engine(pool).workers(1).maxRunsPerTransaction(8)
                     .pollInterval(Duration.ofMillis(100)).clock(CLOCK).listener(rounds).register(saga).start()) {
                 assertThat(client.awaitCompletion(ids.remove("poisoner"), WAIT)).isEqualTo(Outcome.ROLLED_BACK);
@@ -213,7 +203,7 @@ class StepPoisonTest {
                     .as("the failed step's write was undone").isZero();
             assertThat(rows("SELECT count(*) FROM obs_target WHERE what LIKE ?", "read-only:a%")).isEqualTo(7);
             assertThat(ran.values()).as("every step's code ran once").allMatch(n -> n.get() == 1);
-            assertThat(rounds.committed.getFirst()).as("one round of 8").containsExactly(8, 8);
+            assertThat(rounds.first()).as("one round of 8").containsExactly(8, 8);
         }
     }
 

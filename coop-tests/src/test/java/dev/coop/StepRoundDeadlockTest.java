@@ -107,8 +107,8 @@ class StepRoundDeadlockTest {
                     .as("each account counted by two steps, once each").isEqualTo(2);
             assertThat(StepRoundTest.count(dataSource, "SELECT sum(n)::int FROM round_account WHERE id > ?", 0))
                     .isEqualTo(4);
-            assertThat(firstRounds.committed.getFirst()).as("the first engine's round of 2").containsExactly(2, 2);
-            assertThat(secondRounds.committed.getFirst()).as("the second engine's round of 2")
+            assertThat(firstRounds.first()).as("the first engine's round of 2").containsExactly(2, 2);
+            assertThat(secondRounds.first()).as("the second engine's round of 2")
                     .containsExactly(2, 2);
             assertThat(deadlocks.get()).as("PostgreSQL broke one deadlock").isEqualTo(1);
         }
