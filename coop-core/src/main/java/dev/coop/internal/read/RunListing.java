@@ -24,7 +24,7 @@ public final class RunListing {
     private static final String RUNS = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                    r.failure->>'message', r.saga_version
-              FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+              FROM {schema}.run r JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = r.message_id
              WHERE %2$s
              ORDER BY r.created_at DESC, r.id DESC
              LIMIT ?
@@ -37,10 +37,10 @@ public final class RunListing {
     private static final String RUNS_AMONG_NEWEST = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                    r.failure->>'message', r.saga_version
-              FROM (SELECT id, message_id, saga, lineage, status, pending_children, created_at, finished_at, failure,
-                           saga_version
+              FROM (SELECT id, root_id, message_id, saga, lineage, status, pending_children, created_at, finished_at,
+                           failure, saga_version
                       FROM {schema}.run ORDER BY created_at DESC, id DESC LIMIT %3$d) r
-              JOIN {schema}.message m ON m.id = r.message_id
+              JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = r.message_id
              WHERE %2$s
              ORDER BY r.created_at DESC, r.id DESC
              LIMIT ?
@@ -57,8 +57,22 @@ public final class RunListing {
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                    r.failure->>'message', r.saga_version
               FROM (SELECT * FROM {schema}.message x WHERE x.tags @> ARRAY[?::text] OFFSET 0) m
-             CROSS JOIN LATERAL (SELECT * FROM {schema}.run x WHERE x.message_id = m.id OFFSET 0) r
+             CROSS JOIN LATERAL (SELECT * FROM {schema}.run x WHERE x.root_id = m.root_id AND x.message_id = m.id
+                                   OFFSET 0) r
              WHERE %2$s
+             ORDER BY r.created_at DESC, r.id DESC
+             LIMIT ?
+            """;
+
+    /**
+     * {@link #RUNS_TAG_FIRST} on Citus, which refuses its fences ("Offset clause is currently unsupported when a
+     * lateral subquery references a column from complex subqueries"): a co-located join, planned on each shard.
+     */
+    private static final String RUNS_TAG_FIRST_SHARDED = """
+            SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
+                   r.failure->>'message', r.saga_version
+              FROM {schema}.message m JOIN {schema}.run r ON r.root_id = m.root_id AND r.message_id = m.id
+             WHERE m.tags @> ARRAY[?::text] AND %2$s
              ORDER BY r.created_at DESC, r.id DESC
              LIMIT ?
             """;
@@ -88,7 +102,8 @@ public final class RunListing {
         }
         List<Object> tagFirst = new ArrayList<>(values);
         tagFirst.addFirst(q.tag());
-        return page(c, RUNS_TAG_FIRST.formatted(Inspection.shownStatus("r"), where), tagFirst, q.limit());
+        return page(c, (schema.citus() ? RUNS_TAG_FIRST_SHARDED : RUNS_TAG_FIRST)
+                .formatted(Inspection.shownStatus("r"), where), tagFirst, q.limit());
     }
 
     private List<RunSummary> page(Connection c, String sql, List<Object> values, int limit) throws SQLException {
@@ -119,7 +134,7 @@ public final class RunListing {
     private List<RunSummary> withRunning(Connection c, List<RunSummary> runs) throws SQLException {
         List<UUID> runnable = runs.stream().filter(r -> r.status() == RunStatus.RUNNABLE).map(RunSummary::runId)
                 .toList();
-        Map<UUID, RunningSteps.Live> live = new RunningSteps(schema).read(c, runnable);
+        Map<UUID, RunningSteps.Live> live = new RunningSteps(schema).read(c, null, runnable);
         if (live.isEmpty()) {
             return runs;
         }
@@ -135,7 +150,8 @@ public final class RunListing {
         List<Object> values = new ArrayList<>();
         filter(q, where, values);
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT %1$s, count(*) FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+                SELECT %1$s, count(*) FROM {schema}.run r
+                  JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = r.message_id
                  WHERE %2$s GROUP BY 1
                 """.formatted(Inspection.shownStatus("r"), where)))) {
             int i = 0;
