@@ -64,7 +64,7 @@ public final class Inspection {
         }
         LoadedTree read = reader.load(c, "r.message_id = ?", message.value(), scope);
         return new Hierarchy(message, topic, launched,
-                TreeAssembly.assemble(read, waitingFor(c, read.rows(), scope[0]), running(c, read.rows(), scope[0]),
+                TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows()),
                         new TaskStories(schema).read(c, read.rows())));
     }
 
@@ -79,7 +79,7 @@ public final class Inspection {
         }
         UUID[] scope = anchor.getFirst().lineage();
         LoadedTree read = reader.load(c, "r.id = ?", lineage.last(), scope);
-        return TreeAssembly.assemble(read, waitingFor(c, read.rows(), scope[0]), running(c, read.rows(), scope[0]),
+        return TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows()),
                 new TaskStories(schema).read(c, read.rows())).getFirst();
     }
 
@@ -89,7 +89,7 @@ public final class Inspection {
      * and which of those runs are due and not locked by a step transaction right now). Not on Citus, where the
      * row's lock is on a worker and {@code pg_locks} would be the coordinator's: no reasons are shown there.
      */
-    private Map<UUID, String> waitingFor(Connection c, List<TreeRow> rows, UUID root) throws SQLException {
+    private Map<UUID, String> waitingFor(Connection c, List<TreeRow> rows) throws SQLException {
         List<TreeRow> runnable = rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).toList();
         if (runnable.isEmpty() || schema.citus()) {
             return Map.of();
@@ -104,12 +104,11 @@ public final class Inspection {
         Map<UUID, String> reasons = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT r.id, r.saga FROM {schema}.run r
-                 WHERE r.root_id = ? AND r.id = ANY(?) AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
+                 WHERE r.id = ANY(?) AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
                    AND NOT EXISTS (SELECT 1 FROM pg_locks l -- a step transaction holds the row: running
                                     WHERE l.locktype = 'transactionid' AND l.transactionid = r.xmax)
                 """))) {
-            ps.setObject(1, root);
-            ps.setArray(2, c.createArrayOf("uuid", held.toArray()));
+            ps.setArray(1, c.createArrayOf("uuid", held.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     reasons.put(rs.getObject(1, UUID.class), states.get(rs.getString(2)).reason());
@@ -120,8 +119,8 @@ public final class Inspection {
     }
 
     /** The steps engines execute right now in the tree's runnable runs ({@link RunningSteps}). */
-    private Map<UUID, RunningSteps.Live> running(Connection c, List<TreeRow> rows, UUID root) throws SQLException {
-        return new RunningSteps(schema).read(c, root,
+    private Map<UUID, RunningSteps.Live> running(Connection c, List<TreeRow> rows) throws SQLException {
+        return new RunningSteps(schema).read(c,
                 rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).map(TreeRow::id).toList());
     }
 

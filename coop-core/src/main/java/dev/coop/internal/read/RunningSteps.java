@@ -21,9 +21,9 @@ import java.util.UUID;
  * any write. A step's transaction holds its run's row lock (the row's {@code xmax} is the transaction's id), and the
  * claim names its engine in the transaction's {@code application_name} ({@link ClaimSql#RUNNING_AS}); the database's view
  * of its sessions ({@code pg_stat_activity}) tells the rest: when that transaction started, and when its connection
- * last started or finished a statement. One statement for any number of runs. Not on Citus: the row's lock is held
- * by a worker's transaction, whose {@code xmax} the coordinator's {@code pg_stat_activity} does not know, so a tree
- * there shows no running steps (docs/guide/citus.md, "The reads").
+ * last started or finished a statement. One statement for any number of runs. Not on Citus: a step's row lock is
+ * held by a worker's transaction, whose {@code xmax} the coordinator's {@code pg_stat_activity} does not know, so
+ * trees and listings there show no running steps (docs/guide/citus.md, "The reads").
  */
 final class RunningSteps {
     private final SchemaName schema;
@@ -59,11 +59,8 @@ final class RunningSteps {
         }
     }
 
-    /**
-     * The runs of {@code runnable} that a step transaction holds now, by id; {@code root}: their hierarchy's, or null
-     * for runs of any.
-     */
-    Map<UUID, Live> read(Connection c, UUID root, List<UUID> runnable) throws SQLException {
+    /** The runs of {@code runnable} that a step transaction holds now, by id. */
+    Map<UUID, Live> read(Connection c, List<UUID> runnable) throws SQLException {
         if (runnable.isEmpty() || schema.citus()) {
             return Map.of();
         }
@@ -76,14 +73,9 @@ final class RunningSteps {
                                r.rollback_seq, r.rollback_stage, r.attempt,
                                a.xact_start, a.application_name, a.state_change
                           FROM {schema}.run r JOIN pg_stat_activity a ON a.backend_xid = r.xmax
-                         WHERE %s r.id = ANY(?) AND r.status = 'RUNNABLE'
-                        """
-                        .formatted(root == null ? "" : "r.root_id = ? AND")))) {
-            int at = 1;
-            if (root != null) {
-                ps.setObject(at++, root);
-            }
-            ps.setArray(at, c.createArrayOf("uuid", runnable.toArray()));
+                         WHERE r.id = ANY(?) AND r.status = 'RUNNABLE'
+                        """))) {
+            ps.setArray(1, c.createArrayOf("uuid", runnable.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     String app = rs.getString(8);

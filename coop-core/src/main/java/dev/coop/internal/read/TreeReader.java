@@ -26,7 +26,8 @@ import java.util.UUID;
  * Reads the runs of a tree and their events: a small tree in a small hierarchy whole, a larger one level by level
  * within bounds (large fan-outs counted, not listed), and its events by the messages of the runs loaded. Once the
  * tree's root is known, every statement binds it ({@code root_id = ?}) in each of its hot tables' filters: on Citus
- * each goes to the hierarchy's shard alone (docs/guide/citus.md, "The reads"); on PostgreSQL it is one more filter.
+ * each goes to the hierarchy's shard alone (docs/guide/citus.md, "The reads"); on PostgreSQL it is one more filter
+ * after the same index (the events by message bind it on Citus only: there it could bring in {@code event_root}).
  */
 final class TreeReader {
     private static final String ROW = """
@@ -302,14 +303,17 @@ final class TreeReader {
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
                        exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
-                 WHERE root_id = ? AND message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                 WHERE %s message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
-                """))) {
+                """.formatted(schema.citus() ? "root_id = ? AND" : "")))) {
             var array = c.createArrayOf("uuid", scope);
-            ps.setObject(1, scope[0]);
-            ps.setArray(2, c.createArrayOf("uuid", messages));
-            ps.setArray(3, array);
-            ps.setArray(4, array);
+            int at = 1;
+            if (schema.citus()) { // one shard; plain PostgreSQL could AND in event_root, which is large here
+                ps.setObject(at++, scope[0]);
+            }
+            ps.setArray(at++, c.createArrayOf("uuid", messages));
+            ps.setArray(at++, array);
+            ps.setArray(at, array);
             return Store.readEvents(ps);
         }
     }
