@@ -49,7 +49,7 @@ public final class Inspection {
         UUID[] scope;
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT m.topic, m.created_at, e.lineage FROM {schema}.message m
-                  JOIN {schema}.event e ON e.message_id = m.id AND e.type = 'EMITTED'
+                  JOIN {schema}.event e ON e.root_id = m.root_id AND e.message_id = m.id AND e.type = 'EMITTED'
                  WHERE m.id = ?
                 """))) {
             ps.setObject(1, message.value());
@@ -70,14 +70,15 @@ public final class Inspection {
 
     /** The tree below one run. */
     public RunView run(Connection c, Lineage lineage) throws SQLException {
-        List<TreeRow> anchor = reader.rows(c, "r.id = ?", lineage.last());
+        List<TreeRow> anchor = reader.rows(c, "r.id = ?", lineage.last(), null); // its root is not known yet
         if (anchor.isEmpty()) {
             throw new CoopValidationException("No run with lineage " + lineage + " in schema '" + schema.value() + "'");
         }
         if (lineage.depth() > 1) { // a lineage of one element names the run by its id alone
             StoredLineage.require(lineage, anchor.getFirst().lineage());
         }
-        LoadedTree read = reader.load(c, "r.id = ?", lineage.last(), anchor.getFirst().lineage());
+        UUID[] scope = anchor.getFirst().lineage();
+        LoadedTree read = reader.load(c, "r.id = ?", lineage.last(), scope);
         return TreeAssembly.assemble(read, waitingFor(c, read.rows()), running(c, read.rows()),
                 new TaskStories(schema).read(c, read.rows())).getFirst();
     }
@@ -85,11 +86,12 @@ public final class Inspection {
     /**
      * Why the tree's runnable runs wait, when their saga's limits hold them back: read only when the tree has
      * runnable runs of limited sagas (two statements: the sagas' states, from {@code pg_locks} and the rate window,
-     * and which of those runs are due and not locked by a step transaction right now).
+     * and which of those runs are due and not locked by a step transaction right now). Not on Citus, where the
+     * row's lock is on a worker and {@code pg_locks} would be the coordinator's: no reasons are shown there.
      */
     private Map<UUID, String> waitingFor(Connection c, List<TreeRow> rows) throws SQLException {
         List<TreeRow> runnable = rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).toList();
-        if (runnable.isEmpty()) {
+        if (runnable.isEmpty() || schema.citus()) {
             return Map.of();
         }
         Map<String, SagaLimits.State> states = new SagaLimits(schema).states(c,

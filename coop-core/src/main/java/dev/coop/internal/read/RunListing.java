@@ -24,7 +24,7 @@ public final class RunListing {
     private static final String RUNS = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                    r.failure->>'message', r.saga_version
-              FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+              FROM {schema}.run r JOIN {schema}.message m ON {messageOfRun}
              WHERE %2$s
              ORDER BY r.created_at DESC, r.id DESC
              LIMIT ?
@@ -37,10 +37,10 @@ public final class RunListing {
     private static final String RUNS_AMONG_NEWEST = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
                    r.failure->>'message', r.saga_version
-              FROM (SELECT id, message_id, saga, lineage, status, pending_children, created_at, finished_at, failure,
-                           saga_version
+              FROM (SELECT id, root_id, message_id, saga, lineage, status, pending_children, created_at, finished_at,
+                           failure, saga_version
                       FROM {schema}.run ORDER BY created_at DESC, id DESC LIMIT %3$d) r
-              JOIN {schema}.message m ON m.id = r.message_id
+              JOIN {schema}.message m ON {messageOfRun}
              WHERE %2$s
              ORDER BY r.created_at DESC, r.id DESC
              LIMIT ?
@@ -63,10 +63,34 @@ public final class RunListing {
              LIMIT ?
             """;
 
+    /**
+     * {@link #RUNS_TAG_FIRST} on Citus, which refuses its fences ("Offset clause is currently unsupported when a
+     * lateral subquery references a column from complex subqueries"): a co-located join, planned on each shard.
+     */
+    private static final String RUNS_TAG_FIRST_SHARDED = """
+            SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, %1$s, r.created_at, r.finished_at,
+                   r.failure->>'message', r.saga_version
+              FROM {schema}.message m JOIN {schema}.run r ON r.root_id = m.root_id AND r.message_id = m.id
+             WHERE m.tags @> ARRAY[?::text] AND %2$s
+             ORDER BY r.created_at DESC, r.id DESC
+             LIMIT ?
+            """;
+
     private final SchemaName schema;
 
     public RunListing(SchemaName schema) {
         this.schema = schema;
+    }
+
+    /**
+     * A listing's SQL with its join of run {@code r} to message {@code m}: by the message's id, and on Citus by the
+     * root too, which makes it a co-located join (one task per shard). Plain PostgreSQL keeps the join by id alone:
+     * with both columns it estimates the join at a row or two, and then prefers a hash join over whole tables to
+     * walking {@code run_created} until the page is full (measured: 24 ms instead of 0.3 ms for 50 of 6000 runs).
+     */
+    private String sql(String template) {
+        return schema.sql(template.replace("{messageOfRun}",
+                schema.citus() ? "m.root_id = r.root_id AND m.id = r.message_id" : "m.id = r.message_id"));
     }
 
     /**
@@ -88,11 +112,12 @@ public final class RunListing {
         }
         List<Object> tagFirst = new ArrayList<>(values);
         tagFirst.addFirst(q.tag());
-        return page(c, RUNS_TAG_FIRST.formatted(Inspection.shownStatus("r"), where), tagFirst, q.limit());
+        return page(c, (schema.citus() ? RUNS_TAG_FIRST_SHARDED : RUNS_TAG_FIRST)
+                .formatted(Inspection.shownStatus("r"), where), tagFirst, q.limit());
     }
 
     private List<RunSummary> page(Connection c, String sql, List<Object> values, int limit) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
+        try (PreparedStatement ps = c.prepareStatement(sql(sql))) {
             int i = 0;
             for (Object v : values) {
                 ps.setObject(++i, v);
@@ -134,8 +159,8 @@ public final class RunListing {
         StringBuilder where = new StringBuilder("TRUE");
         List<Object> values = new ArrayList<>();
         filter(q, where, values);
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT %1$s, count(*) FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
+        try (PreparedStatement ps = c.prepareStatement(sql("""
+                SELECT %1$s, count(*) FROM {schema}.run r JOIN {schema}.message m ON {messageOfRun}
                  WHERE %2$s GROUP BY 1
                 """.formatted(Inspection.shownStatus("r"), where)))) {
             int i = 0;

@@ -21,7 +21,9 @@ import java.util.UUID;
  * any write. A step's transaction holds its run's row lock (the row's {@code xmax} is the transaction's id), and the
  * claim names its engine in the transaction's {@code application_name} ({@link ClaimSql#RUNNING_AS}); the database's view
  * of its sessions ({@code pg_stat_activity}) tells the rest: when that transaction started, and when its connection
- * last started or finished a statement. One statement for any number of runs.
+ * last started or finished a statement. One statement for any number of runs. Not on Citus: a step's row lock is
+ * held by a worker's transaction, whose {@code xmax} the coordinator's {@code pg_stat_activity} does not know, so
+ * trees and listings there show no running steps (docs/guide/citus.md, "The reads").
  */
 final class RunningSteps {
     private final SchemaName schema;
@@ -59,7 +61,7 @@ final class RunningSteps {
 
     /** The runs of {@code runnable} that a step transaction holds now, by id. */
     Map<UUID, Live> read(Connection c, List<UUID> runnable) throws SQLException {
-        if (runnable.isEmpty()) {
+        if (runnable.isEmpty() || schema.citus()) {
             return Map.of();
         }
         Map<UUID, Live> live = new HashMap<>();

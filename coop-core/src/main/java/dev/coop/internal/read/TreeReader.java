@@ -24,16 +24,16 @@ import java.util.UUID;
 
 /**
  * Reads the runs of a tree and their events: a small tree in a small hierarchy whole, a larger one level by level
- * within bounds (large fan-outs counted, not listed), and its events by the messages of the runs loaded.
+ * within bounds (large fan-outs counted, not listed), and its events by the messages of the runs loaded. Once the
+ * tree's root is known, every statement binds it ({@code root_id = ?}) in each of its hot tables' filters: on Citus
+ * each goes to the hierarchy's shard alone (docs/guide/citus.md, "The reads"); on PostgreSQL it is one more filter
+ * after the same index (the events by message bind it on Citus only: there it could bring in {@code event_root}).
  */
 final class TreeReader {
     private static final String ROW = """
             SELECT r.id, r.message_id, m.topic, r.saga, r.lineage, r.parent_id, %s, r.phase = 'ROLLBACK',
                    r.created_at, r.started_at, r.finished_at, r.failure::text, r.saga_version, r.priority,
-                   r.ordering_key,
-                   CASE WHEN r.status = 'HELD' THEN
-                     (SELECT a.id FROM {schema}.run a WHERE a.saga = r.saga AND a.ordering_key = r.ordering_key
-                         AND a.status IN ('RUNNABLE', 'WAITING', 'PARKED') LIMIT 1) END AS held_behind
+                   r.ordering_key
             """.formatted(Inspection.shownStatus("r"));
 
     private final SchemaName schema;
@@ -47,30 +47,34 @@ final class TreeReader {
      * always was; otherwise level by level ({@link #walk}) and the events only of the runs loaded, by message.
      */
     LoadedTree load(Connection c, String anchor, UUID value, UUID[] scope) throws SQLException {
-        if (treeSize(c, anchor, value) <= Inspection.SMALL_TREE) {
-            List<TreeRow> rows = recursiveRows(c, anchor, value);
-            boolean smallLog = logSize(c, scope[0]) <= Inspection.SMALL_LOG;
+        UUID root = scope[0];
+        if (treeSize(c, anchor, value, root) <= Inspection.SMALL_TREE) {
+            List<TreeRow> rows = HeldRuns.attach(c, schema, recursiveRows(c, anchor, value, root));
+            boolean smallLog = logSize(c, root) <= Inspection.SMALL_LOG;
             return new LoadedTree(rows, Map.of(), Map.of(), smallLog ? events(c, scope) : eventsOf(c, rows, scope),
                     CompensatingSteps.of(c, schema, rows));
         }
         Map<UUID, List<CollapsedRuns>> collapsed = new HashMap<>();
-        List<TreeRow> rows = walk(c, rows(c, anchor, value), collapsed);
-        return new LoadedTree(rows, collapsed, launchedBySeq(c, collapsed.keySet()), eventsOf(c, rows, scope),
-                CompensatingSteps.of(c, schema, rows));
+        List<TreeRow> rows = HeldRuns.attach(c, schema,
+                walk(c, rows(c, anchor, value, root), root, collapsed));
+        return new LoadedTree(rows, collapsed, launchedBySeq(c, collapsed.keySet(), root),
+                eventsOf(c, rows, scope), CompensatingSteps.of(c, schema, rows));
     }
 
     /** How many runs the tree has, counting no further than one past {@link Inspection#SMALL_TREE}. */
-    private int treeSize(Connection c, String anchor, UUID value) throws SQLException {
+    private int treeSize(Connection c, String anchor, UUID value, UUID root) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE tree AS (
-                  SELECT r.id FROM {schema}.run r WHERE %s
+                  SELECT r.id FROM {schema}.run r WHERE %s AND r.root_id = ?
                   UNION ALL
-                  SELECT k.id FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
+                  SELECT k.id FROM {schema}.run k JOIN tree t ON k.parent_id = t.id WHERE k.root_id = ?
                 )
                 SELECT count(*) FROM (SELECT 1 FROM tree LIMIT ?) x
                 """.formatted(anchor)))) {
             ps.setObject(1, value);
-            ps.setInt(2, Inspection.SMALL_TREE + 1);
+            ps.setObject(2, root);
+            ps.setObject(3, root);
+            ps.setInt(4, Inspection.SMALL_TREE + 1);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getInt(1);
@@ -98,12 +102,12 @@ final class TreeReader {
      * children that did not commit are loaded (at most {@link Inspection#LISTED_MAX} per parent). At most
      * {@link Inspection#MAX_LOADED} runs are loaded in all; parents past that are counted only.
      */
-    private List<TreeRow> walk(Connection c, List<TreeRow> anchors, Map<UUID, List<CollapsedRuns>> collapsed)
-            throws SQLException {
+    private List<TreeRow> walk(Connection c, List<TreeRow> anchors, UUID root,
+            Map<UUID, List<CollapsedRuns>> collapsed) throws SQLException {
         List<TreeRow> all = new ArrayList<>(anchors);
         List<UUID> level = anchors.stream().map(TreeRow::id).toList();
         while (!level.isEmpty()) {
-            List<TreeRow> next = nextLevel(c, level, Inspection.MAX_LOADED - all.size(), collapsed);
+            List<TreeRow> next = nextLevel(c, level, root, Inspection.MAX_LOADED - all.size(), collapsed);
             all.addAll(next);
             level = next.stream().map(TreeRow::id).toList();
         }
@@ -115,9 +119,9 @@ final class TreeReader {
      * The runs loaded of the level below {@code level}, at most {@code budget}: the children of the parents with a
      * small fan-out, and those that did not commit of the others, which go to {@code collapsed} with their counts.
      */
-    private List<TreeRow> nextLevel(Connection c, List<UUID> level, long budget,
+    private List<TreeRow> nextLevel(Connection c, List<UUID> level, UUID root, long budget,
             Map<UUID, List<CollapsedRuns>> collapsed) throws SQLException {
-        Map<UUID, List<CollapsedRuns>> groups = childGroups(c, level);
+        Map<UUID, List<CollapsedRuns>> groups = childGroups(c, level, root);
         List<UUID> small = new ArrayList<>();
         List<UUID> large = new ArrayList<>();
         for (UUID parent : level) {
@@ -136,23 +140,26 @@ final class TreeReader {
         }
         List<TreeRow> next = new ArrayList<>();
         if (!small.isEmpty()) {
-            next.addAll(rows(c, "r.parent_id = ANY(?)", small.toArray(UUID[]::new)));
+            next.addAll(rows(c, "r.parent_id = ANY(?)", small.toArray(UUID[]::new), root));
         }
         int listed = large.isEmpty() ? 0 : (int) Math.min(Inspection.LISTED_MAX, budget / large.size());
         if (listed > 0) {
-            next.addAll(notCommitted(c, large, listed));
+            next.addAll(notCommitted(c, large, root, listed));
         }
         return next;
     }
 
     /** The children of each parent, counted per saga and status. */
-    private Map<UUID, List<CollapsedRuns>> childGroups(Connection c, List<UUID> parents) throws SQLException {
+    private Map<UUID, List<CollapsedRuns>> childGroups(Connection c, List<UUID> parents, UUID root)
+            throws SQLException {
         Map<UUID, Map<String, Map<RunStatus, Long>>> counts = new HashMap<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT r.parent_id, r.saga, %s AS shown, count(*) FROM {schema}.run r
-                 WHERE r.parent_id = ANY(?) GROUP BY r.parent_id, r.saga, shown ORDER BY r.parent_id, r.saga, shown
+                 WHERE r.root_id = ? AND r.parent_id = ANY(?)
+                 GROUP BY r.parent_id, r.saga, shown ORDER BY r.parent_id, r.saga, shown
                 """.formatted(Inspection.shownStatus("r"))))) {
-            ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
+            ps.setObject(1, root);
+            ps.setArray(2, c.createArrayOf("uuid", parents.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     counts.computeIfAbsent(rs.getObject(1, UUID.class), k -> new LinkedHashMap<>())
@@ -173,7 +180,7 @@ final class TreeReader {
      * For each collapsed parent: per step instance ({@code parent_seq}), how many distinct messages its children
      * handle, so that its steps can say how many they launched without listing them.
      */
-    private Map<UUID, Map<Integer, Integer>> launchedBySeq(Connection c, Set<UUID> parents)
+    private Map<UUID, Map<Integer, Integer>> launchedBySeq(Connection c, Set<UUID> parents, UUID root)
             throws SQLException {
         Map<UUID, Map<Integer, Integer>> counts = new HashMap<>();
         if (parents.isEmpty()) {
@@ -181,9 +188,10 @@ final class TreeReader {
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 SELECT parent_id, parent_seq, count(DISTINCT message_id) FROM {schema}.run
-                 WHERE parent_id = ANY(?) AND parent_seq IS NOT NULL GROUP BY parent_id, parent_seq
+                 WHERE root_id = ? AND parent_id = ANY(?) AND parent_seq IS NOT NULL GROUP BY parent_id, parent_seq
                 """))) {
-            ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
+            ps.setObject(1, root);
+            ps.setArray(2, c.createArrayOf("uuid", parents.toArray()));
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     counts.computeIfAbsent(rs.getObject(1, UUID.class), k -> new HashMap<>())
@@ -195,43 +203,59 @@ final class TreeReader {
     }
 
     /** Up to {@code limit} children of each parent that did not commit, oldest first. */
-    private List<TreeRow> notCommitted(Connection c, List<UUID> parents, int limit) throws SQLException {
+    private List<TreeRow> notCommitted(Connection c, List<UUID> parents, UUID root, int limit)
+            throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(ROW + """
                   FROM unnest(?::uuid[]) p(id)
-                  CROSS JOIN LATERAL (SELECT * FROM {schema}.run k WHERE k.parent_id = p.id AND k.status <> 'COMMITTED'
+                  CROSS JOIN LATERAL (SELECT * FROM {schema}.run k
+                                       WHERE k.root_id = ? AND k.parent_id = p.id AND k.status <> 'COMMITTED'
                                        ORDER BY k.created_at, k.id LIMIT ?) r
-                  JOIN {schema}.message m ON m.id = r.message_id
+                  JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = r.message_id
+                 WHERE m.root_id = ?
                 """))) {
             ps.setArray(1, c.createArrayOf("uuid", parents.toArray()));
-            ps.setInt(2, limit);
+            ps.setObject(2, root);
+            ps.setInt(3, limit);
+            ps.setObject(4, root);
             return readRows(ps);
         }
     }
 
-    /** The runs matching one fixed condition on {@code r} (one bound value), oldest first. */
-    List<TreeRow> rows(Connection c, String where, Object value) throws SQLException {
+    /**
+     * The runs matching one fixed condition on {@code r} (one bound value), oldest first; only of hierarchy
+     * {@code root} unless it is null (a run named by its id alone: on Citus, one task per shard).
+     */
+    List<TreeRow> rows(Connection c, String where, Object value, UUID root) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(ROW + """
-                  FROM {schema}.run r JOIN {schema}.message m ON m.id = r.message_id
-                 WHERE %s
+                  FROM {schema}.run r JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = r.message_id
+                 WHERE %s%s
                  ORDER BY r.created_at, r.id
-                """.formatted(where)))) {
+                """.formatted(where, root == null ? "" : " AND r.root_id = ? AND m.root_id = ?")))) {
             ps.setObject(1, value instanceof UUID[] ids ? c.createArrayOf("uuid", ids) : value);
+            if (root != null) {
+                ps.setObject(2, root);
+                ps.setObject(3, root);
+            }
             return readRows(ps);
         }
     }
 
-    private List<TreeRow> recursiveRows(Connection c, String anchor, UUID value) throws SQLException {
+    private List<TreeRow> recursiveRows(Connection c, String anchor, UUID value, UUID root) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 WITH RECURSIVE tree AS (
-                  SELECT r.* FROM {schema}.run r WHERE %s
+                  SELECT r.* FROM {schema}.run r WHERE %s AND r.root_id = ?
                   UNION ALL
-                  SELECT k.* FROM {schema}.run k JOIN tree t ON k.parent_id = t.id
+                  SELECT k.* FROM {schema}.run k JOIN tree t ON k.parent_id = t.id WHERE k.root_id = ?
                 )
                 """.formatted(anchor) + ROW + """
-                  FROM tree r JOIN {schema}.message m ON m.id = r.message_id
+                  FROM tree r JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = r.message_id
+                 WHERE m.root_id = ?
                  ORDER BY r.created_at, r.id
                 """))) {
             ps.setObject(1, value);
+            ps.setObject(2, root);
+            ps.setObject(3, root);
+            ps.setObject(4, root);
             return readRows(ps);
         }
     }
@@ -245,7 +269,7 @@ final class TreeReader {
                         rs.getObject(6, UUID.class), RunStatus.valueOf(rs.getString(7)), rs.getBoolean(8),
                         rs.getObject(9, OffsetDateTime.class), rs.getObject(10, OffsetDateTime.class),
                         rs.getObject(11, OffsetDateTime.class), rs.getString(12), rs.getInt(13),
-                        new RunOrdering(rs.getInt(14), rs.getString(15), rs.getObject(16, UUID.class))));
+                        new RunOrdering(rs.getInt(14), rs.getString(15), null)));
             }
         }
         return rows;
@@ -279,13 +303,17 @@ final class TreeReader {
                 SELECT id, message_id, type, saga, engine, step, lineage, created_at, started_at,
                        exception::text AS exception, context::text AS context, attempt
                   FROM {schema}.event
-                 WHERE message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
+                 WHERE %s message_id = ANY(?) AND lineage[1:cardinality(?::uuid[])] = ?::uuid[]
                  ORDER BY id
-                """))) {
+                """.formatted(schema.citus() ? "root_id = ? AND" : "")))) {
             var array = c.createArrayOf("uuid", scope);
-            ps.setArray(1, c.createArrayOf("uuid", messages));
-            ps.setArray(2, array);
-            ps.setArray(3, array);
+            int at = 1;
+            if (schema.citus()) { // one shard; plain PostgreSQL could AND in event_root, which is large here
+                ps.setObject(at++, scope[0]);
+            }
+            ps.setArray(at++, c.createArrayOf("uuid", messages));
+            ps.setArray(at++, array);
+            ps.setArray(at, array);
             return Store.readEvents(ps);
         }
     }

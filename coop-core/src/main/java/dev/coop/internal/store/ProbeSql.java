@@ -62,19 +62,21 @@ final class ProbeSql {
               FROM {schema}.run WHERE message_id = ?
             """;
 
-    /** The log of a message's hierarchy: its EMITTED, then everything its runs and their descendants wrote. */
+    /**
+     * The log of a message's hierarchy: its EMITTED, then everything its runs and their descendants wrote. The
+     * message's EMITTED ({@code t}, one per message) names the hierarchy's root, and every table is joined by it: on
+     * Citus a co-located join, one task per shard (docs/guide/citus.md, "The reads").
+     */
     static final String EVENTS = """
-            WITH target AS (
-              SELECT root_id FROM {schema}.event WHERE message_id = ?::uuid AND type = 'EMITTED' LIMIT 1
-            )
             SELECT ev.id, ev.message_id, ev.type, ev.saga, ev.engine, ev.step, ev.lineage, ev.created_at,
                    ev.started_at, ev.exception::text AS exception, ev.context::text AS context, ev.attempt
-              FROM {schema}.event ev, target t
-             WHERE ev.root_id = t.root_id
-               AND (ev.root_id = ?::uuid
+              FROM {schema}.event ev
+              JOIN {schema}.event t ON t.root_id = ev.root_id AND t.message_id = ?::uuid AND t.type = 'EMITTED'
+             WHERE (ev.root_id = ?::uuid
                     OR (ev.message_id = ?::uuid AND ev.type = 'EMITTED')
                     OR EXISTS (SELECT 1 FROM {schema}.run r
-                                WHERE r.message_id = ?::uuid AND ev.lineage[1:cardinality(r.lineage)] = r.lineage))
+                                WHERE r.root_id = ev.root_id AND r.message_id = ?::uuid
+                                  AND ev.lineage[1:cardinality(r.lineage)] = r.lineage))
                AND ev.id > ?
              ORDER BY ev.id
              LIMIT ?
