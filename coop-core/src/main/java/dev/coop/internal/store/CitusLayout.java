@@ -160,6 +160,7 @@ public final class CitusLayout {
             st.execute(schema.sql(NOW_OR));
         }
         if (distributed(c, schema)) {
+            seenOnce(c, schema);
             return;
         }
         try (Statement st = c.createStatement()) {
@@ -184,6 +185,7 @@ public final class CitusLayout {
                     + " CHECK (idempotency_key IS NULL) NOT VALID"));
             st.execute("SET LOCAL citus.allow_unsafe_constraints = off");
         }
+        seenOnce(c, schema);
         List<String> refused = triggersOnCitusTables(c, schema);
         if (!refused.isEmpty()) {
             throw new CoopStoreException("Citus refuses triggers on distributed and reference tables, and schema '"
@@ -191,6 +193,18 @@ public final class CitusLayout {
         }
         log.info("Distributed Coop schema {} on Citus: run, event, message, cancellation and audit by hierarchy"
                 + " root, the registry as reference tables", schema.value());
+    }
+
+    /**
+     * The unique index by which the claim on Citus writes a run's SEEN once ({@link ShardedClaims#CLAIMED_SEEN}): a
+     * run's rows are in its hierarchy's shard, so per shard is enough. Created when missing, also on a schema that
+     * was distributed before it existed.
+     */
+    private static void seenOnce(Connection c, SchemaName schema) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.execute(schema.sql("CREATE UNIQUE INDEX IF NOT EXISTS event_seen ON {schema}.event"
+                    + " (root_id, message_id, saga) WHERE type = 'SEEN'"));
+        }
     }
 
     private static boolean distributed(Connection c, SchemaName schema) throws SQLException {

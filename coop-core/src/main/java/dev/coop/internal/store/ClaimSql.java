@@ -120,7 +120,7 @@ public final class ClaimSql {
             .replace("{runningAs}", "'" + RUNNING_AS + "'").replace("{claimedAt}", CLAIMED_AT);
 
     /** The columns every statement that completes a {@link #CLAIM_LOCK} returns, in this order. */
-    private static final String CLAIMED_MESSAGE = "m.topic, m.payload::text AS payload, m.created_at";
+    static final String CLAIMED_MESSAGE = "m.topic, m.payload::text AS payload, m.created_at";
 
     /**
      * Completes the claim of a run that has not started: writes its SEEN unless the log has one (a step that ran

@@ -65,9 +65,24 @@ final class ShardedClaims {
      */
     private static final String COORDINATOR_XACT = "SELECT pg_current_xact_id()::text;\n";
 
-    /** {@link ClaimSql#CLAIMED_SEEN} with the root in its test for a SEEN: one shard instead of all. */
-    static final String CLAIMED_SEEN = bound(ClaimSql.CLAIMED_SEEN, "AND e.type = 'SEEN')",
-            "AND e.type = 'SEEN' AND e.root_id = ?::uuid)");
+    /**
+     * {@link ClaimSql#CLAIMED_SEEN} on Citus: the SEEN written unless one exists by the unique index
+     * {@code event_seen} ({@link CitusLayout}), not by a {@code NOT EXISTS} over {@code event}. An {@code INSERT ...
+     * SELECT} that reads a distributed table runs on the worker, whose {@code event_id_seq} has a range of its own
+     * (the node's group in the high bits), so the SEEN's id came after every later event of the run and the log was
+     * out of order; Citus evaluates an {@code INSERT ... VALUES}' defaults on the coordinator, as every other event's.
+     * Parameters: message id, saga, engine, lineage, root; root, message id.
+     */
+    static final String CLAIMED_SEEN = """
+            WITH seen AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, root_id)
+              VALUES (?::uuid, 'SEEN', ?, ?, ?::uuid[], ?::uuid)
+              ON CONFLICT (root_id, message_id, saga) WHERE type = 'SEEN' DO NOTHING
+            )
+            SELECT {message}, NULL::int[] AS recent, NULL::int AS recent_top,
+                   NULL::int AS rollback_instance, NULL::int AS rollback_iteration
+              FROM {schema}.message m WHERE m.root_id = ?::uuid AND m.id = ?::uuid
+            """.replace("{message}", ClaimSql.CLAIMED_MESSAGE);
 
     private final String candidatesSql;
     private final String lockBySagaSql;

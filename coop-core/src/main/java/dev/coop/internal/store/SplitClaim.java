@@ -66,10 +66,11 @@ final class SplitClaim {
     }
 
     /**
-     * {@link #complete(Connection, ClaimedRun, String)} with another SEEN statement: {@code seenNamesRoot} when it
-     * also names the root in its test for an existing SEEN (one parameter more, after the saga: {@link ShardedClaims}).
+     * {@link #complete(Connection, ClaimedRun, String)} with another SEEN statement: {@code seenByIndex} when it
+     * writes the SEEN unless a unique index finds one, without a test of its own (two parameters fewer, the message and
+     * the saga after the root: {@link ShardedClaims#CLAIMED_SEEN}).
      */
-    ClaimedRun complete(Connection c, ClaimedRun run, String engine, String seen, boolean seenNamesRoot)
+    ClaimedRun complete(Connection c, ClaimedRun run, String engine, String seen, boolean seenByIndex)
             throws SQLException {
         String sql = !run.started() ? seen : run.rollback() ? rollbackSql : recentSql;
         try (PreparedStatement ps = c.prepareStatement(sql)) {
@@ -84,15 +85,13 @@ final class SplitClaim {
             if (run.started()) {
                 ps.setObject(++i, run.rootId());
             }
-            ps.setObject(++i, run.messageId());
-            ps.setString(++i, run.saga());
-            if (!run.started()) {
-                if (seenNamesRoot) {
-                    ps.setObject(++i, run.rootId());
-                }
-            } else if (run.rollback()) {
+            if (run.started() || !seenByIndex) { // the test for a SEEN, or the step log's
+                ps.setObject(++i, run.messageId());
+                ps.setString(++i, run.saga());
+            }
+            if (run.started() && run.rollback()) {
                 ps.setObject(++i, run.rollbackSeq(), Types.INTEGER);
-            } else {
+            } else if (run.started()) {
                 ps.setInt(++i, run.stepsDone());
             }
             ps.setObject(++i, run.rootId());
