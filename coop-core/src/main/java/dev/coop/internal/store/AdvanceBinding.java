@@ -15,7 +15,7 @@ import java.util.function.Function;
  * Binds the parameters of one advance ({@link AdvanceSql#ADVANCE} and its forms): its own part, before any count-off,
  * in the order of the statement's text: the events, the executed instance their SUSPENDED carries, the run's new
  * state, its due time (left out of a quiet advance, {@link AdvanceSql#quiet}), then the rest of the run's columns and
- * its row's key. Its guard's checks come first ({@link AdvanceSql#GUARD}).
+ * its row's key and its guard's checks ({@link AdvanceSql#GUARD}).
  */
 final class AdvanceBinding {
     private final String localSagas;
@@ -33,7 +33,6 @@ final class AdvanceBinding {
     /** Binds the parameters of one advance from {@code i}; returns the last. */
     int bind(PreparedStatement ps, int i, Store.Move move, String engine, boolean quiet, OffsetDateTime now)
             throws SQLException {
-        i = bindGuard(ps, i, move.run(), move.next());
         i = bindEvents(ps, i, move.run(), engine, move.entries());
         i = bindInstance(ps, i, move.next(), move.entries());
         i = bindState(ps, i, move.next(), quiet, now);
@@ -159,7 +158,7 @@ final class AdvanceBinding {
                         || next.runnableAt() != null && next.runnableAt().isAfter(run.claimedAt()));
     }
 
-    /** The run's remaining columns, from its context to its failure, then its row's key and its wake-up. */
+    /** The run's remaining columns, from its context to its failure, then its row's key, its guard and its wake-up. */
     private int bindEnd(PreparedStatement ps, int i, Store.Move move, OffsetDateTime now) throws SQLException {
         ClaimedRun run = move.run();
         Advance next = move.next();
@@ -173,6 +172,7 @@ final class AdvanceBinding {
         ps.setString(++i, next.failure());
         ps.setObject(++i, run.rootId());
         ps.setObject(++i, run.id());
+        i = bindGuard(ps, i, run, next);
         String wake = next.status() == dev.coop.RunStatus.RUNNABLE
                 ? Wakes.later(run.saga(), next.delayMillis(), next.runnableAt(), now)
                 : null;

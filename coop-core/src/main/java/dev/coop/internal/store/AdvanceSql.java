@@ -46,58 +46,57 @@ public final class AdvanceSql {
             + " WHERE x.root_id = ?::uuid AND x.scope_id = ANY(?::uuid[]))";
 
     /**
-     * The advance's checks (schema version 30), a CTE that its run's {@code UPDATE} reads as one value, every input
-     * bound: the advance runs in the transaction that claimed the run ({@code claim_lost} raises CP002 otherwise: a
-     * step ended that transaction); when it commits the run or leaves it waiting, the run's scope was not cancelled,
-     * read under the hierarchy's operator lock ({@code commit_allowed}, version 24); otherwise, on the happy path, not
-     * cancelled as the statement's snapshot sees it ({@code assert_not_cancelled}, CP001). The functions raise, so that
-     * nothing sent after the advance in its round trip (its COMMIT) commits a step whose check failed. They are called
-     * in this {@code SELECT}, not in the {@code UPDATE}: no volatile function inside an update of a hot table, and on
-     * Citus a {@code SELECT} without tables is evaluated on the coordinator (where operators take the lock), the
-     * result sent with the update to the hierarchy's shard. Parameters: the claim's transaction, whether the advance
-     * commits or waits, the root and the scope, whether it checks the cancellation, the root and the scope twice.
+     * The advance's checks (schema version 30), a scalar subquery without tables that its run's {@code UPDATE} reads
+     * as one value (an initplan: evaluated once), every input bound: the advance runs in the transaction that claimed
+     * the run ({@code claim_lost} raises CP002 otherwise: a step ended that transaction); when it commits the run or
+     * leaves it waiting, the run's scope was not cancelled, read under the hierarchy's operator lock ({@code
+     * commit_allowed}, version 24); otherwise, on the happy path, not cancelled as the statement's snapshot sees it
+     * ({@code assert_not_cancelled}, CP001). The functions raise, so that nothing sent after the advance in its round
+     * trip (its COMMIT) commits a step whose check failed. They are not applied to the update's rows: no volatile
+     * function inside an update of a hot table, and on Citus a subquery without tables is planned as a subplan that
+     * the coordinator evaluates (where operators take the lock), its value sent with the update to the hierarchy's
+     * shard. (A CTE the update reads does the same on Citus, and cost PostgreSQL more per advance.) Parameters: the
+     * claim's transaction, whether the advance commits or waits, the root and the scope, whether it checks the
+     * cancellation, the root and the scope twice.
      */
     static final String GUARD = """
-            WITH guard AS MATERIALIZED (
-              SELECT CASE WHEN pg_current_xact_id() <> ?::xid8 THEN {schema}.claim_lost()
-                          WHEN ? THEN {schema}.commit_allowed(?::uuid, ?::uuid[], true) -- it commits or waits
-                          WHEN ? AND {cancellationSeen} THEN {schema}.assert_not_cancelled(?::uuid, ?::uuid[])
-                          ELSE true END AS ok
-            ), """.replace("{cancellationSeen}", CANCELLATION_SEEN);
+            (SELECT CASE WHEN pg_current_xact_id() <> ?::xid8 THEN {schema}.claim_lost()
+                         WHEN ? THEN {schema}.commit_allowed(?::uuid, ?::uuid[], true) -- it commits or waits
+                         WHEN ? AND {cancellationSeen} THEN {schema}.assert_not_cancelled(?::uuid, ?::uuid[])
+                         ELSE true END)""".replace("{cancellationSeen}", CANCELLATION_SEEN);
 
     /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
-    private static final String ADVANCE_RUN = GUARD
-            + """
-                    events AS (
-                      INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
-                                                  step_seq, instance, iteration, root_id)
-                      SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
-                             ?::uuid
-                        FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
-                        LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
-                       ORDER BY e.n
-                      RETURNING 1
-                    ), advanced AS (
-                      UPDATE {schema}.run
-                         SET status = ?, phase = ?, step_index = ?, next_step = ?,
-                             final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
-                             iterations = coalesce(?::int[], iterations),
-                             attempt = ?, pending_children = ?,
-                             failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
-                             waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
-                             rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
-                             {runnableAt}
-                             context = ?,
-                             result = coalesce(?, result),
-                             finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
-                             started_at = coalesce(started_at, ?),
-                             finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
-                             reserved_until = {reserve}, version = version + 1
-                       WHERE root_id = ? AND id = ? AND (SELECT ok FROM guard)
-                         AND (?::text IS NULL OR (SELECT true FROM pg_notify('coop_{schema}', ?::text))) -- due later (v27)
-                    )
-                    """
-                    .replace("{runnableAt}", SET_RUNNABLE_AT);
+    private static final String ADVANCE_RUN = """
+            WITH events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration, root_id)
+              SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
+                     ?::uuid
+                FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
+                LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
+               ORDER BY e.n
+              RETURNING 1
+            ), advanced AS (
+              UPDATE {schema}.run
+                 SET status = ?, phase = ?, step_index = ?, next_step = ?,
+                     final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
+                     iterations = coalesce(?::int[], iterations),
+                     attempt = ?, pending_children = ?,
+                     failed_children = CASE WHEN ? THEN failed_children ELSE 0 END,
+                     waiting_since = CASE WHEN ?::int = 0 THEN NULL ELSE coalesce(waiting_since, {now}) END,
+                     rollback_seq = ?, rollback_stage = ?, rollback_cause = ?::jsonb, resolution = NULL,
+                     {runnableAt}
+                     context = ?,
+                     result = coalesce(?, result),
+                     finally_done = CASE WHEN ?::int IS NULL THEN finally_done ELSE finally_done || ?::int END,
+                     started_at = coalesce(started_at, ?),
+                     finished_at = CASE WHEN ? THEN {now} END, failure = ?::jsonb, retries = 0,
+                     reserved_until = {reserve}, version = version + 1
+               WHERE root_id = ? AND id = ? AND {guard}
+                 AND (?::text IS NULL OR (SELECT true FROM pg_notify('coop_{schema}', ?::text))) -- due later (v27)
+            )
+            """
+            .replace("{runnableAt}", SET_RUNNABLE_AT).replace("{guard}", GUARD);
 
     /**
      * Advance: append the run's events, set its new state and, when it finished, count it off at its parent. The
