@@ -299,13 +299,16 @@ final class RunClaims {
      * continue after all), unless another transaction holds the run: that one moves it on and ends the reservation
      * itself. The caller commits.
      */
-    public void release(Connection c, UUID runId) throws SQLException {
+    public void release(Connection c, UUID rootId, UUID runId) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql("""
                 UPDATE {schema}.run SET reserved_until = NULL
-                 WHERE id = (SELECT id FROM {schema}.run WHERE id = ? AND reserved_until IS NOT NULL
-                               FOR UPDATE SKIP LOCKED)
+                 WHERE root_id = ? AND id = (SELECT id FROM {schema}.run
+                                              WHERE root_id = ? AND id = ? AND reserved_until IS NOT NULL
+                                                FOR UPDATE SKIP LOCKED)
                 """))) {
-            ps.setObject(1, runId);
+            ps.setObject(1, rootId);
+            ps.setObject(2, rootId);
+            ps.setObject(3, runId);
             ps.executeUpdate();
         }
     }
