@@ -130,6 +130,23 @@ final class CitusCluster {
         }
     }
 
+    /** Sessions the workers' servers opened in a database so far ({@code pg_stat_database.sessions}, summed). */
+    long workerSessions(String database) {
+        long sum = 0;
+        for (Node node : nodes.subList(1, nodes.size())) {
+            try (Connection c = cluster.connect(node.port(), database);
+                    Statement st = c.createStatement();
+                    ResultSet rs = st.executeQuery(
+                            "SELECT sessions FROM pg_stat_database WHERE datname = current_database()")) {
+                rs.next();
+                sum += rs.getLong(1) - 1; // less this connection
+            } catch (SQLException e) {
+                throw new IllegalStateException("Could not read sessions on " + node, e);
+            }
+        }
+        return sum;
+    }
+
     /**
      * A server's CPU in clock ticks: the postmaster's own and its reaped children's (backends that exited, such as
      * the connections Citus opens to a worker for one transaction), plus every live child's.

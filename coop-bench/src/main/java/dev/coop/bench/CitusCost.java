@@ -32,16 +32,23 @@ import javax.sql.DataSource;
  * JVM's CPU and each node's server CPU per step. Then {@link CitusWakeUp} measures launch to first step start.
  */
 final class CitusCost {
-    /** One side of the comparison. */
-    record Variant(String name, boolean citus, boolean notifications) {
+    /** One side of the comparison; {@code onePool}: one connection per worker and session (see below). */
+    record Variant(String name, boolean citus, boolean notifications, boolean onePool) {
     }
 
-    static final List<Variant> VARIANTS = List.of(new Variant("plain", false, true),
-            new Variant("plain-poll", false, false), new Variant("citus", true, false));
+    /**
+     * {@code citus-1conn} is the cluster with {@code citus.max_adaptive_executor_pool_size = 1} for the database: a
+     * multi-shard statement (the claim's candidates) uses one connection per worker instead of opening more, which
+     * Citus closes at the end of the transaction (it caches {@code citus.max_cached_conns_per_worker} = 1).
+     */
+    static final List<Variant> VARIANTS = List.of(new Variant("plain", false, true, false),
+            new Variant("plain-poll", false, false, false), new Variant("citus", true, false, false),
+            new Variant("citus-1conn", true, false, true));
     private static final List<String> METRICS = List.of("stepsPerSec", "latencyP50Ms", "latencyP99Ms",
             "engineRoundTripsPerStep", "engineStatementsPerStep", "twoPhasePreparesPerStep",
             "twoPhaseTransactionsPerStep", "jvmCpuUsPerStep", "coordinatorCpuUsPerStep", "worker1CpuUsPerStep",
-            "worker2CpuUsPerStep", "serversCpuUsPerStep", "allCpuUsPerStep", "otherTenantsCores");
+            "worker2CpuUsPerStep", "serversCpuUsPerStep", "allCpuUsPerStep", "workerSessionsPerStep",
+            "otherTenantsCores");
 
     private CitusCost() {
     }
@@ -100,6 +107,9 @@ final class CitusCost {
         String name = cluster.createDatabase("bench_" + v.name().replace('-', '_') + "_" + workload, v.citus());
         BenchDb db = BenchDb.existing(cluster.coordinator(), name);
         try {
+            if (v.onePool()) {
+                db.exec("ALTER DATABASE " + name + " SET citus.max_adaptive_executor_pool_size = 1"); // generated name
+            }
             RunEnv.migrate(db);
             HikariDataSource pool = db.pool(o.poolSize(), "coop-" + v.name());
             SqlStats stats = new SqlStats();
@@ -142,11 +152,13 @@ final class CitusCost {
         long[] n1;
         long[] p0 = {0, 0};
         long[] p1 = {0, 0};
+        long s0 = 0;
         try (CoopEngine engine = builder.start()) {
             CoopClient client = engine.client();
             stats.reset();
             if (v.citus()) {
                 p0 = cluster.twoPhaseCommits(db.name);
+                s0 = cluster.workerSessions(db.name);
             }
             n0 = cluster.cpuNanos();
             c0 = Cpu.take();
@@ -158,6 +170,7 @@ final class CitusCost {
                 p1 = cluster.twoPhaseCommits(db.name);
             }
         }
+        long s1 = v.citus() ? cluster.workerSessions(db.name) : 0;
         Verify.noFailures("citus " + v.name() + " " + workload, r.failures());
         long committed = db.longValue("SELECT count(*) FROM coop.run WHERE status = 'COMMITTED'");
         if (committed != runs) {
@@ -174,6 +187,7 @@ final class CitusCost {
         m.put("clientRoundTripsPerStep", Stats.round(stats.total("client", true) / steps, 3));
         m.put("twoPhasePreparesPerStep", Stats.round((p1[0] - p0[0]) / steps, 3));
         m.put("twoPhaseTransactionsPerStep", Stats.round((p1[1] - p0[1]) / steps, 3));
+        m.put("workerSessionsPerStep", Stats.round((s1 - s0) / steps, 3));
         m.put("steps", (long) steps);
         double seconds = (c1.wallNanos() - c0.wallNanos()) / 1e9;
         m.put("elapsedSec", Stats.round(seconds, 3));
@@ -197,13 +211,22 @@ final class CitusCost {
         return m;
     }
 
-    /** Medians per variant, and Citus over each plain variant. */
+    /** Medians per variant, and each Citus variant over plain PostgreSQL. */
     private static String table(Options o, Map<String, Runs> runs, Duration poll) {
         List<String> rows = new ArrayList<>();
-        rows.add("| Citus vs plain PostgreSQL, same machine (" + o.citusRounds + " alternating rounds, medians; Citus"
-                + " and plain-poll poll every " + poll.toMillis() + " ms) | plain | plain-poll | citus | citus / plain"
-                + " | citus / plain-poll |");
-        rows.add("|---|---:|---:|---:|---:|---:|");
+        StringBuilder head = new StringBuilder("| Citus vs plain PostgreSQL, same machine (" + o.citusRounds
+                + " alternating rounds, medians; all but plain poll every " + poll.toMillis() + " ms) |");
+        StringBuilder line = new StringBuilder("|---|");
+        for (Variant v : VARIANTS) {
+            head.append(' ').append(v.name()).append(" |");
+            line.append("---:|");
+        }
+        for (Variant v : VARIANTS.subList(2, VARIANTS.size())) {
+            head.append(' ').append(v.name()).append(" / plain |");
+            line.append("---:|");
+        }
+        rows.add(head.toString());
+        rows.add(line.toString());
         for (String w : List.of("w1", "w2")) {
             for (String metric : METRICS) {
                 List<Double> values = new ArrayList<>();
@@ -215,8 +238,9 @@ final class CitusCost {
                 for (double value : values) {
                     row.append(' ').append(Report.fmt(value)).append(" |");
                 }
-                row.append(' ').append(ratio(values.get(2), values.get(0))).append(" |");
-                row.append(' ').append(ratio(values.get(2), values.get(1))).append(" |");
+                for (double value : values.subList(2, values.size())) {
+                    row.append(' ').append(ratio(value, values.getFirst())).append(" |");
+                }
                 rows.add(row.toString());
             }
         }
