@@ -61,7 +61,7 @@ final class CitusCost {
         for (int round = 0; round < rounds; round++) {
             boolean warm = round < o.warmups;
             String label = warm ? "warm-up " + (round + 1) : "round " + (round - o.warmups + 1) + "/" + o.citusRounds;
-            List<Variant> order = round % 2 == 0 ? VARIANTS : VARIANTS.reversed();
+            List<Variant> order = round % 2 == 0 ? variants(o) : variants(o).reversed();
             for (String workload : List.of("w1", "w2")) {
                 for (Variant v : order) {
                     Map<String, Object> m = once(o, cluster, v, workload, poll, "r" + round);
@@ -90,7 +90,7 @@ final class CitusCost {
         report.extra(table);
         report.extra(wakeTable);
         for (String w : List.of("w1", "w2")) {
-            for (Variant v : VARIANTS) {
+            for (Variant v : variants(o)) {
                 Runs r = runs.get(v.name() + " " + w);
                 String name = "citus " + w.toUpperCase(Locale.ROOT) + ", " + v.name();
                 report.row(name, "steps/s", r, "stepsPerSec", null, null, null);
@@ -217,11 +217,13 @@ final class CitusCost {
         StringBuilder head = new StringBuilder("| Citus vs plain PostgreSQL, same machine (" + o.citusRounds
                 + " alternating rounds, medians; all but plain poll every " + poll.toMillis() + " ms) |");
         StringBuilder line = new StringBuilder("|---|");
-        for (Variant v : VARIANTS) {
+        List<Variant> variants = variants(o);
+        List<Variant> distributed = variants.stream().filter(Variant::citus).toList();
+        for (Variant v : variants) {
             head.append(' ').append(v.name()).append(" |");
             line.append("---:|");
         }
-        for (Variant v : VARIANTS.subList(2, VARIANTS.size())) {
+        for (Variant v : distributed) {
             head.append(' ').append(v.name()).append(" / plain |");
             line.append("---:|");
         }
@@ -230,21 +232,31 @@ final class CitusCost {
         for (String w : List.of("w1", "w2")) {
             for (String metric : METRICS) {
                 List<Double> values = new ArrayList<>();
-                for (Variant v : VARIANTS) {
-                    Runs r = runs.get(v.name() + " " + w);
-                    values.add(r == null ? Double.NaN : r.median(metric));
+                for (Variant v : variants) {
+                    values.add(median(runs, v.name() + " " + w, metric));
                 }
                 StringBuilder row = new StringBuilder("| " + w.toUpperCase(Locale.ROOT) + " " + metric + " |");
                 for (double value : values) {
                     row.append(' ').append(Report.fmt(value)).append(" |");
                 }
-                for (double value : values.subList(2, values.size())) {
-                    row.append(' ').append(ratio(value, values.getFirst())).append(" |");
+                for (Variant v : distributed) {
+                    row.append(' ').append(ratio(median(runs, v.name() + " " + w, metric),
+                            median(runs, "plain " + w, metric))).append(" |");
                 }
                 rows.add(row.toString());
             }
         }
         return String.join("\n", rows);
+    }
+
+    /** The variants of {@code --citus-variants}, in {@link #VARIANTS}' order. */
+    static List<Variant> variants(Options o) {
+        return VARIANTS.stream().filter(v -> o.citusVariants.contains(v.name())).toList();
+    }
+
+    private static double median(Map<String, Runs> runs, String name, String metric) {
+        Runs r = runs.get(name);
+        return r == null ? Double.NaN : r.median(metric);
     }
 
     static String ratio(double a, double b) {

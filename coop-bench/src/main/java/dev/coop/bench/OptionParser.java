@@ -91,6 +91,8 @@ final class OptionParser {
         HELP.put("--citus-poll-ms", "workload citus: the cluster's engine poll intervals; the first is the throughput"
                 + " runs' and plain poll-only's, each is a wake-up run (default 50,10,200)");
         HELP.put("--citus-wake-samples", "workload citus: wake-up samples per run, one launch at a time (default 60)");
+        HELP.put("--citus-variants", "workload citus: throughput variants, of plain, plain-poll, citus, citus-1conn"
+                + " (default all)");
         HELP.put("--citus-wake-rounds", "workload citus: wake-up runs per mode (default 1)");
         HELP.put("--out", "directory of the JSON results (default bench-results/)");
         HELP.put("--keep", "keep the databases instead of dropping them");
@@ -264,6 +266,15 @@ final class OptionParser {
             case "--citus-poll-ms" -> o.citusPollMs = list(key, v);
             case "--citus-wake-samples" -> o.citusWakeSamples = positive(key, v);
             case "--citus-wake-rounds" -> o.citusWakeRounds = positive(key, v);
+            case "--citus-variants" -> {
+                List<String> names = Arrays.stream(v.split(",")).map(String::strip).filter(n -> !n.isEmpty()).toList();
+                List<String> known = List.of("plain", "plain-poll", "citus", "citus-1conn");
+                if (names.isEmpty() || !known.containsAll(names)) {
+                    throw new IllegalArgumentException("--citus-variants is a comma list of " + known + ", was '" + v
+                            + "'");
+                }
+                o.citusVariants = names;
+            }
             default -> {
                 return false;
             }

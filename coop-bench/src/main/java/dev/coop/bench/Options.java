@@ -119,6 +119,8 @@ final class Options {
     /** Workload citus: wake-up samples per run, and runs per mode. */
     int citusWakeSamples = 60;
     int citusWakeRounds = 1;
+    /** Workload citus: the variants of the throughput runs (CitusCost.VARIANTS). */
+    List<String> citusVariants = List.of("plain", "plain-poll", "citus", "citus-1conn");
 
     boolean quick;
     /** Durable commits on the embedded server (fsync, synchronous_commit, full_page_writes on); else the fast one. */
@@ -243,6 +245,7 @@ final class Options {
         m.put("citusPollMs", Arrays.stream(citusPollMs).boxed().toList());
         m.put("citusWakeSamples", citusWakeSamples);
         m.put("citusWakeRounds", citusWakeRounds);
+        m.put("citusVariants", citusVariants);
         m.put("growthWidths", Arrays.stream(growthWidths).boxed().toList());
         m.put("growthDepths", Arrays.stream(growthDepths).boxed().toList());
         m.put("growthEngines", Arrays.stream(growthEngines).boxed().toList());
