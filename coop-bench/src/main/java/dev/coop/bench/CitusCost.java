@@ -120,57 +120,59 @@ final class CitusCost {
         }
     }
 
+    /** The counters read around a run's measured window: each node's CPU, the two-phase commits, the sessions. */
+    private record Counters(long[] cpuNanos, long[] twoPhase, long workerSessions) {
+        static Counters read(CitusCluster cluster, BenchDb db, boolean citus) {
+            return new Counters(cluster.cpuNanos(), citus ? cluster.twoPhaseCommits(db.name) : new long[]{0, 0},
+                    citus ? cluster.workerSessions(db.name) : 0);
+        }
+    }
+
+    /** W1's saga, or W2's parent and child. */
+    private static List<Saga<Job>> sagas(Options o, boolean w1, Topic<Job> topic, String tag) {
+        if (w1) {
+            return List.of(Throughput.w1Saga(topic, tag));
+        }
+        int children = o.w2Children;
+        Topic<Job> childTopic = Topic.of("w2-child-" + tag, Job.class);
+        return List.of(Saga.on(topic, "w2-parent-" + tag).step("fan", s -> {
+            for (int c = 0; c < children; c++) {
+                s.launch(childTopic, new Job(c));
+            }
+        }).step("join", s -> {
+        }).build(), Saga.on(childTopic, "w2-child-" + tag).step("c1", s -> {
+        }).step("c2", s -> {
+        }).build());
+    }
+
     private static Map<String, Object> measure(Options o, CitusCluster cluster, BenchDb db, Variant v,
             String workload, DataSource ds, SqlStats stats, Duration poll, String tag) {
         boolean w1 = workload.equals("w1");
-        int children = o.w2Children;
         Topic<Job> topic = Topic.of(workload + "-" + tag, Job.class);
-        Topic<Job> childTopic = Topic.of("w2-child-" + tag, Job.class);
-        List<Saga<Job>> sagas = w1
-                ? List.of(Throughput.w1Saga(topic, tag))
-                : List.of(Saga.on(topic, "w2-parent-" + tag).step("fan", s -> {
-                    for (int c = 0; c < children; c++) {
-                        s.launch(childTopic, new Job(c));
-                    }
-                }).step("join", s -> {
-                }).build(), Saga.on(childTopic, "w2-child-" + tag).step("c1", s -> {
-                }).step("c2", s -> {
-                }).build());
         int launches = w1 ? o.w1Sagas : o.w2Parents;
         int threads = w1 ? o.citusThreads : o.w2InFlight;
-        double steps = w1 ? 3.0 * launches : (double) launches * (2 + 2 * children);
-        long runs = w1 ? launches : (long) launches * (1 + children);
+        double steps = w1 ? 3.0 * launches : (double) launches * (2 + 2 * o.w2Children);
+        long runs = w1 ? launches : (long) launches * (1 + o.w2Children);
         CoopEngine.Builder builder = Coop.engine(ds).workers(o.workers).notifications(v.notifications());
         if (!v.notifications()) {
             builder.pollInterval(poll);
         }
-        sagas.forEach(builder::register);
+        sagas(o, w1, topic, tag).forEach(builder::register);
         ClosedLoop.Result r;
         Cpu.Snapshot c0;
         Cpu.Snapshot c1;
-        long[] n0;
-        long[] n1;
-        long[] p0 = {0, 0};
-        long[] p1 = {0, 0};
-        long s0 = 0;
+        Counters before;
+        Counters after;
         try (CoopEngine engine = builder.start()) {
             CoopClient client = engine.client();
             stats.reset();
-            if (v.citus()) {
-                p0 = cluster.twoPhaseCommits(db.name);
-                s0 = cluster.workerSessions(db.name);
-            }
-            n0 = cluster.cpuNanos();
+            before = Counters.read(cluster, db, v.citus());
             c0 = Cpu.take();
             r = ClosedLoop.run(launches, threads, i -> client.launch(topic, new Job(i)), client,
                     Duration.ofSeconds(o.timeoutSeconds));
             c1 = Cpu.take();
-            n1 = cluster.cpuNanos();
-            if (v.citus()) {
-                p1 = cluster.twoPhaseCommits(db.name);
-            }
+            after = Counters.read(cluster, db, v.citus());
         }
-        long s1 = v.citus() ? cluster.workerSessions(db.name) : 0;
         Verify.noFailures("citus " + v.name() + " " + workload, r.failures());
         long committed = db.longValue("SELECT count(*) FROM coop.run WHERE status = 'COMMITTED'");
         if (committed != runs) {
@@ -185,10 +187,19 @@ final class CitusCost {
         m.put("engineStatementsPerStep", Stats.round(stats.total("engine", false) / steps, 3));
         m.put("engineCommitsPerStep", Stats.round(stats.calls("engine", "COMMIT") / steps, 3));
         m.put("clientRoundTripsPerStep", Stats.round(stats.total("client", true) / steps, 3));
-        m.put("twoPhasePreparesPerStep", Stats.round((p1[0] - p0[0]) / steps, 3));
-        m.put("twoPhaseTransactionsPerStep", Stats.round((p1[1] - p0[1]) / steps, 3));
-        m.put("workerSessionsPerStep", Stats.round((s1 - s0) / steps, 3));
+        m.put("twoPhasePreparesPerStep", Stats.round((after.twoPhase()[0] - before.twoPhase()[0]) / steps, 3));
+        m.put("twoPhaseTransactionsPerStep", Stats.round((after.twoPhase()[1] - before.twoPhase()[1]) / steps, 3));
+        m.put("workerSessionsPerStep", Stats.round((after.workerSessions() - before.workerSessions()) / steps, 3));
         m.put("steps", (long) steps);
+        cpu(m, cluster, c0, c1, before.cpuNanos(), after.cpuNanos(), steps);
+        m.put("events", new TreeMap<>(db.counts("SELECT type, count(*) FROM coop.event GROUP BY type")));
+        m.put("statements", stats.table(steps));
+        return m;
+    }
+
+    /** CPU per step: the JVM's, each node's, all of it, and what other processes took meanwhile. */
+    private static void cpu(Map<String, Object> m, CitusCluster cluster, Cpu.Snapshot c0, Cpu.Snapshot c1, long[] n0,
+            long[] n1, double steps) {
         double seconds = (c1.wallNanos() - c0.wallNanos()) / 1e9;
         m.put("elapsedSec", Stats.round(seconds, 3));
         Cpu.perUnit(m, c0, c1, steps, "Step");
@@ -206,9 +217,6 @@ final class CitusCost {
         m.put("otherTenantsCores", Stats.round(Math.max(0, ((Number) cpu.get("machineBusyCores")).doubleValue()
                 - ((Number) cpu.get("jvmCores")).doubleValue() - servers), 3));
         m.put("cpu", cpu);
-        m.put("events", new TreeMap<>(db.counts("SELECT type, count(*) FROM coop.event GROUP BY type")));
-        m.put("statements", stats.table(steps));
-        return m;
     }
 
     /** Medians per variant, and each Citus variant over plain PostgreSQL. */

@@ -110,20 +110,7 @@ final class CitusWakeUp {
                     launch[i - WARM_SAMPLES] = t1 - t0;
                 }
             }
-            long[] n0 = cluster.cpuNanos();
-            long idleStart = System.nanoTime();
-            pause(IDLE_NANOS / 1_000_000);
-            long[] n1 = cluster.cpuNanos();
-            double idleSeconds = (System.nanoTime() - idleStart) / 1e9;
-            Map<String, Object> idle = new LinkedHashMap<>();
-            double total = 0;
-            for (int i = 0; i < n0.length; i++) {
-                double cores = (n1[i] - n0[i]) / 1e9 / idleSeconds;
-                total += cores;
-                idle.put(cluster.nodes.get(i).role(), Stats.round(cores, 4));
-            }
-            m.put("idleServersCores", Stats.round(total, 4));
-            m.put("idleCores", idle);
+            idle(cluster, m);
             for (MessageId id : ids) {
                 engine.client().awaitCompletion(id, Duration.ofSeconds(o.timeoutSeconds));
             }
@@ -141,6 +128,24 @@ final class CitusWakeUp {
         m.put("samples", o.citusWakeSamples);
         m.put("pollMs", mode.notifications() ? -1 : mode.poll().toMillis());
         return m;
+    }
+
+    /** The servers' CPU while the engine idles for 2 s: what its polling costs when there is nothing to do. */
+    private static void idle(CitusCluster cluster, Map<String, Object> m) {
+        long[] n0 = cluster.cpuNanos();
+        long idleStart = System.nanoTime();
+        pause(IDLE_NANOS / 1_000_000);
+        long[] n1 = cluster.cpuNanos();
+        double idleSeconds = (System.nanoTime() - idleStart) / 1e9;
+        Map<String, Object> idle = new LinkedHashMap<>();
+        double total = 0;
+        for (int i = 0; i < n0.length; i++) {
+            double cores = (n1[i] - n0[i]) / 1e9 / idleSeconds;
+            total += cores;
+            idle.put(cluster.nodes.get(i).role(), Stats.round(cores, 4));
+        }
+        m.put("idleServersCores", Stats.round(total, 4));
+        m.put("idleCores", idle);
     }
 
     /** A pause of the benchmark's own (between samples, and the idle window), not a wait for something. */
