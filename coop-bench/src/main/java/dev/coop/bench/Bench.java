@@ -276,6 +276,7 @@ public final class Bench {
             case "options" -> LaunchOptionsAb.run(o, report);
             case "spring" -> SpringPath.run(o, report);
             case "lookups" -> Lookups.run(o, report);
+            case "citus" -> CitusCost.run(o, report);
             default -> throw new IllegalArgumentException(w);
         }
     }

@@ -69,6 +69,11 @@ final class BenchDb implements AutoCloseable {
         return s;
     }
 
+    /** An existing database on another server (the Citus cluster's); the caller drops it. */
+    static BenchDb existing(CoopPostgres server, String name) {
+        return new BenchDb(server, name, true);
+    }
+
     static BenchDb create(String prefix, boolean keep) {
         CoopPostgres server = server(true);
         return new BenchDb(server, server.createDatabase("bench_" + prefix), keep);

@@ -85,6 +85,15 @@ final class OptionParser {
         HELP.put("--sweep-sagas", "workload sweep: W1 sagas per run (default 1000)");
         HELP.put("--plot", "workload sweep: the PNG written (default docs/images/throughput-vs-threads.png)");
         HELP.put("--replot", "draw the sweep's PNG again from an earlier run's JSON (into --plot), run nothing");
+        HELP.put("--citus-rounds", "workload citus: measured rounds, each running W1 and W2 on plain PostgreSQL,"
+                + " plain poll-only and the Citus cluster, alternating (default 3)");
+        HELP.put("--citus-threads", "workload citus: W1 client threads (default 8)");
+        HELP.put("--citus-poll-ms", "workload citus: the cluster's engine poll intervals; the first is the throughput"
+                + " runs' and plain poll-only's, each is a wake-up run (default 50,10,200)");
+        HELP.put("--citus-wake-samples", "workload citus: wake-up samples per run, one launch at a time (default 60)");
+        HELP.put("--citus-variants", "workload citus: throughput variants, of plain, plain-poll, citus, citus-1conn"
+                + " (default all)");
+        HELP.put("--citus-wake-rounds", "workload citus: wake-up runs per mode (default 1)");
         HELP.put("--out", "directory of the JSON results (default bench-results/)");
         HELP.put("--keep", "keep the databases instead of dropping them");
         HELP.put("--quick", "small sizes, no warm-up, one measured run: a smoke run of about a minute");
@@ -134,7 +143,8 @@ final class OptionParser {
     }
 
     private static void set(Options o, String key, String v) {
-        if (!run(o, key, v) && !comparison(o, key, v) && !size(o, key, v) && !growthOrSweep(o, key, v)) {
+        if (!run(o, key, v) && !comparison(o, key, v) && !size(o, key, v) && !growthOrSweep(o, key, v)
+                && !citus(o, key, v)) {
             throw new IllegalArgumentException("Unknown option " + key + "\n" + usage());
         }
     }
@@ -241,6 +251,30 @@ final class OptionParser {
             case "--sweep-sagas" -> o.sweepSagas = positive(key, v);
             case "--plot" -> o.plot = Path.of(v);
             case "--replot" -> o.replot = Path.of(v);
+            default -> {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The workload citus; whether {@code key} is one of its options. */
+    private static boolean citus(Options o, String key, String v) {
+        switch (key) {
+            case "--citus-rounds" -> o.citusRounds = positive(key, v);
+            case "--citus-threads" -> o.citusThreads = positive(key, v);
+            case "--citus-poll-ms" -> o.citusPollMs = list(key, v);
+            case "--citus-wake-samples" -> o.citusWakeSamples = positive(key, v);
+            case "--citus-wake-rounds" -> o.citusWakeRounds = positive(key, v);
+            case "--citus-variants" -> {
+                List<String> names = Arrays.stream(v.split(",")).map(String::strip).filter(n -> !n.isEmpty()).toList();
+                List<String> known = List.of("plain", "plain-poll", "citus", "citus-1conn");
+                if (names.isEmpty() || !known.containsAll(names)) {
+                    throw new IllegalArgumentException("--citus-variants is a comma list of " + known + ", was '" + v
+                            + "'");
+                }
+                o.citusVariants = names;
+            }
             default -> {
                 return false;
             }

@@ -18,7 +18,7 @@ final class Options {
             "idle", "bigfanout", "profile");
     /** Workloads that run only when named. */
     static final List<String> OPTIONAL_WORKLOADS = List.of("versus", "ab", "limits", "options", "experiments",
-            "prune", "observed", "growth", "sweep", "spring", "lookups");
+            "prune", "observed", "growth", "sweep", "spring", "lookups", "citus");
 
     Set<String> workloads = new LinkedHashSet<>(ALL_WORKLOADS);
     int runs = 3;
@@ -110,6 +110,18 @@ final class Options {
     /** A JSON of an earlier run whose sweep is drawn again into {@link #plot}, instead of running anything. */
     Path replot;
 
+    /** Workload citus: alternating rounds of W1 and W2 per variant (after {@code --warmups} warm-up rounds). */
+    int citusRounds = 3;
+    /** Workload citus: W1 client threads. */
+    int citusThreads = 8;
+    /** Workload citus: poll intervals of the engines on the cluster; the first is the throughput runs'. */
+    int[] citusPollMs = {50, 10, 200};
+    /** Workload citus: wake-up samples per run, and runs per mode. */
+    int citusWakeSamples = 60;
+    int citusWakeRounds = 1;
+    /** Workload citus: the variants of the throughput runs (CitusCost.VARIANTS). */
+    List<String> citusVariants = List.of("plain", "plain-poll", "citus", "citus-1conn");
+
     boolean quick;
     /** Durable commits on the embedded server (fsync, synchronous_commit, full_page_writes on); else the fast one. */
     boolean durable = true;
@@ -165,6 +177,8 @@ final class Options {
         timeoutSeconds = 120;
         abRounds = 2;
         slowSagas = 40;
+        citusRounds = 1;
+        citusWakeSamples = 20;
         growthWidths = new int[]{1, 10, 100};
         growthDepths = new int[]{1, 10};
         growthEngines = new int[]{1, 2};
@@ -226,6 +240,12 @@ final class Options {
         m.put("abChange", abChange);
         m.put("abBuilds", abBuilds);
         m.put("slowSagas", slowSagas);
+        m.put("citusRounds", citusRounds);
+        m.put("citusThreads", citusThreads);
+        m.put("citusPollMs", Arrays.stream(citusPollMs).boxed().toList());
+        m.put("citusWakeSamples", citusWakeSamples);
+        m.put("citusWakeRounds", citusWakeRounds);
+        m.put("citusVariants", citusVariants);
         m.put("growthWidths", Arrays.stream(growthWidths).boxed().toList());
         m.put("growthDepths", Arrays.stream(growthDepths).boxed().toList());
         m.put("growthEngines", Arrays.stream(growthEngines).boxed().toList());
