@@ -9,6 +9,7 @@ import dev.coop.inspect.Outcome;
 import dev.coop.test.Await;
 import dev.coop.test.CitusDatabase;
 import dev.coop.test.CoopTables;
+import dev.coop.test.EventLog;
 import dev.coop.test.Invariants;
 import dev.coop.test.StepRecorder;
 import java.sql.Connection;
@@ -94,7 +95,10 @@ class CitusShardMoveTest {
             assertThat(inFlight).as("hierarchies unfinished on the shard when it moved").isPositive();
 
             for (MessageId id : launched) {
-                assertThat(client.awaitCompletion(id, WAIT)).as("hierarchy %s", id).isEqualTo(Outcome.COMMITTED);
+                Outcome outcome = client.awaitCompletion(id, WAIT);
+                assertThat(outcome).as("hierarchy %s: %s", id, outcome == Outcome.COMMITTED
+                        ? ""
+                        : EventLog.table(client.events(id))).isEqualTo(Outcome.COMMITTED);
             }
             List<Event> events = CoopTables.of(db.dataSource()).allEvents();
             Invariants.assertAll(events);
