@@ -154,14 +154,14 @@ public final class CoopCitus {
         CoopCitus cluster = new CoopCitus(bin(), data, ports, root);
         Runtime.getRuntime().addShutdownHook(new Thread(cluster::destroy, "coop-citus-shutdown"));
         for (int port : ports) {
-            cluster.startNode(port);
+            cluster.initNode(port);
         }
         cluster.startMillis = (System.nanoTime() - start) / 1_000_000;
         System.err.println("[coop-test] started " + cluster);
         return cluster;
     }
 
-    private void startNode(int port) {
+    private void initNode(int port) {
         Path dir = data.resolve("node-" + port);
         pg(List.of("initdb", "-D", dir.toString(), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                 "--locale=C.UTF-8", "--no-sync"));
@@ -182,6 +182,47 @@ public final class CoopCitus {
             }
         }
         pg(List.of("pg_ctl", "-D", dir.toString(), "-l", dir + ".log", "-w", "-t", "60", "start"));
+    }
+
+    /**
+     * Stops one node at once, as a crash would ({@code pg_ctl stop -m immediate}: no checkpoint, every session cut).
+     * The cluster is shared by the test classes of this JVM: a test that stops a node starts it again
+     * ({@link #startNode(int)}) before it ends, in a {@code finally}.
+     *
+     * @param port the node's port, one of {@link #ports()}
+     * @throws IllegalStateException if pg_ctl fails
+     */
+    public void stopNode(int port) {
+        pg(List.of("pg_ctl", "-D", nodeDirectory(port).toString(), "-m", "immediate", "-w", "stop"));
+    }
+
+    /**
+     * Starts a node that {@link #stopNode(int)} stopped, on the same port and data, and returns once it accepts
+     * connections (after its crash recovery).
+     *
+     * @param port the node's port, one of {@link #ports()}
+     * @throws IllegalStateException if pg_ctl fails
+     */
+    public void startNode(int port) {
+        Path dir = nodeDirectory(port);
+        pg(List.of("pg_ctl", "-D", dir.toString(), "-l", dir + ".log", "-w", "-t", "60", "start"));
+    }
+
+    /**
+     * Returns a node's server log (pg_ctl's {@code -l} file), for tests that read what Citus logged.
+     *
+     * @param port the node's port, one of {@link #ports()}
+     * @return the log file
+     */
+    public Path logFile(int port) {
+        return Paths.get(nodeDirectory(port) + ".log");
+    }
+
+    private Path nodeDirectory(int port) {
+        if (!ports.contains(port)) {
+            throw new IllegalArgumentException("No node of this cluster has port " + port + " (ports: " + ports + ")");
+        }
+        return data.resolve("node-" + port);
     }
 
     /** Stops the three nodes and deletes their data; run at JVM exit. */

@@ -201,6 +201,17 @@ public final class CitusLayout {
      * was distributed before it existed.
      */
     private static void seenOnce(Connection c, SchemaName schema) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+            ps.setString(1, schema.value() + ".event_seen");
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                if (rs.getBoolean(1)) {
+                    // CREATE INDEX IF NOT EXISTS takes a ShareLock on event before it finds the index, so it waited
+                    // for every step in progress: an engine starting while another held a step long did not start
+                    return;
+                }
+            }
+        }
         try (Statement st = c.createStatement()) {
             st.execute(schema.sql("CREATE UNIQUE INDEX IF NOT EXISTS event_seen ON {schema}.event"
                     + " (root_id, message_id, saga) WHERE type = 'SEEN'"));
