@@ -29,8 +29,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * A client's cancellation and its timeout's explanation on a three-node Citus cluster: the cancellation's statement
  * names the hierarchy's root ({@code Operations.REQUEST_CANCELLATION_BY_ROOT}), so Citus routes it to one shard, and
  * the explanation of {@code awaitCompletion}'s timeout walks the hierarchy by root
- * ({@code Unfinished.WHY_UNFINISHED_BY_ROOT}). What needs a step to commit (the rollback a cancellation causes) is
- * gated by {@link CitusStatements#assumeStepsCommit}; the rest does not commit a step.
+ * ({@code Unfinished.WHY_UNFINISHED_BY_ROOT}), and the rollback a cancellation causes runs on the cluster.
  */
 class CitusCancellationTest {
     @RegisterExtension
@@ -125,7 +124,6 @@ class CitusCancellationTest {
 
     @Test
     void a_cancelled_running_step_gives_up_and_the_run_rolls_back() throws Exception {
-        CitusStatements.assumeStepsCommit();
         Topic<Empty> topic = Topic.of("citus-cancel-rolls-back", Empty.class);
         StepGate gate = new StepGate(WAIT);
         List<String> ran = new CopyOnWriteArrayList<>();

@@ -26,7 +26,6 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -34,9 +33,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * Coop's core behaviours on a three-node Citus cluster ({@link CitusDatabase}): README's getting-started program, a
  * fan-out, a cascading rollback and a cancellation, with the hot tables distributed by the hierarchy's root
  * ({@code CitusLayout}). Engines run poll-only (docs/scaling.md, "Wake-ups on Citus"): a worker's notifications do
- * not reach listeners on the coordinator. What Citus still refuses is in docs/guide/citus.md: while a step's commit
- * cannot PREPARE on the hierarchy's worker, each test is aborted with that reason
- * ({@link CitusStatements#assumeStepsCommit}).
+ * not reach listeners on the coordinator. What Citus still refuses is in docs/guide/citus.md.
  */
 class CitusHappyPathTest {
     // tag::citus-database[]
@@ -49,12 +46,6 @@ class CitusHappyPathTest {
     @BeforeAll
     static void migrate() {
         Coop.client(db.dataSource()); // migrations and the Citus layout
-    }
-
-    /** Each test is reported skipped with the blocker's name (an abort in beforeAll would report none). */
-    @BeforeEach
-    void stepsMustCommit() {
-        CitusStatements.assumeStepsCommit(); // aborts, naming the blocker, while a step's commit cannot PREPARE
     }
 
     static CoopEngine.Builder engine(DataSource dataSource) {

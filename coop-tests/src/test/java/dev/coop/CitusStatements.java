@@ -66,21 +66,6 @@ final class CitusStatements {
         }
     }
 
-    /**
-     * Aborts the calling test, naming the blocker, while a step's transaction cannot commit on Citus: the claim is
-     * routed now ({@code ShardedClaims}), but the advance calls {@code claim_lost} and {@code commit_allowed} inside
-     * its {@code UPDATE}, which Citus refuses (volatile functions in a modification of a distributed table). The
-     * split advance that avoided them (reverted on plain PostgreSQL's cost) then met a two-phase commit the worker
-     * refused; docs/guide/citus.md has both. {@code -Dcoop.citus.steps=true} runs the tests anyway.
-     */
-    static void assumeStepsCommit() {
-        if (!Boolean.getBoolean("coop.citus.steps")) {
-            throw new org.opentest4j.TestAbortedException("Blocked on Citus: the advance calls claim_lost and"
-                    + " commit_allowed inside its UPDATE, which Citus refuses on a distributed table (advance area);"
-                    + " see docs/guide/citus.md, 'What Citus refuses'. -Dcoop.citus.steps=true runs it.");
-        }
-    }
-
     private static Object field(String className, String name) throws Exception {
         Field f = Class.forName(className).getDeclaredField(name);
         f.setAccessible(true);

@@ -24,16 +24,22 @@ import java.util.UUID;
  * ({@link CitusLayout#isCitus}); its claim stays {@link SplitClaim} there.
  */
 final class ShardedClaims {
-    /** How many candidates one claim reads: the engines that claim the same saga at once skip each other's. */
-    static final int CANDIDATES_PER_CLAIM = 4;
+    /**
+     * How many candidates one read returns. When every one of them is locked (held by steps in flight, or claimed by
+     * another engine first), the claim reads the next ones ({@code OFFSET}), so that runs held in long steps never
+     * hide the due runs behind them; {@link #MAX_PAGES} bounds one claim's reads.
+     */
+    static final int CANDIDATES_PER_CLAIM = 8;
+    /** At most this many pages of candidates per claim (then the claim finds nothing and the engine polls again). */
+    static final int MAX_PAGES = 32;
 
-    /** The due runs of a saga, first due first, without a lock. Parameters: saga, version, {now}, limit. */
+    /** The due runs of a saga, first due first, without a lock. Parameters: saga, version, {now}, limit, offset. */
     static final String CANDIDATES = """
             SELECT r.root_id, r.id FROM {schema}.run r
              WHERE r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND {every}
                AND r.runnable_at <= {due} AND {notReserved}
              ORDER BY r.priority DESC, r.runnable_at
-             LIMIT ?
+             LIMIT ? OFFSET ?
             """.replace("{every}", ClaimSql.EVERY_PRIORITY).replace("{due}", ClaimSql.DUE_NOW)
             .replace("{notReserved}", ClaimSql.NOT_RESERVED_NOW);
 
@@ -115,10 +121,23 @@ final class ShardedClaims {
 
     /** Locks the first due candidate of {@code version} of {@code saga} that no other engine holds, and completes it. */
     ClaimedRun claim(Connection c, String saga, int version, String engine, OffsetDateTime now) throws SQLException {
-        for (UUID[] candidate : candidates(c, saga, version, now)) {
-            ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], engine, now, saga, version, now);
-            if (locked != null) {
-                return split.complete(c, locked, engine, seenSql, true);
+        for (int page = 0; page < MAX_PAGES; page++) {
+            List<UUID[]> candidates = candidates(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
+            // from a random one of the page on: workers claiming at once mostly try different runs first
+            int start = candidates.isEmpty()
+                    ? 0
+                    : java.util.concurrent.ThreadLocalRandom.current()
+                            .nextInt(candidates.size());
+            for (int k = 0; k < candidates.size(); k++) {
+                UUID[] candidate = candidates.get((start + k) % candidates.size());
+                ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], engine, now, saga, version,
+                        now);
+                if (locked != null) {
+                    return split.complete(c, locked, engine, seenSql, true);
+                }
+            }
+            if (candidates.size() < CANDIDATES_PER_CLAIM) {
+                return null; // no more due runs
             }
         }
         return null;
@@ -136,13 +155,15 @@ final class ShardedClaims {
         return locked == null ? null : split.complete(c, locked, engine, seenSql, true);
     }
 
-    private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now) throws SQLException {
+    private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now, int offset)
+            throws SQLException {
         List<UUID[]> out = new ArrayList<>(CANDIDATES_PER_CLAIM);
         try (PreparedStatement ps = c.prepareStatement(candidatesSql)) {
             ps.setString(1, saga);
             ps.setInt(2, version);
             ps.setObject(3, now);
             ps.setInt(4, CANDIDATES_PER_CLAIM);
+            ps.setInt(5, offset);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     out.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
