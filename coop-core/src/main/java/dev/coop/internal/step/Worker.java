@@ -205,14 +205,14 @@ public final class Worker implements Runnable {
                 next = engine.store().reclaimWaiting(c, run.rootId(), id, saga, engine.engineId());
             }
             if (next == null) { // taken by another worker, or refused by the saga's limits
-                notContinued(c, id, saga, reclaimed);
+                notContinued(c, run.rootId(), id, saga, reclaimed);
             }
             return next;
         }
         if (reclaimed) { // not continuing it here after all (stopping)
             c.rollback(); // lets go of the run (and of a limited saga's slot and token)
             if (again != null) {
-                engine.store().release(c, id); // reserved for this worker: others may claim it now
+                engine.store().release(c, run.rootId(), id); // reserved for this worker: others may claim it now
                 c.commit();
                 engine.dispatcher().wake(saga, 1);
             }
@@ -223,9 +223,10 @@ public final class Worker implements Runnable {
     }
 
     /** A run to continue was taken by another worker or refused by its saga's limits. */
-    private void notContinued(Connection c, UUID id, String saga, boolean reserved) throws SQLException {
+    private void notContinued(Connection c, UUID rootId, UUID id, String saga, boolean reserved)
+            throws SQLException {
         if (reserved) {
-            engine.store().release(c, id); // others may claim it now
+            engine.store().release(c, rootId, id); // others may claim it now
             // or, when it is still locked, as soon as its reservation lapsed
             engine.dispatcher().dueIn(Store.RESERVATION_MILLIS);
         }

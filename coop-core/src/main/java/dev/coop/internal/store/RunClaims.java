@@ -299,16 +299,28 @@ final class RunClaims {
      * continue after all), unless another transaction holds the run: that one moves it on and ends the reservation
      * itself. The caller commits.
      */
-    public void release(Connection c, UUID runId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                UPDATE {schema}.run SET reserved_until = NULL
-                 WHERE id = (SELECT id FROM {schema}.run WHERE id = ? AND reserved_until IS NOT NULL
-                               FOR UPDATE SKIP LOCKED)
-                """))) {
-            ps.setObject(1, runId);
+    public void release(Connection c, UUID rootId, UUID runId) throws SQLException {
+        boolean citus = schema.citus();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(citus ? RELEASE_BY_ROOT : RELEASE))) {
+            int i = 0;
+            if (citus) {
+                ps.setObject(++i, rootId);
+                ps.setObject(++i, rootId);
+            }
+            ps.setObject(++i, runId);
             ps.executeUpdate();
         }
     }
+
+    private static final String RELEASE = """
+            UPDATE {schema}.run SET reserved_until = NULL
+             WHERE id = (SELECT id FROM {schema}.run WHERE id = ? AND reserved_until IS NOT NULL
+                           FOR UPDATE SKIP LOCKED)
+            """;
+    /** On Citus the root is bound in the update and its lock (Citus refuses a FOR UPDATE by id alone). */
+    private static final String RELEASE_BY_ROOT = CitusLayout.rewritten(RELEASE,
+            "WHERE id = (SELECT id FROM {schema}.run WHERE id = ?",
+            "WHERE root_id = ? AND id = (SELECT id FROM {schema}.run WHERE root_id = ? AND id = ?");
 
     /**
      * Holds a run whose lock the caller's transaction is about to let go of while its step still runs (a round that

@@ -161,8 +161,8 @@ public final class Store {
         return claims.reclaimWaiting(c, rootId, runId, saga, engine);
     }
 
-    public void release(Connection c, UUID runId) throws SQLException {
-        claims.release(c, runId);
+    public void release(Connection c, UUID rootId, UUID runId) throws SQLException {
+        claims.release(c, rootId, runId);
     }
 
     /** See {@link RunClaims#hold}. */
