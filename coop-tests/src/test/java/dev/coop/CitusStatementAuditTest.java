@@ -52,12 +52,19 @@ class CitusStatementAuditTest {
         // (RootCancellation.WAKE too, as sent: the audit plans its {now} as plain PostgreSQL's, see the guide)
         for (String byRoot : List.of("RootCancellation.REQUEST", "RootCancellation.REACHED",
                 "RootCancellation.LOCK_DUE", "Unfinished.WHY_UNFINISHED_BY_ROOT",
-                "BulkActions.LOCK_BY_ROOT", "BulkActions.RETRY_BY_ROOT", "Retention.BUSY_BY_ROOT")) {
+                "BulkActions.LOCK_BY_ROOT", "BulkActions.RETRY_BY_ROOT", "Retention.BUSY_BY_ROOT",
+                "RootSettlement.LOCK_RUN", "RootTimeOut.SETTLED", "RootTimeOut.COUNTED",
+                "RootChildren.DETACH_UNSTARTED", "RootChildren.SETTLE", "RootChildren.COUNTED")) {
             assertThat(verdicts.get(byRoot).tasks()).as(byRoot).isEqualTo(1);
         }
         for (String across : List.of("BulkActions.PARKED_BY_ROOT", "Retention.CANDIDATES_BY_ROOT",
                 "Retention.COUNT_BY_ROOT", "Retention.SAMPLE_ROOTS_BY_ROOT")) {
             assertThat(verdicts.get(across).tasks()).as(across).isEqualTo(8);
+        }
+        // external tasks' rows are the coordinator's: read with their runs joined by root, written from bound values
+        for (String planned : List.of("TaskReads.LIST_OPEN_BY_ROOT", "RootSettlement.LOGGED",
+                "RootChildren.LOGGED", "RootTimeOut.LOGGED")) {
+            assertThat(verdicts.get(planned).refused()).as(verdicts.get(planned).toString()).isFalse();
         }
     }
 }

@@ -42,7 +42,8 @@ final class CitusStatements {
         for (String c : List.of("store.SagaLimits", "runtime.Topology", "operate.SelectionBatches",
                 "operate.BulkActions", "operate.RootCancellation", "read.RunListing", "read.TreeReader",
                 "read.Unfinished", "read.RunCountRollup",
-                "retention.Retention", "schedule.Schedules", "join.JoinSql", "task.TaskCompensations")) {
+                "retention.Retention", "schedule.Schedules", "join.JoinSql", "task.TaskCompensations",
+                "task.TaskReads", "task.RootSettlement", "task.RootTimeOut", "store.RootChildren")) {
             CLASSES.put("dev.coop.internal." + c, "other");
         }
     }

@@ -67,15 +67,21 @@ public final class Operations {
      * #LOCK_WAIT_MILLIS} (a run locked longer is running a step: SQLSTATE 55P03).
      */
     private List<Scope> scopes(Connection c, MessageId message, Lineage lineage, boolean lock) throws SQLException {
-        String sql = (message != null
-                ? "SELECT message_id, lineage, status FROM {schema}.run WHERE message_id = ? ORDER BY id"
-                : "SELECT message_id, lineage, status FROM {schema}.run WHERE id = ?")
-                + (lock ? " FOR UPDATE" : "");
+        // on Citus a lock names the hierarchy's root (Citus refuses a FOR UPDATE across shards): the root of the
+        // runs read without a lock first, by rollback
+        UUID root = lock && schema.citus() ? scopes(c, message, lineage, false).getFirst().lineage()[0] : null;
+        String sql = "SELECT message_id, lineage, status FROM {schema}.run WHERE " + (root != null
+                ? "root_id = ? AND "
+                : "") + (message != null ? "message_id = ? ORDER BY id" : "id = ?") + (lock ? " FOR UPDATE" : "");
         if (lock) {
             waitForLocksAtMost(c, schema);
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
-            ps.setObject(1, message != null ? message.value() : lineage.last());
+            int i = 0;
+            if (root != null) {
+                ps.setObject(++i, root);
+            }
+            ps.setObject(++i, message != null ? message.value() : lineage.last());
             List<Scope> scopes = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
@@ -303,29 +309,45 @@ public final class Operations {
         }
     }
 
+    /** A committed scope's rollback: its request logged, its run made runnable on its rollback path, woken. */
+    private static final String REQUEST_ROLLBACK = """
+            WITH logged AS (
+              INSERT INTO {schema}.event (message_id, type, lineage, exception, root_id)
+              SELECT m, 'ROLLBACK_EMITTED', l, e::jsonb, l[1] FROM (VALUES (?::uuid, ?::uuid[], ?::text)) v(m, l, e)
+            ), requested AS (
+            UPDATE {schema}.run r
+               SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
+                   rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
+                   finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
+              FROM {schema}.run o -- the row as it was: when it committed
+             WHERE r.id = ? AND o.id = r.id AND r.status = 'COMMITTED'
+            RETURNING r.saga, r.saga_version, r.status, r.runnable_at, o.finished_at AS committed_at
+            ), {counted}, {notified}
+            SELECT count(*) FROM requested, notified
+            """.replace("{notified}", Wakes.notifying("notified", "requested", Wakes.NONE_LOCAL))
+            .replace("{counted}", Counts.supersededCommits("counted", "requested"));
+    /**
+     * {@link #REQUEST_ROLLBACK} on Citus: the run (and the row as it was) by the hierarchy's root, so that the
+     * statement goes to the hierarchy's shard; Citus refuses the update by id alone joined with itself by id.
+     */
+    private static final String REQUEST_ROLLBACK_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(
+            REQUEST_ROLLBACK, "WHERE r.id = ? AND o.id = r.id",
+            "WHERE r.root_id = ? AND r.id = ? AND o.root_id = r.root_id AND o.id = r.id");
+
     private void request(Connection c, Scope scope, Failure failure) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                WITH logged AS (
-                  INSERT INTO {schema}.event (message_id, type, lineage, exception, root_id)
-                  SELECT m, 'ROLLBACK_EMITTED', l, e::jsonb, l[1] FROM (VALUES (?::uuid, ?::uuid[], ?::text)) v(m, l, e)
-                ), requested AS (
-                UPDATE {schema}.run r
-                   SET phase = 'ROLLBACK', status = 'RUNNABLE', rollback_stage = 'START',
-                       rollback_seq = r.steps_done - 1, rollback_cause = ?::jsonb, runnable_at = {now},
-                       finished_at = NULL, pending_children = 0, failed_children = 0, version = r.version + 1
-                  FROM {schema}.run o -- the row as it was: when it committed
-                 WHERE r.id = ? AND o.id = r.id AND r.status = 'COMMITTED'
-                RETURNING r.saga, r.saga_version, r.status, r.runnable_at, o.finished_at AS committed_at
-                ), {counted}, {notified}
-                SELECT count(*) FROM requested, notified
-                """.replace("{notified}", Wakes.notifying("notified", "requested", Wakes.NONE_LOCAL))
-                .replace("{counted}", Counts.supersededCommits("counted", "requested"))))) {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(schema.citus()
+                ? REQUEST_ROLLBACK_BY_ROOT
+                : REQUEST_ROLLBACK))) {
             ps.setObject(1, scope.messageId());
             ps.setArray(2, c.createArrayOf("uuid", scope.lineage()));
             ps.setString(3, failure.toJson());
             ps.setString(4, failure.toJson());
             ps.setObject(5, time.bind());
-            ps.setObject(6, scope.id());
+            int i = 5;
+            if (schema.citus()) {
+                ps.setObject(++i, scope.lineage()[0]);
+            }
+            ps.setObject(++i, scope.id());
             ps.executeQuery().close();
         }
     }

@@ -183,8 +183,8 @@ final class Decisions {
         Failure gaveUp = gaveUp(reason, source);
         Failure neverStarted = new Failure("Never started: " + run.saga() + " gave up while waiting for it ("
                 + reason.message() + ")", GaveUpException.TYPE, source, List.of(), List.of(reason));
-        List<java.util.UUID> settled = engine.store().settleUnstarted(c, run.id(), seq, neverStarted.toJson(),
-                engine.engineId());
+        List<java.util.UUID> settled = engine.store().settleUnstarted(c, run.rootId(), run.id(), seq,
+                neverStarted.toJson(), engine.engineId());
         int pending = run.pendingChildren() - settled.size();
         java.util.Set<String> joined = commits.othersFinished(c, settled);
         StepEnd end;
@@ -220,7 +220,7 @@ final class Decisions {
             case BarrierDecision.WaitUntil until when until.at().isAfter(now) ->
                 new Wait(RunStatus.RUNNABLE, OffsetDateTime.ofInstant(until.at(), ZoneOffset.UTC), pending);
             case BarrierDecision.StopWaitingForUnstarted ignored when !rollbackPath ->
-                Wait.untilDone(pending - engine.store().detachUnstarted(c, run.id(), seq));
+                Wait.untilDone(pending - engine.store().detachUnstarted(c, run.rootId(), run.id(), seq));
             default -> Wait.untilDone(pending);
         };
     }

@@ -27,6 +27,8 @@ final class ChildQueries {
     private final String childResultsSql;
     private final String countUnstartedSql;
     private final String detachUnstartedSql;
+    /** On Citus, the unstarted children's statements by the parent's root; null on plain PostgreSQL. */
+    private final RootChildren byRoot;
 
     /** The sagas whose runs the caller wakes in-process, comma-separated ({@link Wakes}). */
     private final String localSagas;
@@ -40,6 +42,7 @@ final class ChildQueries {
         this.childResultsSql = schema.sql(ChildSql.CHILD_RESULTS);
         this.countUnstartedSql = schema.sql(ChildSql.COUNT_UNSTARTED);
         this.detachUnstartedSql = schema.sql(ChildSql.DETACH_UNSTARTED);
+        this.byRoot = schema.citus() ? new RootChildren(schema, time) : null;
     }
 
     /**
@@ -114,7 +117,10 @@ final class ChildQueries {
     }
 
     /** Stops awaiting the runs caused by step instance {@code seq} that have not started; returns how many. */
-    public int detachUnstarted(Connection c, UUID runId, int seq) throws SQLException {
+    public int detachUnstarted(Connection c, UUID rootId, UUID runId, int seq) throws SQLException {
+        if (byRoot != null) {
+            return byRoot.detachUnstarted(c, rootId, runId, seq);
+        }
         return count(c, detachUnstartedSql, runId, seq);
     }
 
@@ -124,8 +130,11 @@ final class ChildQueries {
      *
      * @return the messages of the settled runs, one entry per run
      */
-    public List<UUID> settleUnstarted(Connection c, UUID runId, int seq, String failure, String engine)
-            throws SQLException {
+    public List<UUID> settleUnstarted(Connection c, UUID rootId, UUID runId, int seq, String failure,
+            String engine) throws SQLException {
+        if (byRoot != null) {
+            return byRoot.settleUnstarted(c, rootId, runId, seq, failure, engine);
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(ChildSql.SETTLE_UNSTARTED))) {
             ps.setObject(1, runId);
             ps.setInt(2, seq);

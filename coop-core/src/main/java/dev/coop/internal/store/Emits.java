@@ -37,6 +37,15 @@ final class Emits {
         }
     }
 
+    /**
+     * Why a launch with an ordering key is refused on Citus: a key orders the runs of a saga across hierarchies, which
+     * Citus keeps on different shards, and the launch's test for a busy key reads every shard (refused).
+     */
+    static final String ORDERING_KEYS_ON_CITUS = "Ordering keys are not supported on Citus: a key orders the runs of"
+            + " a saga across hierarchies, which Citus keeps on different shards, and the launch's test for a busy key"
+            + " reads every shard, which Citus refuses; launch without LaunchOptions.orderingKey there, or keep Coop"
+            + " in a database without the citus extension (docs/guide/citus.md)";
+
     private final SchemaName schema;
     private final Time time;
 
@@ -187,6 +196,9 @@ final class Emits {
             return emitOne(c, origin, emissions.getFirst());
         }
         boolean keyed = KeyedRuns.keyed(emissions);
+        if (keyed && schema.citus()) {
+            throw new dev.coop.failure.CoopValidationException(ORDERING_KEYS_ON_CITUS);
+        }
         if (keyed) {
             keys.lockForLaunch(c, emissions); // before the insert's snapshot
         }

@@ -311,13 +311,14 @@ public final class Store {
         return children.countUnstarted(c, runId, seq);
     }
 
-    public int detachUnstarted(Connection c, UUID runId, int seq) throws SQLException {
-        return children.detachUnstarted(c, runId, seq);
+    /** {@code rootId}: the run's hierarchy (Citus routes by it). */
+    public int detachUnstarted(Connection c, UUID rootId, UUID runId, int seq) throws SQLException {
+        return children.detachUnstarted(c, rootId, runId, seq);
     }
 
-    public List<UUID> settleUnstarted(Connection c, UUID runId, int seq, String failure, String engine)
-            throws SQLException {
-        return children.settleUnstarted(c, runId, seq, failure, engine);
+    public List<UUID> settleUnstarted(Connection c, UUID rootId, UUID runId, int seq, String failure,
+            String engine) throws SQLException {
+        return children.settleUnstarted(c, rootId, runId, seq, failure, engine);
     }
 
     public List<ChildFailure> childFailures(Connection c, UUID runId, int seq) throws SQLException {

@@ -183,6 +183,9 @@ public final class ExternalTasks {
 
     /** Times out the open tasks of instance {@code seq} of {@code run} whose own timeout passed; see TIME_OUT. */
     public TimedOut timeOut(Connection c, ClaimedRun run, int seq, String engine) throws SQLException {
+        if (schema.citus()) {
+            return new RootTimeOut(schema).timeOut(c, run, seq, engine);
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.TIME_OUT))) {
             OffsetDateTime now = run.claimedAt();
             int i = 0;

@@ -19,6 +19,19 @@ import java.util.UUID;
 
 /** Reads external tasks: one by token or key, the open ones, and how many are open by name. */
 public final class TaskReads {
+    /**
+     * On Citus, the task's run and message are joined by the task's root as well: Citus plans a join of the
+     * distributed {@code run} and {@code message} only on their distribution column (the coordinator's
+     * {@code external_task} is read first, and its rows sent to each shard).
+     */
+    private static final String[] BY_ROOT = {"JOIN {schema}.run r ON r.id = t.run_id",
+            "JOIN {schema}.run r ON r.root_id = t.root_id AND r.id = t.run_id",
+            "JOIN {schema}.message m ON m.id = t.message_id",
+            "JOIN {schema}.message m ON m.root_id = r.root_id AND m.id = t.message_id"};
+    static final String FIND_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(TaskSql.FIND, BY_ROOT);
+    static final String LIST_OPEN_BY_ROOT = dev.coop.internal.store.CitusLayout.rewritten(TaskSql.LIST_OPEN,
+            BY_ROOT);
+
     private final SchemaName schema;
 
     public TaskReads(SchemaName schema) {
@@ -28,7 +41,8 @@ public final class TaskReads {
     /** The task a token names, or the open task (else the latest) holding a key. */
     public Optional<TaskView> find(Connection c, String tokenOrKey) throws SQLException {
         ExternalTasks.Address address = ExternalTasks.address(tokenOrKey);
-        String sql = TaskSql.FIND.formatted(address.token() ? "t.token = ?" : "t.task_key = ?");
+        String sql = (schema.citus() ? FIND_BY_ROOT : TaskSql.FIND)
+                .formatted(address.token() ? "t.token = ?" : "t.task_key = ?");
         try (PreparedStatement ps = c.prepareStatement(schema.sql(sql))) {
             ps.setString(1, address.value());
             List<TaskView> found = read(ps);
@@ -38,7 +52,8 @@ public final class TaskReads {
 
     /** Open tasks, oldest first, of one name (null: all). */
     public List<TaskView> openTasks(Connection c, String name, int limit) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.LIST_OPEN))) {
+        try (PreparedStatement ps = c
+                .prepareStatement(schema.sql(schema.citus() ? LIST_OPEN_BY_ROOT : TaskSql.LIST_OPEN))) {
             ps.setString(1, name);
             ps.setString(2, name);
             ps.setInt(3, limit);

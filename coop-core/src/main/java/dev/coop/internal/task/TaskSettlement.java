@@ -42,6 +42,8 @@ public final class TaskSettlement {
     private final Store store;
     private final JoinBook joins;
     private final Json json;
+    /** On Citus, the settlement as routed statements; null on plain PostgreSQL. */
+    private final RootSettlement byRoot;
 
     public TaskSettlement(SchemaName schema, Time time, Json json) {
         this.tasks = new ExternalTasks(schema, time);
@@ -49,6 +51,14 @@ public final class TaskSettlement {
         this.store = new Store(schema, time);
         this.joins = new JoinBook(store, json);
         this.json = json;
+        this.byRoot = schema.citus() ? new RootSettlement(schema, time, store) : null;
+    }
+
+    private ExternalTasks.Settled settleTask(Connection c, String tokenOrKey, boolean complete, String result,
+            String failure, String actor) throws SQLException {
+        return byRoot != null
+                ? byRoot.settle(c, tokenOrKey, complete, result, failure, actor)
+                : tasks.settle(c, tokenOrKey, complete, result, failure, actor);
     }
 
     /** What a settlement did, and the sagas whose runs it made runnable (to wake in-process after the commit). */
@@ -68,7 +78,7 @@ public final class TaskSettlement {
     /** Settles in the caller's transaction; the caller commits. */
     public Result settle(Connection c, String tokenOrKey, boolean complete, String resultJson, String failureJson,
             String actor) throws SQLException {
-        ExternalTasks.Settled settled = tasks.settle(c, tokenOrKey, complete, resultJson, failureJson, actor);
+        ExternalTasks.Settled settled = settleTask(c, tokenOrKey, complete, resultJson, failureJson, actor);
         if (!settled.settled()) {
             return new Result(already(c, tokenOrKey, complete, resultJson, failureJson), Set.of());
         }
@@ -103,6 +113,9 @@ public final class TaskSettlement {
      */
     public Result settleAlone(Connection c, String tokenOrKey, boolean complete, String resultJson,
             String failureJson, String actor) throws SQLException {
+        if (byRoot != null) { // on Citus a settlement takes several statements: in a transaction
+            return null;
+        }
         ExternalTasks.Settled settled = tasks.settle(c, tokenOrKey, complete, resultJson, failureJson, actor, true);
         if (!settled.settled()) {
             return null;
@@ -123,7 +136,7 @@ public final class TaskSettlement {
     public Result signal(Connection c, String key, String payloadJson, String sender, long keepMillis)
             throws SQLException {
         tasks.lockSignalKey(c, dev.coop.TaskOptions.none().key(key).key().orElseThrow()); // validated as a task key
-        ExternalTasks.Settled settled = tasks.settle(c, key, true, payloadJson, null, sender);
+        ExternalTasks.Settled settled = settleTask(c, key, true, payloadJson, null, sender);
         if (settled.settled()) {
             return finish(c, settled);
         }
