@@ -321,8 +321,9 @@ class DashboardBrowserTest {
         assertThat(browser.findElement(By.id("search-count")).getText()).contains("2 matches");
 
         open("#/search/no-such-key");
-        assertThat(await(By.cssSelector("main p.muted")).getText())
-                .contains("No message has this id, idempotency key, business key or tag");
+        await(By.cssSelector("main p.muted"));
+        waitUntil(() -> browser.findElements(By.cssSelector("main p.muted")).stream() // "Loading…" comes first
+                .anyMatch(p -> p.getText().contains("No message has this id, idempotency key, business key or tag")));
     }
 
     @Test
