@@ -30,11 +30,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * engines run hierarchies, some of them on that shard: writes to it wait for the move, and every hierarchy then
  * completes, each step once, nothing lost or doubled.
  */
-@org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "coop.citus.faults", matches = "true",
-        disabledReason = "Known bug, open: under load (CI) a hierarchy whose worker was stopped mid-step, or whose"
-                + " shard moved, sometimes ends ROLLED_BACK: a failed commit during the fault is taken for the step's"
-                + " failure (StepRecovery.failUnwritten); see docs/guide/citus.md, Faults."
-                + " -Dcoop.citus.faults=true runs it")
+@org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "coop.citus.faults", matches = "true", disabledReason = "Known bug, open: under load (CI) a hierarchy whose worker was stopped mid-step, or whose"
+        + " shard moved, sometimes ends ROLLED_BACK: a failed commit during the fault is taken for the step's"
+        + " failure (StepRecovery.failUnwritten); see docs/guide/citus.md, Faults."
+        + " -Dcoop.citus.faults=true runs it")
 class CitusShardMoveTest {
     @RegisterExtension
     static final CitusDatabase db = new CitusDatabase();

@@ -37,11 +37,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * one whose root falls on the live worker succeeds. Once the worker is back, every hierarchy completes, each step's
  * durable effect once. The node is started again before the test ends: the cluster is shared by the suite.
  */
-@org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "coop.citus.faults", matches = "true",
-        disabledReason = "Known bug, open: under load (CI) a hierarchy whose worker was stopped mid-step, or whose"
-                + " shard moved, sometimes ends ROLLED_BACK: a failed commit during the fault is taken for the step's"
-                + " failure (StepRecovery.failUnwritten); see docs/guide/citus.md, Faults."
-                + " -Dcoop.citus.faults=true runs it")
+@org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "coop.citus.faults", matches = "true", disabledReason = "Known bug, open: under load (CI) a hierarchy whose worker was stopped mid-step, or whose"
+        + " shard moved, sometimes ends ROLLED_BACK: a failed commit during the fault is taken for the step's"
+        + " failure (StepRecovery.failUnwritten); see docs/guide/citus.md, Faults."
+        + " -Dcoop.citus.faults=true runs it")
 class CitusWorkerRestartTest {
     @RegisterExtension
     static final CitusDatabase db = new CitusDatabase();

@@ -272,8 +272,8 @@ final class StepRecovery {
                 ? Throwables.gaveUp(again.cancellation(), engine.source(run)).failure()
                 : Failure.of(thrown, engine.source(run));
         if (again.cancellation() == null) {
-            log.info("Step '{}' of run {} (saga {}) could not be committed: {}", step, run.id(), run.saga(),
-                    Throwables.describe(thrown));
+            log.warn("Step '{}' of run {} (saga {}) could not be committed, and its run rolls back: {} (SQLSTATE {})",
+                    step, run.id(), run.saga(), Throwables.describe(thrown), Throwables.sqlState(thrown));
         }
         return rollbacks.startAfterFinally(c, again, part.saga(), step, failure,
                 finallyBeforeRollback(c, again, part.saga(), part.definition()));

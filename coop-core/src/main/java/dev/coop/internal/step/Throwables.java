@@ -36,6 +36,17 @@ public final class Throwables {
         return false;
     }
 
+    /** The first SQL state in {@code t}'s cause chain, or null: for log lines. */
+    public static String sqlState(Throwable t) {
+        java.util.Set<Throwable> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && seen.size() < 100 && seen.add(c); c = c.getCause()) {
+            if (c instanceof SQLException sql && sql.getSQLState() != null) {
+                return sql.getSQLState();
+            }
+        }
+        return null;
+    }
+
     /**
      * {@code t.toString()} for a log line, safe with hostile throwables: one whose message cannot be read, or is
      * megabytes long, or holds terminal control sequences.
