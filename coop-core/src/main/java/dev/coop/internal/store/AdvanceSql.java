@@ -65,18 +65,56 @@ public final class AdvanceSql {
                          WHEN ? AND {cancellationSeen} THEN {schema}.assert_not_cancelled(?::uuid, ?::uuid[])
                          ELSE true END)""".replace("{cancellationSeen}", CANCELLATION_SEEN);
 
-    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
-    private static final String ADVANCE_RUN = """
-            WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
-                                          step_seq, instance, iteration, root_id)
+    /**
+     * The rows of the advance's events as plain PostgreSQL inserts them: the run's columns, one array per column of
+     * the entries, then the executed instance that the first (the SUSPENDED) carries. {@link #eventValues} replaces
+     * them on Citus.
+     */
+    private static final String EVENT_ROWS = """
               SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
                      ?::uuid
                 FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
                 LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
                ORDER BY e.n
+            """;
+
+    /** The advance's events' CTE; {@link #eventValues} replaces it on Citus. */
+    private static final String EVENTS = """
+            WITH events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration, root_id)
+            """ + EVENT_ROWS + """
               RETURNING 1
             ), advanced AS (
+            """;
+
+    /** One event's row on Citus ({@link #eventValues}): its 13 columns in the order of {@link #EVENTS}. */
+    private static final String EVENT_VALUES_ROW = "(?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int, ?::int, ?::int, ?::uuid)";
+
+    /**
+     * {@code advance} (any form, as sent) with its events as Citus can route them: an {@code INSERT ... VALUES} of
+     * {@code events} rows, each with its values bound ({@link AdvanceBinding#bindEventValues}), in place of the
+     * {@code INSERT ... SELECT FROM unnest(...)}, which Citus runs through the coordinator (the rows copied to an
+     * intermediate result on the worker, then inserted from it) and commits in two phases. Citus evaluates the
+     * {@code VALUES}' {@code event_id_seq} on the coordinator, so the events keep the hierarchy's one order of ids.
+     * Without events, the CTE inserts nothing.
+     */
+    static String eventValues(String advance, int events) {
+        if (!advance.contains(EVENT_ROWS)) {
+            throw new IllegalStateException("not an advance with its events: " + advance);
+        }
+        if (events == 0) {
+            int from = advance.indexOf("WITH events AS (");
+            int to = advance.indexOf("), advanced AS (");
+            return advance.substring(0, from) + "WITH events AS (SELECT 1 WHERE false" + advance.substring(to);
+        }
+        return advance.replace(EVENT_ROWS, "              VALUES "
+                + String.join(",\n                     ", java.util.Collections.nCopies(events, EVENT_VALUES_ROW))
+                + "\n");
+    }
+
+    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
+    private static final String ADVANCE_RUN = EVENTS + """
               UPDATE {schema}.run
                  SET status = ?, phase = ?, step_index = ?, next_step = ?,
                      final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,

@@ -45,6 +45,8 @@ final class Advances {
 
     /** The quiet form of each advance statement sent, by its full form ({@link AdvanceSql#quiet}). */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
+    /** On Citus: the form of each advance statement with its events as VALUES, by full form and number of events. */
+    private final ConcurrentHashMap<String, String> citusSql = new ConcurrentHashMap<>();
 
     private final String postponeSql;
 
@@ -58,7 +60,7 @@ final class Advances {
     Advances(Store store, AdvanceBinding binding, ClaimGates gates, RunClaims reclaims, ClaimRows rows, String slim) {
         this.schema = store.schema();
         this.time = store.time();
-        this.binding = binding;
+        this.binding = schema.citus() ? binding.withEventValues() : binding; // AdvanceSql.eventValues
         this.gates = gates;
         this.reclaims = reclaims;
         this.keys = new KeyedRuns(schema);
@@ -165,6 +167,10 @@ final class Advances {
         // a claimed run is runnable: staying so now, its update would set status and due time to what they are
         boolean quiet = next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
                 && next.delayMillis() == 0;
+        if (schema.citus()) { // the events as VALUES, one text per number of events (AdvanceSql.eventValues)
+            int events = entries.size();
+            sql = citusSql.computeIfAbsent(sql + '\u0000' + events, k -> AdvanceSql.eventValues(full(k), events));
+        }
         if (quiet) {
             sql = quietSql.computeIfAbsent(sql, full -> AdvanceSql.quiet(schema, full));
         }
@@ -199,6 +205,11 @@ final class Advances {
                     && next.instance() != null && next.instanceSeq() == run.stepsDone()
                     && next.stepsDone() == run.stepsDone() + 1;
         }
+    }
+
+    /** The full form in a key of {@link #citusSql}. */
+    private static String full(String key) {
+        return key.substring(0, key.lastIndexOf('\u0000'));
     }
 
     /** The statement of an advance in its full form. */
