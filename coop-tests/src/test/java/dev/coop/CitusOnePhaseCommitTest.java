@@ -90,8 +90,8 @@ class CitusOnePhaseCommitTest {
     }
 
     /**
-     * A step that launches one child (a scoped {@code EMIT_ONE}) and the child's count-off at its parent: printed, not
-     * asserted; docs/guide/citus.md says which of these is still two-phase (the count-off).
+     * A step that launches one child (a scoped {@code EMIT_ONE}), and the child's count-off, which commits the parent
+     * (its COMMITTED written after the child's events, {@code AdvanceSql.countOffOnCitus}): all in one phase.
      */
     @Test
     void a_step_launching_a_child_and_the_child_counting_off_at_it() throws Exception {
@@ -99,9 +99,9 @@ class CitusOnePhaseCommitTest {
         Topic<Empty> parentTopic = Topic.of("citus-1pc-parent", Empty.class);
         Topic<Empty> childTopic = Topic.of("citus-1pc-child", Empty.class);
         Saga<Empty> parent = Saga.on(parentTopic, "citus-1pc-parent")
-                .step("launch", step -> step.launch(childTopic, new Empty()))
-                .step("after", step -> {
+                .step("first", step -> {
                 })
+                .step("launch", step -> step.launch(childTopic, new Empty())) // committed by its child's count-off
                 .build();
         Saga<Empty> child = Saga.on(childTopic, "citus-1pc-child")
                 .step("work", step -> {
@@ -120,7 +120,12 @@ class CitusOnePhaseCommitTest {
             long after = prepared();
             System.out.println("2PC rows (one per worker prepared) of the client's launch: " + (afterLaunch - before)
                     + ", of the parent's two steps and the child's step with its count-off: " + (after - afterLaunch));
-            dev.coop.test.Invariants.assertAll(engine.client().events(id));
+            java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(events.get(events.size() - 1).type()).as(dev.coop.test.EventLog.table(events))
+                    .isEqualTo(dev.coop.inspect.EventType.COMMITTED);
+            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(after - before).as("two-phase commits").isZero();
             recovery.rollback();
         }
     }

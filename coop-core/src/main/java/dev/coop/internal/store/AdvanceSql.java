@@ -277,6 +277,33 @@ public final class AdvanceSql {
         return java.util.Arrays.copyOfRange(childLineage, from - 1, parentLength);
     }
 
+    /**
+     * A count-off ({@link #ADVANCE}, {@link #COUNT_OFF}, as sent) on Citus: without its {@code parent_committed}, an
+     * {@code INSERT ... SELECT} from the parent's update that Citus runs through the coordinator and commits in two
+     * phases, and returning the parent's final step too (a tenth column), from which {@link #PARENT_COMMITTED} writes
+     * the parent's COMMITTED when it committed here. Its parameters: the count-off's without the engine and the start
+     * time of {@code parent_committed}.
+     */
+    static String countOffOnCitus(String sql) {
+        int from = sql.indexOf("), parent_committed AS (");
+        int to = sql.indexOf("parent_woken AS (");
+        if (from < 0 || to < from) {
+            throw new IllegalStateException("not a count-off: " + sql);
+        }
+        return CitusLayout.rewritten(sql.substring(0, from) + "), " + sql.substring(to), COUNT_OFF_RESULT,
+                COUNT_OFF_RESULT.replace("cancel_from FROM", "cancel_from, final_step FROM"));
+    }
+
+    /**
+     * On Citus, the COMMITTED of a parent committed by its last child's count-off ({@link #countOffOnCitus}), after
+     * it in the same transaction: an {@code INSERT ... VALUES} the worker commits in one phase, its id from the
+     * coordinator's {@code event_id_seq} (after the child's events). Parameters: the parent's message, saga, the
+     * engine, its final step, lineage, the start time, its root.
+     */
+    static final String PARENT_COMMITTED = """
+            INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
+            VALUES (?::uuid, 'COMMITTED', ?, ?, ?, ?::uuid[], ?, ?::uuid)""";
+
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
     static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");
 

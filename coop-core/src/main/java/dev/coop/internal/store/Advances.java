@@ -51,6 +51,8 @@ final class Advances {
     private final String postponeSql;
 
     private final String countOffSql;
+    /** On Citus: the COMMITTED of a parent its last child's count-off committed ({@link AdvanceSql#countOffOnCitus}). */
+    private final String parentCommittedSql;
     private final String joinCheckSql;
 
     /**
@@ -84,7 +86,10 @@ final class Advances {
             limitedAloneContinueSql[gate] = alone + next + reclaims.reclaimSql(gate);
         }
         this.postponeSql = schema.sql(AdvanceSql.POSTPONE);
-        this.countOffSql = schema.sql(AdvanceSql.COUNT_OFF);
+        this.countOffSql = schema.citus()
+                ? AdvanceSql.countOffOnCitus(schema.sql(AdvanceSql.COUNT_OFF))
+                : schema.sql(AdvanceSql.COUNT_OFF);
+        this.parentCommittedSql = schema.sql(AdvanceSql.PARENT_COMMITTED);
         this.joinCheckSql = schema.sql(JOIN_CHECK);
     }
 
@@ -169,7 +174,7 @@ final class Advances {
                 && next.delayMillis() == 0;
         if (schema.citus()) { // the events as VALUES, one text per number of events (AdvanceSql.eventValues)
             int events = entries.size();
-            sql = citusSql.computeIfAbsent(sql + '\u0000' + events, k -> AdvanceSql.eventValues(full(k), events));
+            sql = citusSql.computeIfAbsent(sql + '\u0000' + events, k -> citus(full(k), events));
         }
         if (quiet) {
             sql = quietSql.computeIfAbsent(sql, full -> AdvanceSql.quiet(schema, full));
@@ -179,8 +184,8 @@ final class Advances {
             int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
                 i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt,
-                        AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), engine, run.claimedAt(), now,
-                        binding.localSagas());
+                        AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), schema.citus() ? null : engine,
+                        run.claimedAt(), now, binding.localSagas());
             }
             return readTail(c, ps, i, write, now);
         }
@@ -205,6 +210,12 @@ final class Advances {
                     && next.instance() != null && next.instanceSeq() == run.stepsDone()
                     && next.stepsDone() == run.stepsDone() + 1;
         }
+    }
+
+    /** An advance's form on Citus: its events as VALUES, and its count-off without {@code parent_committed}. */
+    private static String citus(String sql, int events) {
+        String values = AdvanceSql.eventValues(sql, events);
+        return values.contains("parent_committed AS (") ? AdvanceSql.countOffOnCitus(values) : values;
     }
 
     /** The full form in a key of {@link #citusSql}. */
@@ -233,7 +244,7 @@ final class Advances {
             throws SQLException {
         switch (write.tail()) {
             case NONE -> {
-                return readCounted(ps);
+                return readCounted(ps, write.engine(), write.run().claimedAt());
             }
             case COMMIT_UNLESS_JOINED -> {
                 ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{write.run().messageId()}));
@@ -333,9 +344,9 @@ final class Advances {
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
             bindCountOff(ps, 0, childStatus, child.rootId(), child.parentId(),
-                    AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), engine, startedAt, time.bind(),
-                    binding.localSagas());
-            return readCounted(ps);
+                    AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), schema.citus() ? null : engine,
+                    startedAt, time.bind(), binding.localSagas());
+            return readCounted(ps, engine, startedAt);
         }
     }
 
@@ -351,19 +362,41 @@ final class Advances {
         ps.setObject(++i, now); // runnable_at of a parent woken here
         ps.setObject(++i, rootId, Types.OTHER);
         ps.setObject(++i, parentId, Types.OTHER);
-        ps.setString(++i, engine);
-        ps.setObject(++i, startedAt);
+        if (engine != null) { // parent_committed's (on Citus a statement of its own: AdvanceSql.countOffOnCitus)
+            ps.setString(++i, engine);
+            ps.setObject(++i, startedAt);
+        }
         ps.setString(++i, localSagas); // the parent's wake-up (AdvanceSql.PARENT_WOKEN)
         return i;
     }
 
-    private static Counted readCounted(PreparedStatement ps) throws SQLException {
+    /**
+     * Reads a count-off's parent; on Citus, writes the parent's COMMITTED when it committed here
+     * ({@link AdvanceSql#PARENT_COMMITTED}).
+     */
+    private Counted readCounted(PreparedStatement ps, String engine, OffsetDateTime startedAt) throws SQLException {
+        Counted counted;
+        String finalStep;
         try (ResultSet rs = ps.executeQuery()) {
             if (!rs.next()) {
                 return null;
             }
-            return counted(rs);
+            counted = counted(rs);
+            finalStep = schema.citus() ? rs.getString(9) : null;
         }
+        if (schema.citus() && counted.status() == RunStatus.COMMITTED) {
+            try (PreparedStatement insert = ps.getConnection().prepareStatement(parentCommittedSql)) {
+                insert.setObject(1, counted.messageId());
+                insert.setString(2, counted.saga());
+                insert.setString(3, engine);
+                insert.setString(4, finalStep);
+                insert.setArray(5, ps.getConnection().createArrayOf("uuid", counted.lineage()));
+                insert.setObject(6, startedAt);
+                insert.setObject(7, counted.rootId());
+                insert.executeUpdate();
+            }
+        }
+        return counted;
     }
 
     private static Counted counted(ResultSet rs) throws SQLException {
