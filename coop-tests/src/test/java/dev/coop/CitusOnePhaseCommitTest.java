@@ -17,6 +17,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * A step's transaction on Citus commits in one phase on the hierarchy's worker: a W1-like saga (three steps that do
  * nothing) and its client's launch leave no row in the coordinator's {@code pg_dist_transaction}, where Citus records
  * each two-phase commit it coordinates. The recovery of those rows is held back by a lock while the test counts.
+ * {@code -Dcoop.citus.remoteCommands=true} copies the coordinator's log, with the commands Citus sent the workers
+ * ({@code citus.log_remote_commands}), to {@code target/citus-1pc-remote.log}.
  */
 class CitusOnePhaseCommitTest {
     @RegisterExtension
