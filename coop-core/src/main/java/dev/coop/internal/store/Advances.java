@@ -184,8 +184,8 @@ final class Advances {
             int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
                 i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt,
-                        AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), schema.citus() ? null : engine,
-                        run.claimedAt(), now, binding.localSagas());
+                        AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), engine, run.claimedAt(), now,
+                        binding.localSagas(), !schema.citus());
             }
             return readTail(c, ps, i, write, now);
         }
@@ -344,15 +344,15 @@ final class Advances {
             OffsetDateTime startedAt) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
             bindCountOff(ps, 0, childStatus, child.rootId(), child.parentId(),
-                    AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), schema.citus() ? null : engine,
-                    startedAt, time.bind(), binding.localSagas());
+                    AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), engine, startedAt, time.bind(),
+                    binding.localSagas(), !schema.citus());
             return readCounted(ps, engine, startedAt);
         }
     }
 
     private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID rootId, UUID parentId,
-            UUID[] parentScope, String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas)
-            throws SQLException {
+            UUID[] parentScope, String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas,
+            boolean parentCommitted) throws SQLException {
         ps.setObject(++i, rootId, Types.OTHER); // the parent's commit_allowed (AdvanceSql.COUNT_OFF_PARENT)
         ps.setArray(++i, ps.getConnection().createArrayOf("uuid", parentScope));
         for (int k = 0; k < 4; k++) {
@@ -362,7 +362,7 @@ final class Advances {
         ps.setObject(++i, now); // runnable_at of a parent woken here
         ps.setObject(++i, rootId, Types.OTHER);
         ps.setObject(++i, parentId, Types.OTHER);
-        if (engine != null) { // parent_committed's (on Citus a statement of its own: AdvanceSql.countOffOnCitus)
+        if (parentCommitted) { // parent_committed's (on Citus a statement of its own: AdvanceSql.countOffOnCitus)
             ps.setString(++i, engine);
             ps.setObject(++i, startedAt);
         }
