@@ -19,10 +19,22 @@ import java.util.function.Function;
  */
 final class AdvanceBinding {
     private final String localSagas;
+    /** Whether the events are bound row by row ({@link AdvanceSql#eventValues}, on Citus) rather than as arrays. */
+    private final boolean eventValues;
 
     /** @param localSagas the sagas whose runs the caller wakes in-process (no NOTIFY for them), comma-separated */
     AdvanceBinding(String localSagas) {
+        this(localSagas, false);
+    }
+
+    private AdvanceBinding(String localSagas, boolean eventValues) {
         this.localSagas = localSagas;
+        this.eventValues = eventValues;
+    }
+
+    /** This binding for the advance's events sent as {@link AdvanceSql#eventValues} (on Citus). */
+    AdvanceBinding withEventValues() {
+        return new AdvanceBinding(localSagas, true);
     }
 
     /** The sagas whose runs the caller wakes in-process, comma-separated ({@link Wakes}). */
@@ -33,8 +45,12 @@ final class AdvanceBinding {
     /** Binds the parameters of one advance from {@code i}; returns the last. */
     int bind(PreparedStatement ps, int i, Store.Move move, String engine, boolean quiet, OffsetDateTime now)
             throws SQLException {
-        i = bindEvents(ps, i, move.run(), engine, move.entries());
-        i = bindInstance(ps, i, move.next(), move.entries());
+        if (eventValues) {
+            i = bindEventValues(ps, i, move.run(), engine, move.entries(), move.next());
+        } else {
+            i = bindEvents(ps, i, move.run(), engine, move.entries());
+            i = bindInstance(ps, i, move.next(), move.entries());
+        }
         i = bindState(ps, i, move.next(), quiet, now);
         if (!quiet) {
             i = bindRunnableAt(ps, i, move.next(), now);
@@ -75,6 +91,39 @@ final class AdvanceBinding {
         ps.setArray(++i, c.createArrayOf("text", steps));
         ps.setArray(++i, c.createArrayOf("text", exceptions));
         ps.setArray(++i, c.createArrayOf("text", contexts));
+        return i;
+    }
+
+    /**
+     * The events as rows of {@link AdvanceSql#eventValues} (on Citus): each with the run's columns and its own, the
+     * first (the SUSPENDED) with the executed instance, as {@link #bindInstance} binds it for the arrays' form.
+     */
+    private static int bindEventValues(PreparedStatement ps, int i, ClaimedRun run, String engine,
+            List<LogEntry> entries, Advance next) throws SQLException {
+        java.sql.Array lineage = ps.getConnection().createArrayOf("uuid", run.lineage());
+        for (int k = 0; k < entries.size(); k++) {
+            LogEntry entry = entries.get(k);
+            ps.setObject(++i, run.messageId());
+            ps.setString(++i, entry.type().name());
+            ps.setString(++i, run.saga());
+            ps.setString(++i, engine);
+            ps.setString(++i, entry.step());
+            ps.setArray(++i, lineage);
+            ps.setString(++i, entry.exception());
+            ps.setObject(++i, run.claimedAt());
+            ps.setString(++i, entry.context());
+            if (k == 0) {
+                i = bindInstance(ps, i, next, entries);
+            } else {
+                for (int n = 0; n < 3; n++) {
+                    setInteger(ps, ++i, null);
+                }
+            }
+            ps.setObject(++i, run.rootId());
+        }
+        if (entries.isEmpty() && next.instance() != null) {
+            throw new IllegalStateException("an executed instance is recorded by its SUSPENDED, written first");
+        }
         return i;
     }
 

@@ -65,18 +65,56 @@ public final class AdvanceSql {
                          WHEN ? AND {cancellationSeen} THEN {schema}.assert_not_cancelled(?::uuid, ?::uuid[])
                          ELSE true END)""".replace("{cancellationSeen}", CANCELLATION_SEEN);
 
-    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
-    private static final String ADVANCE_RUN = """
-            WITH events AS (
-              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
-                                          step_seq, instance, iteration, root_id)
+    /**
+     * The rows of the advance's events as plain PostgreSQL inserts them: the run's columns, one array per column of
+     * the entries, then the executed instance that the first (the SUSPENDED) carries. {@link #eventValues} replaces
+     * them on Citus.
+     */
+    private static final String EVENT_ROWS = """
               SELECT ?, e.type, ?, ?, e.step, ?, e.exception::jsonb, ?, e.context, i.seq, i.instance, i.iteration,
                      ?::uuid
                 FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS e(type, step, exception, context, n)
                 LEFT JOIN (SELECT ?::int AS seq, ?::int AS instance, ?::int AS iteration) i ON e.n = 1 -- the SUSPENDED
                ORDER BY e.n
+            """;
+
+    /** The advance's events' CTE; {@link #eventValues} replaces it on Citus. */
+    private static final String EVENTS = """
+            WITH events AS (
+              INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, exception, started_at, context,
+                                          step_seq, instance, iteration, root_id)
+            """ + EVENT_ROWS + """
               RETURNING 1
             ), advanced AS (
+            """;
+
+    /** One event's row on Citus ({@link #eventValues}): its 13 columns in the order of {@link #EVENTS}. */
+    private static final String EVENT_VALUES_ROW = "(?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::int, ?::int, ?::int, ?::uuid)";
+
+    /**
+     * {@code advance} (any form, as sent) with its events as Citus can route them: an {@code INSERT ... VALUES} of
+     * {@code events} rows, each with its values bound ({@link AdvanceBinding#bindEventValues}), in place of the
+     * {@code INSERT ... SELECT FROM unnest(...)}, which Citus runs through the coordinator (the rows copied to an
+     * intermediate result on the worker, then inserted from it) and commits in two phases. Citus evaluates the
+     * {@code VALUES}' {@code event_id_seq} on the coordinator, so the events keep the hierarchy's one order of ids.
+     * Without events, the CTE inserts nothing.
+     */
+    static String eventValues(String advance, int events) {
+        if (!advance.contains(EVENT_ROWS)) {
+            throw new IllegalStateException("not an advance with its events: " + advance);
+        }
+        if (events == 0) {
+            int from = advance.indexOf("WITH events AS (");
+            int to = advance.indexOf("), advanced AS (");
+            return advance.substring(0, from) + "WITH events AS (SELECT 1 WHERE false" + advance.substring(to);
+        }
+        return advance.replace(EVENT_ROWS, "              VALUES "
+                + String.join(",\n                     ", java.util.Collections.nCopies(events, EVENT_VALUES_ROW))
+                + "\n");
+    }
+
+    /** The advance's own part: its parameters come first in both forms. Ends after its last CTE. */
+    private static final String ADVANCE_RUN = EVENTS + """
               UPDATE {schema}.run
                  SET status = ?, phase = ?, step_index = ?, next_step = ?,
                      final_step = nullif(coalesce(?, final_step), ''), steps_done = ?,
@@ -238,6 +276,33 @@ public final class AdvanceSql {
         int from = cancelFrom == null || cancelFrom >= childLineage.length ? 1 : Math.max(cancelFrom, 1);
         return java.util.Arrays.copyOfRange(childLineage, from - 1, parentLength);
     }
+
+    /**
+     * A count-off ({@link #ADVANCE}, {@link #COUNT_OFF}, as sent) on Citus: without its {@code parent_committed}, an
+     * {@code INSERT ... SELECT} from the parent's update that Citus runs through the coordinator and commits in two
+     * phases, and returning the parent's final step too (a tenth column), from which {@link #PARENT_COMMITTED} writes
+     * the parent's COMMITTED when it committed here. Its parameters: the count-off's without the engine and the start
+     * time of {@code parent_committed}.
+     */
+    static String countOffOnCitus(String sql) {
+        int from = sql.indexOf("), parent_committed AS (");
+        int to = sql.indexOf("parent_woken AS (");
+        if (from < 0 || to < from) {
+            throw new IllegalStateException("not a count-off: " + sql);
+        }
+        return CitusLayout.rewritten(sql.substring(0, from) + "), " + sql.substring(to), COUNT_OFF_RESULT,
+                COUNT_OFF_RESULT.replace("cancel_from FROM", "cancel_from, final_step FROM"));
+    }
+
+    /**
+     * On Citus, the COMMITTED of a parent committed by its last child's count-off ({@link #countOffOnCitus}), after
+     * it in the same transaction: an {@code INSERT ... VALUES} the worker commits in one phase, its id from the
+     * coordinator's {@code event_id_seq} (after the child's events). Parameters: the parent's message, saga, the
+     * engine, its final step, lineage, the start time, its root.
+     */
+    static final String PARENT_COMMITTED = """
+            INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
+            VALUES (?::uuid, 'COMMITTED', ?, ?, ?, ?::uuid[], ?, ?::uuid)""";
 
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
     static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");

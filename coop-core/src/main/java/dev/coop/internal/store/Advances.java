@@ -45,10 +45,14 @@ final class Advances {
 
     /** The quiet form of each advance statement sent, by its full form ({@link AdvanceSql#quiet}). */
     private final ConcurrentHashMap<String, String> quietSql = new ConcurrentHashMap<>();
+    /** On Citus: the form of each advance statement with its events as VALUES, by full form and number of events. */
+    private final ConcurrentHashMap<String, String> citusSql = new ConcurrentHashMap<>();
 
     private final String postponeSql;
 
     private final String countOffSql;
+    /** On Citus: the COMMITTED of a parent its last child's count-off committed ({@link AdvanceSql#countOffOnCitus}). */
+    private final String parentCommittedSql;
     private final String joinCheckSql;
 
     /**
@@ -58,7 +62,7 @@ final class Advances {
     Advances(Store store, AdvanceBinding binding, ClaimGates gates, RunClaims reclaims, ClaimRows rows, String slim) {
         this.schema = store.schema();
         this.time = store.time();
-        this.binding = binding;
+        this.binding = schema.citus() ? binding.withEventValues() : binding; // AdvanceSql.eventValues
         this.gates = gates;
         this.reclaims = reclaims;
         this.keys = new KeyedRuns(schema);
@@ -82,7 +86,10 @@ final class Advances {
             limitedAloneContinueSql[gate] = alone + next + reclaims.reclaimSql(gate);
         }
         this.postponeSql = schema.sql(AdvanceSql.POSTPONE);
-        this.countOffSql = schema.sql(AdvanceSql.COUNT_OFF);
+        this.countOffSql = schema.citus()
+                ? AdvanceSql.countOffOnCitus(schema.sql(AdvanceSql.COUNT_OFF))
+                : schema.sql(AdvanceSql.COUNT_OFF);
+        this.parentCommittedSql = schema.sql(AdvanceSql.PARENT_COMMITTED);
         this.joinCheckSql = schema.sql(JOIN_CHECK);
     }
 
@@ -165,6 +172,10 @@ final class Advances {
         // a claimed run is runnable: staying so now, its update would set status and due time to what they are
         boolean quiet = next.status() == RunStatus.RUNNABLE && next.runnableAt() == null
                 && next.delayMillis() == 0;
+        if (schema.citus()) { // the events as VALUES, one text per number of events (AdvanceSql.eventValues)
+            int events = entries.size();
+            sql = citusSql.computeIfAbsent(sql + '\u0000' + events, k -> citus(full(k), events));
+        }
         if (quiet) {
             sql = quietSql.computeIfAbsent(sql, full -> AdvanceSql.quiet(schema, full));
         }
@@ -174,7 +185,7 @@ final class Advances {
             if (countOffAt != null) {
                 i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt,
                         AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), engine, run.claimedAt(), now,
-                        binding.localSagas());
+                        binding.localSagas(), !schema.citus());
             }
             return readTail(c, ps, i, write, now);
         }
@@ -201,6 +212,17 @@ final class Advances {
         }
     }
 
+    /** An advance's form on Citus: its events as VALUES, and its count-off without {@code parent_committed}. */
+    private static String citus(String sql, int events) {
+        String values = AdvanceSql.eventValues(sql, events);
+        return values.contains("parent_committed AS (") ? AdvanceSql.countOffOnCitus(values) : values;
+    }
+
+    /** The full form in a key of {@link #citusSql}. */
+    private static String full(String key) {
+        return key.substring(0, key.lastIndexOf('\u0000'));
+    }
+
     /** The statement of an advance in its full form. */
     private String sql(Write write) {
         boolean alone = write.alone();
@@ -222,7 +244,7 @@ final class Advances {
             throws SQLException {
         switch (write.tail()) {
             case NONE -> {
-                return readCounted(ps);
+                return readCounted(ps, write.engine(), write.run().claimedAt());
             }
             case COMMIT_UNLESS_JOINED -> {
                 ps.setArray(++i, c.createArrayOf("uuid", new UUID[]{write.run().messageId()}));
@@ -323,14 +345,14 @@ final class Advances {
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
             bindCountOff(ps, 0, childStatus, child.rootId(), child.parentId(),
                     AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), engine, startedAt, time.bind(),
-                    binding.localSagas());
-            return readCounted(ps);
+                    binding.localSagas(), !schema.citus());
+            return readCounted(ps, engine, startedAt);
         }
     }
 
     private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID rootId, UUID parentId,
-            UUID[] parentScope, String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas)
-            throws SQLException {
+            UUID[] parentScope, String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas,
+            boolean parentCommitted) throws SQLException {
         ps.setObject(++i, rootId, Types.OTHER); // the parent's commit_allowed (AdvanceSql.COUNT_OFF_PARENT)
         ps.setArray(++i, ps.getConnection().createArrayOf("uuid", parentScope));
         for (int k = 0; k < 4; k++) {
@@ -340,19 +362,41 @@ final class Advances {
         ps.setObject(++i, now); // runnable_at of a parent woken here
         ps.setObject(++i, rootId, Types.OTHER);
         ps.setObject(++i, parentId, Types.OTHER);
-        ps.setString(++i, engine);
-        ps.setObject(++i, startedAt);
+        if (parentCommitted) { // parent_committed's (on Citus a statement of its own: AdvanceSql.countOffOnCitus)
+            ps.setString(++i, engine);
+            ps.setObject(++i, startedAt);
+        }
         ps.setString(++i, localSagas); // the parent's wake-up (AdvanceSql.PARENT_WOKEN)
         return i;
     }
 
-    private static Counted readCounted(PreparedStatement ps) throws SQLException {
+    /**
+     * Reads a count-off's parent; on Citus, writes the parent's COMMITTED when it committed here
+     * ({@link AdvanceSql#PARENT_COMMITTED}).
+     */
+    private Counted readCounted(PreparedStatement ps, String engine, OffsetDateTime startedAt) throws SQLException {
+        Counted counted;
+        String finalStep;
         try (ResultSet rs = ps.executeQuery()) {
             if (!rs.next()) {
                 return null;
             }
-            return counted(rs);
+            counted = counted(rs);
+            finalStep = schema.citus() ? rs.getString(9) : null;
         }
+        if (schema.citus() && counted.status() == RunStatus.COMMITTED) {
+            try (PreparedStatement insert = ps.getConnection().prepareStatement(parentCommittedSql)) {
+                insert.setObject(1, counted.messageId());
+                insert.setString(2, counted.saga());
+                insert.setString(3, engine);
+                insert.setString(4, finalStep);
+                insert.setArray(5, ps.getConnection().createArrayOf("uuid", counted.lineage()));
+                insert.setObject(6, startedAt);
+                insert.setObject(7, counted.rootId());
+                insert.executeUpdate();
+            }
+        }
+        return counted;
     }
 
     private static Counted counted(ResultSet rs) throws SQLException {
