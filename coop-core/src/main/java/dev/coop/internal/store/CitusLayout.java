@@ -91,7 +91,9 @@ public final class CitusLayout {
             + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END';"
             + " CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz, ms float8)"
             + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
-            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END'";
+            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END';"
+            + " CREATE OR REPLACE FUNCTION {schema}.notify_off(channel text, payload text)"
+            + " RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'";
 
     /** A due time {@code {now} + n ms} as the store writes it, and what it becomes on Citus (same parameters). */
     private static final String[][] DUE_IN = {
@@ -108,6 +110,9 @@ public final class CitusLayout {
         for (String[] due : DUE_IN) {
             sql = sql.replace(due[0], due[1]);
         }
+        // no notifications on Citus: PostgreSQL cannot PREPARE a transaction that sent one (a task's settlement is a
+        // two-phase commit), and a worker's never reach the coordinator's listeners; engines there poll
+        sql = sql.replace("pg_notify(", "{schema}.notify_off(");
         // the advance's guard reads no distributed table itself: Citus evaluates it on the coordinator
         sql = sql.replace(AdvanceSql.CANCELLATION_SEEN, "(?::uuid IS NOT NULL OR ?::uuid[] IS NOT NULL)");
         return sql.replace("{now}", NOW_SQL);
