@@ -10,6 +10,7 @@ import dev.coop.inspect.RunQuery;
 import dev.coop.internal.operate.AuditLog;
 import dev.coop.internal.operate.BulkActions;
 import dev.coop.internal.operate.Operations;
+import dev.coop.internal.operate.ParkedRuns;
 import dev.coop.internal.operate.SelectionBatches;
 import dev.coop.internal.store.InputLimits;
 import java.util.List;
@@ -23,6 +24,7 @@ import java.util.UUID;
 public final class OperatorActions {
     private final ClientContext client;
     private final Operations operations;
+    private final ParkedRuns parked;
     private final BulkActions bulk;
     private final SelectionBatches selections;
     private final AuditLog audit;
@@ -30,6 +32,7 @@ public final class OperatorActions {
     public OperatorActions(ClientContext client) {
         this.client = client;
         this.operations = new Operations(client.schema(), client.time());
+        this.parked = new ParkedRuns(client.schema(), client.time());
         this.bulk = new BulkActions(client.schema(), client.store().time());
         this.selections = new SelectionBatches(client.schema(), client.store().time());
         this.audit = new AuditLog(client.schema());
@@ -93,29 +96,29 @@ public final class OperatorActions {
         if (limit < 1) {
             throw new CoopValidationException("limit must be positive, was " + limit);
         }
-        return client.inTransaction("list parked runs", c -> operations.parked(c, limit));
+        return client.inTransaction("list parked runs", c -> parked.list(c, limit));
     }
 
     public boolean retryNow(UUID runId) {
         Objects.requireNonNull(runId, "runId");
-        return client.inTransaction("retry run " + runId, c -> operations.resolveParked(c, runId, false));
+        return client.inTransaction("retry run " + runId, c -> parked.resolve(c, runId, false));
     }
 
     public boolean retryNow(Lineage run) {
         Objects.requireNonNull(run, "run");
-        return client.inTransaction("retry run " + run, c -> operations.resolveParked(c, run, false));
+        return client.inTransaction("retry run " + run, c -> resolve(c, run, false));
     }
 
     public boolean markStepDone(UUID runId) {
         Objects.requireNonNull(runId, "runId");
         return client.inTransaction("mark the step of run " + runId + " done",
-                c -> operations.resolveParked(c, runId, true));
+                c -> parked.resolve(c, runId, true));
     }
 
     public boolean markStepDone(Lineage run) {
         Objects.requireNonNull(run, "run");
         return client.inTransaction("mark the step of run " + run + " done",
-                c -> operations.resolveParked(c, run, true));
+                c -> resolve(c, run, true));
     }
 
     public long countParked(String saga) {
@@ -154,5 +157,11 @@ public final class OperatorActions {
     public List<AuditEntry> audit(MessageId message) {
         Objects.requireNonNull(message, "message");
         return client.inTransaction("read the audit of message " + message, c -> audit.list(c, message, 1_000));
+    }
+
+    /** Resolves the parked run of a lineage, refused when the lineage names no run. */
+    private boolean resolve(java.sql.Connection c, Lineage run, boolean skip) throws java.sql.SQLException {
+        operations.requireRun(c, run);
+        return parked.resolve(c, run.last(), skip);
     }
 }
