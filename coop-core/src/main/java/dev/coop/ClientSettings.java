@@ -153,10 +153,10 @@ abstract class ClientSettings<B extends ClientSettings<B>> {
      */
     final SchemaName migratedSchema() {
         SchemaName name = new SchemaName(schema);
-        if (!migrate) {
-            return name;
+        if (migrate) {
+            Migrations.apply(dataSource, name);
         }
-        Migrations.apply(dataSource, name);
+        // a schema migrated by the team itself (Coop.migrationSql has no layout) is distributed or not: read which
         return dev.coop.internal.store.CitusLayout.layoutOf(dataSource, name);
     }
 

@@ -23,6 +23,11 @@ public final class Coop {
     public static final int DEFAULT_MAX_RUNS_PER_TRANSACTION = 8;
     /** How often an engine looks for work it was not notified of. */
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+    /**
+     * How often an engine polls on a Citus database unless told otherwise: notifications cannot reach it there
+     * (docs/guide/citus.md), so polling is its only wake-up.
+     */
+    public static final Duration DEFAULT_CITUS_POLL_INTERVAL = Duration.ofMillis(100);
     /** How long closing an engine waits for steps in flight. */
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
     /**

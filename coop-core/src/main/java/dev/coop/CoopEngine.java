@@ -44,6 +44,22 @@ public final class CoopEngine implements AutoCloseable {
         return client;
     }
 
+    /**
+     * Whether this engine listens for notifications: as {@link Builder#notifications(boolean)} said (default on),
+     * never on a Citus database, where it polls ({@link Builder#pollInterval(Duration)}).
+     */
+    public boolean listens() {
+        return runtime.listens();
+    }
+
+    /**
+     * How often this engine looks for work it was not told about: as {@link Builder#pollInterval(Duration)} said, by
+     * default {@link Coop#DEFAULT_POLL_INTERVAL}, or {@link Coop#DEFAULT_CITUS_POLL_INTERVAL} on a Citus database.
+     */
+    public Duration pollInterval() {
+        return runtime.pollInterval();
+    }
+
     /** Stops claiming, waits for steps in flight (up to the shutdown timeout), and releases its threads. */
     @Override
     public synchronized void close() {
@@ -65,8 +81,10 @@ public final class CoopEngine implements AutoCloseable {
         private String name = "coop";
         private int workers = Coop.DEFAULT_WORKERS;
         private int maxRunsPerTransaction = Coop.DEFAULT_MAX_RUNS_PER_TRANSACTION;
-        private Duration pollInterval = Coop.DEFAULT_POLL_INTERVAL;
-        private boolean notifications = true;
+        /** Null: {@link Coop#DEFAULT_POLL_INTERVAL}, or {@link Coop#DEFAULT_CITUS_POLL_INTERVAL} on Citus. */
+        private Duration pollInterval;
+        /** Null: on, except on Citus. */
+        private Boolean notifications;
         private boolean schedules = true;
         private Duration shutdownTimeout = Coop.DEFAULT_SHUTDOWN_TIMEOUT;
         private Duration retention;
@@ -143,8 +161,8 @@ public final class CoopEngine implements AutoCloseable {
         }
 
         /**
-         * How often an engine looks for work it was not told about (default 1 s). With notifications off, this is
-         * the pickup latency.
+         * How often an engine looks for work it was not told about (default 1 s; on a Citus database 100 ms, where
+         * notifications cannot reach engines). With notifications off, this is the pickup latency.
          */
         public Builder pollInterval(Duration interval) {
             if (interval == null || interval.compareTo(Duration.ofMillis(10)) < 0
@@ -158,7 +176,9 @@ public final class CoopEngine implements AutoCloseable {
 
         /**
          * Whether to LISTEN for wake-ups on a dedicated connection (default true). Turn off behind PgBouncer in
-         * transaction pooling mode; the engine then relies on polling alone.
+         * transaction pooling mode; the engine then relies on polling alone. On a Citus database they are always off
+         * (a worker's notification never reaches the coordinator's listeners; docs/guide/citus.md): asking for them
+         * there logs a warning.
          */
         public Builder notifications(boolean enabled) {
             this.notifications = enabled;
@@ -233,14 +253,20 @@ public final class CoopEngine implements AutoCloseable {
                         "An engine needs at least one saga; to only launch and inspect,"
                                 + " use Coop.client(dataSource)");
             }
-            checkPoolSize();
             SchemaName schema = migratedSchema();
+            boolean listening = notificationsOn(schema);
+            Duration poll = pollInterval != null
+                    ? pollInterval
+                    : schema.citus()
+                            ? Coop.DEFAULT_CITUS_POLL_INTERVAL
+                            : Coop.DEFAULT_POLL_INTERVAL;
+            checkPoolSize(listening);
             String id = name + "-" + UUID.randomUUID().toString().substring(0, 8);
             Json json = json();
             Time time = time();
             EngineRuntime runtime = new EngineRuntime(
                     new EngineRuntime.Config(id, name, dataSource(), schema, json,
-                            new dev.coop.internal.EngineSagas(sagas.values()), workers, pollInterval, notifications,
+                            new dev.coop.internal.EngineSagas(sagas.values()), workers, poll, listening,
                             strategy, schedules,
                             requiresHandlers(), retention, time, listeners(), databaseTimeoutValue(),
                             idleInTransactionTimeout, maxRunsPerTransaction));
@@ -252,12 +278,25 @@ public final class CoopEngine implements AutoCloseable {
             return new CoopEngine(id, runtime, client, shutdownTimeout);
         }
 
-        private void checkPoolSize() {
-            int needed = workers + (notifications ? 1 : 0) + 1;
+        /** Whether the engine listens: as asked (default on), never on Citus. */
+        private boolean notificationsOn(SchemaName schema) {
+            if (!schema.citus()) {
+                return notifications == null || notifications;
+            }
+            if (Boolean.TRUE.equals(notifications)) {
+                org.slf4j.LoggerFactory.getLogger(CoopEngine.class).warn("Notifications are off on Citus (schema '{}'):"
+                        + " a worker's notification never reaches the coordinator's listeners; engines poll every"
+                        + " pollInterval instead (docs/guide/citus.md)", schema.value());
+            }
+            return false;
+        }
+
+        private void checkPoolSize(boolean listening) {
+            int needed = workers + (listening ? 1 : 0) + 1;
             HikariDataSource hikari = hikari(dataSource());
             if (hikari == null) { // another pool, or one behind a wrapper: take what the engine needs, briefly
                 dev.coop.internal.runtime.PoolCheck.require(dataSource(), needed, workers + " workers"
-                        + (notifications ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
+                        + (listening ? " + 1 listener" : "") + " + 1 for clients", POOL_CHECK_TIMEOUT);
                 return;
             }
             // a pool built with setters and not started yet (as Spring Boot builds it) reports -1: HikariCP then
@@ -266,7 +305,7 @@ public final class CoopEngine implements AutoCloseable {
             if (allowed < needed) {
                 throw new CoopValidationException("Connection pool '" + hikari.getPoolName() + "' allows "
                         + allowed + " connections; this engine needs at least " + needed + " (" + workers
-                        + " workers" + (notifications ? " + 1 listener" : "")
+                        + " workers" + (listening ? " + 1 listener" : "")
                         + " + 1 for clients). Raise maximumPoolSize or lower workers");
             }
         }

@@ -73,9 +73,10 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         return connectionsStarved;
     }
 
-    /** Whether notifications are configured at all. */
+    /** Whether the running engine listens for notifications (as configured; never on Citus, where it polls). */
     public boolean notificationsEnabled() {
-        return properties.getEngine().isNotifications();
+        CoopEngine running = engine;
+        return running != null && running.listens();
     }
 
     /** The names of the sagas this engine runs. */
@@ -105,11 +106,16 @@ public class CoopEngineLifecycle implements SmartLifecycle {
         CoopProperties.Engine e = properties.getEngine();
         CoopEngine.Builder builder = Coop.engine(dataSource).name(e.getName()).schema(properties.getSchema())
                 .workers(e.getWorkers()).maxRunsPerTransaction(e.getMaxRunsPerTransaction())
-                .pollInterval(e.getPollInterval()).notifications(e.isNotifications())
                 .schedules(e.isSchedules()).migrate(properties.isMigrate()).shutdownTimeout(e.getShutdownTimeout())
                 .databaseTimeout(e.getDatabaseTimeout()).idleInTransactionTimeout(e.getIdleInTransactionTimeout())
                 .maxPayloadBytes(properties.getMaxPayloadBytes()).requireHandlers(properties.isRequireHandlers())
                 .register(sagas.toArray(Saga<?>[]::new)).listener(new Notifications());
+        if (e.getPollInterval() != null) { // unset: the engine's default (1 s; 100 ms on Citus)
+            builder.pollInterval(e.getPollInterval());
+        }
+        if (e.getNotifications() != null) { // unset: on, except on Citus
+            builder.notifications(e.getNotifications());
+        }
         listeners.get().forEach(builder::listener);
         TimeSource time = clock.get();
         if (time != null) {

@@ -82,6 +82,16 @@ public final class EngineRuntime {
     }
 
     /** Registers the sagas in the topology, then starts the listener and the workers. */
+    /** Whether this engine listens for notifications (its configuration, settled when it was built). */
+    public boolean listens() {
+        return config.notifications();
+    }
+
+    /** How often this engine polls (its configuration, settled when it was built). */
+    public java.time.Duration pollInterval() {
+        return config.pollInterval();
+    }
+
     public void start() {
         register();
         // created before the listener starts, so that its nudges always reach the timer

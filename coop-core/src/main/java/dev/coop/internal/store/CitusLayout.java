@@ -137,10 +137,14 @@ public final class CitusLayout {
     private CitusLayout() {
     }
 
-    /** {@code schema} as its statements are written for the database behind {@code dataSource}: Citus or not. */
+    /**
+     * {@code schema} as its statements are written for the database behind {@code dataSource}: the Citus form when
+     * the database has the extension and the schema's tables are distributed (a schema a team migrated itself with
+     * {@code Coop.migrationSql}, which has no layout, stays local to the coordinator: plain statements).
+     */
     public static SchemaName layoutOf(javax.sql.DataSource dataSource, SchemaName schema) {
         try (Connection c = dataSource.getConnection()) {
-            return isCitus(c) ? schema.onCitus() : schema;
+            return isCitus(c) && distributed(c, schema) ? schema.onCitus() : schema;
         } catch (SQLException e) {
             throw new CoopStoreException("Could not read whether schema '" + schema.value()
                     + "' is on Citus: " + e.getMessage(), e);
