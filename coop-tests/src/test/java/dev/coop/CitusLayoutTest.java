@@ -95,12 +95,23 @@ class CitusLayoutTest {
     }
 
     @Test
-    void a_keyed_launch_is_refused_by_name_rather_than_enforced_on_one_shard_only() {
+    void launch_keys_are_held_on_the_coordinator_where_a_key_is_unique_across_shards() throws SQLException {
         Topic<Payloads.Empty> topic = Topic.of("citus-keyed", Payloads.Empty.class);
         CoopClient client = Coop.client(db.dataSource());
-        assertThatThrownBy(() -> client.launch(topic, new Payloads.Empty(),
-                LaunchOptions.none().idempotencyKey("order-1")))
-                .hasStackTraceContaining("message_idempotency_key_needs_launch_key_table_on_citus");
+        MessageId first = client.launch(topic, new Payloads.Empty(), LaunchOptions.none().idempotencyKey("order-1"));
+        assertThat(client.launch(topic, new Payloads.Empty(), LaunchOptions.none().idempotencyKey("order-1")))
+                .isEqualTo(first);
+        try (Connection c = db.dataSource().getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_dist_partition"
+                        + " WHERE logicalrelid IN ('coop.launch_key'::regclass, 'coop.key_turn'::regclass)")) {
+            rs.next();
+            assertThat(rs.getInt(1)).as("launch_key and key_turn stay local to the coordinator").isZero();
+        }
+        try (Connection c = db.dataSource().getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT message_id FROM coop.launch_key WHERE topic = 'citus-keyed'")) {
+            assertThat(rs.next()).isTrue();
+            assertThat(rs.getObject(1, UUID.class)).isEqualTo(first.value());
+        }
     }
 
     /** Citus's EXPLAIN of a statement with bind values; tasks and nodes are in its text. */
