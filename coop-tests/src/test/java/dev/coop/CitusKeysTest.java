@@ -212,6 +212,46 @@ class CitusKeysTest {
         }
     }
 
+    /**
+     * Two-phase commits (rows added to the coordinator's {@code pg_dist_transaction}, its recovery held back by a lock
+     * as in {@code CitusOnePhaseCommitTest}): a keyed launch writes the coordinator's table and the hierarchy's
+     * worker, so it commits in two phases, as does the keyed run's last step (its release); its other steps commit in
+     * one. An idempotent launch: two phases; a launch that finds its key taken writes nothing on a worker.
+     */
+    @Test
+    void keys_commit_in_two_phases_only_at_the_launch_and_the_keyed_runs_end() throws Exception {
+        Topic<Empty> topic = Topic.of("citus-keys-2pc", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "citus-keys-2pc").step("s1", step -> {
+        }).step("s2", step -> {
+        }).step("s3", step -> {
+        }).build();
+        try (CoopEngine engine = engine().register(saga).start();
+                Connection recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
+                java.sql.Statement st = recovery.createStatement()) {
+            recovery.setAutoCommit(false);
+            st.execute("LOCK TABLE pg_dist_transaction IN SHARE UPDATE EXCLUSIVE MODE");
+            CoopClient client = engine.client();
+            long before = query("SELECT count(*) FROM pg_dist_transaction");
+            MessageId keyed = client.launch(topic, new Empty(), LaunchOptions.none().orderingKey("k-2pc"));
+            long launched = query("SELECT count(*) FROM pg_dist_transaction");
+            assertThat(client.awaitCompletion(keyed, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long ran = query("SELECT count(*) FROM pg_dist_transaction");
+            MessageId idem = client.launch(topic, new Empty(), LaunchOptions.none().idempotencyKey("i-2pc"));
+            long idemLaunched = query("SELECT count(*) FROM pg_dist_transaction");
+            assertThat(client.launch(topic, new Empty(), LaunchOptions.none().idempotencyKey("i-2pc")))
+                    .isEqualTo(idem);
+            long again = query("SELECT count(*) FROM pg_dist_transaction");
+            assertThat(client.awaitCompletion(idem, WAIT)).isEqualTo(Outcome.COMMITTED);
+            System.out.printf("two-phase commits: keyed launch %d, its three steps %d, idempotent launch %d,"
+                    + " its repeat %d%n", launched - before, ran - launched, idemLaunched - ran, again - idemLaunched);
+            assertThat(launched - before).as("the keyed launch").isEqualTo(1);
+            assertThat(ran - launched).as("the keyed run's steps: the last, which releases").isEqualTo(1);
+            assertThat(idemLaunched - ran).as("the idempotent launch").isEqualTo(1);
+            assertThat(again - idemLaunched).as("the repeat, which writes no worker").isZero();
+            recovery.rollback();
+        }
+    }
+
     private static long first(List<Event> events, EventType type) {
         return events.stream().filter(e -> e.type() == type).mapToLong(Event::id).min().orElseThrow();
     }

@@ -1,7 +1,6 @@
 package dev.coop;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.coop.test.CitusDatabase;
 import java.sql.Connection;
@@ -101,13 +100,15 @@ class CitusLayoutTest {
         MessageId first = client.launch(topic, new Payloads.Empty(), LaunchOptions.none().idempotencyKey("order-1"));
         assertThat(client.launch(topic, new Payloads.Empty(), LaunchOptions.none().idempotencyKey("order-1")))
                 .isEqualTo(first);
-        try (Connection c = db.dataSource().getConnection(); Statement st = c.createStatement();
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_dist_partition"
                         + " WHERE logicalrelid IN ('coop.launch_key'::regclass, 'coop.key_turn'::regclass)")) {
             rs.next();
             assertThat(rs.getInt(1)).as("launch_key and key_turn stay local to the coordinator").isZero();
         }
-        try (Connection c = db.dataSource().getConnection(); Statement st = c.createStatement();
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT message_id FROM coop.launch_key WHERE topic = 'citus-keyed'")) {
             assertThat(rs.next()).isTrue();
             assertThat(rs.getObject(1, UUID.class)).isEqualTo(first.value());
