@@ -106,11 +106,38 @@ final class CitusKeys {
     /** Before schema version 31 a check constraint refused every keyed message on Citus. */
     private static final String NO_KEYS = "message_idempotency_key_needs_launch_key_table_on_citus";
 
+    /**
+     * Makes {@code table} a Citus local table (still on the coordinator alone) when the coordinator is in Citus's
+     * metadata: Citus then counts a write to it as a write to the coordinator's node, so a transaction that writes it
+     * and a worker commits in two phases, atomically. A plain table outside Citus's metadata would be committed after
+     * the worker's one-phase {@code COMMIT}, and a crash between the two would lose the key's row while its message
+     * or runs stay.
+     */
+    private static void addToMetadata(Connection c, String table) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT NOT EXISTS (SELECT 1 FROM pg_dist_partition"
+                + " WHERE logicalrelid = ?::regclass) AND EXISTS (SELECT 1 FROM pg_dist_node WHERE groupid = 0)")) {
+            ps.setString(1, table);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                if (!rs.getBoolean(1)) {
+                    return;
+                }
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT citus_add_local_table_to_metadata(?::regclass)")) {
+            ps.setString(1, table);
+            ps.executeQuery().close();
+        }
+    }
+
     /** Creates the functions above (each start, as the layout's other functions), and drops the old refusal. */
     static void apply(Connection c, SchemaName schema) throws SQLException {
         try (Statement st = c.createStatement()) {
             st.execute(schema.sql(RELEASE));
             st.execute(schema.sql(TAKE));
+        }
+        for (String table : new String[]{"launch_key", "key_turn"}) {
+            addToMetadata(c, schema.value() + "." + table);
         }
         boolean refusing;
         try (PreparedStatement ps = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_constraint"
