@@ -204,32 +204,15 @@ final class Emits {
     Emitted emitAll(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
         if (schema.citus() && c.getAutoCommit() && emissions.stream()
                 .anyMatch(e -> e.orderingKey() != null || e.idempotencyKey() != null)) {
-            return inTransaction(c, origin, emissions);
+            // on Citus a keyed launch writes its runs RUNNABLE before their turns or keys are settled on the
+            // coordinator: in auto-commit (a client's launch without strict topics) one transaction all the same
+            return Tx.inTransaction(c, t -> emitAll(t, origin, emissions));
         }
         Emitted emitted = emitUnlabelled(c, origin, emissions);
         if (emissions.stream().anyMatch(Emission::labelled)) {
             label(c, emissions);
         }
         return emitted;
-    }
-
-    /**
-     * On Citus, a keyed launch in auto-commit (a client's launch without strict topics): its statements in one
-     * transaction, since its runs are written RUNNABLE before their turns or keys are settled on the coordinator, and
-     * an engine must never see them in between.
-     */
-    private Emitted inTransaction(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
-        c.setAutoCommit(false);
-        try {
-            Emitted emitted = emitAll(c, origin, emissions);
-            c.commit();
-            return emitted;
-        } catch (SQLException | RuntimeException | Error e) {
-            c.rollback();
-            throw e;
-        } finally {
-            c.setAutoCommit(true);
-        }
     }
 
     /**
