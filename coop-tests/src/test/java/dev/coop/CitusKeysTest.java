@@ -7,6 +7,7 @@ import dev.coop.Payloads.Empty;
 import dev.coop.inspect.Event;
 import dev.coop.inspect.EventType;
 import dev.coop.inspect.Outcome;
+import dev.coop.inspect.RunView;
 import dev.coop.test.Await;
 import dev.coop.test.CitusDatabase;
 import dev.coop.test.Invariants;
@@ -206,6 +207,51 @@ class CitusKeysTest {
             }
             assertThat(gate.arrivals()).isEqualTo(2);
             assertThat(messagesWithKey("citus-step-keys-child", "child-x")).isEqualTo(1);
+            assertThat(turnsLeft()).isZero();
+        } finally {
+            gate.open();
+        }
+    }
+
+    @Test
+    void a_parent_that_gives_up_settles_its_held_child_and_the_key_goes_on_held_runs_shown_behind_the_holder()
+            throws Exception {
+        Topic<Transfer> topic = Topic.of("citus-okey-deadline", Transfer.class);
+        Topic<Transfer> parentTopic = Topic.of("citus-okey-deadline-parent", Transfer.class);
+        StepGate gate = new StepGate(WAIT);
+        Saga<Transfer> keyed = Saga.on(topic, "citus-okey-deadline-saga").step("hold", step -> {
+            if (step.payload().n() == 1) {
+                gate.pass();
+            }
+        }).build();
+        Saga<Transfer> parent = Saga.on(parentTopic, "citus-okey-deadline-parent-saga")
+                .step("launch", step -> step.launch(topic, step.payload(),
+                        LaunchOptions.none().orderingKey(step.payload().account())))
+                .step("after", step -> {
+                })
+                .build();
+        try (CoopEngine engine = engine().register(keyed, parent).start()) {
+            CoopClient client = engine.client();
+            LaunchOptions key = LaunchOptions.none().orderingKey("acct-d");
+            MessageId holder = client.launch(topic, new Transfer("acct-d", 1), key);
+            gate.awaitArrivals(1, WAIT);
+            // the parent's child is held behind the gated run; the parent's deadline passes first, and the parent
+            // settles its unstarted child (RootChildren), which leaves the key's queue
+            MessageId waiting = client.launch(parentTopic, new Transfer("acct-d", 2), LaunchOptions.none()
+                    .context(CooperationContext.of(Deadlines.HAPPY_PATH,
+                            Deadline.at(client.now().plusSeconds(2), "test"))));
+            assertThat(client.awaitCompletion(waiting, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            RunView child = client.tree(waiting).runs().get(0).children().get(0);
+            assertThat(child.status()).isEqualTo(RunStatus.ROLLED_BACK);
+            assertThat(child.startedAt()).isNull();
+            MessageId next = client.launch(topic, new Transfer("acct-d", 3), key);
+            assertThat(client.statuses(next)).containsExactly(RunStatus.HELD);
+            RunView held = client.tree(next).runs().get(0);
+            assertThat(held.ordering().heldBehind()).as("the run ahead, on another shard")
+                    .isEqualTo(client.tree(holder).runs().get(0).runId());
+            gate.open();
+            assertThat(client.awaitCompletion(holder, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(client.awaitCompletion(next, WAIT)).isEqualTo(Outcome.COMMITTED);
             assertThat(turnsLeft()).isZero();
         } finally {
             gate.open();
