@@ -8,7 +8,7 @@
  */
 
 /** The schema version whose protocol this participant speaks; others are refused. */
-const SCHEMA_VERSION = 30;
+const SCHEMA_VERSION = 31;
 
 /** The schema is not (or no longer) at the version this participant speaks. */
 class SchemaVersionError extends Error {

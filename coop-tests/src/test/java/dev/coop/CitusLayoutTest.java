@@ -1,7 +1,6 @@
 package dev.coop;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.coop.test.CitusDatabase;
 import java.sql.Connection;
@@ -36,13 +35,15 @@ class CitusLayoutTest {
                 SELECT logicalrelid::text || ' ' || CASE partmethod WHEN 'h' THEN 'hash('
                          || column_to_column_name(logicalrelid, partkey) || ') group ' || (colocationid = (
                          SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'coop.run'::regclass))
-                       WHEN 'n' THEN 'reference' END
+                       WHEN 'n' THEN CASE repmodel WHEN 's' THEN 'citus local' ELSE 'reference' END END
                   FROM pg_dist_partition WHERE logicalrelid::text LIKE 'coop.%' ORDER BY 1"""))
                 .containsExactly(
                         "coop.audit hash(message_id) group true",
                         "coop.cancellation hash(root_id) group true",
                         "coop.engine reference",
                         "coop.event hash(root_id) group true",
+                        "coop.key_turn citus local",
+                        "coop.launch_key citus local",
                         "coop.message hash(root_id) group true",
                         "coop.run hash(root_id) group true",
                         "coop.saga_registration reference",
@@ -95,12 +96,26 @@ class CitusLayoutTest {
     }
 
     @Test
-    void a_keyed_launch_is_refused_by_name_rather_than_enforced_on_one_shard_only() {
+    void launch_keys_are_held_on_the_coordinator_where_a_key_is_unique_across_shards() throws SQLException {
         Topic<Payloads.Empty> topic = Topic.of("citus-keyed", Payloads.Empty.class);
         CoopClient client = Coop.client(db.dataSource());
-        assertThatThrownBy(() -> client.launch(topic, new Payloads.Empty(),
-                LaunchOptions.none().idempotencyKey("order-1")))
-                .hasStackTraceContaining("message_idempotency_key_needs_launch_key_table_on_citus");
+        MessageId first = client.launch(topic, new Payloads.Empty(), LaunchOptions.none().idempotencyKey("order-1"));
+        assertThat(client.launch(topic, new Payloads.Empty(), LaunchOptions.none().idempotencyKey("order-1")))
+                .isEqualTo(first);
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_dist_partition"
+                        + " WHERE logicalrelid IN ('coop.launch_key'::regclass, 'coop.key_turn'::regclass)"
+                        + " AND partmethod = 'n' AND repmodel = 's'")) {
+            rs.next();
+            assertThat(rs.getInt(1)).as("launch_key and key_turn: Citus local tables, on the coordinator").isEqualTo(2);
+        }
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT message_id FROM coop.launch_key WHERE topic = 'citus-keyed'")) {
+            assertThat(rs.next()).isTrue();
+            assertThat(rs.getObject(1, UUID.class)).isEqualTo(first.value());
+        }
     }
 
     /** Citus's EXPLAIN of a statement with bind values; tasks and nodes are in its text. */

@@ -168,6 +168,16 @@ public final class Retention {
         if (roots.isEmpty()) {
             return new PruneResult(false, cutoff, 0, 0, 0, 0, List.of());
         }
+        if (schema.citus()) { // the hierarchies' launch keys and turns, on the coordinator (schema version 31)
+            try (PreparedStatement ps = c.prepareStatement(schema.sql(
+                    "WITH k AS (DELETE FROM {schema}.launch_key WHERE root_id = ANY (?::uuid[]))"
+                            + " DELETE FROM {schema}.key_turn WHERE root_id = ANY (?::uuid[])"))) {
+                var array = c.createArrayOf("uuid", roots.toArray());
+                ps.setArray(1, array);
+                ps.setArray(2, array);
+                ps.executeUpdate();
+            }
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(DELETE_HIERARCHIES))) {
             var array = c.createArrayOf("uuid", roots.toArray());
             ps.setArray(1, array);

@@ -49,9 +49,8 @@ import org.slf4j.LoggerFactory;
  * <p>
  * <b>Idempotency keys</b>: {@code message_idempotency (topic, idempotency_key)} cannot be enforced across shards.
  * The launch's {@code ON CONFLICT (topic, idempotency_key)} needs an index of exactly those columns to plan, so the
- * index is kept per shard ({@code citus.allow_unsafe_constraints}), and a check constraint
- * {@value #NO_KEYS} refuses every keyed message, so that a key is never silently enforced on one shard only. Keyed
- * launches need the {@code launch_key} table docs/scaling.md proposes.
+ * index is kept per shard ({@code citus.allow_unsafe_constraints}); the key is enforced across shards by the
+ * coordinator's {@code launch_key} (schema version 31, {@link LaunchKeys}), which a keyed launch writes first.
  *
  * <p>
  * Applied once, in the migrations' transaction under their lock; a schema whose {@code run} is already distributed is
@@ -59,9 +58,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class CitusLayout {
     private static final Logger log = LoggerFactory.getLogger(CitusLayout.class);
-
-    /** The check constraint that refuses keyed messages on Citus. */
-    static final String NO_KEYS = "message_idempotency_key_needs_launch_key_table_on_citus";
 
     /** Distributed by the hierarchy's root: table, distribution column, primary key constraint, new primary key. */
     private static final String[][] BY_ROOT = {
@@ -168,6 +164,7 @@ public final class CitusLayout {
         try (Statement st = c.createStatement()) {
             st.execute(schema.sql(NOW_OR));
         }
+        CitusKeys.apply(c, schema); // launch keys through the coordinator's tables (schema version 31)
         if (distributed(c, schema)) {
             seenOnce(c, schema);
             return;
@@ -190,8 +187,6 @@ public final class CitusLayout {
                     + " WHERE idempotency_key IS NOT NULL"));
             // a scope's rows all carry its root, so they share a shard: per shard, scope_id alone is unique
             st.execute(schema.sql("CREATE UNIQUE INDEX cancellation_scope ON {schema}.cancellation (scope_id)"));
-            st.execute(schema.sql("ALTER TABLE {schema}.message ADD CONSTRAINT " + NO_KEYS
-                    + " CHECK (idempotency_key IS NULL) NOT VALID"));
             st.execute("SET LOCAL citus.allow_unsafe_constraints = off");
         }
         seenOnce(c, schema);

@@ -37,15 +37,6 @@ final class Emits {
         }
     }
 
-    /**
-     * Why a launch with an ordering key is refused on Citus: a key orders the runs of a saga across hierarchies, which
-     * Citus keeps on different shards, and the launch's test for a busy key reads every shard (refused).
-     */
-    static final String ORDERING_KEYS_ON_CITUS = "Ordering keys are not supported on Citus: a key orders the runs of"
-            + " a saga across hierarchies, which Citus keeps on different shards, and the launch's test for a busy key"
-            + " reads every shard, which Citus refuses; launch without LaunchOptions.orderingKey there, or keep Coop"
-            + " in a database without the citus extension (docs/guide/citus.md)";
-
     private final SchemaName schema;
     private final Time time;
 
@@ -55,6 +46,8 @@ final class Emits {
     /** On Citus: {@link EmitSql#runsOneAsValues} by number of sagas, as sent; null on plain PostgreSQL. */
     private final java.util.concurrent.ConcurrentHashMap<Integer, String> emitOneValuesSql;
     private final KeyedRuns keys;
+    /** On Citus: idempotency keys through the coordinator's {@code launch_key}; null on plain PostgreSQL. */
+    private final LaunchKeys launchKeys;
 
     private final boolean requireHandlers;
     private final String localSagas;
@@ -72,6 +65,7 @@ final class Emits {
         this.emitKeyedSql = schema.sql(EmitSql.EMIT_KEYED);
         this.emitOneValuesSql = schema.citus() ? new java.util.concurrent.ConcurrentHashMap<>() : null;
         this.keys = new KeyedRuns(schema);
+        this.launchKeys = schema.citus() ? new LaunchKeys(schema) : null;
     }
 
     /**
@@ -208,6 +202,12 @@ final class Emits {
 
     /** Writes messages as {@link #emit}, reporting those whose idempotency key was taken instead of failing. */
     Emitted emitAll(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
+        if (schema.citus() && c.getAutoCommit() && emissions.stream()
+                .anyMatch(e -> e.orderingKey() != null || e.idempotencyKey() != null)) {
+            // on Citus a keyed launch writes its runs RUNNABLE before their turns or keys are settled on the
+            // coordinator: in auto-commit (a client's launch without strict topics) one transaction all the same
+            return Tx.inTransaction(c, t -> emitAll(t, origin, emissions));
+        }
         Emitted emitted = emitUnlabelled(c, origin, emissions);
         if (emissions.stream().anyMatch(Emission::labelled)) {
             label(c, emissions);
@@ -243,18 +243,50 @@ final class Emits {
                 && emissions.getFirst().orderingKey() == null) {
             return emitOne(c, origin, emissions.getFirst());
         }
-        boolean keyed = KeyedRuns.keyed(emissions);
-        if (keyed && schema.citus()) {
-            throw new dev.coop.failure.CoopValidationException(ORDERING_KEYS_ON_CITUS);
+        if (launchKeys != null && emissions.stream().anyMatch(e -> e.idempotencyKey() != null)) {
+            return emitWithLaunchKeys(c, origin, emissions);
         }
+        boolean keyed = KeyedRuns.keyed(emissions);
         if (keyed) {
             keys.lockForLaunch(c, emissions); // before the insert's snapshot
+        }
+        if (keyed && schema.citus()) { // the runs written RUNNABLE, then their turns on the coordinator
+            Emitted emitted = emitMany(c, origin, emissions, false);
+            keys.takeTurns(c, origin, emissions);
+            return emitted;
         }
         Emitted emitted = emitMany(c, origin, emissions, keyed);
         if (keyed) {
             keys.releaseHeld(c, emissions);
         }
         return emitted;
+    }
+
+    /**
+     * On Citus, a launch with idempotency keys ({@link LaunchKeys}): the keys taken on the coordinator first, then the
+     * messages whose key this launch got; those whose key another message holds come back as duplicates, by their
+     * ordinal in {@code emissions}.
+     */
+    private Emitted emitWithLaunchKeys(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
+        List<Integer> taken = launchKeys.take(c, origin, emissions);
+        List<Emission> rest = new ArrayList<>();
+        for (int i = 0; i < emissions.size(); i++) {
+            if (!taken.contains(i)) {
+                rest.add(emissions.get(i));
+            }
+        }
+        if (rest.isEmpty()) {
+            return new Emitted(Map.of(), taken);
+        }
+        boolean keyed = KeyedRuns.keyed(rest);
+        if (keyed) {
+            keys.lockForLaunch(c, rest);
+        }
+        Emitted emitted = emitMany(c, origin, rest, false);
+        if (keyed) {
+            keys.takeTurns(c, origin, rest);
+        }
+        return new Emitted(emitted.created(), taken);
     }
 
     private Emitted emitMany(Connection c, Origin origin, List<Emission> emissions, boolean keyed)
@@ -323,6 +355,9 @@ final class Emits {
 
     /** The message holding an idempotency key on a topic, or null (read with a new snapshot). */
     UUID messageWithKey(Connection c, String topic, String idempotencyKey) throws SQLException {
+        if (launchKeys != null) {
+            return launchKeys.holder(c, topic, idempotencyKey);
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
                 "SELECT id FROM {schema}.message WHERE topic = ? AND idempotency_key = ?"))) {
             ps.setString(1, topic);

@@ -15,6 +15,10 @@ import java.util.UUID;
  * before them) creates a run HELD when its key has an unfinished run of its saga; the transaction that finishes a
  * keyed run releases the key's next HELD run ({@link #releaseAfter}) under the same lock. Parents committed by their
  * last child and children settled unstarted release in the statement that finishes them ({@link #RELEASE_AFTER}).
+ *
+ * <p>On Citus (schema version 31) the runs of a key are on many shards, so its turns are the coordinator's {@code
+ * key_turn} ({@link CitusKeys}): the launch writes its runs, then takes their turns ({@link #takeTurns}), and the same
+ * calls of {@code release_ordering_key_after} release the next turn there, by the run's root and id.
  */
 final class KeyedRuns {
     /**
@@ -26,6 +30,7 @@ final class KeyedRuns {
     private final String lockSql;
     private final String releaseHeldSql;
     private final String releaseSql;
+    private final String takeTurnsSql;
 
     KeyedRuns(SchemaName schema) {
         this.lockSql = schema.sql("SELECT {schema}.lock_launch_keys(?::text[], ?::text[])");
@@ -36,6 +41,7 @@ final class KeyedRuns {
                  WHERE {schema}.release_ordering_key_after(h.saga, h.ordering_key, '{}')
                 """);
         this.releaseSql = schema.sql("SELECT {schema}.release_ordering_key_after(?, ?, '{}')");
+        this.takeTurnsSql = schema.sql("SELECT {schema}.take_key_turns(?::uuid[], ?::uuid[], ?::uuid[])");
     }
 
     static boolean keyed(List<Emission> emissions) {
@@ -59,6 +65,24 @@ final class KeyedRuns {
         try (PreparedStatement ps = c.prepareStatement(releaseHeldSql)) {
             ps.setArray(1, c.createArrayOf("uuid", emissions.stream()
                     .filter(e -> e.orderingKey() != null).map(Emission::messageId).toArray(UUID[]::new)));
+            ps.executeQuery().close();
+        }
+    }
+
+    /**
+     * On Citus, after a keyed launch's insert wrote its runs RUNNABLE: their turns in the coordinator's {@code
+     * key_turn} ({@link CitusKeys#TAKE}), the runs behind a turn made HELD by their root.
+     */
+    void takeTurns(Connection c, Emits.Origin origin, List<Emission> emissions) throws SQLException {
+        List<Emission> keyed = emissions.stream().filter(e -> e.orderingKey() != null).toList();
+        try (PreparedStatement ps = c.prepareStatement(takeTurnsSql)) {
+            ps.setArray(1, c.createArrayOf("uuid", keyed.stream().map(e -> origin.root(e.messageId())).toArray()));
+            ps.setArray(2, c.createArrayOf("uuid", keyed.stream().map(Emission::messageId).toArray()));
+            if (origin.scope() == null) {
+                ps.setNull(3, java.sql.Types.ARRAY);
+            } else {
+                ps.setArray(3, c.createArrayOf("uuid", origin.scope()));
+            }
             ps.executeQuery().close();
         }
     }

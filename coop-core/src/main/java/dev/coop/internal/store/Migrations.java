@@ -30,7 +30,7 @@ public final class Migrations {
             "V20__external_tasks.sql", "V21__attempt_history.sql", "V22__run_counts.sql",
             "V23__step_log.sql", "V24__cancellation_races.sql", "V25__compensating_steps.sql",
             "V26__task_compensation.sql", "V27__explicit_writes.sql",
-            "V28__hot_indexes.sql", "V29__root_id.sql", "V30__step_guard.sql");
+            "V28__hot_indexes.sql", "V29__root_id.sql", "V30__step_guard.sql", "V31__citus_keys.sql");
     private static final long LOCK_NAMESPACE = 0x436F6F70L << 32; // "Coop"
 
     private Migrations() {

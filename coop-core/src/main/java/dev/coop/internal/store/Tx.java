@@ -74,7 +74,7 @@ public final class Tx {
         return e.getMessage();
     }
 
-    private static <T> T inTransaction(Connection c, Work<T> work) throws SQLException {
+    static <T> T inTransaction(Connection c, Work<T> work) throws SQLException {
         boolean autoCommit = c.getAutoCommit();
         c.setAutoCommit(false);
         try {
