@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.coop.inspect.Event;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.OffsetDateTime;
@@ -174,6 +175,57 @@ class CitusLimitsTest {
             Invariants.assertAll(events(client, List.of(failing, next, cancelled, after)));
         } finally {
             closeAll(engines);
+        }
+    }
+
+    /**
+     * Two-phase commits of a limited saga's steps (rows added to the coordinator's {@code pg_dist_transaction}, its
+     * recovery held back by a lock, as {@code CitusOnePhaseCommitTest} counts): a concurrency limit alone takes an
+     * advisory lock on the coordinator and writes nothing there; a rate limit moves a token of the coordinator's
+     * {@code rate_token} in the step's transaction.
+     */
+    @Test
+    void two_phase_commits_of_limited_steps_are_counted() throws Exception {
+        Topic<Empty> slotsTopic = Topic.of("citus-limited-2pc-slots", Empty.class);
+        Topic<Empty> rateTopic = Topic.of("citus-limited-2pc-rate", Empty.class);
+        Saga<Empty> slots = Saga.on(slotsTopic, "citus-limited-2pc-slots").concurrency(2).step("s1", step -> {
+        }).step("s2", step -> {
+        }).step("s3", step -> {
+        }).build();
+        Saga<Empty> rated = Saga.on(rateTopic, "citus-limited-2pc-rate").rateLimit(1000, Duration.ofSeconds(1))
+                .step("s1", step -> {
+                }).step("s2", step -> {
+                }).step("s3", step -> {
+                }).build();
+        try (CoopEngine engine = CitusHappyPathTest.engine(db.dataSource()).register(slots, rated).start();
+                Connection recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
+                Statement st = recovery.createStatement()) {
+            CoopClient client = engine.client();
+            client.awaitCompletion(client.launch(slotsTopic, new Empty()), WAIT); // warm-up
+            client.awaitCompletion(client.launch(rateTopic, new Empty()), WAIT);
+            recovery.setAutoCommit(false);
+            st.execute("LOCK TABLE pg_dist_transaction IN SHARE UPDATE EXCLUSIVE MODE");
+            long before = CitusLimitsTest.prepared();
+            MessageId slotted = client.launch(slotsTopic, new Empty());
+            assertThat(client.awaitCompletion(slotted, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long afterSlots = CitusLimitsTest.prepared();
+            MessageId rate = client.launch(rateTopic, new Empty());
+            assertThat(client.awaitCompletion(rate, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long afterRate = CitusLimitsTest.prepared();
+            recovery.rollback();
+            System.out.println("2PC of a launch and three steps with a concurrency limit: " + (afterSlots - before)
+                    + ", with a rate limit: " + (afterRate - afterSlots));
+            assertThat(afterSlots - before).as("two-phase commits with a concurrency limit").isZero();
+            assertThat(afterRate - afterSlots).as("two-phase commits with a rate limit").isZero();
+        }
+    }
+
+    static long prepared() throws SQLException {
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement();
+                java.sql.ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_dist_transaction")) {
+            rs.next();
+            return rs.getLong(1);
         }
     }
 
