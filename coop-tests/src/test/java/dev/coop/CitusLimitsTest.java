@@ -9,6 +9,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -186,38 +188,42 @@ class CitusLimitsTest {
      */
     @Test
     void two_phase_commits_of_limited_steps_are_counted() throws Exception {
-        Topic<Empty> slotsTopic = Topic.of("citus-limited-2pc-slots", Empty.class);
-        Topic<Empty> rateTopic = Topic.of("citus-limited-2pc-rate", Empty.class);
-        Saga<Empty> slots = Saga.on(slotsTopic, "citus-limited-2pc-slots").concurrency(2).step("s1", step -> {
-        }).step("s2", step -> {
-        }).step("s3", step -> {
-        }).build();
-        Saga<Empty> rated = Saga.on(rateTopic, "citus-limited-2pc-rate").rateLimit(1000, Duration.ofSeconds(1))
-                .step("s1", step -> {
-                }).step("s2", step -> {
-                }).step("s3", step -> {
-                }).build();
-        try (CoopEngine engine = CitusHappyPathTest.engine(db.dataSource()).register(slots, rated).start();
+        Map<String, Saga<Empty>> sagas = new LinkedHashMap<>();
+        sagas.put("a concurrency limit", threeSteps("citus-limited-2pc-slots", b -> b.concurrency(2)));
+        // 50 a second: a token moved in each step's transaction (fewer than 128: no lease, RateLease.size)
+        sagas.put("a rate limit", threeSteps("citus-limited-2pc-rate", b -> b.rateLimit(50, Duration.ofSeconds(1))));
+        // 1000 a second: the engine leases tokens in a transaction of its own, the steps start on the lease
+        sagas.put("a leased rate limit",
+                threeSteps("citus-limited-2pc-lease", b -> b.rateLimit(1000, Duration.ofSeconds(1))));
+        try (CoopEngine engine = CitusHappyPathTest.engine(db.dataSource())
+                .register(sagas.values().toArray(Saga<?>[]::new)).start();
                 Connection recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
                 Statement st = recovery.createStatement()) {
             CoopClient client = engine.client();
-            client.awaitCompletion(client.launch(slotsTopic, new Empty()), WAIT); // warm-up
-            client.awaitCompletion(client.launch(rateTopic, new Empty()), WAIT);
+            for (Saga<Empty> saga : sagas.values()) { // warm-up
+                client.awaitCompletion(client.launch(saga.topic(), new Empty()), WAIT);
+            }
             recovery.setAutoCommit(false);
             st.execute("LOCK TABLE pg_dist_transaction IN SHARE UPDATE EXCLUSIVE MODE");
-            long before = CitusLimitsTest.prepared();
-            MessageId slotted = client.launch(slotsTopic, new Empty());
-            assertThat(client.awaitCompletion(slotted, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long afterSlots = CitusLimitsTest.prepared();
-            MessageId rate = client.launch(rateTopic, new Empty());
-            assertThat(client.awaitCompletion(rate, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long afterRate = CitusLimitsTest.prepared();
+            Map<String, Long> twoPhase = new LinkedHashMap<>();
+            for (Map.Entry<String, Saga<Empty>> saga : sagas.entrySet()) {
+                long before = prepared();
+                MessageId id = client.launch(saga.getValue().topic(), new Empty());
+                assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+                twoPhase.put(saga.getKey(), prepared() - before);
+            }
             recovery.rollback();
-            System.out.println("2PC of a launch and three steps with a concurrency limit: " + (afterSlots - before)
-                    + ", with a rate limit: " + (afterRate - afterSlots));
-            assertThat(afterSlots - before).as("two-phase commits with a concurrency limit").isZero();
-            assertThat(afterRate - afterSlots).as("two-phase commits with a rate limit").isZero();
+            System.out.println("2PC of a launch and three steps, by limit: " + twoPhase);
+            assertThat(twoPhase).allSatisfy((limit, n) -> assertThat(n).as("two-phase commits with " + limit)
+                    .isZero());
         }
+    }
+
+    private static Saga<Empty> threeSteps(String name, java.util.function.UnaryOperator<Saga.Builder<Empty>> limit) {
+        return limit.apply(Saga.on(Topic.of(name, Empty.class), name)).step("s1", step -> {
+        }).step("s2", step -> {
+        }).step("s3", step -> {
+        }).build();
     }
 
     static long prepared() throws SQLException {
