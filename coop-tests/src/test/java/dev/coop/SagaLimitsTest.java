@@ -296,7 +296,7 @@ class SagaLimitsTest {
     }
 
     /** The step transactions of {@code saga}: its events with a start, one span per run and start. */
-    private static List<StepSpan> stepEnds(List<Event> events, String saga) {
+    static List<StepSpan> stepEnds(List<Event> events, String saga) {
         Map<String, StepSpan> spans = new java.util.LinkedHashMap<>();
         for (Event e : events) {
             if (saga.equals(e.saga()) && e.startedAt() != null) {
@@ -312,7 +312,7 @@ class SagaLimitsTest {
      * The most step transactions in progress at one instant, from the log: each ran at least from its start (the
      * claim) to the time its events were written (before its commit, on the database's clock like the start).
      */
-    private static int mostOverlapping(List<StepSpan> steps) {
+    static int mostOverlapping(List<StepSpan> steps) {
         record Edge(OffsetDateTime at, int delta) {
         }
         List<Edge> edges = new ArrayList<>();

@@ -78,6 +78,34 @@ public final class LimitedClaim {
         return new LimitedClaim(schema.sql(sql.toString()), params);
     }
 
+    /**
+     * The gate alone, for Citus ({@link ShardedLimitedClaim}): the slot, the token and the refusal's reason of
+     * {@link #of} without the run's lock and claim, a statement on the coordinator's own tables only ({@code rate_token}
+     * and advisory locks), which Citus runs there. Sent after the run was locked on its shard, so {@code pick} is a
+     * constant row. Selects the step's start, or null when refused ({@code coop.limit_wait} then says why).
+     */
+    public static LimitedClaim gate(SchemaName schema, boolean slots, boolean rate, boolean leased) {
+        if (!slots && !rate && !leased || rate && leased) {
+            throw new IllegalArgumentException("a limited claim takes a slot, a rate token or a leased one, or both");
+        }
+        List<Param> params = new ArrayList<>();
+        StringBuilder sql = new StringBuilder("WITH pick AS MATERIALIZED (SELECT true AS id),\n");
+        slot(sql, params, slots);
+        String gated;
+        if (rate) {
+            gated = token(sql, params);
+        } else if (leased) {
+            gated = "SELECT s.at FROM slot s WHERE s.at <= ?::timestamptz";
+            params.add(Param.UNTIL);
+        } else {
+            gated = "SELECT s.at FROM slot s";
+        }
+        gate(sql, params, gated, rate, leased);
+        sql.setLength(sql.length() - ",\n".length());
+        sql.append("\nSELECT (SELECT g.at FROM gate g) AS at");
+        return new LimitedClaim(schema.sql(sql.toString()), params);
+    }
+
     /** CTE {@code slot}: the step's start, and with {@code slots} the first free slot from a random one on. */
     private static void slot(StringBuilder sql, List<Param> params, boolean slots) {
         // the step's start: the time as bound (a TimeSource), else the clock, read once the slot is held

@@ -30,6 +30,8 @@ final class RunClaims {
     private final SplitClaim split;
     /** The claim by saga and the reclaim by id on Citus; used once {@link #sharded} said the layout is Citus's. */
     private final ShardedClaims shardedClaims;
+    /** The claim and reclaim of a limited saga on Citus. */
+    private final ShardedLimitedClaim shardedLimited;
     private volatile boolean sharded;
     private final String reclaimSql;
     private final String reclaimUnchangedSql;
@@ -69,6 +71,7 @@ final class RunClaims {
         }
         this.split = new SplitClaim(schema, lock, bySaga, rows);
         this.shardedClaims = new ShardedClaims(schema, ShardedClaims.lockOf(lock), split);
+        this.shardedLimited = new ShardedLimitedClaim(schema, shardedClaims);
         this.reclaimSql = schema.sql(claim
                 .formatted("r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));
         // the reclaim after a miss: waits (a moment at most) for a claim that locked the run while skipping it
@@ -101,7 +104,7 @@ final class RunClaims {
 
     /**
      * Claims by saga and reclaims by id as Citus routes them ({@link ShardedClaims}) from now on: the engine found the
-     * Citus layout at start ({@link CitusLayout#isCitus}). Sagas with limits keep their claim (refused on Citus).
+     * Citus layout at start ({@link CitusLayout#isCitus}); sagas with limits through {@link ShardedLimitedClaim}.
      */
     void sharded(boolean citus) {
         this.sharded = citus;
@@ -115,6 +118,11 @@ final class RunClaims {
     /** The sharded claims' statements as sent (for EXPLAIN in tests). */
     List<String> shardedSql() {
         return shardedClaims.sql();
+    }
+
+    /** The sharded limited claim's gate, by {@link ClaimGates#gateOf} (for EXPLAIN in tests). */
+    String shardedGateSql(int gate) {
+        return shardedLimited.gateSql(gate);
     }
 
     /** The reclaim statement of a run of a saga without limits, or with the limits of {@code gate}. */
@@ -148,9 +156,13 @@ final class RunClaims {
                     : split.claim(c, saga, version, engine, time.bind());
         }
         ClaimedRun run;
-        try (PreparedStatement ps = c.prepareStatement(claimSql(limit, lease))) {
-            bindClaim(ps, saga, limit, lease, version, engine);
-            run = rows.readClaim(ps);
+        if (sharded) {
+            run = shardedLimited.claim(c, saga, version, engine, limit, lease, time.bind());
+        } else {
+            try (PreparedStatement ps = c.prepareStatement(claimSql(limit, lease))) {
+                bindClaim(ps, saga, limit, lease, version, engine);
+                run = rows.readClaim(ps);
+            }
         }
         if (run == null && lease != null) {
             lease.giveBack(); // no step started on it
@@ -247,6 +259,16 @@ final class RunClaims {
         }
         RateLease lease = gates.takeLease(saga, limit);
         ClaimedRun run = null;
+        if (sharded) { // as above: a held lock is skipped, not waited for
+            try {
+                run = shardedLimited.reclaim(c, rootId, runId, saga, engine, limit, lease, time.bind());
+            } finally {
+                if (run == null && lease != null) {
+                    lease.giveBack();
+                }
+            }
+            return run;
+        }
         try (PreparedStatement ps = c.prepareStatement(waiting
                 ? (limit == null ? reclaimWaitingSql : limitedReclaimWaitingSql[gateOf(limit, lease)])
                 : (limit == null ? reclaimSql : limitedReclaims[gateOf(limit, lease)].sql()))) {

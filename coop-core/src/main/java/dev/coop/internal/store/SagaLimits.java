@@ -27,13 +27,6 @@ public final class SagaLimits {
      * limits for all) and gives its rate window one row per allowed start. Called after the saga was registered.
      */
     public void register(Connection c, Saga<?> saga) throws SQLException {
-        if (schema.citus() && (saga.concurrency() > 0 || saga.rateLimit() > 0)) {
-            throw new dev.coop.failure.CoopValidationException("Saga '" + saga.name() + "' has a "
-                    + (saga.concurrency() > 0 ? "concurrency limit" : "rate limit") + ", which Coop does not run on"
-                    + " Citus yet: a limited saga's claim locks its run in one statement across shards, which Citus"
-                    + " refuses (FOR UPDATE); register it without limits there, or keep Coop in a database without"
-                    + " the citus extension (docs/guide/citus.md)");
-        }
         Integer concurrency = saga.concurrency() > 0 ? saga.concurrency() : null;
         Integer rate = saga.rateLimit() > 0 ? saga.rateLimit() : null;
         Long periodMillis = rate == null ? null : saga.ratePeriod().toMillis();

@@ -121,6 +121,24 @@ final class ShardedClaims {
 
     /** Locks the first due candidate of {@code version} of {@code saga} that no other engine holds, and completes it. */
     ClaimedRun claim(Connection c, String saga, int version, String engine, OffsetDateTime now) throws SQLException {
+        ClaimedRun locked = lockCandidate(c, saga, version, engine, now);
+        return locked == null ? null : complete(c, locked, engine);
+    }
+
+    /** Completes a run {@link #lockCandidate} or {@link #lockById} locked: its SEEN, its message and its log. */
+    ClaimedRun complete(Connection c, ClaimedRun locked, String engine) throws SQLException {
+        return split.complete(c, locked, engine, seenSql, true);
+    }
+
+    /** Locks {@code runId} by its root if it is still runnable and due, without completing it; or null. */
+    ClaimedRun lockById(Connection c, UUID rootId, UUID runId, String engine, OffsetDateTime now)
+            throws SQLException {
+        return lock(c, lockByIdSql, rootId, runId, engine, now, now);
+    }
+
+    /** Locks the first due candidate of {@code version} of {@code saga} that no other engine holds; or null. */
+    ClaimedRun lockCandidate(Connection c, String saga, int version, String engine, OffsetDateTime now)
+            throws SQLException {
         for (int page = 0; page < MAX_PAGES; page++) {
             List<UUID[]> candidates = candidates(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
             // from a random one of the page on: workers claiming at once mostly try different runs first
@@ -133,7 +151,7 @@ final class ShardedClaims {
                 ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], engine, now, saga, version,
                         now);
                 if (locked != null) {
-                    return split.complete(c, locked, engine, seenSql, true);
+                    return locked;
                 }
             }
             if (candidates.size() < CANDIDATES_PER_CLAIM) {
