@@ -132,6 +132,161 @@ class CitusOnePhaseCommitTest {
         }
     }
 
+    /**
+     * A step that launches several children at once (W2's fan-out: three of one topic, and one of a topic two sagas
+     * handle, so five runs), one {@code INSERT ... VALUES} per table routed by the step's root; the children's
+     * count-offs, the last of which commits the parent: all in one phase.
+     */
+    @Test
+    void a_step_launching_several_children_and_their_count_offs() throws Exception {
+        Coop.client(db.dataSource());
+        Topic<Empty> parentTopic = Topic.of("citus-1pc-fan-out", Empty.class);
+        Topic<Empty> childTopic = Topic.of("citus-1pc-fan-child", Empty.class);
+        Topic<Empty> pairTopic = Topic.of("citus-1pc-fan-pair", Empty.class);
+        Saga<Empty> parent = Saga.on(parentTopic, "citus-1pc-fan-out")
+                .step("fan-out", step -> {
+                    for (int k = 0; k < 3; k++) {
+                        step.launch(childTopic, new Empty());
+                    }
+                    step.launch(pairTopic, new Empty());
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "citus-1pc-fan-child").step("work", step -> {
+        }).build();
+        Saga<Empty> left = Saga.on(pairTopic, "citus-1pc-fan-left").step("work", step -> {
+        }).build();
+        Saga<Empty> right = Saga.on(pairTopic, "citus-1pc-fan-right").step("work", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
+                .pollInterval(Duration.ofMillis(50)).register(parent, child, left, right).start();
+                Held held = new Held()) {
+            long before = prepared();
+            MessageId id = engine.client().launch(parentTopic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long after = prepared();
+            System.out.println("2PC rows of a fan-out of five runs and its count-offs: " + (after - before));
+            java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(events.stream().filter(e -> e.type() == dev.coop.inspect.EventType.SEEN).count())
+                    .as(dev.coop.test.EventLog.table(events)).isEqualTo(6);
+            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(after - before).as("two-phase commits").isZero();
+        }
+    }
+
+    /**
+     * A client's launch on a topic nobody handles (its message and EMITTED event only), and a step that launches a
+     * child nobody handles besides one that is handled: one phase.
+     */
+    @Test
+    void messages_nobody_handles() throws Exception {
+        Coop.client(db.dataSource());
+        Topic<Empty> nobody = Topic.of("citus-1pc-nobody", Empty.class);
+        Topic<Empty> parentTopic = Topic.of("citus-1pc-nobody-parent", Empty.class);
+        Topic<Empty> childTopic = Topic.of("citus-1pc-nobody-child", Empty.class);
+        Saga<Empty> parent = Saga.on(parentTopic, "citus-1pc-nobody-parent")
+                .step("alone", step -> step.launch(nobody, new Empty()))
+                .step("both", step -> {
+                    step.launch(nobody, new Empty());
+                    step.launch(childTopic, new Empty());
+                })
+                .build();
+        Saga<Empty> child = Saga.on(childTopic, "citus-1pc-nobody-child").step("work", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
+                .pollInterval(Duration.ofMillis(50)).register(parent, child).start();
+                Held held = new Held()) {
+            long before = prepared();
+            MessageId unhandled = engine.client().launch(nobody, new Empty());
+            long afterLaunch = prepared();
+            MessageId id = engine.client().launch(parentTopic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long after = prepared();
+            System.out.println("2PC rows of a launch nobody handles: " + (afterLaunch - before)
+                    + ", of a saga launching messages nobody handles: " + (after - afterLaunch));
+            assertThat(engine.client().events(unhandled)).extracting(dev.coop.inspect.Event::type)
+                    .containsExactly(dev.coop.inspect.EventType.EMITTED);
+            java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(events.stream().filter(e -> e.type() == dev.coop.inspect.EventType.EMITTED).count())
+                    .as(dev.coop.test.EventLog.table(events)).isEqualTo(4);
+            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(afterLaunch - before).as("two-phase commits of the launch").isZero();
+            assertThat(after - afterLaunch).as("two-phase commits of the steps").isZero();
+        }
+    }
+
+    /**
+     * A step that opens an external task (its last), the client's completion, whose count-off commits the parent, and
+     * a task of a step before the last that the client fails (its parent then runnable, rolling back): the
+     * settlements commit in one phase.
+     */
+    @Test
+    void an_external_task_settled_by_a_client() throws Exception {
+        Coop.client(db.dataSource());
+        Topic<Empty> topic = Topic.of("citus-1pc-task", Empty.class);
+        Topic<Empty> failing = Topic.of("citus-1pc-task-fails", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "citus-1pc-task")
+                .step("ask", step -> step.openTask("citus-1pc-approval", new Empty(),
+                        TaskOptions.none().key("citus-1pc/" + step.messageId().value())))
+                .build();
+        Saga<Empty> fails = Saga.on(failing, "citus-1pc-task-fails")
+                .step("ask", step -> step.openTask("citus-1pc-check", new Empty(),
+                        TaskOptions.none().key("citus-1pc-fails/" + step.messageId().value())))
+                .step("never", step -> {
+                })
+                .build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
+                .pollInterval(Duration.ofMillis(50)).register(saga, fails).start();
+                Held held = new Held()) {
+            CoopClient client = engine.client();
+            long before = prepared();
+            MessageId id = client.launch(topic, new Empty());
+            dev.coop.test.Await.until("task open", WAIT, () -> client.externalTask("citus-1pc/" + id.value())
+                    .filter(t -> t.state() == TaskState.OPEN).isPresent());
+            long opened = prepared();
+            assertThat(client.complete("citus-1pc/" + id.value(), new Empty())).isEqualTo(TaskOutcome.SETTLED);
+            long completed = prepared();
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            MessageId failed = client.launch(failing, new Empty());
+            dev.coop.test.Await.until("task open", WAIT, () -> client.externalTask("citus-1pc-fails/"
+                    + failed.value()).filter(t -> t.state() == TaskState.OPEN).isPresent());
+            long openedAgain = prepared();
+            assertThat(client.fail("citus-1pc-fails/" + failed.value(), "no", "test")).isEqualTo(TaskOutcome.SETTLED);
+            long failedNow = prepared();
+            assertThat(client.awaitCompletion(failed, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            System.out.println("2PC rows of a launch and a step opening a task: " + (opened - before)
+                    + ", of its completion committing the parent: " + (completed - opened)
+                    + ", of a failure: " + (failedNow - openedAgain));
+            for (MessageId m : java.util.List.of(id, failed)) {
+                java.util.List<dev.coop.inspect.Event> events = client.events(m);
+                dev.coop.test.Invariants.assertAll(events);
+                assertThat(idsOf(m)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            }
+            assertThat(completed - opened).as("two-phase commits of the completion").isZero();
+            assertThat(failedNow - openedAgain).as("two-phase commits of the failure").isZero();
+        }
+    }
+
+    /** Holds back the recovery of two-phase commits while open: {@link #prepared} counts every one of them. */
+    static final class Held implements AutoCloseable {
+        private final Connection recovery;
+
+        Held() throws SQLException {
+            recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
+            recovery.setAutoCommit(false);
+            try (Statement st = recovery.createStatement()) {
+                st.execute("LOCK TABLE pg_dist_transaction IN SHARE UPDATE EXCLUSIVE MODE");
+            }
+        }
+
+        @Override
+        public void close() throws SQLException {
+            recovery.rollback();
+            recovery.close();
+        }
+    }
+
     static java.util.List<Long> idsOf(MessageId id) throws SQLException {
         java.util.List<Long> ids = new java.util.ArrayList<>();
         try (Connection c = db.dataSource().getConnection();

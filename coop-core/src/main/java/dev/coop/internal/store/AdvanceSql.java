@@ -304,6 +304,28 @@ public final class AdvanceSql {
             INSERT INTO {schema}.event (message_id, type, saga, engine, step, lineage, started_at, root_id)
             VALUES (?::uuid, 'COMMITTED', ?, ?, ?, ?::uuid[], ?, ?::uuid)""";
 
+    /**
+     * {@link #COUNT_OFF} on Citus: {@link #countOffOnCitus}, and the parent's {@code commit_allowed} read before it
+     * ({@link #PARENT_ALLOWED}), its value bound in place of the first two parameters. Without an insert in the
+     * statement Citus plans it as one router query, the {@code parent_allowed} CTE included: the function ran on the
+     * worker and its read of {@code cancellation} failed there ("cannot execute a distributed query from a query on a
+     * shard") whenever the count-off committed the parent (a task's settlement of a last step, a cascade of commits).
+     */
+    static String countOffAloneOnCitus(String countOff) {
+        return CitusLayout.rewritten(countOffOnCitus(countOff), """
+                parent_allowed AS MATERIALIZED ( -- read only when the parent would commit (schema version 30)
+                  SELECT {schema}.commit_allowed(?::uuid, ?::uuid[], false) AS ok
+                )""",
+                "parent_allowed AS ( -- read before, on the coordinator (PARENT_ALLOWED)\n  SELECT ?::boolean AS ok\n)");
+    }
+
+    /**
+     * On Citus, whether a parent that a standalone count-off may commit can commit ({@link #countOffAloneOnCitus}):
+     * a statement without tables, which the coordinator runs (where operators take the lock). Parameters: the root,
+     * the parent's scope.
+     */
+    static final String PARENT_ALLOWED = "SELECT {schema}.commit_allowed(?::uuid, ?::uuid[], false)";
+
     /** Counts a run that finished without an advance of its own (a parent committed by its last child) off. */
     static final String COUNT_OFF = "WITH " + COUNT_OFF_PARENT.formatted("");
 

@@ -53,6 +53,8 @@ final class Advances {
     private final String countOffSql;
     /** On Citus: the COMMITTED of a parent its last child's count-off committed ({@link AdvanceSql#countOffOnCitus}). */
     private final String parentCommittedSql;
+    /** On Citus: the parent's {@code commit_allowed} before a standalone count-off ({@link AdvanceSql#PARENT_ALLOWED}). */
+    private final String parentAllowedSql;
     private final String joinCheckSql;
 
     /**
@@ -86,10 +88,11 @@ final class Advances {
             limitedAloneContinueSql[gate] = alone + next + reclaims.reclaimSql(gate);
         }
         this.postponeSql = schema.sql(AdvanceSql.POSTPONE);
-        this.countOffSql = schema.citus()
-                ? AdvanceSql.countOffOnCitus(schema.sql(AdvanceSql.COUNT_OFF))
-                : schema.sql(AdvanceSql.COUNT_OFF);
+        this.countOffSql = schema.sql(schema.citus()
+                ? AdvanceSql.countOffAloneOnCitus(AdvanceSql.COUNT_OFF)
+                : AdvanceSql.COUNT_OFF);
         this.parentCommittedSql = schema.sql(AdvanceSql.PARENT_COMMITTED);
+        this.parentAllowedSql = schema.sql(AdvanceSql.PARENT_ALLOWED);
         this.joinCheckSql = schema.sql(JOIN_CHECK);
     }
 
@@ -183,8 +186,8 @@ final class Advances {
             OffsetDateTime now = time.bind();
             int i = binding.bind(ps, 0, new Store.Move(run, entries, next), engine, quiet, now);
             if (countOffAt != null) {
-                i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt,
-                        AdvanceSql.parentScope(run.lineage(), run.cancelFrom()), engine, run.claimedAt(), now,
+                i = bindAllowed(ps, i, run.rootId(), AdvanceSql.parentScope(run.lineage(), run.cancelFrom()));
+                i = bindCountOff(ps, i, next.status(), run.rootId(), countOffAt, engine, run.claimedAt(), now,
                         binding.localSagas(), !schema.citus());
             }
             return readTail(c, ps, i, write, now);
@@ -342,19 +345,47 @@ final class Advances {
     /** Counts {@code child}, a parent committed by its last child, off at its own parent. */
     public Counted countOff(Connection c, Counted child, RunStatus childStatus, String engine,
             OffsetDateTime startedAt) throws SQLException {
+        UUID[] parentScope = AdvanceSql.parentScope(child.lineage(), child.cancelFrom());
         try (PreparedStatement ps = c.prepareStatement(countOffSql)) {
-            bindCountOff(ps, 0, childStatus, child.rootId(), child.parentId(),
-                    AdvanceSql.parentScope(child.lineage(), child.cancelFrom()), engine, startedAt, time.bind(),
+            int i = 0;
+            if (schema.citus()) { // the parent's commit_allowed first, on the coordinator
+                ps.setBoolean(++i, childStatus == RunStatus.COMMITTED
+                        && parentAllowed(c, child.rootId(), parentScope));
+            } else {
+                i = bindAllowed(ps, i, child.rootId(), parentScope);
+            }
+            bindCountOff(ps, i, childStatus, child.rootId(), child.parentId(), engine, startedAt, time.bind(),
                     binding.localSagas(), !schema.citus());
             return readCounted(ps, engine, startedAt);
         }
     }
 
-    private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID rootId, UUID parentId,
-            UUID[] parentScope, String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas,
-            boolean parentCommitted) throws SQLException {
-        ps.setObject(++i, rootId, Types.OTHER); // the parent's commit_allowed (AdvanceSql.COUNT_OFF_PARENT)
+    /**
+     * On Citus, {@code commit_allowed} of the parent a standalone count-off may commit ({@link
+     * AdvanceSql#PARENT_ALLOWED}): read only when the child committed (a parent commits only then), but whether or
+     * not the parent is in its last step, which the count-off finds out. The advance's count-off reads it in its own
+     * statement (Citus evaluates it there on the coordinator, as a subplan, for every count-off too).
+     */
+    private boolean parentAllowed(Connection c, UUID rootId, UUID[] parentScope) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(parentAllowedSql)) {
+            bindAllowed(ps, 0, rootId, parentScope);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    /** Binds the parent's {@code commit_allowed} (AdvanceSql.COUNT_OFF_PARENT): its root and scope. */
+    private static int bindAllowed(PreparedStatement ps, int i, UUID rootId, UUID[] parentScope) throws SQLException {
+        ps.setObject(++i, rootId, Types.OTHER);
         ps.setArray(++i, ps.getConnection().createArrayOf("uuid", parentScope));
+        return i;
+    }
+
+    private static int bindCountOff(PreparedStatement ps, int i, RunStatus childStatus, UUID rootId, UUID parentId,
+            String engine, OffsetDateTime startedAt, OffsetDateTime now, String localSagas,
+            boolean parentCommitted) throws SQLException {
         for (int k = 0; k < 4; k++) {
             ps.setString(++i, childStatus.name());
         }

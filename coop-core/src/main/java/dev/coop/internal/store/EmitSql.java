@@ -138,7 +138,7 @@ final class EmitSql {
     /**
      * The runs of {@link #EMIT_ONE}: one per saga registered for the topic, read by the statement. On Citus this
      * {@code INSERT ... SELECT} from the reference table runs through the coordinator and commits in two phases;
-     * {@link #runsOneAsValues} replaces it there.
+     * {@link CitusEmits} launches there instead.
      */
     static final String RUNS_ONE = """
               SELECT x.id, ?::uuid, x.saga, x.version, coalesce(?::uuid[], ARRAY[?::uuid]) || ARRAY[x.id], ?::uuid,
@@ -146,24 +146,4 @@ final class EmitSql {
                 FROM (SELECT {schema}.uuid_v7() AS id, reg.saga, reg.version
                         FROM {schema}.saga_registration reg WHERE reg.topic = ? ORDER BY reg.saga) x
             """;
-
-    /** One run's row on Citus ({@link #runsOneAsValues}): 15 parameters, the run's id and its saga bound. */
-    private static final String RUN_VALUES_ROW = "(?::uuid, ?::uuid, ?, ?::int, coalesce(?::uuid[], ARRAY[?::uuid])"
-            + " || ARRAY[?::uuid], ?::uuid, ?::int, 'RUNNABLE', ?, coalesce(?::timestamptz, {now}), ?::int, ?::int,"
-            + " ?::uuid)";
-
-    /** The sagas registered for a topic, read before {@link #runsOneAsValues} on Citus (a reference table). */
-    static final String REGISTERED = "SELECT saga, version FROM {schema}.saga_registration WHERE topic = ?"
-            + " ORDER BY saga";
-
-    /**
-     * {@link #EMIT_ONE}'s template on Citus for {@code sagas} registered sagas (at least one): its runs as an {@code
-     * INSERT ... VALUES} with one row of bound values per saga, which Citus routes to the hierarchy's worker and
-     * commits in one phase there (an {@code INSERT ... SELECT} goes through the coordinator: two phases).
-     */
-    static String runsOneAsValues(int sagas) {
-        return EMIT_ONE.replace(RUNS_ONE, "              VALUES "
-                + String.join(",\n                     ", java.util.Collections.nCopies(sagas, RUN_VALUES_ROW))
-                + "\n");
-    }
 }

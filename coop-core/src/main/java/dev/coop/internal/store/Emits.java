@@ -43,8 +43,8 @@ final class Emits {
     private final String emitSql;
     private final String emitOneSql;
     private final String emitKeyedSql;
-    /** On Citus: {@link EmitSql#runsOneAsValues} by number of sagas, as sent; null on plain PostgreSQL. */
-    private final java.util.concurrent.ConcurrentHashMap<Integer, String> emitOneValuesSql;
+    /** On Citus: the launch of messages without keys as {@code INSERT ... VALUES}; null on plain PostgreSQL. */
+    private final CitusEmits citusEmits;
     private final KeyedRuns keys;
     /** On Citus: idempotency keys through the coordinator's {@code launch_key}; null on plain PostgreSQL. */
     private final LaunchKeys launchKeys;
@@ -63,7 +63,7 @@ final class Emits {
         this.emitSql = schema.sql(EmitSql.EMIT);
         this.emitOneSql = schema.sql(EmitSql.EMIT_ONE);
         this.emitKeyedSql = schema.sql(EmitSql.EMIT_KEYED);
-        this.emitOneValuesSql = schema.citus() ? new java.util.concurrent.ConcurrentHashMap<>() : null;
+        this.citusEmits = schema.citus() ? new CitusEmits(schema, time) : null;
         this.keys = new KeyedRuns(schema);
         this.launchKeys = schema.citus() ? new LaunchKeys(schema) : null;
     }
@@ -88,11 +88,7 @@ final class Emits {
 
     /** {@link #emitAll} of one message without keys: scalar parameters ({@link EmitSql#EMIT_ONE}). */
     private Emitted emitOne(Connection c, Origin origin, Emission e) throws SQLException {
-        List<String[]> sagas = emitOneValuesSql == null ? List.of() : registered(c, e.topic());
-        String sql = sagas.isEmpty()
-                ? emitOneSql
-                : emitOneValuesSql.computeIfAbsent(sagas.size(), n -> schema.sql(EmitSql.runsOneAsValues(n)));
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
+        try (PreparedStatement ps = c.prepareStatement(emitOneSql)) {
             Array scopeArray = origin.scope() == null ? null : c.createArrayOf("uuid", origin.scope());
             OffsetDateTime now = time.bind();
             int i = 0;
@@ -110,39 +106,19 @@ final class Emits {
             ps.setObject(++i, e.messageId());
             ps.setString(++i, e.context());
             ps.setObject(++i, root);
-            if (sagas.isEmpty()) {
-                i = bindRunOne(ps, i, origin, e, scopeArray, now, root, null);
-                ps.setString(++i, e.topic());
-            }
-            for (String[] saga : sagas) { // on Citus: the runs as VALUES (EmitSql.runsOneAsValues)
-                i = bindRunOne(ps, i, origin, e, scopeArray, now, root, saga);
-            }
+            i = bindRunOne(ps, i, origin, e, scopeArray, now, root);
+            ps.setString(++i, e.topic());
             ps.setString(++i, localSagas);
             return emitted(ps, origin.saga(), origin.step(), e.topic());
         }
     }
 
-    /**
-     * Binds one run of {@link EmitSql#EMIT_ONE}: its columns as the statement reads them from {@code saga_registration}
-     * ({@code saga} null), or as a row of {@link EmitSql#runsOneAsValues} with its id, saga and version ({@code saga}:
-     * name and version).
-     */
+    /** Binds the runs of {@link EmitSql#EMIT_ONE}, as the statement reads them from {@code saga_registration}. */
     private static int bindRunOne(PreparedStatement ps, int i, Origin origin, Emission e, Array scopeArray,
-            OffsetDateTime now, UUID root, String[] saga) throws SQLException {
-        UUID id = saga == null ? null : Uuids.v7();
-        if (saga != null) {
-            ps.setObject(++i, id);
-        }
+            OffsetDateTime now, UUID root) throws SQLException {
         ps.setObject(++i, e.messageId());
-        if (saga != null) {
-            ps.setString(++i, saga[0]);
-            ps.setInt(++i, Integer.parseInt(saga[1]));
-        }
         setArrayOrNull(ps, ++i, scopeArray);
         ps.setObject(++i, e.messageId());
-        if (saga != null) {
-            ps.setObject(++i, id);
-        }
         ps.setObject(++i, origin.parentId(), Types.OTHER);
         Store.setInteger(ps, ++i, origin.parentSeq());
         ps.setString(++i, e.context());
@@ -152,20 +128,6 @@ final class Emits {
         Store.setInteger(ps, ++i, origin.cancelFrom());
         ps.setObject(++i, root);
         return i;
-    }
-
-    /** The sagas registered for {@code topic} (name, version), read on Citus before {@link EmitSql#runsOneAsValues}. */
-    private List<String[]> registered(Connection c, String topic) throws SQLException {
-        List<String[]> sagas = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(EmitSql.REGISTERED))) {
-            ps.setString(1, topic);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    sagas.add(new String[]{rs.getString(1), Integer.toString(rs.getInt(2))});
-                }
-            }
-        }
-        return sagas;
     }
 
     /**
@@ -239,6 +201,13 @@ final class Emits {
     }
 
     private Emitted emitUnlabelled(Connection c, Origin origin, List<Emission> emissions) throws SQLException {
+        if (citusEmits != null && emissions.stream().allMatch(e -> e.idempotencyKey() == null
+                && e.orderingKey() == null)) { // on Citus: INSERT ... VALUES, routed by root (CitusEmits)
+            List<String> unhandled = new ArrayList<>();
+            Map<String, Integer> created = citusEmits.emit(c, origin, emissions, unhandled);
+            unhandled(unhandled, origin.saga(), origin.step());
+            return new Emitted(created, List.of());
+        }
         if (emissions.size() == 1 && emissions.getFirst().idempotencyKey() == null
                 && emissions.getFirst().orderingKey() == null) {
             return emitOne(c, origin, emissions.getFirst());

@@ -52,13 +52,26 @@ final class RootSettlement {
              WHERE r.root_id = ? AND r.id = ?
             """;
 
-    /** The run's events, from bound values only (Citus takes their ids from the coordinator's sequence). */
-    static final String LOGGED = """
+    /**
+     * The run's events: {@code INSERT ... VALUES}, a row of bound values each ({@link #logged}). Citus takes their ids
+     * from the coordinator's sequence in the rows' order, and routes the insert to the hierarchy's shard; an {@code
+     * INSERT ... SELECT FROM unnest(...)} went through the coordinator and made the settlement commit in two phases.
+     */
+    private static final String LOGGED_INTO = """
             INSERT INTO {schema}.event (message_id, type, saga, lineage, exception, root_id)
-            SELECT ?::uuid, e.type, '~external-task', ?::uuid[], e.exception::jsonb, ?::uuid
-              FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS e(type, exception, n)
-             ORDER BY e.n
+            VALUES %s
             """;
+
+    /** One event of {@link #logged}: the message, the type, the lineage, the failure, the root. */
+    private static final String LOGGED_ROW = "(?::uuid, ?, '~external-task', ?::uuid[], ?::jsonb, ?::uuid)";
+
+    /** {@link #LOGGED_INTO} of {@code events} rows. */
+    static String logged(int events) {
+        return LOGGED_INTO.formatted(String.join(",\n       ", java.util.Collections.nCopies(events, LOGGED_ROW)));
+    }
+
+    /** {@link #logged}: a completion's two events (as audited). */
+    static final String LOGGED = logged(2);
 
     private final SchemaName schema;
     private final Time time;
@@ -126,15 +139,19 @@ final class RootSettlement {
             ps.setObject(8, run);
             ps.executeUpdate();
         }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(LOGGED))) {
-            ps.setObject(1, message, Types.OTHER);
-            ps.setArray(2, c.createArrayOf("uuid", lineage));
-            ps.setObject(3, root, Types.OTHER);
-            ps.setArray(4, c.createArrayOf("text", complete // a run's log starts with SEEN
-                    ? new String[]{"SEEN", "COMMITTED"}
-                    : new String[]{"SEEN", "ROLLING_BACK", "ROLLED_BACK"}));
-            ps.setArray(5, c.createArrayOf("text",
-                    complete ? new String[]{null, null} : new String[]{null, failure, null}));
+        String[] types = complete // a run's log starts with SEEN
+                ? new String[]{"SEEN", "COMMITTED"}
+                : new String[]{"SEEN", "ROLLING_BACK", "ROLLED_BACK"};
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(logged(types.length)))) {
+            var lineageArray = c.createArrayOf("uuid", lineage);
+            int i = 0;
+            for (String type : types) {
+                ps.setObject(++i, message, Types.OTHER);
+                ps.setString(++i, type);
+                ps.setArray(++i, lineageArray);
+                ps.setString(++i, type.equals("ROLLING_BACK") ? failure : null);
+                ps.setObject(++i, root, Types.OTHER);
+            }
             ps.executeUpdate();
         }
         Counted child = new Counted(run, TaskSql.SAGA, status, message, parent, root, lineage, cancelFrom);

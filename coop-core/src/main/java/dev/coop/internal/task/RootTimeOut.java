@@ -55,14 +55,26 @@ final class RootTimeOut {
              WHERE t.run_id = ANY(?::uuid[])
             """;
 
-    static final String LOGGED = """
+    /**
+     * The runs' events, ROLLING_BACK (with the failure) and ROLLED_BACK for each, as {@code INSERT ... VALUES} of
+     * bound rows ({@link #logged}): routed to the hierarchy's shard, ids from the coordinator's sequence in order (an
+     * {@code INSERT ... SELECT FROM unnest(...)} went through the coordinator: a two-phase commit).
+     */
+    private static final String LOGGED_INTO = """
             INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception, root_id)
-            SELECT u.message_id, e.type, '~external-task', ?, u.lineage::uuid[],
-                   CASE WHEN e.k = 1 THEN u.failure::jsonb END, ?::uuid
-              FROM unnest(?::uuid[], ?::text[], ?::text[]) WITH ORDINALITY AS u(message_id, lineage, failure, n)
-             CROSS JOIN (VALUES (1, 'ROLLING_BACK'), (2, 'ROLLED_BACK')) AS e(k, type)
-             ORDER BY u.n, e.k
+            VALUES %s
             """;
+
+    /** One event of {@link #logged}: the message, the type, the engine, the lineage, the failure, the root. */
+    private static final String LOGGED_ROW = "(?::uuid, ?, '~external-task', ?, ?::uuid[], ?::jsonb, ?::uuid)";
+
+    /** {@link #LOGGED_INTO} of two events for each of {@code runs} runs. */
+    static String logged(int runs) {
+        return LOGGED_INTO.formatted(String.join(",\n       ", java.util.Collections.nCopies(2 * runs, LOGGED_ROW)));
+    }
+
+    /** {@link #logged}: one run's two events (as audited). */
+    static final String LOGGED = logged(1);
 
     static final String COUNTED = """
             UPDATE {schema}.run p SET failed_children = p.failed_children + ? WHERE p.root_id = ? AND p.id = ?
@@ -138,12 +150,18 @@ final class RootTimeOut {
             ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
             ps.executeUpdate();
         }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(LOGGED))) {
-            ps.setString(1, engine);
-            ps.setObject(2, run.rootId(), Types.OTHER);
-            ps.setArray(3, c.createArrayOf("uuid", messages.toArray()));
-            ps.setArray(4, c.createArrayOf("text", lineages.toArray()));
-            ps.setArray(5, c.createArrayOf("text", settledFailures.toArray()));
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(logged(ids.size())))) {
+            int i = 0;
+            for (int k = 0; k < ids.size(); k++) {
+                for (String type : new String[]{"ROLLING_BACK", "ROLLED_BACK"}) {
+                    ps.setObject(++i, messages.get(k), Types.OTHER);
+                    ps.setString(++i, type);
+                    ps.setString(++i, engine);
+                    ps.setString(++i, lineages.get(k)); // the lineage's text, as SETTLED returns it
+                    ps.setString(++i, type.equals("ROLLING_BACK") ? settledFailures.get(k) : null);
+                    ps.setObject(++i, run.rootId(), Types.OTHER);
+                }
+            }
             ps.executeUpdate();
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(COUNTED))) {
