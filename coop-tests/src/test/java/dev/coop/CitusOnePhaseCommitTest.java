@@ -28,13 +28,7 @@ class CitusOnePhaseCommitTest {
 
     @Test
     void a_three_step_saga_commits_its_steps_without_two_phase_commit() throws Exception {
-        if (Boolean.getBoolean("coop.citus.remoteCommands")) { // diagnosis: the coordinator's log names them
-            try (Connection c = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
-                    Statement st = c.createStatement()) {
-                st.execute("ALTER DATABASE \"" + db.databaseName() + "\" SET citus.log_remote_commands = on");
-                st.execute("ALTER DATABASE \"" + db.databaseName() + "\" SET log_min_messages = notice");
-            }
-        }
+        logRemoteCommands();
         Coop.client(db.dataSource()); // migrations and the Citus layout
         try (Connection recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
                 Statement st = recovery.createStatement()) {
@@ -46,6 +40,17 @@ class CitusOnePhaseCommitTest {
             recovery.rollback();
         } finally {
             copyRemoteCommands();
+        }
+    }
+
+    /** With {@code -Dcoop.citus.remoteCommands=true}: the coordinator logs the commands it sends the workers. */
+    static void logRemoteCommands() throws SQLException {
+        if (Boolean.getBoolean("coop.citus.remoteCommands")) { // diagnosis: the coordinator's log names them
+            try (Connection c = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
+                    Statement st = c.createStatement()) {
+                st.execute("ALTER DATABASE \"" + db.databaseName() + "\" SET citus.log_remote_commands = on");
+                st.execute("ALTER DATABASE \"" + db.databaseName() + "\" SET log_min_messages = notice");
+            }
         }
     }
 
@@ -265,6 +270,40 @@ class CitusOnePhaseCommitTest {
             }
             assertThat(completed - opened).as("two-phase commits of the completion").isZero();
             assertThat(failedNow - openedAgain).as("two-phase commits of the failure").isZero();
+        }
+    }
+
+    /**
+     * Three generations, each launching in its last step: the grandchild's advance commits the child, and the child's
+     * commit, counted off at the root by a statement of its own ({@code AdvanceSql.countOffAloneOnCitus}), commits the
+     * root. That count-off failed on Citus before ({@code commit_allowed} ran on the worker): it commits, in one phase.
+     */
+    @Test
+    void a_cascade_of_commits_up_three_generations() throws Exception {
+        Coop.client(db.dataSource());
+        Topic<Empty> rootTopic = Topic.of("citus-1pc-cascade", Empty.class);
+        Topic<Empty> childTopic = Topic.of("citus-1pc-cascade-child", Empty.class);
+        Topic<Empty> grandchildTopic = Topic.of("citus-1pc-cascade-grandchild", Empty.class);
+        Saga<Empty> root = Saga.on(rootTopic, "citus-1pc-cascade")
+                .step("launch", step -> step.launch(childTopic, new Empty())).build();
+        Saga<Empty> child = Saga.on(childTopic, "citus-1pc-cascade-child")
+                .step("launch", step -> step.launch(grandchildTopic, new Empty())).build();
+        Saga<Empty> grandchild = Saga.on(grandchildTopic, "citus-1pc-cascade-grandchild").step("work", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
+                .pollInterval(Duration.ofMillis(50)).register(root, child, grandchild).start();
+                Held held = new Held()) {
+            long before = prepared();
+            MessageId id = engine.client().launch(rootTopic, new Empty());
+            assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
+            long after = prepared();
+            System.out.println("2PC rows of a cascade of commits up three generations: " + (after - before));
+            java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(events.stream().filter(e -> e.type() == dev.coop.inspect.EventType.COMMITTED).count())
+                    .as(dev.coop.test.EventLog.table(events)).isEqualTo(3);
+            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(after - before).as("two-phase commits").isZero();
         }
     }
 
