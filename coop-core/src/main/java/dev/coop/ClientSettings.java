@@ -155,9 +155,20 @@ abstract class ClientSettings<B extends ClientSettings<B>> {
         SchemaName name = new SchemaName(schema);
         if (migrate) {
             Migrations.apply(dataSource, name);
+            return dev.coop.internal.store.CitusLayout.layoutOf(dataSource, name);
         }
-        // a schema migrated by the team itself (Coop.migrationSql has no layout) is distributed or not: read which
-        return dev.coop.internal.store.CitusLayout.layoutOf(dataSource, name);
+        // a schema migrated by the team itself (Coop.migrationSql has no layout) is distributed or not: read which;
+        // a database that cannot be reached or entered yet (08: connection, 28: authorization, 3D: no such database)
+        // fails later, at the first statement, with that statement's error
+        try {
+            return dev.coop.internal.store.CitusLayout.layoutOf(dataSource, name);
+        } catch (dev.coop.failure.CoopStoreException e) {
+            if (e.getCause() instanceof java.sql.SQLException sql && sql.getSQLState() != null
+                    && java.util.List.of("08", "28", "3D").contains(sql.getSQLState().substring(0, 2))) {
+                return name;
+            }
+            throw e;
+        }
     }
 
     /** How payloads become JSON: the mapper, the allowed polymorphic types and the payload limit. */
