@@ -19,7 +19,8 @@ public final class Throwables {
     /**
      * True when {@code t} says the database or the connection failed rather than the step's logic: lost
      * connections (SQLSTATE class 08), serialization failures and deadlocks (40), resource exhaustion (53),
-     * operator intervention such as a restart (57P). Decided by SQL state and connection state only: a unique
+     * operator intervention such as a restart (57P), and on Citus a worker's connection that broke mid-transaction
+     * (XX000 with one of Citus's texts for it, {@link #isCitusNodeFailure}). Decided by SQL state and connection state only: a unique
      * violation a step wrapped in its own exception, or an {@link OutOfMemoryError} in step code, fails the step.
      * The cause chain is walked at most {@code 100} deep and stops at a cycle.
      */
@@ -29,7 +30,51 @@ public final class Throwables {
             if (c instanceof SQLRecoverableException || c instanceof SQLTransientException) {
                 return true;
             }
-            if (c instanceof SQLException sql && isInfrastructureState(sql.getSQLState())) {
+            if (c instanceof SQLException sql
+                    && (isInfrastructureState(sql.getSQLState()) || isCitusNodeFailure(sql))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** SQLSTATE XX000 (internal_error): the state Citus gives its own errors and a worker's reply without a state. */
+    static final String INTERNAL_ERROR = "XX000";
+
+    /**
+     * What Citus says, with {@link #INTERNAL_ERROR} and no state of its own, when its connection to a worker broke
+     * mid-transaction (docs/guide/citus.md, "Faults"; Citus 13.2, captured on the test cluster): the health check
+     * before a commit ({@code CheckRemoteTransactionsHealth}: a worker this transaction read from or wrote to is
+     * gone), a one-phase commit that failed on the worker ({@code ErrorIfPostCommitFailedShardPlacements}), a
+     * {@code PREPARE TRANSACTION} that failed, and a command ({@code SAVEPOINT}, {@code RELEASE}, a query) whose
+     * reply libpq made up itself because the socket closed, which Citus passes on as XX000 with libpq's text.
+     * Citus's own connection errors ("connection to the remote node ... failed") are 08006 and need no list.
+     */
+    private static final List<String> CITUS_NODE_FAILURES = List.of(
+            "failure on connection marked as essential: ",
+            "could not commit transaction for shard ",
+            "failed to prepare transaction '",
+            // libpq's own texts, as Citus relays them from a broken connection to a worker
+            "SSL SYSCALL error: ", "SSL error: ", "server closed the connection unexpectedly",
+            "could not receive data from server", "could not send data to server", "no connection to the server",
+            "connection not open", "terminating connection due to");
+
+    /**
+     * True when {@code sql} is Citus reporting that a worker's connection broke ({@link #CITUS_NODE_FAILURES}), not
+     * a statement's own error: SQLSTATE XX000 and one of those texts as the error's message (after the driver's
+     * severity prefix). A user's XX000 with other words stays the user's.
+     */
+    static boolean isCitusNodeFailure(SQLException sql) {
+        if (!INTERNAL_ERROR.equals(sql.getSQLState()) || sql.getMessage() == null) {
+            return false;
+        }
+        String message = sql.getMessage();
+        int colon = message.indexOf(": ");
+        if (colon > 0 && colon < 10 && message.substring(0, colon).chars().allMatch(Character::isUpperCase)) {
+            message = message.substring(colon + 2); // "ERROR: ", "FATAL: " (pgjdbc's severity prefix)
+        }
+        for (String failure : CITUS_NODE_FAILURES) {
+            if (message.startsWith(failure)) {
                 return true;
             }
         }
