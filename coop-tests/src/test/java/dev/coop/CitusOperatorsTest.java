@@ -156,7 +156,12 @@ class CitusOperatorsTest {
 
     /** How many shards hold the runs of these hierarchies. */
     static int shards(List<MessageId> roots) throws SQLException {
-        try (Connection c = db.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement("""
+        return shards(db.dataSource(), roots);
+    }
+
+    /** How many shards of the cluster behind {@code dataSource} hold the runs of these hierarchies. */
+    static int shards(javax.sql.DataSource dataSource, List<MessageId> roots) throws SQLException {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
                 SELECT count(DISTINCT get_shard_id_for_distribution_column('coop.run', r))
                   FROM unnest(?::uuid[]) r""")) {
             ps.setArray(1, c.createArrayOf("uuid", roots.stream().map(MessageId::value).toArray()));

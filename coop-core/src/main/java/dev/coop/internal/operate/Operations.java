@@ -350,6 +350,31 @@ public final class Operations {
         }
     }
 
+    /**
+     * On Citus, one run a selection's rollback picked ({@link SelectionBatches}): the run locked by its root and id,
+     * skipped when locked (a step or another operator holds it), and rolled back as {@link #rollback} rolls back a
+     * committed scope when it is still committed with nothing running in its scope or above it. Whether it was.
+     */
+    boolean rollbackPicked(Connection c, UUID root, UUID id, Failure failure) throws SQLException {
+        Scope scope = null;
+        try (PreparedStatement ps = c.prepareStatement(schema.sql("SELECT message_id, lineage, status FROM"
+                + " {schema}.run WHERE root_id = ? AND id = ? AND status = 'COMMITTED' FOR UPDATE SKIP LOCKED"))) {
+            ps.setObject(1, root);
+            ps.setObject(2, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (rs.next()) {
+                    scope = new Scope(rs.getObject(1, UUID.class), (UUID[]) rs.getArray(2).getArray(),
+                            rs.getString(3));
+                }
+            }
+        }
+        if (scope == null || hasActiveRun(c, scope, true) || hasActiveAncestor(c, scope)) {
+            return false;
+        }
+        request(c, scope, failure);
+        return true;
+    }
+
     private boolean hasActiveAncestor(Connection c, Scope scope) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(
                 "SELECT EXISTS (SELECT 1 FROM {schema}.run WHERE id = ANY(?) AND status NOT IN ('COMMITTED',"

@@ -138,6 +138,15 @@ public final class SelectionBatches {
                AND status IN ('RUNNABLE', 'WAITING', 'PARKED', 'HELD')
              ORDER BY id
             """;
+    /**
+     * On Citus, the picked runs still committed (a read without a lock), each with its lineage, whose scopes are then
+     * rolled back one by one by {@link Operations#rollbackPicked}. Parameters: roots, ids.
+     */
+    private static final String COMMITTED_BY_ROOT = """
+            SELECT id, lineage, root_id FROM {schema}.run
+             WHERE root_id = ANY(?::uuid[]) AND id = ANY(?::uuid[]) AND status = 'COMMITTED'
+             ORDER BY cardinality(lineage), id
+            """;
     /** On Citus, a hierarchy's audit entry. Parameters: root, actor, reason, count, the selection in words. */
     private static final String AUDITED_BY_ROOT = """
             INSERT INTO {schema}.audit (message_id, lineage, action, actor, reason, outcome)
@@ -148,11 +157,14 @@ public final class SelectionBatches {
     private final Time time;
     /** The cancellation by statements that name the root, on Citus only; else null. */
     private final RootCancellation byRoot;
+    /** The rollback of one picked run by its root, on Citus only; else null. */
+    private final Operations rollbackByRoot;
 
     public SelectionBatches(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
         this.byRoot = schema.citus() ? new RootCancellation(schema, time) : null;
+        this.rollbackByRoot = schema.citus() ? new Operations(schema, time) : null;
     }
 
     /** Cancels the next batch of the selection's unfinished runs after {@code after} (null: from the start). */
@@ -180,7 +192,10 @@ public final class SelectionBatches {
             String described) throws SQLException {
         Failure failure = new Failure(reason, RollbackRequestedException.TYPE, Operations.CLIENT_SOURCE, List.of(),
                 List.of());
-        return act(c, selection, false, after, null, ps -> {
+        ByRoot citus = rollbackByRoot == null
+                ? null
+                : (cc, ids, roots) -> rollbackByRoot(cc, ids, roots, failure, actor, reason, described);
+        return act(c, selection, false, after, citus, ps -> {
             int i = 1;
             ps.setString(++i, failure.toJson());
             ps.setString(++i, failure.toJson());
@@ -288,10 +303,17 @@ public final class SelectionBatches {
                 requested.merge((UUID) run[2], 1, Integer::sum);
             }
         }
+        audit(c, requested, "cancel-selection", actor, reason, described);
+        return requested.values().stream().mapToInt(Integer::intValue).sum();
+    }
+
+    /** On Citus, one audit entry per hierarchy of {@code requested} (root -> runs acted on). */
+    private void audit(Connection c, Map<UUID, Integer> requested, String action, String actor, String reason,
+            String described) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(schema.sql(AUDITED_BY_ROOT))) {
             for (Map.Entry<UUID, Integer> root : requested.entrySet()) {
                 ps.setObject(1, root.getKey());
-                ps.setString(2, "cancel-selection");
+                ps.setString(2, action);
                 ps.setString(3, actor);
                 ps.setString(4, reason);
                 ps.setInt(5, root.getValue());
@@ -299,6 +321,37 @@ public final class SelectionBatches {
                 ps.executeUpdate();
             }
         }
+    }
+
+    /**
+     * {@link #ROLLBACK} on Citus: each picked run still committed with no picked ancestor (the ancestor's rollback
+     * undoes it, children first) rolled back by its root, one audit entry per hierarchy.
+     */
+    private int rollbackByRoot(Connection c, List<UUID> ids, List<UUID> roots, Failure failure, String actor,
+            String reason, String described) throws SQLException {
+        Map<UUID, UUID> picked = new LinkedHashMap<>(); // run id -> root, ancestors first
+        Map<UUID, UUID[]> lineages = new java.util.HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(COMMITTED_BY_ROOT))) {
+            ps.setArray(1, c.createArrayOf("uuid", roots.stream().distinct().toArray()));
+            ps.setArray(2, c.createArrayOf("uuid", ids.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    UUID id = rs.getObject(1, UUID.class);
+                    picked.put(id, rs.getObject(3, UUID.class));
+                    lineages.put(id, (UUID[]) rs.getArray(2).getArray());
+                }
+            }
+        }
+        Map<UUID, Integer> requested = new LinkedHashMap<>();
+        for (Map.Entry<UUID, UUID> run : picked.entrySet()) {
+            UUID[] lineage = lineages.get(run.getKey());
+            boolean ancestorPicked = java.util.Arrays.stream(lineage, 0, lineage.length - 1)
+                    .anyMatch(picked::containsKey);
+            if (!ancestorPicked && rollbackByRoot.rollbackPicked(c, run.getValue(), run.getKey(), failure)) {
+                requested.merge(run.getValue(), 1, Integer::sum);
+            }
+        }
+        audit(c, requested, "rollback-selection", actor, reason, described);
         return requested.values().stream().mapToInt(Integer::intValue).sum();
     }
 

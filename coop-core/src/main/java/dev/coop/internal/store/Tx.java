@@ -77,16 +77,33 @@ public final class Tx {
     static <T> T inTransaction(Connection c, Work<T> work) throws SQLException {
         boolean autoCommit = c.getAutoCommit();
         c.setAutoCommit(false);
+        Throwable failure = null;
         try {
             T result = work.run(c);
             c.commit();
             return result;
         } catch (Throwable e) {
+            failure = e;
             rollbackQuietly(c);
             throw e;
         } finally {
             rollbackQuietly(c); // never let restoring auto-commit commit what is left open
+            restoreAutoCommit(c, autoCommit, failure);
+        }
+    }
+
+    /**
+     * Sets auto-commit back. When the work failed, a connection the failure closed (a pool retires one on some
+     * errors) cannot be set back: that is kept as suppressed, so that the work's own error is the one reported.
+     */
+    private static void restoreAutoCommit(Connection c, boolean autoCommit, Throwable failure) throws SQLException {
+        try {
             c.setAutoCommit(autoCommit);
+        } catch (SQLException | RuntimeException e) {
+            if (failure == null) {
+                throw e;
+            }
+            failure.addSuppressed(e);
         }
     }
 
