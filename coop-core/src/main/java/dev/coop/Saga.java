@@ -1,11 +1,8 @@
 package dev.coop;
 
 import dev.coop.internal.saga.SagaRules;
-import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 
 /**
  * A saga: a named handler of one topic, made of ordered steps. Each run of a saga handles one message; a step starts
@@ -37,14 +34,14 @@ public final class Saga<P> {
         this.topic = b.topic;
         this.name = b.name;
         this.version = b.version;
-        this.steps = List.copyOf(b.steps);
+        this.steps = b.steps.list();
         this.strategy = b.strategy;
         this.workers = b.workers;
         this.transactionPerStep = b.transactionPerStep;
         this.concurrency = b.concurrency;
         this.rateLimit = b.rateLimit;
         this.ratePeriod = b.ratePeriod;
-        this.timeouts = java.util.Map.copyOf(b.timeouts);
+        this.timeouts = b.steps.timeouts();
         this.stepTimeout = b.stepTimeout;
     }
 
@@ -170,8 +167,8 @@ public final class Saga<P> {
         private final String name;
         /** What each call may be given; its messages name this saga. */
         private final SagaRules rules;
-        private final List<Step<P>> steps = new ArrayList<>();
-        private final Set<String> stepNames = new HashSet<>();
+        /** The steps so far, with their options. */
+        private final SagaSteps<P> steps;
         private CooperationStrategy strategy;
         private int workers;
         private boolean transactionPerStep;
@@ -179,13 +176,13 @@ public final class Saga<P> {
         private int concurrency;
         private int rateLimit;
         private java.time.Duration ratePeriod;
-        private final java.util.Map<String, java.time.Duration> timeouts = new java.util.HashMap<>();
         private java.time.Duration stepTimeout;
 
         private Builder(Topic<P> topic, String name, SagaRules rules) {
             this.topic = topic;
             this.name = name;
             this.rules = rules;
+            this.steps = new SagaSteps<>(rules);
         }
 
         /** Adds a step. Step names are unique within the saga and recorded in the event log. */
@@ -252,27 +249,20 @@ public final class Saga<P> {
          */
         public Builder<P> andFinally(StepBody<P> finallyBody) {
             Objects.requireNonNull(finallyBody, "finally part");
-            Step<P> s = last("andFinally");
-            rules.finallyPart(s.name(), s.finallyBody() == null && !s.isFinallyPart() && s.wakeAt() == null,
-                    s.finallyBody() != null);
-            int index = lastIndex();
-            replaceLast(s.with(s.compensation(), s.childFailureHandler(), s.retryPolicy(), finallyBody));
-            return add(s.name() + dev.coop.internal.store.LogNames.FINALLY_SUFFIX, step -> Flow.CONTINUE, null, index);
+            steps.finallyPart(finallyBody);
+            return this;
         }
 
         private Builder<P> add(String stepName, FlowBody<P> body, WakeTime<P> wakeAt, int finallyOf) {
-            rules.stepName(stepName, finallyOf >= 0);
-            rules.uniqueStep(stepName, stepNames.add(stepName));
-            steps.add(new Step<>(stepName, body, null, null, null, null, wakeAt, finallyOf));
+            steps.add(stepName, body, wakeAt, finallyOf);
             return this;
         }
 
         /** Sets how the step added last is undone when the run rolls back (default: nothing to undo). */
         public Builder<P> compensateWith(Compensation<P> compensation) {
             Objects.requireNonNull(compensation, "compensation");
-            Step<P> s = last("compensateWith");
-            rules.stepOption(s.name(), s.compensation(), "a compensation");
-            return replaceLast(s.with(compensation, s.childFailureHandler(), s.retryPolicy(), s.finallyBody()));
+            steps.compensation(compensation);
+            return this;
         }
 
         /** Sets what the step added last does when runs it caused fail (default: roll back this run too). */
@@ -291,17 +281,15 @@ public final class Saga<P> {
          */
         public Builder<P> onChildFailure(ChildFailureFlow<P> handler) {
             Objects.requireNonNull(handler, "handler");
-            Step<P> s = last("onChildFailure");
-            rules.stepOption(s.name(), s.childFailureHandler(), "a child failure handler");
-            return replaceLast(s.with(s.compensation(), handler, s.retryPolicy(), s.finallyBody()));
+            steps.childFailureHandler(handler);
+            return this;
         }
 
         /** Sets how the step added last retries its own failures (default: no retry, the run rolls back). */
         public Builder<P> retry(RetryPolicy policy) {
             Objects.requireNonNull(policy, "policy");
-            Step<P> s = last("retry");
-            rules.stepOption(s.name(), s.retryPolicy(), "a retry policy");
-            return replaceLast(s.with(s.compensation(), s.childFailureHandler(), policy, s.finallyBody()));
+            steps.retryPolicy(policy);
+            return this;
         }
 
         /**
@@ -312,8 +300,7 @@ public final class Saga<P> {
          * 1 ms (whole milliseconds). Overrides the saga's {@link #stepTimeout}. See docs/guide/step-timeout.md.
          */
         public Builder<P> timeout(java.time.Duration timeout) {
-            Step<P> s = last("timeout");
-            timeouts.put(s.name(), rules.stepTimeout(s.name(), s.wakeAt() != null, timeouts.get(s.name()), timeout));
+            steps.timeout(timeout);
             return this;
         }
 
@@ -323,24 +310,6 @@ public final class Saga<P> {
          */
         public Builder<P> stepTimeout(java.time.Duration timeout) {
             this.stepTimeout = rules.defaultTimeout(stepTimeout, timeout);
-            return this;
-        }
-
-        private Step<P> last(String method) {
-            if (steps.isEmpty()) {
-                throw rules.noStepYet(method);
-            }
-            return steps.get(lastIndex());
-        }
-
-        /** The step added last; after {@link #andFinally}, the step the finally part belongs to. */
-        private int lastIndex() {
-            Step<P> last = steps.getLast();
-            return last.isFinallyPart() ? last.finallyOf() : steps.size() - 1;
-        }
-
-        private Builder<P> replaceLast(Step<P> step) {
-            steps.set(lastIndex(), step);
             return this;
         }
 

@@ -1,11 +1,6 @@
 package dev.coop.test;
 
 import com.zaxxer.hikari.HikariDataSource;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -14,12 +9,8 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.opentest4j.TestAbortedException;
 
 /**
@@ -52,24 +43,20 @@ public final class CoopCitus {
             + " of %s): run shared/citus/install.sh as root (Citus 13.2.2 for Debian's PostgreSQL 15; .ci/run does"
             + " so from ${COOP_CITUS_DIR:-../shared/citus}), or set " + BIN_VARIABLE + " to a PostgreSQL bin"
             + " directory whose server has the citus extension";
-    private static final int NODES = 3;
 
     private static final Object LOCK = new Object();
     private static CoopCitus shared;
     private static RuntimeException failure;
 
-    private final Path bin;
-    private final Path data;
+    /** The three servers (processes, data directories, ports). */
+    private final CitusNodes nodes;
     private final List<Integer> ports;
-    private final boolean asPostgres;
     private volatile long startMillis;
     private final CoopPostgres coordinator;
 
-    private CoopCitus(Path bin, Path data, List<Integer> ports, boolean asPostgres) {
-        this.bin = bin;
-        this.data = data;
-        this.ports = List.copyOf(ports);
-        this.asPostgres = asPostgres;
+    private CoopCitus(CitusNodes nodes) {
+        this.nodes = nodes;
+        this.ports = nodes.ports();
         this.coordinator = CoopPostgres.external("jdbc:postgresql://127.0.0.1:" + ports.get(0) + "/postgres",
                 "postgres", "");
     }
@@ -85,7 +72,8 @@ public final class CoopCitus {
                 || !Files.isExecutable(bin.resolve("pg_config"))) {
             return String.format(HOW_TO_INSTALL, bin);
         }
-        Path lib = Paths.get(run(List.of(bin.resolve("pg_config").toString(), "--pkglibdir"), false).strip());
+        Path lib = Paths
+                .get(CitusNodes.run(List.of(bin.resolve("pg_config").toString(), "--pkglibdir"), false).strip());
         return Files.isRegularFile(lib.resolve("citus.so")) ? null : String.format(HOW_TO_INSTALL, bin);
     }
 
@@ -140,48 +128,10 @@ public final class CoopCitus {
 
     private static CoopCitus start() {
         long start = System.nanoTime();
-        boolean root = "root".equals(System.getProperty("user.name"));
-        Path data;
-        try {
-            data = Files.createTempDirectory("coop-citus-");
-        } catch (IOException e) {
-            throw new UncheckedIOException("Could not create a directory for the Citus cluster", e);
-        }
-        if (root) {
-            run(List.of("chown", "postgres:postgres", data.toString()), false);
-        }
-        List<Integer> ports = freePorts();
-        CoopCitus cluster = new CoopCitus(bin(), data, ports, root);
-        Runtime.getRuntime().addShutdownHook(new Thread(cluster::destroy, "coop-citus-shutdown"));
-        for (int port : ports) {
-            cluster.initNode(port);
-        }
+        CoopCitus cluster = new CoopCitus(CitusNodes.start(bin()));
         cluster.startMillis = (System.nanoTime() - start) / 1_000_000;
         System.err.println("[coop-test] started " + cluster);
         return cluster;
-    }
-
-    private void initNode(int port) {
-        Path dir = data.resolve("node-" + port);
-        pg(List.of("initdb", "-D", dir.toString(), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                "--locale=C.UTF-8", "--no-sync"));
-        String conf = String.join("\n", "listen_addresses = '127.0.0.1'", "port = " + port,
-                "unix_socket_directories = ''", "shared_preload_libraries = 'citus'", "max_connections = 300",
-                "max_prepared_transactions = 300", "shared_buffers = 64MB", "fsync = off",
-                "synchronous_commit = off", "full_page_writes = off", "citus.shard_count = 8",
-                "citus.log_remote_commands = off", "");
-        Path confFile = dir.resolve("postgresql.conf");
-        if (asPostgres) {
-            run(List.of("runuser", "-u", "postgres", "--", "sh", "-c", "cat >> '" + confFile + "'"), false,
-                    conf);
-        } else {
-            try {
-                Files.writeString(confFile, conf, StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.APPEND);
-            } catch (IOException e) {
-                throw new UncheckedIOException("Could not configure " + confFile, e);
-            }
-        }
-        pg(List.of("pg_ctl", "-D", dir.toString(), "-l", dir + ".log", "-w", "-t", "60", "start"));
     }
 
     /**
@@ -193,7 +143,7 @@ public final class CoopCitus {
      * @throws IllegalStateException if pg_ctl fails
      */
     public void stopNode(int port) {
-        pg(List.of("pg_ctl", "-D", nodeDirectory(port).toString(), "-m", "immediate", "-w", "stop"));
+        nodes.stopNode(port);
     }
 
     /**
@@ -204,8 +154,7 @@ public final class CoopCitus {
      * @throws IllegalStateException if pg_ctl fails
      */
     public void startNode(int port) {
-        Path dir = nodeDirectory(port);
-        pg(List.of("pg_ctl", "-D", dir.toString(), "-l", dir + ".log", "-w", "-t", "60", "start"));
+        nodes.startNode(port);
     }
 
     /**
@@ -215,33 +164,7 @@ public final class CoopCitus {
      * @return the log file
      */
     public Path logFile(int port) {
-        return Paths.get(nodeDirectory(port) + ".log");
-    }
-
-    private Path nodeDirectory(int port) {
-        if (!ports.contains(port)) {
-            throw new IllegalArgumentException("No node of this cluster has port " + port + " (ports: " + ports + ")");
-        }
-        return data.resolve("node-" + port);
-    }
-
-    /** Stops the three nodes and deletes their data; run at JVM exit. */
-    private void destroy() {
-        for (int port : ports) {
-            Path dir = data.resolve("node-" + port);
-            if (Files.exists(dir.resolve("PG_VERSION"))) {
-                try {
-                    pg(List.of("pg_ctl", "-D", dir.toString(), "-m", "immediate", "-w", "stop"));
-                } catch (RuntimeException e) {
-                    System.err.println("[coop-test] could not stop Citus node " + port + ": " + e.getMessage());
-                }
-            }
-        }
-        try (Stream<Path> files = Files.walk(data)) {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
-            System.err.println("[coop-test] could not delete " + data + ": " + e);
-        }
+        return nodes.logFile(port);
     }
 
     /**
@@ -357,65 +280,6 @@ public final class CoopCitus {
         }
     }
 
-    private void pg(List<String> command) {
-        List<String> full = new ArrayList<>();
-        if (asPostgres) {
-            full.addAll(List.of("runuser", "-u", "postgres", "--"));
-        }
-        full.add(bin.resolve(command.get(0)).toString());
-        full.addAll(command.subList(1, command.size()));
-        run(full, true);
-    }
-
-    private static List<Integer> freePorts() {
-        List<ServerSocket> sockets = new ArrayList<>();
-        try {
-            for (int i = 0; i < NODES; i++) {
-                sockets.add(new ServerSocket(0, 1, InetAddress.getLoopbackAddress()));
-            }
-            return sockets.stream().map(ServerSocket::getLocalPort).toList();
-        } catch (IOException e) {
-            throw new UncheckedIOException("Could not find free ports for the Citus cluster", e);
-        } finally {
-            for (ServerSocket s : sockets) {
-                try {
-                    s.close();
-                } catch (IOException ignored) {
-                    // a port we only probed
-                }
-            }
-        }
-    }
-
-    private static String run(List<String> command, boolean check) {
-        return run(command, check, null);
-    }
-
-    private static String run(List<String> command, boolean check, String input) {
-        try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-            if (input != null) {
-                p.getOutputStream().write(input.getBytes(StandardCharsets.UTF_8));
-            }
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(120, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new IllegalStateException("Timed out: " + String.join(" ", command));
-            }
-            if (p.exitValue() != 0 && (check || input != null)) {
-                throw new IllegalStateException(
-                        "Failed (exit " + p.exitValue() + "): " + String.join(" ", command) + "\n" + out);
-            }
-            return out;
-        } catch (IOException e) {
-            throw new UncheckedIOException("Could not run " + command.get(0), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("Interrupted while running " + command.get(0), e);
-        }
-    }
-
     /**
      * Describes the cluster.
      *
@@ -423,7 +287,7 @@ public final class CoopCitus {
      */
     @Override
     public String toString() {
-        return "Citus cluster on 127.0.0.1 ports " + ports + " (coordinator first), data in " + data
+        return "Citus cluster on 127.0.0.1 ports " + ports + " (coordinator first), data in " + nodes.data()
                 + (startMillis > 0 ? ", started in " + startMillis + " ms" : "");
     }
 }

@@ -94,14 +94,7 @@ public final class BulkActions {
             ps.setString(++i, saga);
             ps.setInt(++i, BATCH);
             ps.setObject(++i, time.bind());
-            ps.setObject(++i, time.bind());
-            ps.setString(++i, actor);
-            ps.setString(++i, reason);
-            ps.setString(++i, saga);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getInt(1);
-            }
+            return retried(ps, i, saga, actor, reason);
         }
     }
 
@@ -112,6 +105,16 @@ public final class BulkActions {
      * {@link #BATCH} while more are parked, and the caller's next call (another transaction) takes them.
      */
     private int retryParkedByRoot(Connection c, String saga, String actor, String reason) throws SQLException {
+        int retried = 0;
+        for (var root : parkedByRoot(c, saga).entrySet()) {
+            retried += retryRoot(c, root.getKey(), root.getValue(), saga, actor, reason);
+        }
+        return retried;
+    }
+
+    /** Up to {@link #BATCH} parked runs of {@code saga}, oldest first, by root ({@link #PARKED_BY_ROOT}). */
+    private java.util.Map<java.util.UUID, java.util.List<java.util.UUID>> parkedByRoot(Connection c, String saga)
+            throws SQLException {
         java.util.Map<java.util.UUID, java.util.List<java.util.UUID>> byRoot = new java.util.LinkedHashMap<>();
         try (PreparedStatement ps = c.prepareStatement(schema.sql(PARKED_BY_ROOT))) {
             ps.setString(1, saga);
@@ -123,36 +126,46 @@ public final class BulkActions {
                 }
             }
         }
-        int retried = 0;
-        for (var root : byRoot.entrySet()) {
-            java.util.List<java.util.UUID> locked = new java.util.ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(schema.sql(LOCK_BY_ROOT))) {
-                ps.setObject(1, root.getKey());
-                ps.setArray(2, c.createArrayOf("uuid", root.getValue().toArray()));
-                try (ResultSet rs = ps.executeQuery()) {
-                    while (rs.next()) {
-                        locked.add(rs.getObject(1, java.util.UUID.class));
-                    }
-                }
-            }
-            if (locked.isEmpty()) {
-                continue;
-            }
-            try (PreparedStatement ps = c.prepareStatement(schema.sql(RETRY_BY_ROOT))) {
-                int i = 0;
-                ps.setArray(++i, c.createArrayOf("uuid", locked.toArray()));
-                ps.setObject(++i, time.bind());
-                ps.setObject(++i, root.getKey());
-                ps.setObject(++i, time.bind());
-                ps.setString(++i, actor);
-                ps.setString(++i, reason);
-                ps.setString(++i, saga);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    retried += rs.getInt(1);
+        return byRoot;
+    }
+
+    /** Locks the candidates of one hierarchy ({@link #LOCK_BY_ROOT}) and retries those it got; returns how many. */
+    private int retryRoot(Connection c, java.util.UUID root, java.util.List<java.util.UUID> candidates, String saga,
+            String actor, String reason) throws SQLException {
+        java.util.List<java.util.UUID> locked = new java.util.ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(LOCK_BY_ROOT))) {
+            ps.setObject(1, root);
+            ps.setArray(2, c.createArrayOf("uuid", candidates.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    locked.add(rs.getObject(1, java.util.UUID.class));
                 }
             }
         }
-        return retried;
+        if (locked.isEmpty()) {
+            return 0;
+        }
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(RETRY_BY_ROOT))) {
+            int i = 0;
+            ps.setArray(++i, c.createArrayOf("uuid", locked.toArray()));
+            ps.setObject(++i, time.bind());
+            ps.setObject(++i, root);
+            return retried(ps, i, saga, actor, reason);
+        }
+    }
+
+    /**
+     * Binds what {@link #RETRY_PARKED} and {@link #RETRY_BY_ROOT} end with after parameter {@code i} (the events'
+     * {@code {now}}, then the audit's actor, reason and saga), runs the statement and returns how many runs it retried.
+     */
+    private int retried(PreparedStatement ps, int i, String saga, String actor, String reason) throws SQLException {
+        ps.setObject(++i, time.bind());
+        ps.setString(++i, actor);
+        ps.setString(++i, reason);
+        ps.setString(++i, saga);
+        try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getInt(1);
+        }
     }
 }

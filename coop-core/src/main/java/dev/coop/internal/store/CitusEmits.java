@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Types;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -133,15 +132,7 @@ final class CitusEmits {
         ps.setString(++i, saga[0]);
         ps.setInt(++i, Integer.parseInt(saga[1]));
         ps.setArray(++i, c.createArrayOf("uuid", lineage));
-        ps.setObject(++i, origin.parentId(), Types.OTHER);
-        Store.setInteger(ps, ++i, origin.parentSeq());
-        ps.setString(++i, e.context());
-        ps.setObject(++i, e.due());
-        ps.setObject(++i, now);
-        ps.setInt(++i, e.priority());
-        Store.setInteger(ps, ++i, origin.cancelFrom());
-        ps.setObject(++i, root);
-        return i;
+        return Emits.bindRunTail(ps, i, origin, e, now, root);
     }
 
     /** The lineage of a message's EMITTED event: the emitting run's, or the message alone on the global scope. */

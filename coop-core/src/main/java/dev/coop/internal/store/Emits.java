@@ -119,6 +119,16 @@ final class Emits {
         ps.setObject(++i, e.messageId());
         setArrayOrNull(ps, ++i, scopeArray);
         ps.setObject(++i, e.messageId());
+        return bindRunTail(ps, i, origin, e, now, root);
+    }
+
+    /**
+     * Binds the columns of a run that follow its lineage, after parameter {@code i}: parent id, parent seq, context,
+     * due (else {@code {now}}), priority, cancel from and root, as {@link EmitSql#RUNS_ONE} and {@link CitusEmits}'s
+     * rows take them; returns the last.
+     */
+    static int bindRunTail(PreparedStatement ps, int i, Origin origin, Emission e, OffsetDateTime now, UUID root)
+            throws SQLException {
         ps.setObject(++i, origin.parentId(), Types.OTHER);
         Store.setInteger(ps, ++i, origin.parentSeq());
         ps.setString(++i, e.context());
