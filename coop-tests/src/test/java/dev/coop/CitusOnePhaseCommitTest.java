@@ -274,6 +274,65 @@ class CitusOnePhaseCommitTest {
     }
 
     /**
+     * A step opens an external task with a timeout of its own (an hour, on a {@link dev.coop.test.TestClock}); the
+     * clock moves past it, and the parent, claimed at its wake-up, times the task out ({@code RootTimeOut}: a child
+     * failure) and rolls back, having no handler for it.
+     */
+    @Test
+    void an_external_task_timing_out_and_its_parent_rolling_back() throws Exception {
+        logRemoteCommands();
+        Coop.client(db.dataSource());
+        Topic<Empty> topic = Topic.of("citus-1pc-task-timeout", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "citus-1pc-task-timeout")
+                .step("ask", step -> step.openTask("citus-1pc-timeout", new Empty(), TaskOptions.none()
+                        .key("citus-1pc-timeout/" + step.messageId().value()).timeout(Duration.ofHours(1))))
+                .step("never", step -> {
+                })
+                .build();
+        dev.coop.test.TestClock clock = new dev.coop.test.TestClock();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false).clock(clock)
+                .pollInterval(Duration.ofMillis(50)).register(saga).start();
+                Held held = new Held()) {
+            CoopClient client = engine.client();
+            long before = prepared();
+            MessageId id = client.launch(topic, new Empty());
+            String key = "citus-1pc-timeout/" + id.value();
+            dev.coop.test.Await.until("the parent waits for its task", WAIT, () -> client.events(id).stream()
+                    .anyMatch(e -> e.type() == dev.coop.inspect.EventType.SUSPENDED));
+            long opened = prepared();
+            mark("time-out start");
+            clock.advance(Duration.ofHours(2));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            long timedOut = prepared();
+            mark("time-out end");
+            System.out.println("2PC rows of a launch and a step opening a task with a timeout: " + (opened - before)
+                    + ", of its time-out and the parent's rollback: " + (timedOut - opened));
+            assertThat(client.externalTask(key).orElseThrow().state()).isEqualTo(TaskState.TIMED_OUT);
+            java.util.List<dev.coop.inspect.Event> events = client.events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(opened - before).as("two-phase commits of the launch and the opening step").isZero();
+            assertThat(timedOut - opened).as("two-phase commits of the time-out and the rollback").isZero();
+        } finally {
+            copyRemoteCommands();
+        }
+    }
+
+    /** With {@code -Dcoop.citus.remoteCommands=true}: a line in the coordinator's log, to find a window in it. */
+    static void mark(String what) throws SQLException {
+        if (Boolean.getBoolean("coop.citus.remoteCommands")) {
+            try (Connection c = db.dataSource().getConnection();
+                    java.sql.PreparedStatement ps = c.prepareStatement("SELECT set_config('coop.mark', ?, false)")) {
+                ps.setString(1, what);
+                ps.execute();
+                try (Statement st = c.createStatement()) {
+                    st.execute("DO $$ BEGIN RAISE LOG 'coop mark: %', current_setting('coop.mark'); END $$");
+                }
+            }
+        }
+    }
+
+    /**
      * Three generations, each launching in its last step: the grandchild's advance commits the child, and the child's
      * commit, counted off at the root by a statement of its own ({@code AdvanceSql.countOffAloneOnCitus}), commits the
      * root. That count-off failed on Citus before ({@code commit_allowed} ran on the worker): it commits, in one phase.

@@ -71,7 +71,7 @@ public final class CitusLayout {
     private static final List<String> REFERENCE = List.of("saga_registration", "saga_version", "engine");
 
     /**
-     * {@code {now}} on Citus: the bound time, or the statement's time, by {@code now_or} ({@link #NOW_OR}). Marked
+     * {@code {now}} on Citus: the bound time, or the statement's time, by {@code now_or} ({@link #FUNCTIONS}). Marked
      * {@code IMMUTABLE} on purpose: Citus then evaluates it on the coordinator with its bound argument, once per
      * statement (its argument is a parameter: no plan keeps a folded value), and sends the workers a constant, where
      * it refuses a stable or volatile function inside {@code CASE} or {@code COALESCE} of an {@code UPDATE}.
@@ -79,17 +79,19 @@ public final class CitusLayout {
     static final String NOW_SQL = "{schema}.now_or(?::timestamptz)";
 
     /**
-     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times; PL/pgSQL, so that the planner does not
-     * inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
+     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times, and the notification that does nothing
+     * ({@code notify_off}): signature, then {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that
+     * the planner does not inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
      */
-    private static final String NOW_OR = "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
-            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
-            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END';"
-            + " CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz, ms float8)"
-            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
-            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END';"
-            + " CREATE OR REPLACE FUNCTION {schema}.notify_off(channel text, payload text)"
-            + " RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'";
+    private static final String[][] FUNCTIONS = {
+            {"{schema}.now_or(timestamptz)", "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
+                    + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+                    + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END'"},
+            {"{schema}.now_plus(timestamptz, float8)", "CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz,"
+                    + " ms float8) RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+                    + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END'"},
+            {"{schema}.notify_off(text, text)", "CREATE OR REPLACE FUNCTION {schema}.notify_off(channel text,"
+                    + " payload text) RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'"}};
 
     /** A due time {@code {now} + n ms} as the store writes it, and what it becomes on Citus (same parameters). */
     private static final String[][] DUE_IN = {
@@ -161,8 +163,8 @@ public final class CitusLayout {
         if (!isCitus(c)) {
             return;
         }
-        try (Statement st = c.createStatement()) {
-            st.execute(schema.sql(NOW_OR));
+        for (String[] function : FUNCTIONS) { // only when missing or different: no DDL on a running cluster
+            CitusFunctions.ensure(c, schema, function[0], function[1]);
         }
         CitusKeys.apply(c, schema); // launch keys through the coordinator's tables (schema version 31)
         if (distributed(c, schema)) {
