@@ -129,11 +129,12 @@ class CitusLayoutTest {
                 SELECT p.oid::regprocedure::text || ' ' || p.xmin::text || ' '
                        || coalesce(obj_description(p.oid, 'pg_proc') LIKE 'coop:%', false)
                   FROM pg_proc p WHERE p.pronamespace = 'coop'::regnamespace
-                   AND p.proname IN ('now_or', 'now_plus', 'notify_off', 'release_ordering_key_after', 'take_key_turns')
+                   AND p.proname IN ('now_or', 'now_plus', 'notify_off', 'xact_running', 'release_ordering_key_after',
+                                     'take_key_turns')
                  ORDER BY 1""";
         List<String> before = strings(db.dataSource(), functions);
         List<String> onWorker = onWorker(functions);
-        assertThat(before).hasSize(5).allMatch(f -> f.endsWith(" true"), "marked coop:");
+        assertThat(before).hasSize(6).allMatch(f -> f.endsWith(" true"), "marked coop:");
         Saga<Payloads.Empty> saga = Saga.on(Topic.of("citus-layout-again", Payloads.Empty.class), "citus-layout-again")
                 .step("s", step -> {
                 }).build();

@@ -79,8 +79,16 @@ public final class CitusLayout {
     static final String NOW_SQL = "{schema}.now_or(?::timestamptz)";
 
     /**
+     * Whether a transaction of this node holds {@code x} (a row's {@code xmax}: a step's transaction locks its run):
+     * called in a statement routed to a worker by root, it reads that worker's {@code pg_locks} (the coordinator's
+     * do not know a worker's transaction ids). PL/pgSQL, so that Citus cannot inline it into a join with the
+     * coordinator's view. For {@code Inspection.waitingFor}.
+     */
+    public static final String XACT_RUNNING_SIGNATURE = "{schema}.xact_running(xid)";
+
+    /**
      * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times, and the notification that does nothing
-     * ({@code notify_off}): signature, then {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that
+     * ({@code notify_off}), and {@link #XACT_RUNNING_SIGNATURE}: signature, then {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that
      * the planner does not inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
      */
     private static final String[][] FUNCTIONS = {
@@ -91,7 +99,10 @@ public final class CitusLayout {
                     + " ms float8) RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
                     + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END'"},
             {"{schema}.notify_off(text, text)", "CREATE OR REPLACE FUNCTION {schema}.notify_off(channel text,"
-                    + " payload text) RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'"}};
+                    + " payload text) RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'"},
+            {XACT_RUNNING_SIGNATURE, "CREATE OR REPLACE FUNCTION {schema}.xact_running(x xid) RETURNS boolean"
+                    + " LANGUAGE plpgsql STABLE AS 'BEGIN RETURN EXISTS (SELECT 1 FROM pg_locks l"
+                    + " WHERE l.locktype = ''transactionid'' AND l.transactionid = x); END'"}};
 
     /** A due time {@code {now} + n ms} as the store writes it, and what it becomes on Citus (same parameters). */
     private static final String[][] DUE_IN = {
