@@ -26,7 +26,7 @@ import java.util.UUID;
 final class RootChildRollbacks {
     /** The step instance's children, by the parent's root. */
     static final String TARGETS = """
-            SELECT r.id, r.message_id, r.status, r.finished_at, r.saga FROM {schema}.run r
+            SELECT r.id, r.message_id, r.status, r.finished_at FROM {schema}.run r
              WHERE r.root_id = ? AND r.parent_id = ? AND r.parent_seq = ?
             """;
 
@@ -76,24 +76,13 @@ final class RootChildRollbacks {
     }
 
     /** A child as {@link #TARGETS} reads it. */
-    private record Target(UUID message, String status, OffsetDateTime finishedAt, String saga) {
+    private record Target(UUID message, String status, OffsetDateTime finishedAt) {
     }
 
     /** As {@link ChildQueries#requestChildRollbacks}. */
     Map<String, Integer> request(Connection c, ClaimedRun run, String engine, String step, String cause, int seq,
             String parentContext) throws SQLException {
-        Map<UUID, Target> targets = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(TARGETS))) {
-            ps.setObject(1, run.rootId());
-            ps.setObject(2, run.id());
-            ps.setInt(3, seq);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    targets.put(rs.getObject(1, UUID.class), new Target(rs.getObject(2, UUID.class),
-                            rs.getString(3), rs.getObject(4, OffsetDateTime.class), rs.getString(5)));
-                }
-            }
-        }
+        Map<UUID, Target> targets = targets(c, run, seq);
         if (targets.isEmpty()) {
             return Map.of();
         }
@@ -123,6 +112,22 @@ final class RootChildRollbacks {
         }
         count(c, committedAt, sagas);
         return woken;
+    }
+
+    private Map<UUID, Target> targets(Connection c, ClaimedRun run, int seq) throws SQLException {
+        Map<UUID, Target> targets = new HashMap<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TARGETS))) {
+            ps.setObject(1, run.rootId());
+            ps.setObject(2, run.id());
+            ps.setInt(3, seq);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    targets.put(rs.getObject(1, UUID.class), new Target(rs.getObject(2, UUID.class),
+                            rs.getString(3), rs.getObject(4, OffsetDateTime.class)));
+                }
+            }
+        }
+        return targets;
     }
 
     /** The ROLLBACK_EMITTED of each message, in the messages' order (PostgreSQL's order of UUIDs, as the one statement's). */

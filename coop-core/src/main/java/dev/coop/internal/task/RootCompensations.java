@@ -166,17 +166,7 @@ final class RootCompensations {
 
     /** As {@link TaskCompensations#settle}. */
     List<TaskCompensations.Failed> settle(Connection c, UUID runId, int seq) throws SQLException {
-        List<Compensating> tasks = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(COMPENSATING))) {
-            ps.setObject(1, runId);
-            ps.setInt(2, seq);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    tasks.add(new Compensating(rs.getObject(1, UUID.class), rs.getString(2), rs.getString(3),
-                            rs.getObject(4, UUID.class), rs.getObject(5, UUID.class)));
-                }
-            }
-        }
+        List<Compensating> tasks = compensating(c, runId, seq);
         if (tasks.isEmpty()) {
             return List.of();
         }
@@ -208,6 +198,21 @@ final class RootCompensations {
             }
         }
         return failed;
+    }
+
+    private List<Compensating> compensating(Connection c, UUID runId, int seq) throws SQLException {
+        List<Compensating> tasks = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(COMPENSATING))) {
+            ps.setObject(1, runId);
+            ps.setInt(2, seq);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    tasks.add(new Compensating(rs.getObject(1, UUID.class), rs.getString(2), rs.getString(3),
+                            rs.getObject(4, UUID.class), rs.getObject(5, UUID.class)));
+                }
+            }
+        }
+        return tasks;
     }
 
     /** Each compensation message's runs (saga, status, failure), in saga order, read by the tasks' root. */
