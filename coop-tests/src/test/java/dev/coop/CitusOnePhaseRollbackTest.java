@@ -71,6 +71,47 @@ class CitusOnePhaseRollbackTest {
         }
     }
 
+    /**
+     * A parent waiting for an external task past its happy path's deadline (a {@link dev.coop.test.TestClock} moved
+     * past it) gives up: the task's run is settled unstarted ({@code RootChildren}: the run by root, its events, the
+     * task TIMED_OUT on the coordinator) and the parent rolls back.
+     */
+    @Test
+    void a_parent_past_its_deadline_settling_its_open_task_and_rolling_back() throws Exception {
+        TwoPhaseCommits.logRemoteCommands(db);
+        Coop.client(db.dataSource());
+        Topic<Empty> topic = Topic.of("citus-1pc-task-deadline", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "citus-1pc-task-deadline")
+                .step("ask", step -> step.openTask("citus-1pc-deadline", new Empty(),
+                        TaskOptions.none().key("citus-1pc-deadline/" + step.messageId().value())))
+                .step("never", step -> {
+                })
+                .build();
+        dev.coop.test.TestClock clock = new dev.coop.test.TestClock();
+        try (CoopEngine engine = CitusHappyPathTest.engine(db.dataSource()).clock(clock).register(saga).start();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(topic, new Empty(), CooperationContext.of(Deadlines.HAPPY_PATH,
+                    Deadline.at(clock.instant().plus(Duration.ofHours(1)), "test")));
+            String key = "citus-1pc-deadline/" + id.value();
+            dev.coop.test.Await.until("the parent waits for its task", WAIT, () -> client.events(id).stream()
+                    .anyMatch(e -> e.type() == EventType.SUSPENDED));
+            long waiting = TwoPhaseCommits.count(db);
+            TwoPhaseCommits.mark(db, "give-up start");
+            clock.advance(Duration.ofHours(2));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            long after = TwoPhaseCommits.count(db);
+            System.out.println("2PC rows of a give-up settling an open task and the rollback: " + (after - waiting));
+            assertThat(client.externalTask(key).orElseThrow().state()).isEqualTo(TaskState.TIMED_OUT);
+            List<Event> events = client.events(id);
+            Invariants.assertAll(events);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(after - waiting).as("two-phase commits").isZero();
+        } finally {
+            TwoPhaseCommits.copyRemoteCommands(db);
+        }
+    }
+
     private static RunCount total(List<RunCount> counts, String saga) {
         return counts.stream().filter(n -> n.saga().equals(saga))
                 .reduce(new RunCount(saga, null, 0, 0, 0, 0, 0), (a, b) -> new RunCount(saga, null,
