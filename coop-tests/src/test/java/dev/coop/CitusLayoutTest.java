@@ -118,6 +118,55 @@ class CitusLayoutTest {
         }
     }
 
+    /**
+     * The layout's functions are created when missing or different only ({@code CitusFunctions}): a second start
+     * (an engine, then a client) leaves their catalog rows as they were, on the coordinator and on a worker, so that
+     * starting takes no DDL lock on a running cluster. A function replaced by another text since is created again.
+     */
+    @Test
+    void starting_again_does_not_replace_the_layouts_functions() throws SQLException {
+        String functions = """
+                SELECT p.oid::regprocedure::text || ' ' || p.xmin::text || ' '
+                       || coalesce(obj_description(p.oid, 'pg_proc') LIKE 'coop:%', false)
+                  FROM pg_proc p WHERE p.pronamespace = 'coop'::regnamespace
+                   AND p.proname IN ('now_or', 'now_plus', 'notify_off', 'xact_running', 'release_ordering_key_after',
+                                     'take_key_turns')
+                 ORDER BY 1""";
+        List<String> before = strings(db.dataSource(), functions);
+        List<String> onWorker = onWorker(functions);
+        assertThat(before).hasSize(6).allMatch(f -> f.endsWith(" true"), "marked coop:");
+        Saga<Payloads.Empty> saga = Saga.on(Topic.of("citus-layout-again", Payloads.Empty.class), "citus-layout-again")
+                .step("s", step -> {
+                }).build();
+        Coop.engine(db.dataSource()).notifications(false).workers(1).register(saga).start().close(); // layout again
+        Coop.client(db.dataSource());
+        assertThat(strings(db.dataSource(), functions)).as("after two more starts").isEqualTo(before);
+        assertThat(onWorker(functions)).as("on a worker").isEqualTo(onWorker);
+        try (Connection c = db.dataSource().getConnection();
+                Statement st = c.createStatement()) { // another text, the comment kept (CREATE OR REPLACE keeps it)
+            st.execute("CREATE OR REPLACE FUNCTION coop.notify_off(channel text, payload text) RETURNS void"
+                    + " LANGUAGE plpgsql IMMUTABLE AS 'BEGIN PERFORM 1; END'");
+        }
+        Coop.client(db.dataSource());
+        assertThat(strings(db.dataSource(), "SELECT prosrc FROM pg_proc WHERE oid = 'coop.notify_off(text, text)'"
+                + "::regprocedure")).as("created again").containsExactly("BEGIN END");
+        List<String> after = strings(db.dataSource(), functions);
+        Coop.client(db.dataSource());
+        assertThat(strings(db.dataSource(), functions)).isEqualTo(after);
+    }
+
+    private static List<String> onWorker(String sql) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Connection c = db.cluster().connect(db.cluster().ports().get(1), db.databaseName());
+                Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery(sql)) {
+            while (rs.next()) {
+                out.add(rs.getString(1).replaceFirst(" (true|false)$", "")); // comments stay on the coordinator
+            }
+        }
+        return out;
+    }
+
     /** Citus's EXPLAIN of a statement with bind values; tasks and nodes are in its text. */
     static String plan(String sql, Object... values) throws SQLException {
         try (Connection c = db.dataSource().getConnection();

@@ -28,7 +28,7 @@ class CitusOnePhaseCommitTest {
 
     @Test
     void a_three_step_saga_commits_its_steps_without_two_phase_commit() throws Exception {
-        logRemoteCommands();
+        TwoPhaseCommits.logRemoteCommands(db);
         Coop.client(db.dataSource()); // migrations and the Citus layout
         try (Connection recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
                 Statement st = recovery.createStatement()) {
@@ -39,31 +39,7 @@ class CitusOnePhaseCommitTest {
             runsThreeSteps();
             recovery.rollback();
         } finally {
-            copyRemoteCommands();
-        }
-    }
-
-    /** With {@code -Dcoop.citus.remoteCommands=true}: the coordinator logs the commands it sends the workers. */
-    static void logRemoteCommands() throws SQLException {
-        if (Boolean.getBoolean("coop.citus.remoteCommands")) { // diagnosis: the coordinator's log names them
-            try (Connection c = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
-                    Statement st = c.createStatement()) {
-                st.execute("ALTER DATABASE \"" + db.databaseName() + "\" SET citus.log_remote_commands = on");
-                st.execute("ALTER DATABASE \"" + db.databaseName() + "\" SET log_min_messages = notice");
-            }
-        }
-    }
-
-    private static void copyRemoteCommands() throws Exception {
-        if (Boolean.getBoolean("coop.citus.remoteCommands")) {
-            try (Connection c = db.dataSource().getConnection();
-                    Statement st = c.createStatement();
-                    ResultSet rs = st.executeQuery("SHOW data_directory")) {
-                rs.next();
-                java.nio.file.Files.copy(java.nio.file.Path.of(rs.getString(1) + ".log"),
-                        java.nio.file.Path.of("target", "citus-1pc-remote.log"),
-                        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-            }
+            TwoPhaseCommits.copyRemoteCommands(db);
         }
     }
 
@@ -80,11 +56,11 @@ class CitusOnePhaseCommitTest {
         try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
                 .pollInterval(Duration.ofMillis(50)).register(saga).start()) {
             engine.client().awaitCompletion(engine.client().launch(topic, new Empty()), WAIT); // warm-up
-            long beforeLaunch = prepared();
+            long beforeLaunch = TwoPhaseCommits.count(db);
             MessageId id = engine.client().launch(topic, new Empty());
-            long afterLaunch = prepared();
+            long afterLaunch = TwoPhaseCommits.count(db);
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long afterSteps = prepared();
+            long afterSteps = TwoPhaseCommits.count(db);
             System.out.println("2PC of the client's launch: " + (afterLaunch - beforeLaunch)
                     + ", of three steps: " + (afterSteps - afterLaunch));
             assertThat(afterSteps - afterLaunch).as("two-phase commits of the steps").isZero();
@@ -92,7 +68,7 @@ class CitusOnePhaseCommitTest {
             java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
             dev.coop.test.Invariants.assertAll(events);
             // every id from the coordinator's event_id_seq: a worker's range starts at its group id << 48
-            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
         }
     }
 
@@ -120,18 +96,18 @@ class CitusOnePhaseCommitTest {
                         .pollInterval(Duration.ofMillis(50)).register(parent, child).start()) {
             recovery.setAutoCommit(false);
             st.execute("LOCK TABLE pg_dist_transaction IN SHARE UPDATE EXCLUSIVE MODE");
-            long before = prepared();
+            long before = TwoPhaseCommits.count(db);
             MessageId id = engine.client().launch(parentTopic, new Empty());
-            long afterLaunch = prepared();
+            long afterLaunch = TwoPhaseCommits.count(db);
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long after = prepared();
+            long after = TwoPhaseCommits.count(db);
             System.out.println("2PC rows (one per worker prepared) of the client's launch: " + (afterLaunch - before)
                     + ", of the parent's two steps and the child's step with its count-off: " + (after - afterLaunch));
             java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
             dev.coop.test.Invariants.assertAll(events);
             assertThat(events.get(events.size() - 1).type()).as(dev.coop.test.EventLog.table(events))
                     .isEqualTo(dev.coop.inspect.EventType.COMMITTED);
-            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
             assertThat(after - before).as("two-phase commits").isZero();
             recovery.rollback();
         }
@@ -164,17 +140,17 @@ class CitusOnePhaseCommitTest {
         }).build();
         try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
                 .pollInterval(Duration.ofMillis(50)).register(parent, child, left, right).start();
-                Held held = new Held()) {
-            long before = prepared();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            long before = TwoPhaseCommits.count(db);
             MessageId id = engine.client().launch(parentTopic, new Empty());
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long after = prepared();
+            long after = TwoPhaseCommits.count(db);
             System.out.println("2PC rows of a fan-out of five runs and its count-offs: " + (after - before));
             java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
             dev.coop.test.Invariants.assertAll(events);
             assertThat(events.stream().filter(e -> e.type() == dev.coop.inspect.EventType.SEEN).count())
                     .as(dev.coop.test.EventLog.table(events)).isEqualTo(6);
-            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
             assertThat(after - before).as("two-phase commits").isZero();
         }
     }
@@ -200,13 +176,13 @@ class CitusOnePhaseCommitTest {
         }).build();
         try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
                 .pollInterval(Duration.ofMillis(50)).register(parent, child).start();
-                Held held = new Held()) {
-            long before = prepared();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            long before = TwoPhaseCommits.count(db);
             MessageId unhandled = engine.client().launch(nobody, new Empty());
-            long afterLaunch = prepared();
+            long afterLaunch = TwoPhaseCommits.count(db);
             MessageId id = engine.client().launch(parentTopic, new Empty());
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long after = prepared();
+            long after = TwoPhaseCommits.count(db);
             System.out.println("2PC rows of a launch nobody handles: " + (afterLaunch - before)
                     + ", of a saga launching messages nobody handles: " + (after - afterLaunch));
             assertThat(engine.client().events(unhandled)).extracting(dev.coop.inspect.Event::type)
@@ -215,7 +191,7 @@ class CitusOnePhaseCommitTest {
             dev.coop.test.Invariants.assertAll(events);
             assertThat(events.stream().filter(e -> e.type() == dev.coop.inspect.EventType.EMITTED).count())
                     .as(dev.coop.test.EventLog.table(events)).isEqualTo(4);
-            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
             assertThat(afterLaunch - before).as("two-phase commits of the launch").isZero();
             assertThat(after - afterLaunch).as("two-phase commits of the steps").isZero();
         }
@@ -243,22 +219,22 @@ class CitusOnePhaseCommitTest {
                 .build();
         try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
                 .pollInterval(Duration.ofMillis(50)).register(saga, fails).start();
-                Held held = new Held()) {
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
             CoopClient client = engine.client();
-            long before = prepared();
+            long before = TwoPhaseCommits.count(db);
             MessageId id = client.launch(topic, new Empty());
             dev.coop.test.Await.until("task open", WAIT, () -> client.externalTask("citus-1pc/" + id.value())
                     .filter(t -> t.state() == TaskState.OPEN).isPresent());
-            long opened = prepared();
+            long opened = TwoPhaseCommits.count(db);
             assertThat(client.complete("citus-1pc/" + id.value(), new Empty())).isEqualTo(TaskOutcome.SETTLED);
-            long completed = prepared();
+            long completed = TwoPhaseCommits.count(db);
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
             MessageId failed = client.launch(failing, new Empty());
             dev.coop.test.Await.until("task open", WAIT, () -> client.externalTask("citus-1pc-fails/"
                     + failed.value()).filter(t -> t.state() == TaskState.OPEN).isPresent());
-            long openedAgain = prepared();
+            long openedAgain = TwoPhaseCommits.count(db);
             assertThat(client.fail("citus-1pc-fails/" + failed.value(), "no", "test")).isEqualTo(TaskOutcome.SETTLED);
-            long failedNow = prepared();
+            long failedNow = TwoPhaseCommits.count(db);
             assertThat(client.awaitCompletion(failed, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             System.out.println("2PC rows of a launch and a step opening a task: " + (opened - before)
                     + ", of its completion committing the parent: " + (completed - opened)
@@ -266,10 +242,101 @@ class CitusOnePhaseCommitTest {
             for (MessageId m : java.util.List.of(id, failed)) {
                 java.util.List<dev.coop.inspect.Event> events = client.events(m);
                 dev.coop.test.Invariants.assertAll(events);
-                assertThat(idsOf(m)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+                assertThat(TwoPhaseCommits.idsOf(db, m)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
             }
+            assertThat(opened - before).as("two-phase commits of the launch and the step opening a task").isZero();
             assertThat(completed - opened).as("two-phase commits of the completion").isZero();
             assertThat(failedNow - openedAgain).as("two-phase commits of the failure").isZero();
+        }
+    }
+
+    /**
+     * A step opens an external task with a timeout of its own (an hour, on a {@link dev.coop.test.TestClock}); the
+     * clock moves past it, and the parent, claimed at its wake-up, times the task out ({@code RootTimeOut}: a child
+     * failure) and rolls back, having no handler for it.
+     */
+    @Test
+    void an_external_task_timing_out_and_its_parent_rolling_back() throws Exception {
+        TwoPhaseCommits.logRemoteCommands(db);
+        Coop.client(db.dataSource());
+        Topic<Empty> topic = Topic.of("citus-1pc-task-timeout", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "citus-1pc-task-timeout")
+                .step("ask", step -> step.openTask("citus-1pc-timeout", new Empty(), TaskOptions.none()
+                        .key("citus-1pc-timeout/" + step.messageId().value()).timeout(Duration.ofHours(1))))
+                .step("never", step -> {
+                })
+                .build();
+        dev.coop.test.TestClock clock = new dev.coop.test.TestClock();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false).clock(clock)
+                .pollInterval(Duration.ofMillis(50)).register(saga).start();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            CoopClient client = engine.client();
+            long before = TwoPhaseCommits.count(db);
+            MessageId id = client.launch(topic, new Empty());
+            String key = "citus-1pc-timeout/" + id.value();
+            dev.coop.test.Await.until("the parent waits for its task", WAIT, () -> client.events(id).stream()
+                    .anyMatch(e -> e.type() == dev.coop.inspect.EventType.SUSPENDED));
+            long opened = TwoPhaseCommits.count(db);
+            TwoPhaseCommits.mark(db, "time-out start");
+            clock.advance(Duration.ofHours(2));
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            long timedOut = TwoPhaseCommits.count(db);
+            TwoPhaseCommits.mark(db, "time-out end");
+            System.out.println("2PC rows of a launch and a step opening a task with a timeout: " + (opened - before)
+                    + ", of its time-out and the parent's rollback: " + (timedOut - opened));
+            assertThat(client.externalTask(key).orElseThrow().state()).isEqualTo(TaskState.TIMED_OUT);
+            java.util.List<dev.coop.inspect.Event> events = client.events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(opened - before).as("two-phase commits of the launch and the opening step").isZero();
+            assertThat(timedOut - opened).as("two-phase commits of the time-out and the rollback").isZero();
+        } finally {
+            TwoPhaseCommits.copyRemoteCommands(db);
+        }
+    }
+
+    /**
+     * A completed task whose scope then rolls back: the rollback marks it COMPENSATING and launches its compensation
+     * ({@code RootCompensations}), the compensation's run commits, and the rollback settles the task COMPENSATED and
+     * ends: all in one phase.
+     */
+    @Test
+    void a_completed_tasks_compensation_when_its_scope_rolls_back() throws Exception {
+        Coop.client(db.dataSource());
+        Topic<Empty> topic = Topic.of("citus-1pc-task-undo", Empty.class);
+        Topic<Empty> refunds = Topic.of("citus-1pc-task-refund", Empty.class);
+        Saga<Empty> saga = Saga.on(topic, "citus-1pc-task-undo")
+                .step("ask", step -> step.openTask("citus-1pc-paid", new Empty(), TaskOptions.none()
+                        .key("citus-1pc-undo/" + step.messageId().value()).compensation(refunds, new Empty())))
+                .step("fails", step -> {
+                    throw new IllegalStateException("roll the task back");
+                })
+                .build();
+        Saga<Empty> refund = Saga.on(refunds, "citus-1pc-task-refund").step("refund", step -> {
+        }).build();
+        try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
+                .pollInterval(Duration.ofMillis(50)).register(saga, refund).start();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            CoopClient client = engine.client();
+            MessageId id = client.launch(topic, new Empty());
+            String key = "citus-1pc-undo/" + id.value();
+            dev.coop.test.Await.until("task open", WAIT, () -> client.externalTask(key)
+                    .filter(t -> t.state() == TaskState.OPEN).isPresent());
+            long opened = TwoPhaseCommits.count(db);
+            assertThat(client.complete(key, new Empty())).isEqualTo(TaskOutcome.SETTLED);
+            assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
+            long after = TwoPhaseCommits.count(db);
+            System.out.println("2PC rows of a completion, the failing step, the task's compensation and the rollback: "
+                    + (after - opened));
+            assertThat(client.externalTask(key).orElseThrow().state()).isEqualTo(TaskState.COMPENSATED);
+            java.util.List<dev.coop.inspect.Event> events = client.events(id);
+            dev.coop.test.Invariants.assertAll(events);
+            assertThat(events.stream().filter(e -> "citus-1pc-task-refund".equals(e.saga())
+                    && e.type() == dev.coop.inspect.EventType.COMMITTED).count())
+                    .as(dev.coop.test.EventLog.table(events))
+                    .isEqualTo(1);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(after - opened).as("two-phase commits").isZero();
         }
     }
 
@@ -292,62 +359,18 @@ class CitusOnePhaseCommitTest {
         }).build();
         try (CoopEngine engine = Coop.engine(db.dataSource()).notifications(false)
                 .pollInterval(Duration.ofMillis(50)).register(root, child, grandchild).start();
-                Held held = new Held()) {
-            long before = prepared();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            long before = TwoPhaseCommits.count(db);
             MessageId id = engine.client().launch(rootTopic, new Empty());
             assertThat(engine.client().awaitCompletion(id, WAIT)).isEqualTo(Outcome.COMMITTED);
-            long after = prepared();
+            long after = TwoPhaseCommits.count(db);
             System.out.println("2PC rows of a cascade of commits up three generations: " + (after - before));
             java.util.List<dev.coop.inspect.Event> events = engine.client().events(id);
             dev.coop.test.Invariants.assertAll(events);
             assertThat(events.stream().filter(e -> e.type() == dev.coop.inspect.EventType.COMMITTED).count())
                     .as(dev.coop.test.EventLog.table(events)).isEqualTo(3);
-            assertThat(idsOf(id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
+            assertThat(TwoPhaseCommits.idsOf(db, id)).as("event ids").isSorted().allMatch(e -> e < 1L << 48);
             assertThat(after - before).as("two-phase commits").isZero();
-        }
-    }
-
-    /** Holds back the recovery of two-phase commits while open: {@link #prepared} counts every one of them. */
-    static final class Held implements AutoCloseable {
-        private final Connection recovery;
-
-        Held() throws SQLException {
-            recovery = db.cluster().connect(db.cluster().ports().get(0), db.databaseName());
-            recovery.setAutoCommit(false);
-            try (Statement st = recovery.createStatement()) {
-                st.execute("LOCK TABLE pg_dist_transaction IN SHARE UPDATE EXCLUSIVE MODE");
-            }
-        }
-
-        @Override
-        public void close() throws SQLException {
-            recovery.rollback();
-            recovery.close();
-        }
-    }
-
-    static java.util.List<Long> idsOf(MessageId id) throws SQLException {
-        java.util.List<Long> ids = new java.util.ArrayList<>();
-        try (Connection c = db.dataSource().getConnection();
-                java.sql.PreparedStatement ps = c.prepareStatement(
-                        "SELECT id FROM coop.event WHERE root_id = ? ORDER BY created_at, id")) {
-            ps.setObject(1, id.value());
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    ids.add(rs.getLong(1));
-                }
-            }
-        }
-        return ids;
-    }
-
-    /** The two-phase commits Citus coordinated that the recovery has not removed (it is off for this database). */
-    static long prepared() throws SQLException {
-        try (Connection c = db.dataSource().getConnection();
-                Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_dist_transaction")) {
-            rs.next();
-            return rs.getLong(1);
         }
     }
 }

@@ -54,7 +54,8 @@ class CitusStatementAuditTest {
                 "RootCancellation.LOCK_DUE", "Unfinished.WHY_UNFINISHED_BY_ROOT",
                 "BulkActions.LOCK_BY_ROOT", "BulkActions.RETRY_BY_ROOT", "Retention.BUSY_BY_ROOT",
                 "RootSettlement.LOCK_RUN", "RootTimeOut.SETTLED", "RootTimeOut.COUNTED",
-                "RootChildren.DETACH_UNSTARTED", "RootChildren.SETTLE", "RootChildren.COUNTED")) {
+                "RootChildren.DETACH_UNSTARTED", "RootChildren.SETTLE", "RootChildren.COUNTED",
+                "RootChildRollbacks.TARGETS", "RootCompensations.OUTCOMES", "Inspection.DUE_BY_ROOT")) {
             assertThat(verdicts.get(byRoot).tasks()).as(byRoot).isEqualTo(1);
         }
         for (String across : List.of("BulkActions.PARKED_BY_ROOT", "Retention.CANDIDATES_BY_ROOT",
@@ -63,7 +64,8 @@ class CitusStatementAuditTest {
         }
         // external tasks' rows are the coordinator's: read with their runs joined by root, written from bound values
         for (String planned : List.of("TaskReads.LIST_OPEN_BY_ROOT", "RootSettlement.LOGGED",
-                "RootChildren.LOGGED", "RootTimeOut.LOGGED")) {
+                "RootChildren.LOGGED", "RootTimeOut.LOGGED", "RootChildRollbacks.EMITTED", "RootCompensations.LOGGED",
+                "RootCompensations.COMPENSATING", "RootCompensations.SETTLED", "RootOpening.TASKS")) {
             assertThat(verdicts.get(planned).refused()).as(verdicts.get(planned).toString()).isFalse();
         }
     }

@@ -43,7 +43,8 @@ final class CitusStatements {
                 "operate.BulkActions", "operate.RootCancellation", "read.RunListing", "read.TreeReader",
                 "read.Unfinished", "read.RunCountRollup",
                 "retention.Retention", "schedule.Schedules", "join.JoinSql", "task.TaskCompensations",
-                "task.TaskReads", "task.RootSettlement", "task.RootTimeOut", "store.RootChildren")) {
+                "task.TaskReads", "task.RootSettlement", "task.RootTimeOut", "store.RootChildren", "task.RootOpening",
+                "task.RootCompensations", "store.RootChildRollbacks", "read.Inspection")) {
             CLASSES.put("dev.coop.internal." + c, "other");
         }
     }

@@ -86,37 +86,59 @@ public final class Inspection {
     /**
      * Why the tree's runnable runs wait, when their saga's limits hold them back: read only when the tree has
      * runnable runs of limited sagas (two statements: the sagas' states, from {@code pg_locks} and the rate window,
-     * and which of those runs are due and not locked by a step transaction right now). Not on Citus, where the
-     * row's lock is on a worker and {@code pg_locks} would be the coordinator's: no reasons are shown there.
+     * and which of those runs are due and not locked by a step transaction right now). On Citus the slots are the
+     * coordinator's advisory locks (the claim's gate takes them there), so the states read the same; a run's row lock
+     * is a worker's transaction, so the second statement is routed by the tree's root and asks that worker's
+     * {@code pg_locks} ({@code xact_running}, {@link dev.coop.internal.store.CitusLayout#XACT_RUNNING_SIGNATURE}).
      */
     private Map<UUID, String> waitingFor(Connection c, List<TreeRow> rows) throws SQLException {
         List<TreeRow> runnable = rows.stream().filter(r -> r.status() == RunStatus.RUNNABLE).toList();
-        if (runnable.isEmpty() || schema.citus()) {
+        if (runnable.isEmpty()) {
             return Map.of();
         }
         Map<String, SagaLimits.State> states = new SagaLimits(schema).states(c,
                 runnable.stream().map(TreeRow::saga).distinct().toList(), null);
-        List<UUID> held = runnable.stream().filter(r -> states.containsKey(r.saga())
-                && states.get(r.saga()).reason() != null).map(TreeRow::id).toList();
+        List<TreeRow> held = runnable.stream().filter(r -> states.containsKey(r.saga())
+                && states.get(r.saga()).reason() != null).toList();
         if (held.isEmpty()) {
             return Map.of();
         }
         Map<UUID, String> reasons = new HashMap<>();
-        try (PreparedStatement ps = c.prepareStatement(schema.sql("""
-                SELECT r.id, r.saga FROM {schema}.run r
-                 WHERE r.id = ANY(?) AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
-                   AND NOT EXISTS (SELECT 1 FROM pg_locks l -- a step transaction holds the row: running
-                                    WHERE l.locktype = 'transactionid' AND l.transactionid = r.xmax)
-                """))) {
-            ps.setArray(1, c.createArrayOf("uuid", held.toArray()));
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    reasons.put(rs.getObject(1, UUID.class), states.get(rs.getString(2)).reason());
+        Map<UUID, List<UUID>> byRoot = schema.citus()
+                ? held.stream().collect(java.util.stream.Collectors.groupingBy(r -> r.lineage()[0],
+                        java.util.stream.Collectors.mapping(TreeRow::id, java.util.stream.Collectors.toList())))
+                : java.util.Collections.singletonMap(null, held.stream().map(TreeRow::id).toList());
+        for (Map.Entry<UUID, List<UUID>> root : byRoot.entrySet()) {
+            try (PreparedStatement ps = c.prepareStatement(schema.sql(schema.citus() ? DUE_BY_ROOT : DUE))) {
+                int i = 0;
+                if (schema.citus()) {
+                    ps.setObject(++i, root.getKey());
+                }
+                ps.setArray(++i, c.createArrayOf("uuid", root.getValue().toArray()));
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        reasons.put(rs.getObject(1, UUID.class), states.get(rs.getString(2)).reason());
+                    }
                 }
             }
         }
         return reasons;
     }
+
+    /** Which of the runs are due and not held by a step's transaction (its row lock: {@code xmax}). */
+    static final String DUE = """
+            SELECT r.id, r.saga FROM {schema}.run r
+             WHERE r.id = ANY(?) AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
+               AND NOT EXISTS (SELECT 1 FROM pg_locks l -- a step transaction holds the row: running
+                                WHERE l.locktype = 'transactionid' AND l.transactionid = r.xmax)
+            """;
+
+    /** {@link #DUE} on Citus: by the tree's root (one shard), the lock asked of the worker's {@code pg_locks}. */
+    static final String DUE_BY_ROOT = """
+            SELECT r.id, r.saga FROM {schema}.run r
+             WHERE r.root_id = ? AND r.id = ANY(?) AND r.status = 'RUNNABLE' AND r.runnable_at <= clock_timestamp()
+               AND NOT {schema}.xact_running(r.xmax)
+            """;
 
     /** The steps engines execute right now in the tree's runnable runs ({@link RunningSteps}). */
     private Map<UUID, RunningSteps.Live> running(Connection c, List<TreeRow> rows) throws SQLException {

@@ -29,6 +29,8 @@ final class ChildQueries {
     private final String detachUnstartedSql;
     /** On Citus, the unstarted children's statements by the parent's root; null on plain PostgreSQL. */
     private final RootChildren byRoot;
+    /** On Citus, the request of child rollbacks by the parent's root; null on plain PostgreSQL. */
+    private final RootChildRollbacks rollbacksByRoot;
 
     /** The sagas whose runs the caller wakes in-process, comma-separated ({@link Wakes}). */
     private final String localSagas;
@@ -43,6 +45,7 @@ final class ChildQueries {
         this.countUnstartedSql = schema.sql(ChildSql.COUNT_UNSTARTED);
         this.detachUnstartedSql = schema.sql(ChildSql.DETACH_UNSTARTED);
         this.byRoot = schema.citus() ? new RootChildren(schema, time) : null;
+        this.rollbacksByRoot = schema.citus() ? new RootChildRollbacks(schema, time) : null;
     }
 
     /**
@@ -52,6 +55,9 @@ final class ChildQueries {
      */
     public Map<String, Integer> requestChildRollbacks(Connection c, ClaimedRun run, String engine, String step,
             String cause, int seq, String parentContext) throws SQLException {
+        if (rollbacksByRoot != null) {
+            return rollbacksByRoot.request(c, run, engine, step, cause, seq, parentContext);
+        }
         try (PreparedStatement ps = c.prepareStatement(requestChildRollbacksSql)) {
             int i = 0;
             ps.setObject(++i, run.id());

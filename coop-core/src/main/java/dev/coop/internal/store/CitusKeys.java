@@ -130,12 +130,13 @@ final class CitusKeys {
         }
     }
 
-    /** Creates the functions above (each start, as the layout's other functions), and drops the old refusal. */
+    /**
+     * Creates the functions above when missing or different ({@link CitusFunctions#ensure}: a start finding them as
+     * they are takes no lock on them), and drops the old refusal.
+     */
     static void apply(Connection c, SchemaName schema) throws SQLException {
-        try (Statement st = c.createStatement()) {
-            st.execute(schema.sql(RELEASE));
-            st.execute(schema.sql(TAKE));
-        }
+        CitusFunctions.ensure(c, schema, "{schema}.release_ordering_key_after(text, text, uuid[])", RELEASE);
+        CitusFunctions.ensure(c, schema, "{schema}.take_key_turns(uuid[], uuid[], uuid[])", TAKE);
         for (String table : new String[]{"launch_key", "key_turn"}) {
             addToMetadata(c, schema.value() + "." + table);
         }

@@ -71,7 +71,7 @@ public final class CitusLayout {
     private static final List<String> REFERENCE = List.of("saga_registration", "saga_version", "engine");
 
     /**
-     * {@code {now}} on Citus: the bound time, or the statement's time, by {@code now_or} ({@link #NOW_OR}). Marked
+     * {@code {now}} on Citus: the bound time, or the statement's time, by {@code now_or} ({@link #FUNCTIONS}). Marked
      * {@code IMMUTABLE} on purpose: Citus then evaluates it on the coordinator with its bound argument, once per
      * statement (its argument is a parameter: no plan keeps a folded value), and sends the workers a constant, where
      * it refuses a stable or volatile function inside {@code CASE} or {@code COALESCE} of an {@code UPDATE}.
@@ -79,17 +79,30 @@ public final class CitusLayout {
     static final String NOW_SQL = "{schema}.now_or(?::timestamptz)";
 
     /**
-     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times; PL/pgSQL, so that the planner does not
-     * inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
+     * Whether a transaction of this node holds {@code x} (a row's {@code xmax}: a step's transaction locks its run):
+     * called in a statement routed to a worker by root, it reads that worker's {@code pg_locks} (the coordinator's
+     * do not know a worker's transaction ids). PL/pgSQL, so that Citus cannot inline it into a join with the
+     * coordinator's view. For {@code Inspection.waitingFor}.
      */
-    private static final String NOW_OR = "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
-            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
-            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END';"
-            + " CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz, ms float8)"
-            + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
-            + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END';"
-            + " CREATE OR REPLACE FUNCTION {schema}.notify_off(channel text, payload text)"
-            + " RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'";
+    public static final String XACT_RUNNING_SIGNATURE = "{schema}.xact_running(xid)";
+
+    /**
+     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times, and the notification that does nothing
+     * ({@code notify_off}), and {@link #XACT_RUNNING_SIGNATURE}: signature, then {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that
+     * the planner does not inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
+     */
+    private static final String[][] FUNCTIONS = {
+            {"{schema}.now_or(timestamptz)", "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
+                    + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+                    + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END'"},
+            {"{schema}.now_plus(timestamptz, float8)", "CREATE OR REPLACE FUNCTION {schema}.now_plus(t timestamptz,"
+                    + " ms float8) RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
+                    + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()) + ms * interval ''1 millisecond''; END'"},
+            {"{schema}.notify_off(text, text)", "CREATE OR REPLACE FUNCTION {schema}.notify_off(channel text,"
+                    + " payload text) RETURNS void LANGUAGE plpgsql IMMUTABLE AS 'BEGIN END'"},
+            {XACT_RUNNING_SIGNATURE, "CREATE OR REPLACE FUNCTION {schema}.xact_running(x xid) RETURNS boolean"
+                    + " LANGUAGE plpgsql STABLE AS 'BEGIN RETURN EXISTS (SELECT 1 FROM pg_locks l"
+                    + " WHERE l.locktype = ''transactionid'' AND l.transactionid = x); END'"}};
 
     /** A due time {@code {now} + n ms} as the store writes it, and what it becomes on Citus (same parameters). */
     private static final String[][] DUE_IN = {
@@ -161,8 +174,8 @@ public final class CitusLayout {
         if (!isCitus(c)) {
             return;
         }
-        try (Statement st = c.createStatement()) {
-            st.execute(schema.sql(NOW_OR));
+        for (String[] function : FUNCTIONS) { // only when missing or different: no DDL on a running cluster
+            CitusFunctions.ensure(c, schema, function[0], function[1]);
         }
         CitusKeys.apply(c, schema); // launch keys through the coordinator's tables (schema version 31)
         if (distributed(c, schema)) {

@@ -44,14 +44,26 @@ final class RootChildren {
             SELECT id, message_id, saga, lineage::text, ordering_key FROM settled ORDER BY id
             """;
 
-    /** Their events, from bound values: ROLLING_BACK (with the reason) and ROLLED_BACK for each, in order. */
-    static final String LOGGED = """
+    /**
+     * Their events, ROLLING_BACK (with the reason) and ROLLED_BACK for each, in order, as {@code INSERT ... VALUES} of
+     * bound rows ({@link #logged}): an {@code INSERT ... SELECT FROM unnest(...)} went through the coordinator, and a
+     * parent's give-up committed in two phases.
+     */
+    private static final String LOGGED_INTO = """
             INSERT INTO {schema}.event (message_id, type, saga, engine, lineage, exception, root_id)
-            SELECT u.message_id, e.type, u.saga, ?, u.lineage::uuid[], e.exception::jsonb, ?::uuid
-              FROM unnest(?::uuid[], ?::text[], ?::text[]) WITH ORDINALITY AS u(message_id, saga, lineage, n)
-             CROSS JOIN (VALUES (1, 'ROLLING_BACK', ?::text), (2, 'ROLLED_BACK', NULL::text)) AS e(k, type, exception)
-             ORDER BY u.n, e.k
+            VALUES %s
             """;
+
+    /** One event of {@link #logged}: the message, the type, the saga, the engine, the lineage, the reason, the root. */
+    private static final String LOGGED_ROW = "(?::uuid, ?, ?, ?, ?::uuid[], ?::jsonb, ?::uuid)";
+
+    /** {@link #LOGGED_INTO} of two events for each of {@code runs} runs. */
+    static String logged(int runs) {
+        return LOGGED_INTO.formatted(String.join(",\n       ", java.util.Collections.nCopies(2 * runs, LOGGED_ROW)));
+    }
+
+    /** {@link #logged}: one run's two events (as audited). */
+    static final String LOGGED = logged(1);
 
     /** The external tasks among them (on the coordinator): timed out when the reason is a deadline, else cancelled. */
     static final String TASKS = """
@@ -121,15 +133,7 @@ final class RootChildren {
         if (ids.isEmpty()) {
             return messages;
         }
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(LOGGED))) {
-            ps.setString(1, engine);
-            ps.setObject(2, rootId, Types.OTHER);
-            ps.setArray(3, c.createArrayOf("uuid", messages.toArray()));
-            ps.setArray(4, c.createArrayOf("text", sagas.toArray()));
-            ps.setArray(5, c.createArrayOf("text", lineages.toArray()));
-            ps.setString(6, failure);
-            ps.executeUpdate();
-        }
+        log(c, rootId, engine, failure, messages, sagas, lineages);
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TASKS))) {
             ps.setString(1, failure);
             ps.setObject(2, time.bind());
@@ -151,5 +155,24 @@ final class RootChildren {
             }
         }
         return messages;
+    }
+
+    private void log(Connection c, UUID rootId, String engine, String failure, List<UUID> messages,
+            List<String> sagas, List<String> lineages) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(logged(messages.size())))) {
+            int i = 0;
+            for (int k = 0; k < messages.size(); k++) {
+                for (String type : new String[]{"ROLLING_BACK", "ROLLED_BACK"}) {
+                    ps.setObject(++i, messages.get(k), Types.OTHER);
+                    ps.setString(++i, type);
+                    ps.setString(++i, sagas.get(k));
+                    ps.setString(++i, engine);
+                    ps.setString(++i, lineages.get(k)); // the lineage's text, as SETTLE returns it
+                    ps.setString(++i, type.equals("ROLLING_BACK") ? failure : null);
+                    ps.setObject(++i, rootId, Types.OTHER);
+                }
+            }
+            ps.executeUpdate();
+        }
     }
 }

@@ -99,6 +99,10 @@ public final class ExternalTasks {
     public int open(Connection c, Opener o, List<TaskRequest> tasks) throws SQLException {
         String[] results = new String[tasks.size()];
         int taken = takeSignals(c, tasks, results);
+        if (schema.citus()) { // statements of one kind each: one phase (RootOpening)
+            refuseHeld(new RootOpening(schema, time).open(c, o, tasks, results));
+            return tasks.size() - taken;
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TaskSql.OPEN))) {
             bindOpener(c, ps, bindTasks(c, ps, tasks, results), o);
             List<String> keysTaken = new ArrayList<>();
@@ -107,11 +111,15 @@ public final class ExternalTasks {
                     keysTaken.add(rs.getString(1));
                 }
             }
-            if (!keysTaken.isEmpty()) {
-                throw new CoopValidationException("External task key(s) " + keysTaken
-                        + " already held by an open task; a key addresses one open task at a time");
-            }
+            refuseHeld(keysTaken);
             return tasks.size() - taken;
+        }
+    }
+
+    private static void refuseHeld(List<String> keysHeld) {
+        if (!keysHeld.isEmpty()) {
+            throw new CoopValidationException("External task key(s) " + keysHeld
+                    + " already held by an open task; a key addresses one open task at a time");
         }
     }
 

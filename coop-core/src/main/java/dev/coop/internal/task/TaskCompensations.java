@@ -98,10 +98,13 @@ public final class TaskCompensations {
 
     private final SchemaName schema;
     private final Time time;
+    /** On Citus, the same in statements by root ({@link RootCompensations}); null on plain PostgreSQL. */
+    private final RootCompensations byRoot;
 
     public TaskCompensations(SchemaName schema, Time time) {
         this.schema = schema;
         this.time = time;
+        this.byRoot = schema.citus() ? new RootCompensations(schema, time) : null;
     }
 
     /** A compensation to launch: the task's run, the task it undoes, and what to launch (null topic: none declared). */
@@ -121,6 +124,9 @@ public final class TaskCompensations {
      */
     public List<Compensation> compensate(Connection c, ClaimedRun run, int seq, String engine, String cause)
             throws SQLException {
+        if (byRoot != null) {
+            return byRoot.compensate(c, run, seq, engine, cause);
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(COMPENSATE))) {
             OffsetDateTime now = time.bind();
             ps.setObject(1, run.id());
@@ -158,6 +164,9 @@ public final class TaskCompensations {
      * those whose compensation did not commit.
      */
     public List<Failed> settle(Connection c, UUID runId, int seq) throws SQLException {
+        if (byRoot != null) {
+            return byRoot.settle(c, runId, seq);
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(SETTLE))) {
             ps.setObject(1, runId);
             ps.setInt(2, seq);
@@ -170,6 +179,15 @@ public final class TaskCompensations {
                 }
             }
             return failed;
+        }
+    }
+
+    /** A JSON document as {@link #jsonArray} gives each element: Jackson's text of it. */
+    static String normalised(String json) {
+        try {
+            return MAPPER.readTree(json).toString();
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("Unreadable failure of a compensation: " + json, e);
         }
     }
 
