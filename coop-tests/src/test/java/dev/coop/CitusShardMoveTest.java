@@ -63,6 +63,7 @@ class CitusShardMoveTest {
                 .step("two", recorder::record).build();
         CoopClient client = Coop.client(db.dataSource());
         List<CoopEngine> engines = new ArrayList<>();
+        java.util.Map<Integer, Long> logs = CitusFaults.logSizes(db.cluster());
         try {
             for (int i = 0; i < 2; i++) {
                 engines.add(CitusHappyPathTest.engine(db.newDataSource(6)).name("move-" + i).workers(3)
@@ -113,6 +114,10 @@ class CitusShardMoveTest {
             assertThat(recorder.total()).isEqualTo(HIERARCHIES * (3 + 2 * CHILDREN));
         } finally {
             engines.forEach(CoopEngine::close);
+            String deadlocks = CitusFaults.deadlocks(db.cluster(), logs);
+            if (!deadlocks.isEmpty()) { // a step retried after one runs its body again: say whose they were
+                System.out.println("deadlocks the workers logged during the test:\n" + deadlocks);
+            }
         }
     }
 
