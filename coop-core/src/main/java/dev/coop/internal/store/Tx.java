@@ -91,6 +91,25 @@ public final class Tx {
     }
 
     /**
+     * Turns auto-commit on again after work that ran with it off; returns what that threw, or adds it to
+     * {@code failed} (and returns null) when the work failed: a pool that retired the connection because of that
+     * failure refuses it (HikariCP, on SQLSTATE class 08, which Citus gives the connection error of a stopped
+     * worker), and the failure, not the pool's "Connection is closed", is what says why.
+     */
+    public static SQLException autoCommitBack(Connection c, Throwable failed) {
+        try {
+            c.setAutoCommit(true);
+            return null;
+        } catch (SQLException e) {
+            if (failed == null) {
+                return e;
+            }
+            failed.addSuppressed(e);
+            return null;
+        }
+    }
+
+    /**
      * Rolls back what {@code c} has open, if anything, and swallows what that throws: the connection is then likely
      * gone, and its transaction dies with it. Called before giving a connection back or restoring auto-commit, so
      * that nothing left open is ever committed.
