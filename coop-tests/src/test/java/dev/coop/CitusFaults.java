@@ -56,6 +56,25 @@ final class CitusFaults {
                 + " AND step = ?", root, step);
     }
 
+    /** The shard of {@code coop.run} that holds a hierarchy (its group: every co-located table's rows of it). */
+    static long shardOf(DataSource dataSource, UUID root) {
+        return count(dataSource, "SELECT get_shard_id_for_distribution_column('coop.run', ?)::int", root);
+    }
+
+    /** Moves a shard group to another worker, blocking writes to it while it copies (the cluster has no logical WAL). */
+    static void move(DataSource dataSource, long shard, int from, int to) {
+        try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement("""
+                SELECT citus_move_shard_placement(?, '127.0.0.1', ?, '127.0.0.1', ?,
+                       shard_transfer_mode => 'block_writes')""")) {
+            ps.setLong(1, shard);
+            ps.setInt(2, from);
+            ps.setInt(3, to);
+            ps.execute();
+        } catch (SQLException e) {
+            throw new IllegalStateException("Could not move shard " + shard, e);
+        }
+    }
+
     /** Each worker's log size now, to read what it logged afterwards ({@link #deadlocks}). */
     static Map<Integer, Long> logSizes(CoopCitus cluster) {
         Map<Integer, Long> sizes = new java.util.LinkedHashMap<>();

@@ -12,10 +12,6 @@ import dev.coop.test.CoopTables;
 import dev.coop.test.EventLog;
 import dev.coop.test.Invariants;
 import dev.coop.test.StepRecorder;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,8 +24,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * A shard group moved to the other worker by Citus's {@code citus_move_shard_placement} (with
  * {@code shard_transfer_mode => 'block_writes'}: the test cluster runs {@code wal_level = replica}) while two
  * engines run hierarchies, some of them on that shard: writes to it wait for the move, and every hierarchy then
- * completes, each step once, no attempt failed and nothing rolled back, nothing lost or doubled
- * (docs/guide/citus.md, "Faults").
+ * completes, each step once (its body too: a step in flight on the group holds the group's shard lock, so the move
+ * waits for it, {@link CitusShardMoveStepTest}), no attempt failed and nothing rolled back, nothing lost or doubled
+ * (docs/guide/citus.md, "Faults"). Prints the deadlocks the workers logged, if any.
  */
 class CitusShardMoveTest {
     @RegisterExtension
@@ -79,20 +76,13 @@ class CitusShardMoveTest {
                     .filter(r -> count("SELECT count(*)::int FROM coop.run WHERE root_id = ? AND status <> 'COMMITTED'",
                             r) > 0)
                     .findFirst().orElseThrow(() -> new AssertionError("every hierarchy finished before the move"));
-            long shard = shardOf(unfinished);
+            long shard = CitusFaults.shardOf(db.dataSource(), unfinished);
             int from = CitusFaults.workerOf(db.dataSource(), unfinished);
             int to = db.cluster().ports().get(1) == from ? db.cluster().ports().get(2) : db.cluster().ports().get(1);
             int inFlight = count("""
                     SELECT count(DISTINCT root_id)::int FROM coop.run WHERE status <> 'COMMITTED'
                        AND get_shard_id_for_distribution_column('coop.run', root_id) = ?""", shard);
-            try (Connection c = db.dataSource().getConnection(); PreparedStatement ps = c.prepareStatement("""
-                    SELECT citus_move_shard_placement(?, '127.0.0.1', ?, '127.0.0.1', ?,
-                           shard_transfer_mode => 'block_writes')""")) {
-                ps.setLong(1, shard);
-                ps.setInt(2, from);
-                ps.setInt(3, to);
-                ps.execute();
-            }
+            CitusFaults.move(db.dataSource(), shard, from, to);
             assertThat(CitusFaults.workerOf(db.dataSource(), unfinished)).as("the shard group moved").isEqualTo(to);
             assertThat(inFlight).as("hierarchies unfinished on the shard when it moved").isPositive();
 
@@ -123,17 +113,5 @@ class CitusShardMoveTest {
 
     static int count(String sql, Object... values) {
         return CitusFaults.count(db.dataSource(), sql, values);
-    }
-
-    static long shardOf(UUID root) throws SQLException {
-        try (Connection c = db.dataSource().getConnection();
-                PreparedStatement ps = c.prepareStatement(
-                        "SELECT get_shard_id_for_distribution_column('coop.run', ?)")) {
-            ps.setObject(1, root);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
-        }
     }
 }

@@ -73,6 +73,19 @@ final class ShardedClaims {
     private static final String COORDINATOR_XACT = "SELECT pg_current_xact_id()::text;\n";
 
     /**
+     * Sent first in the lock's round trip: a share lock on the distribution metadata of the candidate's {@code run}
+     * shard, on the coordinator, held until the claim's transaction ends. A shard move ({@code
+     * citus_move_shard_placement}) takes that lock exclusively for the co-located group while it copies, so the move
+     * waits for the steps in flight on the group, and a claim waits for a move under way. Citus takes it for writes
+     * but not for a {@code SELECT ... FOR UPDATE}: without it a move could run between a step's lock and its first
+     * write, the step's later statements went to the new placement, where nothing held the run, another engine
+     * claimed the run too, and one of the two bodies ran in vain (docs/guide/citus.md, "Faults"). Citus checks that
+     * the user owns the table. Parameter: the candidate's root.
+     */
+    static final String SHARD_LOCK = "SELECT lock_shard_metadata(5, ARRAY[get_shard_id_for_distribution_column("
+            + "'{schema}.run', ?::uuid)]); -- 5: ShareLock\n";
+
+    /**
      * The end of a claim's transaction that holds only lock attempts ({@link #endAttempts}), with what a limited
      * saga's refused gate said ({@code coop.limit_wait}, {@link SagaLimits#commitEmptyClaim}), in one round trip.
      */
@@ -105,6 +118,7 @@ final class ShardedClaims {
     private final String lockByIdSql;
     private final String lockUnchangedSql;
     private final String seenSql;
+    private final String shardLockSql;
     private final SplitClaim split;
 
     /** @param lock {@link #LOCK} with its idle-in-transaction timeout set, before its schema and selection */
@@ -114,6 +128,7 @@ final class ShardedClaims {
         this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
         this.lockUnchangedSql = schema.sql(lock.formatted(UNCHANGED));
         this.seenSql = schema.sql(CLAIMED_SEEN);
+        this.shardLockSql = schema.sql(SHARD_LOCK);
         this.split = split;
     }
 
@@ -276,10 +291,11 @@ final class ShardedClaims {
     }
 
     /** Locks one run by {@code root} and {@code id}; {@code selection}: the rest of the selection's parameters. */
-    private static ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String engine, OffsetDateTime now,
+    private ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String engine, OffsetDateTime now,
             Object... selection) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(COORDINATOR_XACT + sql)) {
+        try (PreparedStatement ps = c.prepareStatement(shardLockSql + COORDINATOR_XACT + sql)) {
             int i = 0;
+            ps.setObject(++i, root); // the shard's
             ps.setObject(++i, now);
             ps.setString(++i, engine);
             ps.setObject(++i, root); // the cancellation's
@@ -288,7 +304,10 @@ final class ShardedClaims {
             for (Object value : selection) {
                 ps.setObject(++i, value);
             }
-            ps.execute();
+            ps.execute(); // the shard lock's row first
+            if (!ps.getMoreResults()) {
+                throw new IllegalStateException("the sharded claim's lock returned no transaction id");
+            }
             String xact;
             try (ResultSet rs = ps.getResultSet()) {
                 rs.next();
