@@ -26,10 +26,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * What a step's transaction sends to the workers on Citus, read from the coordinator's log with
- * {@code citus.log_remote_commands} on for the test's database: an ordinary step (no business writes) commits on
- * the hierarchy's worker alone, with one {@code COMMIT} and no {@code PREPARE TRANSACTION}; a step that also writes
- * a user's table that is not distributed (a plain table on the coordinator) works through the coordinator and
- * still commits without two-phase commit: the coordinator's own transaction is not a remote participant.
+ * {@code citus.log_remote_commands} on for the test's database: an ordinary step (no business writes) sends every
+ * command, from its {@code BEGIN} to its {@code COMMIT}, to the hierarchy's worker alone (the claim's candidates are
+ * read across shards before, in a transaction of their own) and commits there with one {@code COMMIT} and no
+ * {@code PREPARE TRANSACTION}; a step that also writes a user's table that is not distributed (a plain table on the
+ * coordinator) works through the coordinator and still commits without two-phase commit: the coordinator's own
+ * transaction is not a remote participant.
  */
 class CitusBusinessTableTest {
     @RegisterExtension
@@ -88,14 +90,17 @@ class CitusBusinessTableTest {
     }
 
     /**
-     * The step's transaction wrote the hierarchy's worker only (the other one was read, by the claim's candidates,
-     * and got a plain COMMIT); a PREPARE TRANSACTION, if any, went to the hierarchy's worker alone.
+     * The step's transaction sent every command, from its BEGIN to its COMMIT, to the hierarchy's worker alone (the claim's
+     * candidates read every shard in a transaction of their own, before it); a PREPARE TRANSACTION, if any, went to
+     * that worker too.
      */
     private static void assertOneWorkerWritten(MessageId id) {
         String worker = ":" + CitusFaults.workerOf(db.dataSource(), id.value());
         assertThat(sent).as("what the step's transaction sent the workers").isNotEmpty()
                 .filteredOn(c -> c.matches("(INSERT|UPDATE|DELETE|COPY|PREPARE TRANSACTION|COMMIT PREPARED).*"))
-                .isNotEmpty().allMatch(c -> c.endsWith(worker));
+                .isNotEmpty();
+        assertThat(sent).as("what the step's transaction sent the workers").startsWith("BEGIN TRANSACTION" + worker)
+                .allMatch(c -> c.endsWith(worker));
         assertThat(sent).filteredOn(c -> c.startsWith("PREPARE TRANSACTION")).hasSizeLessThanOrEqualTo(1);
     }
     @Test
@@ -161,6 +166,7 @@ class CitusBusinessTableTest {
         sent.clear();
         List<String> others = new java.util.ArrayList<>();
         long current = -1;
+        boolean ended = false; // the current transaction sent its first COMMIT (or ROLLBACK) to a worker
         Matcher m = ISSUING.matcher(text);
         while (m.find()) {
             String command = m.group(2).strip();
@@ -174,7 +180,13 @@ class CitusBusinessTableTest {
             Matcher begin = BEGIN.matcher(command);
             if (begin.find()) {
                 current = Long.parseLong(begin.group(1));
+                ended = false;
             }
+            boolean end = shown.matches("(COMMIT|COMMIT PREPARED|ROLLBACK|PREPARE TRANSACTION):\\d+");
+            if (ended && !end) {
+                current = -1; // what the backend sends after the transaction's end (a read in auto-commit)
+            }
+            ended |= end && !shown.startsWith("PREPARE");
             if (current == transaction) {
                 sent.add(shown);
             }

@@ -31,16 +31,15 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * A worker of the shared Citus cluster stopped at once ({@code pg_ctl stop -m immediate}, as a crash) while steps
  * of hierarchies on both workers run, then started again. What the test shows (docs/guide/citus.md, "Faults"): a
- * statement routed to the live worker still runs (a step on it commits), but everything that reads every shard
- * fails while a worker is down (the claim's candidates, a client's reads by message id), so engines stop claiming
- * on the whole cluster and retry; a launch whose root falls on the down worker fails with Citus's connection error,
- * one whose root falls on the live worker succeeds. Once the worker is back, every hierarchy completes, each step's
- * durable effect once. The node is started again before the test ends: the cluster is shared by the suite.
+ * statement routed to the live worker still runs, and a step of a hierarchy on the live worker is not disturbed by
+ * the stop (its transaction holds connections to that worker alone, the claim's candidates being read before it):
+ * the held one commits while the other worker is down, its body run once. What reads every shard fails while a
+ * worker is down (the claim's candidates, a client's reads by message id), so engines stop claiming by saga on the
+ * whole cluster and retry; a launch whose root falls on the down worker fails with Citus's connection error, one
+ * whose root falls on the live worker succeeds. Once the worker is back, every hierarchy completes, each step's
+ * durable effect once, nothing rolled back, and every step body of a hierarchy on the live worker ran once. The node
+ * is started again before the test ends: the cluster is shared by the suite.
  */
-@org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "coop.citus.faults", matches = "true", disabledReason = "Known bug, open: under load (CI) a hierarchy whose worker was stopped mid-step, or whose"
-        + " shard moved, sometimes ends ROLLED_BACK: a failed commit during the fault is taken for the step's"
-        + " failure (StepRecovery.failUnwritten); see docs/guide/citus.md, Faults."
-        + " -Dcoop.citus.faults=true runs it")
 class CitusWorkerRestartTest {
     @RegisterExtension
     static final CitusDatabase db = new CitusDatabase();
@@ -60,20 +59,24 @@ class CitusWorkerRestartTest {
         StepGate gate = new StepGate();
         StepRecorder recorder = new StepRecorder();
         Map<Integer, MessageId> held = new ConcurrentHashMap<>(); // the first hierarchy of each worker, held
+        Map<MessageId, UUID> heldRuns = new ConcurrentHashMap<>(); // their root runs
+        Map<UUID, UUID> rootOfRun = new ConcurrentHashMap<>(); // each root run's hierarchy, and each child's
         Saga<Empty> root = Saga.on(rootTopic, "restart-root")
                 .step("hold", step -> {
-                    recorder.record(step);
+                    record(recorder, rootOfRun, step);
                     if (held.putIfAbsent(workerOf(step.messageId().value()), step.messageId()) == null) {
+                        heldRuns.put(step.messageId(), step.runId());
                         gate.pass();
                     }
                 })
                 .step("launch", step -> {
-                    recorder.record(step);
+                    record(recorder, rootOfRun, step);
                     step.launch(childTopic, new Empty());
                 })
-                .step("after", recorder::record)
+                .step("after", step -> record(recorder, rootOfRun, step))
                 .build();
-        Saga<Empty> child = Saga.on(childTopic, "restart-child").step("work", recorder::record).build();
+        Saga<Empty> child = Saga.on(childTopic, "restart-child")
+                .step("work", step -> record(recorder, rootOfRun, step)).build();
         CoopCitus cluster = db.cluster();
         int down = cluster.ports().get(2);
         int up = cluster.ports().get(1);
@@ -103,6 +106,10 @@ class CitusWorkerRestartTest {
             // the held step on the live worker commits: its transaction's statements are routed to that worker only
             Await.until("the held step on the live worker commits", WAIT,
                     () -> suspended(onUp.value(), "hold") == 1);
+            assertThat(recorder.counts().entrySet()).filteredOn(e -> e.getKey().step().equals("hold")
+                    && heldRuns.get(onUp).equals(e.getKey().runId())).singleElement()
+                    .satisfies(e -> assertThat(e.getValue()).as("the held step on the live worker ran once")
+                            .isEqualTo(1));
             // what reads every shard fails: a client's statuses by message id (so awaitCompletion), and the claim
             assertThatThrownBy(() -> client.statuses(onUp)).isInstanceOf(CoopStoreException.class)
                     .hasMessageContaining("connection to the remote node postgres@127.0.0.1:" + down);
@@ -139,6 +146,14 @@ class CitusWorkerRestartTest {
                     .collect(Collectors.groupingBy(e -> e.lineage().last() + " " + e.step(), Collectors.counting()));
             assertThat(stepsOfRuns).as("each step of each run committed once").hasSize(4 * workerOf.size())
                     .allSatisfy((step, n) -> assertThat(n).as(step).isEqualTo(1));
+            assertThat(events).filteredOn(e -> e.type() == EventType.ATTEMPT_FAILED
+                    || e.type() == EventType.ROLLING_BACK || e.type() == EventType.ROLLED_BACK)
+                    .as("no failed attempt, nothing rolled back").isEmpty();
+            // a step of a hierarchy on the live worker was not disturbed by the stop: each body ran once
+            assertThat(recorder.counts().entrySet()).filteredOn(e -> Integer.valueOf(up).equals(
+                    workerOf.get(new MessageId(rootOfRun.get(e.getKey().runId())))))
+                    .as("steps of hierarchies on the live worker").isNotEmpty()
+                    .allSatisfy(e -> assertThat(e.getValue()).as(e.getKey().toString()).isEqualTo(1));
             // a step body whose commit the stop cut off ran again (at least once): the held one on the stopped worker
             int holds = recorder.counts().entrySet().stream().filter(e -> e.getKey().step().equals("hold"))
                     .mapToInt(Map.Entry::getValue).sum();
@@ -146,6 +161,12 @@ class CitusWorkerRestartTest {
         } finally {
             engines.forEach(CoopEngine::close);
         }
+    }
+
+    /** Records a step's run, and the hierarchy it belongs to (its lineage's first message, the root). */
+    private static void record(StepRecorder recorder, Map<UUID, UUID> rootOfRun, StepContext<?> step) {
+        recorder.record(step);
+        rootOfRun.putIfAbsent(step.runId(), step.lineage().root());
     }
 
     static int workerOf(UUID root) {

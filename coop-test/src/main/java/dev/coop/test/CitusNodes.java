@@ -77,7 +77,10 @@ final class CitusNodes {
         String conf = String.join("\n", "listen_addresses = '127.0.0.1'", "port = " + port,
                 "unix_socket_directories = ''", "shared_preload_libraries = 'citus'", "max_connections = 300",
                 "max_prepared_transactions = 300", "shared_buffers = 64MB", "fsync = off",
-                "synchronous_commit = off", "full_page_writes = off", "citus.shard_count = 8",
+                // on: a commit's WAL is written (to the operating system; fsync is off) before it returns, so a
+                // node stopped as a crash would (stopNode) keeps every commit it acknowledged; off lost the last
+                // ones (up to 3 x wal_writer_delay), and a fault test then missed rows it had seen committed
+                "synchronous_commit = on", "full_page_writes = off", "citus.shard_count = 8",
                 "citus.log_remote_commands = off", "");
         Path confFile = dir.resolve("postgresql.conf");
         if (asPostgres) {

@@ -136,7 +136,9 @@ public final class CoopCitus {
 
     /**
      * Stops one node at once, as a crash would ({@code pg_ctl stop -m immediate}: no checkpoint, every session cut).
-     * The cluster is shared by the test classes of this JVM: a test that stops a node starts it again
+     * What it acknowledged as committed survives (the nodes run {@code synchronous_commit = on}); what was in
+     * flight is rolled back by its crash recovery when it starts again. The cluster is shared by the test classes of
+     * this JVM: a test that stops a node starts it again
      * ({@link #startNode(int)}) before it ends, in a {@code finally}.
      *
      * @param port the node's port, one of {@link #ports()}

@@ -147,10 +147,13 @@ public final class Worker implements Runnable {
                 // Turning auto-commit back on commits an open transaction: whatever happened above (an Error
                 // thrown between a step's writes and its bookkeeping, say), nothing may commit half a step.
                 Tx.rollbackQuietly(c);
-                c.setAutoCommit(true);
+                SQLException restoring = Tx.autoCommitBack(c, failed);
                 NetworkTimeouts.noStepConnection();
                 NetworkTimeouts.set(c, own);
                 ConnectionEviction.ifNeeded(c, engine.engineId(), failed); // before the pool gets it back
+                if (restoring != null) {
+                    throw restoring;
+                }
             }
         }
     }

@@ -13,7 +13,8 @@ import java.util.UUID;
  * The claim by saga on Citus (docs/guide/citus.md, "The claim"), where {@code run} is distributed by {@code root_id}
  * and Citus refuses a {@code FOR UPDATE SKIP LOCKED} that reads more than one shard. The claim is two steps: a read of
  * a few due runs of the saga without a lock ({@link #CANDIDATES}: one task per shard, merged by the coordinator in
- * claim order), then the lock of one of them by its root and id ({@link #LOCK}: routed to the one shard that holds
+ * claim order; in a transaction of its own, so that the step's transaction never holds connections to other workers),
+ * then the lock of one of them by its root and id ({@link #LOCK}: routed to the one shard that holds
  * it), the next candidate when another engine took it first. Every statement of the claimed step names the root as a
  * bound value (never {@code = r.root_id}): Citus routes a statement to one shard only when each distributed table in
  * it is filtered by a constant root. The lock re-checks every condition of the claim, so a candidate that another
@@ -72,6 +73,28 @@ final class ShardedClaims {
     private static final String COORDINATOR_XACT = "SELECT pg_current_xact_id()::text;\n";
 
     /**
+     * Sent first in the lock's round trip: a share lock on the distribution metadata of the candidate's {@code run}
+     * shard, on the coordinator, held until the claim's transaction ends. A shard move ({@code
+     * citus_move_shard_placement}) takes that lock exclusively for the co-located group while it copies, so the move
+     * waits for the steps in flight on the group, and a claim waits for a move under way. Citus takes it for writes
+     * but not for a {@code SELECT ... FOR UPDATE}: without it a move could run between a step's lock and its first
+     * write, the step's later statements went to the new placement, where nothing held the run, another engine
+     * claimed the run too, and one of the two bodies ran in vain (docs/guide/citus.md, "Faults"). Citus checks that
+     * the user owns the table. Parameter: the candidate's root.
+     */
+    static final String SHARD_LOCK = "SELECT lock_shard_metadata(5, ARRAY[get_shard_id_for_distribution_column("
+            + "'{schema}.run', ?::uuid)]); -- 5: ShareLock\n";
+
+    /**
+     * The end of a claim's transaction that holds only lock attempts ({@link #endAttempts}), with what a limited
+     * saga's refused gate said ({@code coop.limit_wait}, {@link SagaLimits#commitEmptyClaim}), in one round trip.
+     */
+    private static final String END_ATTEMPTS = "SELECT nullif(current_setting('coop.limit_wait', true), '');"
+            + "\nROLLBACK";
+    /** The refusal {@link #END_ATTEMPTS} read, set again in the claim's next transaction. Parameter: the refusal. */
+    private static final String KEEP_REFUSAL = "SELECT set_config('coop.limit_wait', ?, true)";
+
+    /**
      * {@link ClaimSql#CLAIMED_SEEN} on Citus: the SEEN written unless one exists by the unique index
      * {@code event_seen} ({@link CitusLayout}), not by a {@code NOT EXISTS} over {@code event}. An {@code INSERT ...
      * SELECT} that reads a distributed table runs on the worker, whose {@code event_id_seq} has a range of its own
@@ -95,6 +118,7 @@ final class ShardedClaims {
     private final String lockByIdSql;
     private final String lockUnchangedSql;
     private final String seenSql;
+    private final String shardLockSql;
     private final SplitClaim split;
 
     /** @param lock {@link #LOCK} with its idle-in-transaction timeout set, before its schema and selection */
@@ -104,6 +128,7 @@ final class ShardedClaims {
         this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
         this.lockUnchangedSql = schema.sql(lock.formatted(UNCHANGED));
         this.seenSql = schema.sql(CLAIMED_SEEN);
+        this.shardLockSql = schema.sql(SHARD_LOCK);
         this.split = split;
     }
 
@@ -140,7 +165,7 @@ final class ShardedClaims {
     ClaimedRun lockCandidate(Connection c, String saga, int version, String engine, OffsetDateTime now)
             throws SQLException {
         for (int page = 0; page < MAX_PAGES; page++) {
-            List<UUID[]> candidates = candidates(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
+            List<UUID[]> candidates = candidatesApart(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
             // from a random one of the page on: workers claiming at once mostly try different runs first
             int start = candidates.isEmpty()
                     ? 0
@@ -173,6 +198,80 @@ final class ShardedClaims {
         return locked == null ? null : split.complete(c, locked, engine, seenSql, true);
     }
 
+    /**
+     * {@link #candidates} in a transaction of their own (auto-commit), not in the claim's: a transaction that read
+     * every shard keeps a connection to every worker, which Citus marks essential, so a step of a hierarchy on a live
+     * worker failed at its next {@code SAVEPOINT} or {@code COMMIT} once another worker stopped (docs/guide/citus.md,
+     * "Faults"). The claim's transaction then begins with the lock, routed to the candidate's worker, and holds
+     * connections to that worker alone. Costs no round trip when no transaction is open (the driver's auto-commit
+     * switch sends nothing then, and the lock's {@code BEGIN} goes with the lock); when the claim's transaction holds
+     * failed lock attempts (a further page, another version of the saga), one to end it first
+     * ({@link #endAttempts}), and one more to keep a limited saga's refusal when an earlier version's gate refused.
+     */
+    private List<UUID[]> candidatesApart(Connection c, String saga, int version, OffsetDateTime now, int offset)
+            throws SQLException {
+        if (c.getAutoCommit()) {
+            return candidates(c, saga, version, now, offset);
+        }
+        String refusal = inTransaction(c) ? endAttempts(c) : null;
+        c.setAutoCommit(true);
+        List<UUID[]> read;
+        try {
+            read = candidates(c, saga, version, now, offset);
+        } catch (SQLException | RuntimeException e) {
+            try {
+                c.setAutoCommit(false);
+            } catch (SQLException again) { // the connection is likely gone: the read's failure says why
+                e.addSuppressed(again);
+            }
+            throw e;
+        }
+        c.setAutoCommit(false);
+        if (refusal != null) {
+            try (PreparedStatement ps = c.prepareStatement(KEEP_REFUSAL)) {
+                ps.setString(1, refusal);
+                ps.execute();
+            }
+        }
+        return read;
+    }
+
+    /**
+     * Rolls back the claim's transaction, which holds only lock attempts that locked nothing or runs a limited
+     * saga's gate refused (no SEEN, no slot, no token, nothing written); returns the gate's refusal, or null.
+     */
+    private static String endAttempts(Connection c) throws SQLException {
+        String refusal = null;
+        try (PreparedStatement ps = c.prepareStatement(END_ATTEMPTS)) {
+            boolean isResultSet = ps.execute();
+            while (isResultSet || ps.getUpdateCount() != -1) {
+                if (isResultSet) {
+                    try (ResultSet rs = ps.getResultSet()) {
+                        if (rs.next()) {
+                            refusal = rs.getString(1);
+                        }
+                    }
+                }
+                isResultSet = ps.getMoreResults();
+            }
+        }
+        return refusal;
+    }
+
+    /**
+     * Whether {@code c} has a transaction open (a statement sent since its last commit or rollback), as PostgreSQL's
+     * driver tracks it; true when the connection does not unwrap to the driver's (then {@link #endAttempts} ends what
+     * may be open).
+     */
+    private static boolean inTransaction(Connection c) {
+        try {
+            return c.unwrap(org.postgresql.core.BaseConnection.class)
+                    .getTransactionState() != org.postgresql.core.TransactionState.IDLE;
+        } catch (SQLException notTheDrivers) {
+            return true;
+        }
+    }
+
     private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now, int offset)
             throws SQLException {
         List<UUID[]> out = new ArrayList<>(CANDIDATES_PER_CLAIM);
@@ -192,10 +291,11 @@ final class ShardedClaims {
     }
 
     /** Locks one run by {@code root} and {@code id}; {@code selection}: the rest of the selection's parameters. */
-    private static ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String engine, OffsetDateTime now,
+    private ClaimedRun lock(Connection c, String sql, UUID root, UUID id, String engine, OffsetDateTime now,
             Object... selection) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(COORDINATOR_XACT + sql)) {
+        try (PreparedStatement ps = c.prepareStatement(shardLockSql + COORDINATOR_XACT + sql)) {
             int i = 0;
+            ps.setObject(++i, root); // the shard's
             ps.setObject(++i, now);
             ps.setString(++i, engine);
             ps.setObject(++i, root); // the cancellation's
@@ -204,7 +304,10 @@ final class ShardedClaims {
             for (Object value : selection) {
                 ps.setObject(++i, value);
             }
-            ps.execute();
+            ps.execute(); // the shard lock's row first
+            if (!ps.getMoreResults()) {
+                throw new IllegalStateException("the sharded claim's lock returned no transaction id");
+            }
             String xact;
             try (ResultSet rs = ps.getResultSet()) {
                 rs.next();

@@ -92,18 +92,34 @@ public final class Tx {
         }
     }
 
-    /**
-     * Sets auto-commit back. When the work failed, a connection the failure closed (a pool retires one on some
-     * errors) cannot be set back: that is kept as suppressed, so that the work's own error is the one reported.
-     */
+    /** Sets auto-commit back after {@link #inTransaction}'s work, as {@link #autoCommitBack} does. */
     private static void restoreAutoCommit(Connection c, boolean autoCommit, Throwable failure) throws SQLException {
+        SQLException e = autoCommitBack(c, autoCommit, failure);
+        if (e != null) {
+            throw e;
+        }
+    }
+
+    /**
+     * Turns auto-commit on again after work that ran with it off; returns what that threw, or adds it to
+     * {@code failed} (and returns null) when the work failed: a pool that retired the connection because of that
+     * failure refuses it (HikariCP, on SQLSTATE class 08, which Citus gives the connection error of a stopped
+     * worker), and the failure, not the pool's "Connection is closed", is what says why.
+     */
+    public static SQLException autoCommitBack(Connection c, Throwable failed) {
+        return autoCommitBack(c, true, failed);
+    }
+
+    private static SQLException autoCommitBack(Connection c, boolean autoCommit, Throwable failed) {
         try {
             c.setAutoCommit(autoCommit);
-        } catch (SQLException | RuntimeException e) {
-            if (failure == null) {
-                throw e;
+            return null;
+        } catch (SQLException e) {
+            if (failed == null) {
+                return e;
             }
-            failure.addSuppressed(e);
+            failed.addSuppressed(e);
+            return null;
         }
     }
 

@@ -1,0 +1,183 @@
+package dev.coop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.coop.Payloads.Empty;
+import dev.coop.internal.store.ClaimedRun;
+import dev.coop.internal.store.SchemaName;
+import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Time;
+import dev.coop.test.CitusDatabase;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
+
+/**
+ * The claim by saga on Citus ({@code ShardedClaims}) leaves the claim's transaction, the one the step then runs in,
+ * with a transaction open on the claimed run's worker alone: the candidates are read across shards in a transaction
+ * of their own (docs/guide/citus.md, "The claim"), so the other worker has no backend in it. Also what a claim costs
+ * in round trips, counted on the client: the candidates' read and the lock, and the SEEN with the message; one more
+ * (the end of the lock attempts) when the claim's transaction already holds lock attempts that locked nothing.
+ */
+class CitusClaimTransactionTest {
+    @RegisterExtension
+    static final CitusDatabase db = new CitusDatabase(4);
+
+    static final String SAGA = "claim-tx";
+    static final String ENGINE = "claim-tx-engine";
+
+    @Test
+    void the_claims_transaction_is_open_on_the_claimed_runs_worker_alone() throws Exception {
+        Topic<Empty> topic = Topic.of(SAGA, Empty.class);
+        // registered, then closed: the launch below makes a run that only this test claims
+        CitusHappyPathTest.engine(db.newDataSource(2)).name("registers").workers(1).register(Saga.on(topic, SAGA)
+                .step("only", step -> {
+                }).build()).start().close();
+        MessageId id = Coop.client(db.dataSource()).launch(topic, new Empty());
+        int worker = CitusFaults.workerOf(db.dataSource(), id.value());
+        int other = db.cluster().ports().get(1) == worker ? db.cluster().ports().get(2) : db.cluster().ports().get(1);
+        int version = CitusFaults.count(db.dataSource(), "SELECT max(version) FROM coop.saga_version WHERE saga = ?",
+                SAGA);
+        Store store = new Store(new SchemaName("coop").onCitus(), Time.DATABASE);
+        try (Connection raw = db.dataSource().getConnection(); Connection holder = db.dataSource().getConnection()) {
+            AtomicInteger trips = new AtomicInteger();
+            Connection c = counting(raw, trips);
+            c.setAutoCommit(false);
+            String gpid = gpid(holder);
+            // another transaction holds the run: the claim's lock attempt locks nothing, its transaction stays open
+            holder.setAutoCommit(false);
+            lockRun(holder, id.value());
+            assertThat(store.claim(c, SAGA, version, ENGINE)).isNull();
+            int missed = trips.getAndSet(0);
+            assertThat(state(raw)).isEqualTo(TransactionState.OPEN);
+            holder.rollback();
+
+            ClaimedRun run = store.claim(c, SAGA, version, ENGINE); // after failed attempts: ends them
+            int afterMiss = trips.getAndSet(0);
+            assertThat(run).isNotNull();
+            assertThat(run.rootId()).isEqualTo(id.value());
+            String mine = gpid(raw);
+            assertThat(inTransaction(worker, mine))
+                    .as("backends of the claim's transaction (%s) on the run's worker: %s",
+                            mine, activity(worker))
+                    .isEqualTo(1);
+            assertThat(inTransaction(other, mine)).as("backends of the claim's transaction on the other worker")
+                    .isZero();
+            raw.rollback();
+
+            trips.set(0);
+            ClaimedRun fresh = store.claim(c, SAGA, version, ENGINE); // no transaction open: the usual
+            int claim = trips.get();
+            assertThat(fresh).isNotNull();
+            assertThat(inTransaction(other, gpid(raw))).isZero();
+            raw.rollback();
+            System.out.println("round trips: a claim " + claim + ", a claim after lock attempts " + afterMiss
+                    + ", a claim that locked nothing " + missed);
+            assertThat(claim).as("candidates, lock, SEEN and message").isEqualTo(3);
+            assertThat(afterMiss).as("the end of the attempts, then a claim").isEqualTo(claim + 1);
+            assertThat(missed).as("candidates, lock").isEqualTo(2);
+            assertThat(gpid).isNotEmpty();
+        }
+    }
+
+    /** The global process id of the connection's coordinator backend, as Citus names it to the workers. */
+    private static String gpid(Connection c) throws SQLException {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT citus_backend_gpid()")) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    /**
+     * The backends on the worker at {@code port} that serve coordinator backend {@code gpid} inside a transaction:
+     * named by the gpid, or by the application name the claim's transaction sets (Citus passes it on).
+     */
+    private static int inTransaction(int port, String gpid) throws SQLException {
+        try (Connection w = db.cluster().connect(port, db.databaseName()); PreparedStatement ps = w.prepareStatement("""
+                SELECT count(*)::int FROM pg_stat_activity
+                 WHERE application_name IN ('citus_internal gpid=' || ?, 'coop ' || ?)
+                   AND state LIKE 'idle in transaction%'""")) {
+            ps.setString(1, gpid);
+            ps.setString(2, ENGINE);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    /** The worker's client backends: application name and state, for a failing assertion's message. */
+    private static String activity(int port) throws SQLException {
+        StringBuilder out = new StringBuilder();
+        try (Connection w = db.cluster().connect(port, db.databaseName());
+                Statement st = w.createStatement();
+                ResultSet rs = st.executeQuery("SELECT application_name, state FROM pg_stat_activity"
+                        + " WHERE backend_type = 'client backend'")) {
+            while (rs.next()) {
+                out.append(rs.getString(1)).append(" (").append(rs.getString(2)).append("); ");
+            }
+        }
+        return out.toString();
+    }
+
+    private static void lockRun(Connection c, UUID root) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT id FROM coop.run WHERE root_id = ? FOR UPDATE")) {
+            ps.setObject(1, root);
+            ps.executeQuery().close();
+        }
+    }
+
+    private static TransactionState state(Connection c) throws SQLException {
+        return c.unwrap(BaseConnection.class).getTransactionState();
+    }
+
+    /**
+     * {@code c}, counting the round trips made through it: each statement's execution (one round trip, also for
+     * several statements in one text), and a commit, rollback or switch to auto-commit while a transaction is open
+     * (the driver sends nothing when none is).
+     */
+    private static Connection counting(Connection c, AtomicInteger trips) {
+        return (Connection) Proxy.newProxyInstance(CitusClaimTransactionTest.class.getClassLoader(),
+                new Class<?>[]{Connection.class}, (proxy, m, args) -> {
+                    String name = m.getName();
+                    boolean open = state(c) != TransactionState.IDLE;
+                    if (open && (name.equals("commit") || name.equals("rollback")
+                            || name.equals("setAutoCommit") && Boolean.TRUE.equals(args[0]) && !c.getAutoCommit())) {
+                        trips.incrementAndGet();
+                    }
+                    Object result = call(c, m, args);
+                    if (result instanceof Statement st && (name.equals("prepareStatement")
+                            || name.equals("createStatement"))) {
+                        Class<?> type = st instanceof PreparedStatement ? PreparedStatement.class : Statement.class;
+                        return Proxy.newProxyInstance(CitusClaimTransactionTest.class.getClassLoader(),
+                                new Class<?>[]{type}, (p, sm, sargs) -> {
+                                    if (sm.getName().startsWith("execute")) {
+                                        trips.incrementAndGet();
+                                    }
+                                    return call(st, sm, sargs);
+                                });
+                    }
+                    return result;
+                });
+    }
+
+    private static Object call(Object target, Method m, Object[] args) throws Throwable {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+}
