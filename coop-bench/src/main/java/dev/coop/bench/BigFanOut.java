@@ -62,7 +62,7 @@ final class BigFanOut {
                 switch (label) {
                     case "emit" -> emitNanos.addAndGet(end - start);
                     case "advance" -> advanceNanos.addAndGet(end - start);
-                    case "COMMIT" -> {
+                    case "COMMIT", "advance+COMMIT" -> { // a root's last advance goes with its COMMIT (and join check)
                         commitNanos.set(end - start);
                         commitEnd.set(end);
                     }
