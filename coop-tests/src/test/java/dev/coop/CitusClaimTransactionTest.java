@@ -91,6 +91,42 @@ class CitusClaimTransactionTest {
         }
     }
 
+    @Test
+    void a_lock_attempt_that_failed_on_another_worker_leaves_no_backend_in_the_claims_transaction() throws Exception {
+        String saga = "claim-tx-two";
+        Topic<Empty> topic = Topic.of(saga, Empty.class);
+        CitusHappyPathTest.engine(db.newDataSource(2)).name("registers-two").workers(1).register(Saga.on(topic, saga)
+                .step("only", step -> {
+                }).build()).start().close();
+        CoopClient client = Coop.client(db.dataSource());
+        java.util.Map<Integer, UUID> rootOn = new java.util.HashMap<>(); // a root on each worker
+        while (rootOn.size() < 2) {
+            UUID root = client.launch(topic, new Empty()).value();
+            rootOn.putIfAbsent(CitusFaults.workerOf(db.dataSource(), root), root);
+        }
+        int busy = db.cluster().ports().get(1);
+        int free = db.cluster().ports().get(2);
+        int version = CitusFaults.count(db.dataSource(), "SELECT max(version) FROM coop.saga_version WHERE saga = ?",
+                saga);
+        Store store = new Store(new SchemaName("coop").onCitus(), Time.DATABASE);
+        try (Connection c = db.dataSource().getConnection(); Connection holder = db.dataSource().getConnection()) {
+            holder.setAutoCommit(false);
+            lockRun(holder, rootOn.get(busy)); // its lock attempt fails, on the busy worker
+            c.setAutoCommit(false);
+            String mine = gpid(c);
+            c.commit();
+            for (int i = 0; i < 8; i++) { // the candidates are tried from a random one on: most claims try both
+                ClaimedRun run = store.claim(c, saga, version, ENGINE);
+                assertThat(run).isNotNull();
+                assertThat(run.rootId()).isEqualTo(rootOn.get(free));
+                assertThat(inTransaction(busy, mine)).as("backends of the claim's transaction on the busy worker: %s",
+                        activity(busy)).isZero();
+                c.rollback();
+            }
+            holder.rollback();
+        }
+    }
+
     /** The global process id of the connection's coordinator backend, as Citus names it to the workers. */
     private static String gpid(Connection c) throws SQLException {
         try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT citus_backend_gpid()")) {

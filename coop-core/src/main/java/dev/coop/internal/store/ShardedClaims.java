@@ -164,7 +164,9 @@ final class ShardedClaims {
     /** Locks the first due candidate of {@code version} of {@code saga} that no other engine holds; or null. */
     ClaimedRun lockCandidate(Connection c, String saga, int version, String engine, OffsetDateTime now)
             throws SQLException {
+        String refusal = null; // what an earlier version's gate said in this transaction, for the empty claim
         for (int page = 0; page < MAX_PAGES; page++) {
+            refusal = endAttemptsIfAny(c, refusal);
             List<UUID[]> candidates = candidatesApart(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
             // from a random one of the page on: workers claiming at once mostly try different runs first
             int start = candidates.isEmpty()
@@ -173,6 +175,9 @@ final class ShardedClaims {
                             .nextInt(candidates.size());
             for (int k = 0; k < candidates.size(); k++) {
                 UUID[] candidate = candidates.get((start + k) % candidates.size());
+                if (k > 0) { // the attempt that failed may have been on another worker: not in the step's transaction
+                    refusal = endAttemptsIfAny(c, refusal);
+                }
                 ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], engine, now, saga, version,
                         now);
                 if (locked != null) {
@@ -180,10 +185,28 @@ final class ShardedClaims {
                 }
             }
             if (candidates.size() < CANDIDATES_PER_CLAIM) {
-                return null; // no more due runs
+                break; // no more due runs
+            }
+        }
+        if (refusal != null) { // the caller commits the empty claim, reading why a limited saga's gate refused
+            try (PreparedStatement ps = c.prepareStatement(KEEP_REFUSAL)) {
+                ps.setString(1, refusal);
+                ps.execute();
             }
         }
         return null;
+    }
+
+    /**
+     * Ends the claim's transaction when lock attempts that locked nothing left it open ({@link #endAttempts}), so
+     * that it holds no connection to their workers; returns the refusal it read, else {@code refusal}.
+     */
+    private static String endAttemptsIfAny(Connection c, String refusal) throws SQLException {
+        if (c.getAutoCommit() || !inTransaction(c)) {
+            return refusal;
+        }
+        String read = endAttempts(c);
+        return read != null ? read : refusal;
     }
 
     /** Locks {@code runId} again if it is still runnable and due (a reclaim by id), and completes it; or null. */
@@ -204,17 +227,15 @@ final class ShardedClaims {
      * worker failed at its next {@code SAVEPOINT} or {@code COMMIT} once another worker stopped (docs/guide/citus.md,
      * "Faults"). The claim's transaction then begins with the lock, routed to the candidate's worker, and holds
      * connections to that worker alone. Costs no round trip when no transaction is open (the driver's auto-commit
-     * switch sends nothing then, and the lock's {@code BEGIN} goes with the lock); when the claim's transaction holds
-     * failed lock attempts (a further page, another version of the saga), one to end it first
-     * ({@link #endAttempts}), and one more to keep a limited saga's refusal when an earlier version's gate refused.
+     * switch sends nothing then, and the lock's {@code BEGIN} goes with the lock). The caller ends lock attempts
+     * that locked nothing first ({@link #endAttemptsIfAny}: a round trip each): they may be on another worker.
      */
     private List<UUID[]> candidatesApart(Connection c, String saga, int version, OffsetDateTime now, int offset)
             throws SQLException {
         if (c.getAutoCommit()) {
             return candidates(c, saga, version, now, offset);
         }
-        String refusal = inTransaction(c) ? endAttempts(c) : null;
-        c.setAutoCommit(true);
+        c.setAutoCommit(true); // no transaction is open (endAttemptsIfAny): the driver sends nothing
         List<UUID[]> read;
         try {
             read = candidates(c, saga, version, now, offset);
@@ -227,12 +248,6 @@ final class ShardedClaims {
             throw e;
         }
         c.setAutoCommit(false);
-        if (refusal != null) {
-            try (PreparedStatement ps = c.prepareStatement(KEEP_REFUSAL)) {
-                ps.setString(1, refusal);
-                ps.execute();
-            }
-        }
         return read;
     }
 
