@@ -236,9 +236,17 @@ public final class SagaLimits {
      * until its next rate token frees.
      */
     public String commitEmptyClaim(Connection c) throws SQLException {
+        return endWithRefusal(c, "COMMIT");
+    }
+
+    /**
+     * Ends the claim's transaction with {@code end} ({@code COMMIT} or {@code ROLLBACK}) in the round trip that reads
+     * what a limited saga's refused gate said ({@code coop.limit_wait}); returns it, or null.
+     */
+    static String endWithRefusal(Connection c, String end) throws SQLException {
         String refusal = null;
         try (PreparedStatement ps = c.prepareStatement(
-                "SELECT nullif(current_setting('coop.limit_wait', true), '');\nCOMMIT")) {
+                "SELECT nullif(current_setting('coop.limit_wait', true), '');\n" + end)) {
             boolean isResultSet = ps.execute();
             while (isResultSet || ps.getUpdateCount() != -1) {
                 if (isResultSet) {

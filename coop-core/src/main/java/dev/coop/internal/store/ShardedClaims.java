@@ -85,13 +85,7 @@ final class ShardedClaims {
     static final String SHARD_LOCK = "SELECT lock_shard_metadata(5, ARRAY[get_shard_id_for_distribution_column("
             + "'{schema}.run', ?::uuid)]); -- 5: ShareLock\n";
 
-    /**
-     * The end of a claim's transaction that holds only lock attempts ({@link #endAttempts}), with what a limited
-     * saga's refused gate said ({@code coop.limit_wait}, {@link SagaLimits#commitEmptyClaim}), in one round trip.
-     */
-    private static final String END_ATTEMPTS = "SELECT nullif(current_setting('coop.limit_wait', true), '');"
-            + "\nROLLBACK";
-    /** The refusal {@link #END_ATTEMPTS} read, set again in the claim's next transaction. Parameter: the refusal. */
+    /** The refusal {@link #endAttempts} read, set again in the claim's next transaction. Parameter: the refusal. */
     private static final String KEEP_REFUSAL = "SELECT set_config('coop.limit_wait', ?, true)";
 
     /**
@@ -256,21 +250,7 @@ final class ShardedClaims {
      * saga's gate refused (no SEEN, no slot, no token, nothing written); returns the gate's refusal, or null.
      */
     private static String endAttempts(Connection c) throws SQLException {
-        String refusal = null;
-        try (PreparedStatement ps = c.prepareStatement(END_ATTEMPTS)) {
-            boolean isResultSet = ps.execute();
-            while (isResultSet || ps.getUpdateCount() != -1) {
-                if (isResultSet) {
-                    try (ResultSet rs = ps.getResultSet()) {
-                        if (rs.next()) {
-                            refusal = rs.getString(1);
-                        }
-                    }
-                }
-                isResultSet = ps.getMoreResults();
-            }
-        }
-        return refusal;
+        return SagaLimits.endWithRefusal(c, "ROLLBACK");
     }
 
     /**
