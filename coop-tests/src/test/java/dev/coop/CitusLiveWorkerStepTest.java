@@ -50,7 +50,9 @@ class CitusLiveWorkerStepTest {
         CoopCitus cluster = db.cluster();
         int up = cluster.ports().get(1);
         int down = cluster.ports().get(2);
-        StepGate gate = new StepGate();
+        // holds longer than the stop and the wait after it can take: a stop once took 60 s under CI's load, and a
+        // step let go by the gate's default limit (30 s) failed, so the test saw no commit
+        StepGate gate = new StepGate(Duration.ofMinutes(3));
         StepRecorder recorder = new StepRecorder();
         AtomicReference<UUID> heldRoot = new AtomicReference<>();
         AtomicReference<UUID> heldRun = new AtomicReference<>();

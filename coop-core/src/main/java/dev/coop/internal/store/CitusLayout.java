@@ -180,6 +180,7 @@ public final class CitusLayout {
         CitusKeys.apply(c, schema); // launch keys through the coordinator's tables (schema version 31)
         if (distributed(c, schema)) {
             seenOnce(c, schema);
+            CitusNodeFunctions.apply(c, schema); // the reads of one worker, while another is down
             return;
         }
         try (Statement st = c.createStatement()) {
@@ -203,6 +204,7 @@ public final class CitusLayout {
             st.execute("SET LOCAL citus.allow_unsafe_constraints = off");
         }
         seenOnce(c, schema);
+        CitusNodeFunctions.apply(c, schema);
         List<String> refused = triggersOnCitusTables(c, schema);
         if (!refused.isEmpty()) {
             throw new CoopStoreException("Citus refuses triggers on distributed and reference tables, and schema '"

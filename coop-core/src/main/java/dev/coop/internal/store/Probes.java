@@ -34,7 +34,10 @@ final class Probes {
     private final String runStatusesSql;
     private final String eventsSql;
 
-    Probes(SchemaName schema, Time time) {
+    private final NodeReads nodeReads;
+
+    Probes(SchemaName schema, Time time, NodeReads nodeReads) {
+        this.nodeReads = nodeReads;
         this.schema = schema;
         this.time = time;
         this.probeSql = schema.sql(ProbeSql.PROBE);
@@ -56,9 +59,28 @@ final class Probes {
                 versions.add(version);
             }
         }
-        boolean citus = sharded;
+        OffsetDateTime now = time.bind();
+        if (!sharded) {
+            return probe(c, false, names, versions, now);
+        }
+        if (!nodeReads.perNode() || !c.getAutoCommit()) {
+            try {
+                Map<String, Due> due = probe(c, true, names, versions, now);
+                nodeReads.fullReadAnswered();
+                return due;
+            } catch (SQLException e) {
+                if (!NodeReads.unreachableWorker(e) || !c.getAutoCommit()) {
+                    throw e;
+                }
+                nodeReads.fullReadFailed(e); // a worker is down: read the others apart
+            }
+        }
+        return nodeReads.due(c, names, versions, now);
+    }
+
+    private Map<String, Due> probe(Connection c, boolean citus, List<String> names, List<Integer> versions,
+            OffsetDateTime now) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(citus ? probeShardedSql : probeSql)) {
-            OffsetDateTime now = time.bind();
             int at = citus ? 4 : 1;
             ps.setArray(at, c.createArrayOf("text", names.toArray()));
             ps.setArray(at + 1, c.createArrayOf("integer", versions.toArray()));

@@ -55,7 +55,8 @@ final class RunClaims {
      *        schema and its condition are filled in
      * @param lock the first statement of the claim of one run ({@link ClaimSql#CLAIM_LOCK} with the same timeout)
      */
-    RunClaims(SchemaName schema, Time time, String claim, String lock, ClaimGates gates, ClaimRows rows) {
+    RunClaims(SchemaName schema, Time time, String claim, String lock, ClaimGates gates, ClaimRows rows,
+            NodeReads nodeReads) {
         this.schema = schema;
         this.time = time;
         this.gates = gates;
@@ -70,7 +71,7 @@ final class RunClaims {
             throw new IllegalStateException("the claim no longer ends in LIMIT 1 FOR UPDATE SKIP LOCKED");
         }
         this.split = new SplitClaim(schema, lock, bySaga, rows);
-        this.shardedClaims = new ShardedClaims(schema, ShardedClaims.lockOf(lock), split);
+        this.shardedClaims = new ShardedClaims(schema, ShardedClaims.lockOf(lock), split, nodeReads);
         this.shardedLimited = new ShardedLimitedClaim(schema, shardedClaims);
         this.reclaimSql = schema.sql(claim
                 .formatted("r.root_id = ? AND r.id = ? AND r.status = 'RUNNABLE' AND r.runnable_at <= {now}"));

@@ -114,9 +114,11 @@ final class ShardedClaims {
     private final String seenSql;
     private final String shardLockSql;
     private final SplitClaim split;
+    private final NodeReads nodeReads;
 
     /** @param lock {@link #LOCK} with its idle-in-transaction timeout set, before its schema and selection */
-    ShardedClaims(SchemaName schema, String lock, SplitClaim split) {
+    ShardedClaims(SchemaName schema, String lock, SplitClaim split, NodeReads nodeReads) {
+        this.nodeReads = nodeReads;
         this.candidatesSql = schema.sql(CANDIDATES);
         this.lockBySagaSql = schema.sql(lock.formatted(BY_SAGA));
         this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
@@ -267,7 +269,28 @@ final class ShardedClaims {
         }
     }
 
+    /**
+     * The due candidates: of every shard at once, or of each worker apart ({@link NodeReads}) while one of them is
+     * unreachable. In auto-commit.
+     */
     private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now, int offset)
+            throws SQLException {
+        if (!nodeReads.perNode()) {
+            try {
+                List<UUID[]> read = everyShard(c, saga, version, now, offset);
+                nodeReads.fullReadAnswered();
+                return read;
+            } catch (SQLException e) {
+                if (!NodeReads.unreachableWorker(e)) {
+                    throw e;
+                }
+                nodeReads.fullReadFailed(e);
+            }
+        }
+        return nodeReads.candidates(c, saga, version, now, CANDIDATES_PER_CLAIM, offset);
+    }
+
+    private List<UUID[]> everyShard(Connection c, String saga, int version, OffsetDateTime now, int offset)
             throws SQLException {
         List<UUID[]> out = new ArrayList<>(CANDIDATES_PER_CLAIM);
         try (PreparedStatement ps = c.prepareStatement(candidatesSql)) {

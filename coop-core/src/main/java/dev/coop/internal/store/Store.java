@@ -74,13 +74,14 @@ public final class Store {
         this.roundAdvances = new RoundAdvances(schema, this.time, local);
         this.gates = new ClaimGates(schema, this.time);
         this.rows = new ClaimRows(schema);
+        NodeReads nodeReads = new NodeReads(schema); // one per engine: which workers answer is the engine's
         this.claims = new RunClaims(schema, this.time, claim,
-                ClaimSql.idleInTransaction(ClaimSql.CLAIM_LOCK, idleInTransaction), gates, rows);
+                ClaimSql.idleInTransaction(ClaimSql.CLAIM_LOCK, idleInTransaction), gates, rows, nodeReads);
         String slim = schema.sql(ClaimSql.idleInTransaction(ClaimSql.RECLAIM_CONTINUATION, idleInTransaction));
         this.advances = new Advances(this, new AdvanceBinding(local), gates, claims, rows, slim);
         this.emits = new Emits(schema, this.time, requireHandlers, local);
         this.children = new ChildQueries(schema, this.time, local);
-        this.probes = new Probes(schema, this.time);
+        this.probes = new Probes(schema, this.time, nodeReads);
         sharded(schema.citus()); // the claim and probe Citus can route
         this.sessionReset = new dev.coop.internal.guard.SessionReset(
                 idleInTransaction == null ? 0 : idleInTransaction.toMillis());
