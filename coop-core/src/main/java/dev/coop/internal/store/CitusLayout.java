@@ -91,7 +91,19 @@ public final class CitusLayout {
      * ({@code notify_off}), and {@link #XACT_RUNNING_SIGNATURE}: signature, then {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that
      * the planner does not inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
      */
+    /**
+     * The claim's share lock on the metadata of a root's {@code run} shard ({@link ShardedClaims#SHARD_LOCK}: {@code
+     * lock_shard_metadata(5, ...)}, 5 being {@code ShareLock}). {@code SECURITY DEFINER}: Citus lets only the table's
+     * owner take that lock, and the engines' database role may be one that was granted Coop's tables, not their owner
+     * (CitusRoleTest). It takes a share lock and nothing else; its search path is fixed.
+     */
+    static final String LOCK_RUN_SHARD = "CREATE OR REPLACE FUNCTION {schema}.lock_run_shard(root uuid) RETURNS void"
+            + " LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS 'BEGIN"
+            + " PERFORM lock_shard_metadata(5, ARRAY[get_shard_id_for_distribution_column(''{schema}.run'', root)]);"
+            + " END'";
+
     private static final String[][] FUNCTIONS = {
+            {"{schema}.lock_run_shard(uuid)", LOCK_RUN_SHARD},
             {"{schema}.now_or(timestamptz)", "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"
                     + " RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE"
                     + " AS 'BEGIN RETURN coalesce(t, statement_timestamp()); END'"},

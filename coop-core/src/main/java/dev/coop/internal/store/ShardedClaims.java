@@ -79,11 +79,11 @@ final class ShardedClaims {
      * waits for the steps in flight on the group, and a claim waits for a move under way. Citus takes it for writes
      * but not for a {@code SELECT ... FOR UPDATE}: without it a move could run between a step's lock and its first
      * write, the step's later statements went to the new placement, where nothing held the run, another engine
-     * claimed the run too, and one of the two bodies ran in vain (docs/guide/citus.md, "Faults"). Citus checks that
-     * the user owns the table. Parameter: the candidate's root.
+     * claimed the run too, and one of the two bodies ran in vain (docs/guide/citus.md, "Faults"). Taken through
+     * {@link CitusLayout#LOCK_RUN_SHARD}: Citus lets only the table's owner take it, and the engines' role need not
+     * own Coop's tables. Parameter: the candidate's root.
      */
-    static final String SHARD_LOCK = "SELECT lock_shard_metadata(5, ARRAY[get_shard_id_for_distribution_column("
-            + "'{schema}.run', ?::uuid)]); -- 5: ShareLock\n";
+    static final String SHARD_LOCK = "SELECT {schema}.lock_run_shard(?::uuid);\n";
 
     /** The refusal {@link #endAttempts} read, set again in the claim's next transaction. Parameter: the refusal. */
     private static final String KEEP_REFUSAL = "SELECT set_config('coop.limit_wait', ?, true)";
