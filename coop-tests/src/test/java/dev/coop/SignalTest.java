@@ -8,6 +8,7 @@ import dev.coop.failure.CoopValidationException;
 import dev.coop.inspect.Outcome;
 import dev.coop.test.Await;
 import dev.coop.test.CoopDatabase;
+import dev.coop.test.Invariants;
 import java.time.Duration;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -90,6 +91,9 @@ class SignalTest {
             assertThat(client.statuses(third)).containsExactly(RunStatus.WAITING);
             assertThat(client.signal("shipment/s2", new Shipped("post"), KEEP)).isEqualTo(SignalOutcome.DELIVERED);
             assertThat(client.awaitCompletion(third, WAIT)).isEqualTo(Outcome.COMMITTED);
+            for (MessageId id : java.util.List.of(first, second, third)) { // a kept signal's task: with its opener
+                Invariants.assertAll(client.events(id));
+            }
         }
     }
 
