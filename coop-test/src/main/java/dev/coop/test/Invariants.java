@@ -53,7 +53,8 @@ public final class Invariants {
      * more (no next step, no COMMITTED, no failure) before every run of those messages had finished (written its
      * COMMITTED, ROLLED_BACK or ROLLBACK_FAILED). Also checks that no such child run started (SEEN) before the step
      * that launched it committed (except an external task that a kept signal completed as it was opened: the step's
-     * own transaction writes its SEEN and COMMITTED). Since each run waits for its own children, this holds transitively for grandchildren.
+     * own transaction writes its SEEN and COMMITTED). Since each run waits for its own children, this holds
+     * transitively for grandchildren.
      *
      * <p>
      * Runs that have not moved on yet are not checked. The log does not show runs that were created but never
