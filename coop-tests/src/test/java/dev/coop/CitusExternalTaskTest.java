@@ -187,13 +187,19 @@ class CitusExternalTaskTest {
                 .compensateWith((step, cause) -> ran.add("compensated ask"))
                 .step("never", step -> ran.add("never"))
                 .build();
-        try (CoopEngine engine = CitusHappyPathTest.engine(db.dataSource()).register(saga).start()) {
+        // the deadline passes when the test moves the clock, after the task opened (a deadline 700 ms ahead was
+        // sometimes missed before the first step ran, under load)
+        dev.coop.test.TestClock clock = new dev.coop.test.TestClock();
+        try (CoopEngine engine = CitusHappyPathTest.engine(db.dataSource()).clock(clock).register(saga).start()) {
             CoopClient client = engine.client();
-            Instant deadline = client.databaseTime().plusMillis(700);
+            Instant deadline = clock.instant().plus(java.time.Duration.ofHours(1));
             MessageId id = client.launch(topic, new Order("late", 1),
                     CooperationContext.of(Deadlines.HAPPY_PATH, Deadline.at(deadline, "test")));
             String token = awaitTask(client, "deadline");
             assertThat(client.externalTask(token).orElseThrow().deadline()).isPresent();
+            Await.until("the parent waits for its task", WAIT, () -> client.events(id).stream()
+                    .anyMatch(e -> e.type() == dev.coop.inspect.EventType.SUSPENDED));
+            clock.advance(java.time.Duration.ofHours(2));
             assertThat(client.awaitCompletion(id, WAIT)).isEqualTo(Outcome.ROLLED_BACK);
             assertThat(ran).containsExactly("compensated ask");
             TaskView task = client.externalTask(token).orElseThrow();

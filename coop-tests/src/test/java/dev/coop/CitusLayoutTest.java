@@ -42,12 +42,14 @@ class CitusLayoutTest {
                         "coop.cancellation hash(root_id) group true",
                         "coop.engine reference",
                         "coop.event hash(root_id) group true",
+                        "coop.external_task citus local",
                         "coop.key_turn citus local",
                         "coop.launch_key citus local",
                         "coop.message hash(root_id) group true",
                         "coop.run hash(root_id) group true",
                         "coop.saga_registration reference",
-                        "coop.saga_version reference");
+                        "coop.saga_version reference",
+                        "coop.signal citus local");
         assertThat(strings(db.dataSource(), """
                 SELECT conrelid::regclass::text || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
                  WHERE contype = 'p' AND conrelid IN ('coop.run'::regclass, 'coop.event'::regclass,

@@ -137,7 +137,9 @@ final class CitusKeys {
     static void apply(Connection c, SchemaName schema) throws SQLException {
         CitusFunctions.ensure(c, schema, "{schema}.release_ordering_key_after(text, text, uuid[])", RELEASE);
         CitusFunctions.ensure(c, schema, "{schema}.take_key_turns(uuid[], uuid[], uuid[])", TAKE);
-        for (String table : new String[]{"launch_key", "key_turn"}) {
+        // the keys' tables, and the tasks' and signals' (a task's opening, settlement and time-out write one of
+        // them and the hierarchy's worker: two-phase, so that a coordinator crash cannot keep one without the other)
+        for (String table : new String[]{"launch_key", "key_turn", "external_task", "signal"}) {
             addToMetadata(c, schema.value() + "." + table);
         }
         boolean refusing;

@@ -134,11 +134,8 @@ final class RootChildren {
             return messages;
         }
         log(c, rootId, engine, failure, messages, sagas, lineages);
-        try (PreparedStatement ps = c.prepareStatement(schema.sql(TASKS))) {
-            ps.setString(1, failure);
-            ps.setObject(2, time.bind());
-            ps.setArray(3, c.createArrayOf("uuid", ids.toArray()));
-            ps.executeUpdate();
+        if (sagas.contains(dev.coop.ExternalTask.SAGA)) { // a write to external_task makes it two-phase
+            settleTasks(c, failure, ids);
         }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(COUNTED))) {
             ps.setInt(1, ids.size());
@@ -155,6 +152,16 @@ final class RootChildren {
             }
         }
         return messages;
+    }
+
+    /** {@link #TASKS} for the settled runs {@code ids}, some of them external tasks. */
+    private void settleTasks(Connection c, String failure, List<UUID> ids) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(TASKS))) {
+            ps.setString(1, failure);
+            ps.setObject(2, time.bind());
+            ps.setArray(3, c.createArrayOf("uuid", ids.toArray()));
+            ps.executeUpdate();
+        }
     }
 
     private void log(Connection c, UUID rootId, String engine, String failure, List<UUID> messages,

@@ -42,6 +42,15 @@ final class RootCompensations {
             RETURNING t.run_id, t.name, t.compensation_topic, t.compensation_payload
             """;
 
+    /**
+     * Whether the instance has completed tasks, read first without a lock: {@code external_task} is a Citus local
+     * table, and a write to it, even one that changes no row, makes the rollback's transaction two-phase.
+     */
+    static final String ANY_COMPLETED = """
+            SELECT EXISTS (SELECT 1 FROM {schema}.external_task t
+                            WHERE t.parent_id = ? AND t.parent_seq = ? AND t.state = 'COMPLETED')
+            """;
+
     /** Their runs, rolled back (one shard), in id order. */
     static final String RUNS = """
             UPDATE {schema}.run r SET status = 'ROLLED_BACK', phase = 'ROLLBACK', failure = ?::jsonb,
@@ -100,6 +109,9 @@ final class RootCompensations {
             String cause) throws SQLException {
         OffsetDateTime now = time.bind();
         List<TaskCompensations.Compensation> found = new ArrayList<>();
+        if (!anyCompleted(c, run.id(), seq)) {
+            return found;
+        }
         try (PreparedStatement ps = c.prepareStatement(schema.sql(TASKS))) {
             ps.setObject(1, run.id());
             ps.setInt(2, seq);
@@ -117,6 +129,17 @@ final class RootCompensations {
         found.sort(java.util.Comparator.comparing(t -> t.taskRun().toString())); // PostgreSQL's order of UUIDs
         log(c, run.rootId(), engine, cause, rolledBack(c, run.rootId(), now, cause, found));
         return found;
+    }
+
+    private boolean anyCompleted(Connection c, UUID runId, int seq) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(schema.sql(ANY_COMPLETED))) {
+            ps.setObject(1, runId);
+            ps.setInt(2, seq);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
     }
 
     /** The tasks' runs rolled back: id to message and lineage, in id order (as the one statement logged them). */
