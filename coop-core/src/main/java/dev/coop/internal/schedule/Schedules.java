@@ -49,6 +49,8 @@ public final class Schedules {
     private final Time time;
     private final String upsertSql;
     private final String claimDueSql;
+    /** On Citus: whether the last period's message finished, by its root. */
+    private final String lastRunningSql;
     private final String nextDueSql;
 
     public Schedules(SchemaName schema, Time time) {
@@ -68,18 +70,30 @@ public final class Schedules {
                 RETURNING %s""".formatted(TIMING.formatted("s"), TIMING.formatted("excluded"),
                 DEFINITION.formatted("s"), DEFINITION.formatted("excluded"), COLUMNS));
         // the due schedule waiting longest; several engines never take the same one (row lock until commit)
+        String mayFire = """
+                (overlap OR last_message_id IS NULL OR NOT EXISTS (
+                   SELECT 1 FROM {schema}.run r
+                    WHERE r.message_id = s.last_message_id
+                      AND r.status NOT IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED')))""";
+        // on Citus the schedule is the coordinator's and run distributed: Citus refuses the join ("direct joins
+        // between distributed and local tables are not supported"); null there means: read the last message's runs
+        // apart, by its root (a scheduled message is a root: its id is its hierarchy's), routed to its worker
+        if (schema.citus()) {
+            mayFire = "CASE WHEN overlap OR last_message_id IS NULL THEN true END";
+        }
         this.claimDueSql = schema.sql("""
                 SELECT %s, {now} AS now,
                        coalesce(last_skipped_at > last_fired_at, false) AS skipping,
-                       (overlap OR last_message_id IS NULL OR NOT EXISTS (
-                          SELECT 1 FROM {schema}.run r
-                           WHERE r.message_id = s.last_message_id
-                             AND r.status NOT IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'))) AS may_fire
+                       %s AS may_fire
                   FROM {schema}.schedule s
                  WHERE next_at <= {now}
                  ORDER BY next_at
                  LIMIT 1
-                   FOR UPDATE SKIP LOCKED""".formatted(COLUMNS));
+                   FOR UPDATE SKIP LOCKED""".formatted(COLUMNS, mayFire));
+        this.lastRunningSql = schema.sql("""
+                SELECT NOT EXISTS (SELECT 1 FROM {schema}.run r
+                                    WHERE r.root_id = ? AND r.message_id = ?
+                                      AND r.status NOT IN ('COMMITTED', 'ROLLED_BACK', 'ROLLBACK_FAILED'))""");
         this.nextDueSql = schema.sql("""
                 SELECT ceil(extract(epoch FROM (min(next_at) - {now})) * 1000)::bigint
                   FROM {schema}.schedule WHERE next_at IS NOT NULL""");
@@ -189,7 +203,11 @@ public final class Schedules {
                 return new Fired(name, null, Map.of());
             }
             Period period = new Period(name, due, now, schedule.nextTime(due, now));
-            if (!rs.getBoolean("may_fire")) {
+            Boolean mayFire = rs.getObject("may_fire", Boolean.class);
+            if (mayFire == null) { // on Citus: whether the last period's message finished, read by its root
+                mayFire = lastFinished(c, rs.getObject("last_message_id", UUID.class));
+            }
+            if (!mayFire) {
                 skip(c, rs, period);
                 return new Fired(name, null, Map.of());
             }
@@ -204,6 +222,18 @@ public final class Schedules {
                 log.info("Schedule '{}' fired its last time: its cron expression has no time left", name);
             }
             return new Fired(name, new MessageId(emission.messageId()), created);
+        }
+    }
+
+    /** Whether every run of the last period's message {@code last} (a root message) finished. */
+    private boolean lastFinished(Connection c, UUID last) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(lastRunningSql)) {
+            ps.setObject(1, last);
+            ps.setObject(2, last);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
         }
     }
 

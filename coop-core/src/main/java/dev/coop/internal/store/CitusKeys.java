@@ -111,7 +111,8 @@ final class CitusKeys {
      * metadata: Citus then counts a write to it as a write to the coordinator's node, so a transaction that writes it
      * and a worker commits in two phases, atomically. A plain table outside Citus's metadata would be committed after
      * the worker's one-phase {@code COMMIT}, and a crash between the two would lose the key's row while its message
-     * or runs stay.
+     * or runs stay. The tables it references or that reference it go with it ({@code join_member} with {@code
+     * join_group}): Citus refuses a foreign key between a Citus local table and a plain one.
      */
     private static void addToMetadata(Connection c, String table) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT NOT EXISTS (SELECT 1 FROM pg_dist_partition"
@@ -124,7 +125,8 @@ final class CitusKeys {
                 }
             }
         }
-        try (PreparedStatement ps = c.prepareStatement("SELECT citus_add_local_table_to_metadata(?::regclass)")) {
+        try (PreparedStatement ps = c.prepareStatement("SELECT citus_add_local_table_to_metadata(?::regclass,"
+                + " cascade_via_foreign_keys => true)")) {
             ps.setString(1, table);
             ps.executeQuery().close();
         }
@@ -137,9 +139,11 @@ final class CitusKeys {
     static void apply(Connection c, SchemaName schema) throws SQLException {
         CitusFunctions.ensure(c, schema, "{schema}.release_ordering_key_after(text, text, uuid[])", RELEASE);
         CitusFunctions.ensure(c, schema, "{schema}.take_key_turns(uuid[], uuid[], uuid[])", TAKE);
-        // the keys' tables, and the tasks' and signals' (a task's opening, settlement and time-out write one of
-        // them and the hierarchy's worker: two-phase, so that a coordinator crash cannot keep one without the other)
-        for (String table : new String[]{"launch_key", "key_turn", "external_task", "signal"}) {
+        // the keys' tables, the tasks' and signals', the schedules' (a task's opening, a schedule's firing write one
+        // of them and a hierarchy's worker: two-phase, so that a coordinator crash cannot keep one without the
+        // other). Not the joins' yet: with join_member's foreign key to join_group, Citus refuses an attach's write
+        // after its read of every shard ("cannot modify table join_group because there was a parallel operation")
+        for (String table : new String[]{"launch_key", "key_turn", "external_task", "signal", "schedule"}) {
             addToMetadata(c, schema.value() + "." + table);
         }
         boolean refusing;
