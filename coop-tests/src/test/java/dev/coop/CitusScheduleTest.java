@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * {@link ScheduleTest}'s fixed period on the cluster: {@code schedule} is a Citus local table there (docs/guide/citus.md,
- * "The distribution"), so a firing, which moves the schedule on the coordinator and launches its message on the
+ * {@link ScheduleTest}'s fixed period on the cluster: {@code schedule} is a Citus local table there
+ * (docs/guide/citus.md, "The distribution"), so a firing, which moves the schedule on the coordinator and launches its message on the
  * message's worker, commits both or neither (two phases, one worker prepared). Each period's message runs and commits
  * once, and the schedule names the last one.
  */

@@ -111,8 +111,8 @@ final class CitusKeys {
      * metadata: Citus then counts a write to it as a write to the coordinator's node, so a transaction that writes it
      * and a worker commits in two phases, atomically. A plain table outside Citus's metadata would be committed after
      * the worker's one-phase {@code COMMIT}, and a crash between the two would lose the key's row while its message
-     * or runs stay. The tables it references or that reference it go with it ({@code join_member} with {@code
-     * join_group}): Citus refuses a foreign key between a Citus local table and a plain one.
+     * or runs stay. The tables it references or that reference it by a foreign key go with it: Citus refuses a
+     * foreign key between a Citus local table and a plain one.
      */
     private static void addToMetadata(Connection c, String table) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT NOT EXISTS (SELECT 1 FROM pg_dist_partition"

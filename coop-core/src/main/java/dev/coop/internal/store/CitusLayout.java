@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * <li>Everything cross-hierarchy by nature stays local to the coordinator: {@code schedule}, {@code join_group},
  * {@code join_member}, {@code rate_token} (saga limits), {@code run_count}, {@code external_task} (its token and its
  * open task key are unique across hierarchies), {@code signal} and {@code schema_version}; {@code external_task},
- * {@code signal}, {@code schedule} and the keys' tables as Citus local tables ({@link CitusKeys}: a transaction writing one of them and a
- * worker commits in two phases, atomically). Their triggers
+ * {@code signal}, {@code schedule} and the keys' tables as Citus local tables ({@link CitusKeys}: a transaction
+ * writing one of them and a worker commits in two phases, atomically). Their triggers
  * ({@code schedule_created_notify}, {@code schedule_moved_notify}, {@code join_group_timeout_notify}: notifications)
  * are allowed there, since only triggers on distributed and reference tables are refused.</li>
  * </ul>
@@ -89,11 +89,6 @@ public final class CitusLayout {
     public static final String XACT_RUNNING_SIGNATURE = "{schema}.xact_running(xid)";
 
     /**
-     * The functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times, and the notification that does nothing
-     * ({@code notify_off}), and {@link #XACT_RUNNING_SIGNATURE}: signature, then {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that
-     * the planner does not inline them back into a {@code COALESCE} or a stable {@code timestamptz + interval}.
-     */
-    /**
      * The claim's share lock on the metadata of a root's {@code run} shard ({@link ShardedClaims#SHARD_LOCK}: {@code
      * lock_shard_metadata(5, ...)}, 5 being {@code ShareLock}). {@code SECURITY DEFINER}: Citus lets only the table's
      * owner take that lock, and the engines' database role may be one that was granted Coop's tables, not their owner
@@ -104,6 +99,12 @@ public final class CitusLayout {
             + " PERFORM lock_shard_metadata(5, ARRAY[get_shard_id_for_distribution_column(''{schema}.run'', root)]);"
             + " END'";
 
+    /**
+     * {@link #LOCK_RUN_SHARD}, the functions behind {@link #NOW_SQL} and {@link #onCitus}'s due times, the
+     * notification that does nothing ({@code notify_off}), and {@link #XACT_RUNNING_SIGNATURE}: signature, then
+     * {@code CREATE} statement ({@link CitusFunctions#ensure}). PL/pgSQL, so that the planner does not inline them back
+     * into a {@code COALESCE} or a stable {@code timestamptz + interval}.
+     */
     private static final String[][] FUNCTIONS = {
             {"{schema}.lock_run_shard(uuid)", LOCK_RUN_SHARD},
             {"{schema}.now_or(timestamptz)", "CREATE OR REPLACE FUNCTION {schema}.now_or(t timestamptz)"

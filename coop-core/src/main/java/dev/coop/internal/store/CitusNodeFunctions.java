@@ -35,7 +35,8 @@ final class CitusNodeFunctions {
 
     private static final String CANDIDATES = """
             CREATE OR REPLACE FUNCTION {schema}.node_candidates(anchor uuid, saga text, version int,
-                now_at timestamptz, lim int, skip int) RETURNS TABLE (root_id uuid, id uuid) LANGUAGE plpgsql STABLE AS $f$
+                now_at timestamptz, lim int, skip int) RETURNS TABLE (root_id uuid, id uuid)
+                LANGUAGE plpgsql STABLE AS $f$
             DECLARE shards text;
             BEGIN
             {local}
