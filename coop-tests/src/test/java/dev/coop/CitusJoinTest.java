@@ -15,11 +15,13 @@ import dev.coop.join.JoinResult;
 import dev.coop.join.JoinStatus;
 import dev.coop.join.JoinView;
 import dev.coop.join.Joins;
+import dev.coop.join.ReportResult;
 import dev.coop.test.Await;
 import dev.coop.test.CitusDatabase;
 import dev.coop.test.StepGate;
 import java.time.Duration;
 import java.util.List;
+import java.util.UUID;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -160,6 +162,45 @@ class CitusJoinTest {
             assertThat(result.members()).containsExactly(
                     new JoinResult.Member(done.value(), JoinMemberState.COMPLETED),
                     new JoinResult.Member(failed.value(), JoinMemberState.FAILED));
+        }
+    }
+
+    /**
+     * The joins' tables are Citus local tables (with no foreign key between them), so a transaction that writes one of
+     * them and a hierarchy's worker commits in two phases, one worker prepared: a member's last step, which settles
+     * its membership, and a report that ends the join and launches its outcome (a hierarchy of its own). A crash of
+     * the coordinator cannot keep the member's commit without its settlement.
+     */
+    @Test
+    void a_settlement_and_an_outcome_commit_atomically_with_their_worker() throws Exception {
+        Outcomes outcomes = new Outcomes("citus-j2pc");
+        StepGate gate = new StepGate();
+        Topic<Order> work = Topic.of("citus-j2pc-work", Order.class);
+        Saga<Order> saga = Saga.on(work, "citus-j2pc-worker").step("hold", step -> gate.pass()).build();
+        try (CoopEngine engine = engine().register(saga, outcomes.onDone, outcomes.onFailed).start();
+                TwoPhaseCommits.Held held = TwoPhaseCommits.held(db)) {
+            CoopClient client = engine.client();
+            Joins joins = client.joins();
+            JoinId join = joins.start(outcomes.expecting(2));
+            MessageId member = client.launch(work, new Order("m", 1));
+            MessageId outside = new MessageId(UUID.randomUUID()); // work done outside Coop, settled by a report
+            joins.attach(join, member);
+            joins.attach(join, outside);
+            gate.awaitArrivals(1, WAIT);
+            long before = TwoPhaseCommits.count(db);
+            gate.open();
+            assertThat(client.awaitCompletion(member, WAIT)).isEqualTo(Outcome.COMMITTED);
+            assertThat(joins.get(join).completed()).as("settled in the member's last step").isEqualTo(1);
+            long settled = TwoPhaseCommits.count(db);
+            assertThat(joins.reportCompleted(join, outside)).isEqualTo(ReportResult.RECORDED);
+            long reported = TwoPhaseCommits.count(db);
+            assertThat(outcomes.awaitCompletion().completed()).isEqualTo(2);
+            System.out.println("2PC rows of a member's last step settling it: " + (settled - before)
+                    + ", of a report ending the join: " + (reported - settled));
+            assertThat(settled - before).as("two-phase commits of the member's last step").isEqualTo(1);
+            assertThat(reported - settled).as("two-phase commits of the report and its outcome").isEqualTo(1);
+            assertThat(CitusLayoutTest.strings(db.dataSource(), "SELECT conname FROM pg_constraint"
+                    + " WHERE conrelid = 'coop.join_member'::regclass AND contype = 'f'")).isEmpty();
         }
     }
 }

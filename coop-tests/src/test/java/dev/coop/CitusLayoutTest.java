@@ -43,6 +43,8 @@ class CitusLayoutTest {
                         "coop.engine reference",
                         "coop.event hash(root_id) group true",
                         "coop.external_task citus local",
+                        "coop.join_group citus local",
+                        "coop.join_member citus local",
                         "coop.key_turn citus local",
                         "coop.launch_key citus local",
                         "coop.message hash(root_id) group true",
@@ -83,7 +85,7 @@ class CitusLayoutTest {
                    AND t.tgrelid::regclass::text !~ '_[0-9]+$' -- a Citus local table's shard has them too
                  ORDER BY 1"""))
                 .containsExactly(
-                        "coop.join_group.join_group_timeout_notify (local)",
+                        "coop.join_group.join_group_timeout_notify (citus local)",
                         "coop.schedule.schedule_created_notify (citus local)",
                         "coop.schedule.schedule_moved_notify (citus local)");
     }

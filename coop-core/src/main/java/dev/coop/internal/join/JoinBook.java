@@ -289,7 +289,8 @@ public final class JoinBook {
             OffsetDateTime now = store.time().bind();
             ps.setObject(1, now);
             ps.setInt(2, TIMEOUT_BATCH);
-            ps.setObject(3, now);
+            ps.setArray(3, c.createArrayOf("uuid", JoinSettlement.outcomeIds(TIMEOUT_BATCH)));
+            ps.setObject(4, now);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     fired.add(new JoinSettlement.Ended(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)));

@@ -3,6 +3,7 @@ package dev.coop.internal.join;
 import dev.coop.internal.store.Emission;
 import dev.coop.internal.store.Json;
 import dev.coop.internal.store.Store;
+import dev.coop.internal.store.Uuids;
 import dev.coop.join.JoinMemberState;
 import dev.coop.join.JoinResult;
 import dev.coop.join.JoinStatus;
@@ -11,7 +12,9 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -132,6 +135,10 @@ final class JoinSettlement {
             ps.setArray(2, c.createArrayOf("uuid", messages));
             ps.setArray(3, c.createArrayOf("text", states));
             ps.setString(4, reported ? "REPORT" : "RUNS");
+            OffsetDateTime now = store.time().bind();
+            ps.setObject(5, now);
+            ps.setArray(6, c.createArrayOf("uuid", outcomeIds((int) Arrays.stream(joins).distinct().count())));
+            ps.setObject(7, now);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     if (rs.getBoolean(4)) {
@@ -145,6 +152,15 @@ final class JoinSettlement {
             sagas.addAll(publish(c, e));
         }
         return sagas;
+    }
+
+    /** Fresh ids for the outcome messages of joins that may end in one statement. */
+    static UUID[] outcomeIds(int joins) {
+        UUID[] ids = new UUID[joins];
+        for (int i = 0; i < joins; i++) {
+            ids[i] = Uuids.v7();
+        }
+        return ids;
     }
 
     /**

@@ -31,14 +31,16 @@ final class JoinSql {
      * Settles pending members and counts them at their joins; a join whose counts reach the expected count leaves
      * OPEN in this statement (an outcome message id is drawn for it). Returns every join counted, with whether this
      * statement ended it. Every caller holds the row locks of the joins involved, so the values read in
-     * {@code ending} are the latest.
+     * {@code ending} are the latest. The outcome ids are bound (one per join counted, by join id order), and the times
+     * are <i>now</i> ({@code {now}}): no volatile function in an {@code UPDATE}, and none but immutable ones in a
+     * {@code CASE}, which Citus refuses on its tables.
      */
     static final String SETTLE = """
             WITH input AS (
               SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[]) AS i(join_id, message_id, state)
             ), settled AS (
               UPDATE {schema}.join_member m
-                 SET state = i.state, settled_by = ?, settled_at = clock_timestamp()
+                 SET state = i.state, settled_by = ?, settled_at = {now}
                 FROM input i
                WHERE m.join_id = i.join_id AND m.message_id = i.message_id AND m.state = 'PENDING'
               RETURNING m.join_id, m.state
@@ -48,15 +50,18 @@ final class JoinSql {
                 FROM settled GROUP BY join_id
             ), ending AS (
               SELECT g.id, g.status = 'OPEN' AND g.completed + g.failed + c.completed + c.failed >= g.expected AS ends,
-                     g.fail_if_any_failed AND g.failed + c.failed > 0 AS fails, c.completed, c.failed
+                     g.fail_if_any_failed AND g.failed + c.failed > 0 AS fails, c.completed, c.failed,
+                     row_number() OVER (ORDER BY g.id) AS n
                 FROM {schema}.join_group g JOIN counted c ON c.join_id = g.id
+            ), ids AS (
+              SELECT * FROM unnest(?::uuid[]) WITH ORDINALITY AS o(outcome, n)
             )
             UPDATE {schema}.join_group g
                SET completed = g.completed + e.completed, failed = g.failed + e.failed,
                    status = CASE WHEN NOT e.ends THEN g.status WHEN e.fails THEN 'FAILED' ELSE 'COMPLETED' END,
-                   finished_at = CASE WHEN e.ends THEN clock_timestamp() ELSE g.finished_at END,
-                   outcome_message_id = CASE WHEN e.ends THEN {schema}.uuid_v7() ELSE g.outcome_message_id END
-              FROM ending e
+                   finished_at = CASE WHEN e.ends THEN {now} ELSE g.finished_at END,
+                   outcome_message_id = CASE WHEN e.ends THEN i.outcome ELSE g.outcome_message_id END
+              FROM ending e JOIN ids i ON i.n = e.n
              WHERE g.id = e.id
             RETURNING g.id, g.status, g.outcome_message_id, e.ends
             """;
@@ -87,6 +92,10 @@ final class JoinSql {
                FOR UPDATE
             """;
 
+    /**
+     * The due joins, numbered so that each takes one of the outcome ids bound (as many as the limit). The ids are
+     * joined by their ordinality: Citus 13.2 crashes the backend on a bound array's subscript in this statement.
+     */
     static final String FIRE_TIMEOUTS = """
             WITH due AS (
               SELECT id FROM {schema}.join_group
@@ -94,10 +103,14 @@ final class JoinSql {
                ORDER BY timeout_at
                LIMIT ?
                  FOR UPDATE SKIP LOCKED
+            ), numbered AS (
+              SELECT id, row_number() OVER (ORDER BY id) AS n FROM due
+            ), ids AS (
+              SELECT * FROM unnest(?::uuid[]) WITH ORDINALITY AS o(outcome, n)
             )
             UPDATE {schema}.join_group g
-               SET status = 'TIMED_OUT', finished_at = {now}, outcome_message_id = {schema}.uuid_v7()
-              FROM due WHERE g.id = due.id
+               SET status = 'TIMED_OUT', finished_at = {now}, outcome_message_id = i.outcome
+              FROM numbered d JOIN ids i ON i.n = d.n WHERE g.id = d.id
             RETURNING g.id, g.outcome_message_id
             """;
 

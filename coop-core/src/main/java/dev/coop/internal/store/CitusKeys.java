@@ -103,6 +103,9 @@ final class CitusKeys {
               RETURN held;
             END $$""";
 
+    /** join_member's foreign key to join_group (its default name, V2__joins.sql), dropped on Citus. */
+    private static final String JOIN_MEMBER_KEY = "join_member_join_id_fkey";
+
     /** Before schema version 31 a check constraint refused every keyed message on Citus. */
     private static final String NO_KEYS = "message_idempotency_key_needs_launch_key_table_on_citus";
 
@@ -139,26 +142,36 @@ final class CitusKeys {
     static void apply(Connection c, SchemaName schema) throws SQLException {
         CitusFunctions.ensure(c, schema, "{schema}.release_ordering_key_after(text, text, uuid[])", RELEASE);
         CitusFunctions.ensure(c, schema, "{schema}.take_key_turns(uuid[], uuid[], uuid[])", TAKE);
-        // the keys' tables, the tasks' and signals', the schedules' (a task's opening, a schedule's firing write one
-        // of them and a hierarchy's worker: two-phase, so that a coordinator crash cannot keep one without the
-        // other). Not the joins' yet: with join_member's foreign key to join_group, Citus refuses an attach's write
-        // after its read of every shard ("cannot modify table join_group because there was a parallel operation")
-        for (String table : new String[]{"launch_key", "key_turn", "external_task", "signal", "schedule"}) {
+        // join_member's foreign key to join_group goes first: with it, Citus refuses an attach's write after its
+        // read of every shard ("cannot modify table join_group because there was a parallel operation"). Nothing
+        // deletes a join group, so its cascade never ran; an attach locks the join before it inserts a member
+        dropConstraint(c, schema, "join_member", JOIN_MEMBER_KEY);
+        // the keys' tables, the tasks' and signals', the schedules', the joins' (a task's opening, a schedule's
+        // firing, a join's attach or settlement write one of them and a hierarchy's worker: two-phase, so that a
+        // coordinator crash cannot keep one without the other)
+        for (String table : new String[]{"launch_key", "key_turn", "external_task", "signal", "schedule",
+                "join_group", "join_member"}) {
             addToMetadata(c, schema.value() + "." + table);
         }
-        boolean refusing;
+        dropConstraint(c, schema, "message", NO_KEYS);
+    }
+
+    /** Drops a constraint when the table has it (a start finding it gone takes no lock on the table). */
+    private static void dropConstraint(Connection c, SchemaName schema, String table, String constraint)
+            throws SQLException {
+        boolean present;
         try (PreparedStatement ps = c.prepareStatement("SELECT EXISTS (SELECT 1 FROM pg_constraint"
                 + " WHERE conname = ? AND conrelid = to_regclass(?))")) {
-            ps.setString(1, NO_KEYS);
-            ps.setString(2, schema.value() + ".message");
+            ps.setString(1, constraint);
+            ps.setString(2, schema.value() + "." + table);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
-                refusing = rs.getBoolean(1);
+                present = rs.getBoolean(1);
             }
         }
-        if (refusing) {
+        if (present) {
             try (Statement st = c.createStatement()) {
-                st.execute(schema.sql("ALTER TABLE {schema}.message DROP CONSTRAINT " + NO_KEYS));
+                st.execute(schema.sql("ALTER TABLE {schema}." + table + " DROP CONSTRAINT " + constraint));
             }
         }
     }
