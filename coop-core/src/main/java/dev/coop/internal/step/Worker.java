@@ -96,6 +96,11 @@ public final class Worker implements Runnable {
                 dispatcher.done(task); // before backing off: the saga's worker slot is free meanwhile
                 released = true;
                 backOff(task, e);
+                if (!task.isProbe()) {
+                    // what the task was owed is owed still (nothing of its transaction committed, or a step did and
+                    // its run's continuation did not): searched, so that no due run waits for the next poll
+                    dispatcher.wake(task.saga());
+                }
             } finally {
                 if (!released) {
                     dispatcher.done(task);
