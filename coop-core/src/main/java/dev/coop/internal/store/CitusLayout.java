@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * <li>Everything cross-hierarchy by nature stays local to the coordinator: {@code schedule}, {@code join_group},
  * {@code join_member}, {@code rate_token} (saga limits), {@code run_count}, {@code external_task} (its token and its
  * open task key are unique across hierarchies), {@code signal} and {@code schema_version}; {@code external_task},
- * {@code signal}, {@code schedule}, the joins' and the keys' tables as Citus local tables ({@link CitusKeys}: a transaction
- * writing one of them and a worker commits in two phases, atomically). Their triggers
+ * {@code signal}, {@code schedule}, the joins' and the keys' tables as Citus local tables ({@link CitusKeys}: a
+ * transaction writing one of them and a worker commits in two phases, atomically). Their triggers
  * ({@code schedule_created_notify}, {@code schedule_moved_notify}, {@code join_group_timeout_notify}: notifications)
  * are allowed there, since only triggers on distributed and reference tables are refused.</li>
  * </ul>
