@@ -88,7 +88,7 @@ class CitusClaimTransactionTest {
                     + ", a claim that locked nothing " + missed);
             assertThat(claim).as("candidates, lock, SEEN and message").isEqualTo(3);
             assertThat(afterMiss).as("the end of the attempts, then a claim").isEqualTo(claim + 1);
-            assertThat(missed).as("candidates, lock").isEqualTo(2);
+            assertThat(missed).as("candidates, the shards' workers (read once, then every 10 s), lock").isEqualTo(3);
             assertThat(gpid).isNotEmpty();
         }
     }
@@ -127,6 +127,58 @@ class CitusClaimTransactionTest {
                         activity(busy)).isZero();
                 c.rollback();
             }
+            holder.rollback();
+        }
+    }
+
+    /**
+     * After a lock attempt that locked nothing, the claim tries the candidates on the same worker first, in the same
+     * transaction: it ends the attempts (a {@code ROLLBACK} round trip) only when it moves to another worker. Every
+     * run is held but one, so most claims fail on several candidates before they lock the free one.
+     */
+    @Test
+    void failed_lock_attempts_on_one_worker_are_ended_only_when_the_claim_moves_to_another() throws Exception {
+        String saga = "claim-tx-same";
+        Topic<Empty> topic = Topic.of(saga, Empty.class);
+        CitusHappyPathTest.engine(db.newDataSource(2)).name("registers-same").workers(1).register(Saga.on(topic, saga)
+                .step("only", step -> {
+                }).build()).start().close();
+        CoopClient client = Coop.client(db.dataSource());
+        java.util.Map<Integer, List<UUID>> rootsOn = new java.util.HashMap<>(); // until a worker has 4: 7 at most
+        while (rootsOn.values().stream().noneMatch(r -> r.size() == 4)) {
+            UUID root = client.launch(topic, new Empty()).value();
+            rootsOn.computeIfAbsent(CitusFaults.workerOf(db.dataSource(), root), w -> new ArrayList<>()).add(root);
+        }
+        UUID free = rootsOn.values().stream().filter(r -> r.size() == 4).findFirst().orElseThrow().getFirst();
+        int version = CitusFaults.count(db.dataSource(), "SELECT max(version) FROM coop.saga_version WHERE saga = ?",
+                saga);
+        Store store = new Store(new SchemaName("coop").onCitus(), Time.DATABASE);
+        try (Connection raw = db.dataSource().getConnection(); Connection holder = db.dataSource().getConnection()) {
+            holder.setAutoCommit(false);
+            for (List<UUID> roots : rootsOn.values()) {
+                for (UUID root : roots) {
+                    if (!root.equals(free)) {
+                        lockRun(holder, root);
+                    }
+                }
+            }
+            java.util.Map<String, AtomicInteger> sent = new java.util.HashMap<>();
+            Connection c = recording(raw, sent);
+            c.setAutoCommit(false);
+            int failed = 0;
+            for (int i = 0; i < 8; i++) {
+                sent.clear();
+                ClaimedRun run = store.claim(c, saga, version, ENGINE);
+                assertThat(run).isNotNull();
+                assertThat(run.rootId()).isEqualTo(free);
+                int attempts = sent.getOrDefault("lock", new AtomicInteger()).get();
+                int ended = sent.getOrDefault("ROLLBACK", new AtomicInteger()).get();
+                failed += attempts - 1;
+                assertThat(ended).as("attempts ended in a claim that failed %d times", attempts - 1)
+                        .isLessThanOrEqualTo(Math.min(1, attempts - 1));
+                raw.rollback();
+            }
+            System.out.println("failed lock attempts in 8 claims: " + failed);
             holder.rollback();
         }
     }
@@ -207,6 +259,33 @@ class CitusClaimTransactionTest {
                                         trips.incrementAndGet();
                                     }
                                     return call(st, sm, sargs);
+                                });
+                    }
+                    return result;
+                });
+    }
+
+    /**
+     * {@code c}, counting the executions of the claim's lock attempts ({@code "lock"}) and of statements that end a
+     * transaction with {@code ROLLBACK} ({@code "ROLLBACK"}).
+     */
+    private static Connection recording(Connection c, java.util.Map<String, AtomicInteger> sent) {
+        return (Connection) Proxy.newProxyInstance(CitusClaimTransactionTest.class.getClassLoader(),
+                new Class<?>[]{Connection.class}, (proxy, m, args) -> {
+                    Object result = call(c, m, args);
+                    if (result instanceof PreparedStatement ps && m.getName().equals("prepareStatement")) {
+                        String sql = (String) args[0];
+                        String kind = sql.contains("lock_run_shard")
+                                ? "lock"
+                                : sql.contains("ROLLBACK")
+                                        ? "ROLLBACK"
+                                        : null;
+                        return Proxy.newProxyInstance(CitusClaimTransactionTest.class.getClassLoader(),
+                                new Class<?>[]{PreparedStatement.class}, (p, sm, sargs) -> {
+                                    if (kind != null && sm.getName().startsWith("execute")) {
+                                        sent.computeIfAbsent(kind, k -> new AtomicInteger()).incrementAndGet();
+                                    }
+                                    return call(ps, sm, sargs);
                                 });
                     }
                     return result;

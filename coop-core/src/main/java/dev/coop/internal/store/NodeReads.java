@@ -107,9 +107,9 @@ final class NodeReads {
     }
 
     /** The claim's candidates ({@link ShardedClaims#CANDIDATES}), up to {@code limit} from each live worker. */
-    List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now, int limit, int offset)
-            throws SQLException {
-        List<UUID[]> out = new ArrayList<>();
+    List<ShardedClaims.Candidate> candidates(Connection c, String saga, int version, OffsetDateTime now, int limit,
+            int offset) throws SQLException {
+        List<ShardedClaims.Candidate> out = new ArrayList<>();
         eachWorker(c, candidatesSql, anchor -> {
             int i = 0;
             anchor.ps().setObject(++i, anchor.root());
@@ -120,7 +120,8 @@ final class NodeReads {
             anchor.ps().setInt(++i, offset);
             try (ResultSet rs = anchor.ps().executeQuery()) {
                 while (rs.next()) {
-                    out.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                    out.add(new ShardedClaims.Candidate(rs.getObject(1, UUID.class), rs.getObject(2, UUID.class),
+                            anchor.worker()));
                 }
             }
         });
@@ -146,7 +147,7 @@ final class NodeReads {
     }
 
     /** A worker's anchor root, with the statement to bind it in. */
-    private record Anchor(PreparedStatement ps, UUID root) {
+    private record Anchor(PreparedStatement ps, UUID root, String worker) {
     }
 
     /** What is read of one worker. */
@@ -170,7 +171,7 @@ final class NodeReads {
                     continue;
                 }
                 try {
-                    read.read(new Anchor(ps, worker.getValue()));
+                    read.read(new Anchor(ps, worker.getValue(), worker.getKey()));
                     skipped.remove(worker.getKey());
                     answered++;
                 } catch (SQLException e) {

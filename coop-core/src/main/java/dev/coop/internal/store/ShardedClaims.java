@@ -34,9 +34,12 @@ final class ShardedClaims {
     /** At most this many pages of candidates per claim (then the claim finds nothing and the engine polls again). */
     static final int MAX_PAGES = 32;
 
-    /** The due runs of a saga, first due first, without a lock. Parameters: saga, version, {now}, limit, offset. */
+    /**
+     * The due runs of a saga, first due first, without a lock, each with the name of its shard (evaluated on the
+     * worker, which {@link ShardNodes} maps to the worker). Parameters: saga, version, {now}, limit, offset.
+     */
     static final String CANDIDATES = """
-            SELECT r.root_id, r.id FROM {schema}.run r
+            SELECT r.root_id, r.id, r.tableoid::regclass::text FROM {schema}.run r
              WHERE r.saga = ? AND r.saga_version = ? AND r.status = 'RUNNABLE' AND {every}
                AND r.runnable_at <= {due} AND {notReserved}
              ORDER BY r.priority DESC, r.runnable_at
@@ -115,10 +118,12 @@ final class ShardedClaims {
     private final String shardLockSql;
     private final SplitClaim split;
     private final NodeReads nodeReads;
+    private final ShardNodes shardNodes;
 
     /** @param lock {@link #LOCK} with its idle-in-transaction timeout set, before its schema and selection */
     ShardedClaims(SchemaName schema, String lock, SplitClaim split, NodeReads nodeReads) {
         this.nodeReads = nodeReads;
+        this.shardNodes = new ShardNodes(schema);
         this.candidatesSql = schema.sql(CANDIDATES);
         this.lockBySagaSql = schema.sql(lock.formatted(BY_SAGA));
         this.lockByIdSql = schema.sql(lock.formatted(BY_ID));
@@ -163,24 +168,28 @@ final class ShardedClaims {
         String refusal = null; // what an earlier version's gate said in this transaction, for the empty claim
         for (int page = 0; page < MAX_PAGES; page++) {
             refusal = endAttemptsIfAny(c, refusal);
-            List<UUID[]> candidates = candidatesApart(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
+            List<Candidate> candidates = candidatesApart(c, saga, version, now, page * CANDIDATES_PER_CLAIM);
+            int read = candidates.size();
             // from a random one of the page on: workers claiming at once mostly try different runs first
-            int start = candidates.isEmpty()
-                    ? 0
-                    : java.util.concurrent.ThreadLocalRandom.current()
-                            .nextInt(candidates.size());
-            for (int k = 0; k < candidates.size(); k++) {
-                UUID[] candidate = candidates.get((start + k) % candidates.size());
-                if (k > 0) { // the attempt that failed may have been on another worker: not in the step's transaction
+            if (read > 1) {
+                java.util.Collections.rotate(candidates,
+                        -java.util.concurrent.ThreadLocalRandom.current().nextInt(read));
+            }
+            String failedOn = null; // the worker of the attempts that failed in the open transaction
+            while (!candidates.isEmpty()) {
+                Candidate candidate = next(candidates, failedOn);
+                if (failedOn != null && !failedOn.equals(candidate.node())) {
+                    // the attempts that failed were on another worker: not in the step's transaction
                     refusal = endAttemptsIfAny(c, refusal);
                 }
-                ClaimedRun locked = lock(c, lockBySagaSql, candidate[0], candidate[1], engine, now, saga, version,
-                        now);
+                ClaimedRun locked = lock(c, lockBySagaSql, candidate.root(), candidate.id(), engine, now, saga,
+                        version, now);
                 if (locked != null) {
                     return locked;
                 }
+                failedOn = candidate.node() == null ? "" : candidate.node(); // unknown: ended before the next
             }
-            if (candidates.size() < CANDIDATES_PER_CLAIM) {
+            if (read < CANDIDATES_PER_CLAIM) {
                 break; // no more due runs
             }
         }
@@ -191,6 +200,28 @@ final class ShardedClaims {
             }
         }
         return null;
+    }
+
+    /** A due run the candidates' read found, and its worker ({@code host:port}; null when not known). */
+    record Candidate(UUID root, UUID id, String node) {
+    }
+
+    /**
+     * Takes the next candidate to try: the first on {@code failedOn}, the worker of the attempts that failed in the
+     * open transaction, when there is one (the transaction then goes on there, without a {@code ROLLBACK} of its own),
+     * else the first.
+     */
+    private static Candidate next(List<Candidate> candidates, String failedOn) {
+        int at = 0;
+        if (failedOn != null) {
+            for (int i = 0; i < candidates.size(); i++) {
+                if (failedOn.equals(candidates.get(i).node())) {
+                    at = i;
+                    break;
+                }
+            }
+        }
+        return candidates.remove(at);
     }
 
     /**
@@ -224,15 +255,15 @@ final class ShardedClaims {
      * "Faults"). The claim's transaction then begins with the lock, routed to the candidate's worker, and holds
      * connections to that worker alone. Costs no round trip when no transaction is open (the driver's auto-commit
      * switch sends nothing then, and the lock's {@code BEGIN} goes with the lock). The caller ends lock attempts
-     * that locked nothing first ({@link #endAttemptsIfAny}: a round trip each): they may be on another worker.
+     * that locked nothing first ({@link #endAttemptsIfAny}: a round trip each).
      */
-    private List<UUID[]> candidatesApart(Connection c, String saga, int version, OffsetDateTime now, int offset)
+    private List<Candidate> candidatesApart(Connection c, String saga, int version, OffsetDateTime now, int offset)
             throws SQLException {
         if (c.getAutoCommit()) {
             return candidates(c, saga, version, now, offset);
         }
         c.setAutoCommit(true); // no transaction is open (endAttemptsIfAny): the driver sends nothing
-        List<UUID[]> read;
+        List<Candidate> read;
         try {
             read = candidates(c, saga, version, now, offset);
         } catch (SQLException | RuntimeException e) {
@@ -273,11 +304,11 @@ final class ShardedClaims {
      * The due candidates: of every shard at once, or of each worker apart ({@link NodeReads}) while one of them is
      * unreachable. In auto-commit.
      */
-    private List<UUID[]> candidates(Connection c, String saga, int version, OffsetDateTime now, int offset)
+    private List<Candidate> candidates(Connection c, String saga, int version, OffsetDateTime now, int offset)
             throws SQLException {
         if (!nodeReads.perNode()) {
             try {
-                List<UUID[]> read = everyShard(c, saga, version, now, offset);
+                List<Candidate> read = everyShard(c, saga, version, now, offset);
                 nodeReads.fullReadAnswered();
                 return read;
             } catch (SQLException e) {
@@ -290,9 +321,9 @@ final class ShardedClaims {
         return nodeReads.candidates(c, saga, version, now, CANDIDATES_PER_CLAIM, offset);
     }
 
-    private List<UUID[]> everyShard(Connection c, String saga, int version, OffsetDateTime now, int offset)
+    private List<Candidate> everyShard(Connection c, String saga, int version, OffsetDateTime now, int offset)
             throws SQLException {
-        List<UUID[]> out = new ArrayList<>(CANDIDATES_PER_CLAIM);
+        List<String[]> read = new ArrayList<>(CANDIDATES_PER_CLAIM);
         try (PreparedStatement ps = c.prepareStatement(candidatesSql)) {
             ps.setString(1, saga);
             ps.setInt(2, version);
@@ -301,9 +332,13 @@ final class ShardedClaims {
             ps.setInt(5, offset);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
-                    out.add(new UUID[]{rs.getObject(1, UUID.class), rs.getObject(2, UUID.class)});
+                    read.add(new String[]{rs.getString(1), rs.getString(2), rs.getString(3)});
                 }
             }
+        }
+        List<Candidate> out = new ArrayList<>(read.size());
+        for (String[] r : read) { // after the read: the map may be read in its place
+            out.add(new Candidate(UUID.fromString(r[0]), UUID.fromString(r[1]), shardNodes.of(c, r[2])));
         }
         return out;
     }
